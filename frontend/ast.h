@@ -1,0 +1,177 @@
+// The dccc abstract syntax tree: what the parser hands the checker.
+//
+// Every node carries the SourceRange it was parsed from. Nodes own their
+// children through unique_ptr; the tree is built once by parse() and only
+// read afterwards (the checker keeps its facts in side tables). Expression
+// kinds are listed once in DCCC_EXPR_KINDS.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/source.h"
+
+namespace dccc::ast {
+
+#define DCCC_EXPR_KINDS(X) \
+  X(Int)                   \
+  X(Float)                 \
+  X(Bool)                  \
+  X(Name)                  \
+  X(Field)                 \
+  X(Index)                 \
+  X(Unary)                 \
+  X(Binary)                \
+  X(Reduce)                \
+  X(Construct)             \
+  X(Call)                  \
+  X(TensorLit)
+
+enum class ExprKind {
+#define X(k) k,
+  DCCC_EXPR_KINDS(X)
+#undef X
+};
+const char* expr_kind_name(ExprKind k);
+
+struct Expr;
+struct TypeExpr;
+using ExprPtr = std::unique_ptr<Expr>;
+using TypeExprPtr = std::unique_ptr<TypeExpr>;
+
+/// An identifier with where it was written.
+struct Ident {
+  std::string name;
+  SourceRange range;
+};
+
+/// One field of a construction `T { field: Type }` or `T { field: value }`:
+/// exactly one of `type` and `value` is set.
+struct FieldInit {
+  Ident name;
+  TypeExprPtr type;
+  ExprPtr value;
+};
+
+/// An expression. Which members are meaningful depends on `kind`:
+///  Int: int_text (digits, checked for range by the checker); Float: float_value, text
+///  Bool: bool_value; Name: name; Field: operands[0] . name
+///  Index: operands[0] [ operands[1..] ]  (one bracket group per node)
+///  Unary: op operands[0]; Binary: operands[0] op operands[1]
+///  Reduce: op (with op_range) over operands[0]
+///  Construct: name { fields }; Call: name ( operands )
+///  TensorLit: [ operands ]
+struct Expr {
+  ExprKind kind;
+  SourceRange range;
+  std::string name;  // Name, Field (field name), Construct (type), Call (callee)
+  SourceRange name_range;
+  std::string op;  // Unary, Binary, Reduce
+  SourceRange op_range;
+  std::string text;  // literal spelling (Int, Float)
+  double float_value = 0;
+  bool bool_value = false;
+  std::vector<ExprPtr> operands;
+  std::vector<FieldInit> fields;  // Construct
+
+  Expr(ExprKind k, SourceRange r) : kind(k), range(r) {}
+};
+
+/// One dimension of a tensor type: an optional index name and an extent
+/// (nullptr extent means `?`, a length known only at run time).
+struct Dim {
+  std::optional<Ident> index;
+  ExprPtr extent;
+  SourceRange range;
+};
+
+/// One bracket group `[...]` of a tensor type.
+struct DimGroup {
+  std::vector<Dim> dims;
+  SourceRange range;
+};
+
+struct CouplingField {
+  Ident name;
+  TypeExprPtr type;
+};
+
+enum class TypeExprKind { Named, Tensor, Coupling, List, AutoCoupling };
+
+/// A written type. Named: name; Tensor: groups + element (a scalar or alias
+/// name); Coupling: fields, where, layout; List: element.
+struct TypeExpr {
+  TypeExprKind kind;
+  SourceRange range;
+  Ident name;     // Named; Tensor: element type name
+  std::vector<DimGroup> groups;
+  std::vector<CouplingField> fields;
+  std::vector<ExprPtr> where;
+  std::vector<Ident> layout;
+  bool has_layout = false;
+  TypeExprPtr element;  // List
+
+  TypeExpr(TypeExprKind k, SourceRange r) : kind(k), range(r) {}
+};
+
+enum class StmtKind { Let, Assign, Return, Expr };
+
+/// A statement. Let: name, type?, value?; Assign: target = value;
+/// Return: value?; Expr: value.
+struct Stmt {
+  StmtKind kind;
+  SourceRange range;
+  Ident name;
+  TypeExprPtr type;
+  ExprPtr target;
+  ExprPtr value;
+
+  Stmt(StmtKind k, SourceRange r) : kind(k), range(r) {}
+};
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct Param {
+  Ident name;
+  TypeExprPtr type;
+};
+
+struct FnDecl {
+  Ident name;
+  std::vector<Param> params;
+  TypeExprPtr ret;  // nullptr: returns nothing
+  std::vector<ExprPtr> where;
+  std::vector<StmtPtr> body;
+  SourceRange range;
+};
+
+struct TypeAlias {
+  Ident name;
+  TypeExprPtr type;
+  SourceRange range;
+};
+
+struct ConstDecl {
+  Ident name;
+  TypeExprPtr type;  // optional
+  ExprPtr value;
+  SourceRange range;
+};
+
+/// A whole parsed file, declarations in source order.
+struct Program {
+  std::vector<TypeAlias> types;
+  std::vector<ConstDecl> consts;
+  std::vector<FnDecl> fns;
+  /// Source order of all declarations: (0 type | 1 const | 2 fn, index).
+  std::vector<std::pair<int, size_t>> order;
+};
+
+/// Print the tree in an indented, stable text form (`--emit=ast`).
+std::string dump(const Program& program);
+std::string dump(const Expr& expr);
+std::string dump(const TypeExpr& type);
+
+}  // namespace dccc::ast

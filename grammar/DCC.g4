@@ -1,0 +1,100 @@
+// DCC language grammar (ANTLR4). Syntax source of truth:
+// shared/reference/dcc-ragged-tensor-design.md plus the decisions in DESIGN-NOTES.md.
+// Scalar type names (f32, i32, ...) are plain identifiers here; the checker
+// resolves them, so `f32(x)` casts parse as ordinary calls.
+grammar DCC;
+
+program : topDecl* EOF ;
+
+topDecl
+    : typeAlias
+    | constDecl
+    | fnDecl
+    ;
+
+typeAlias : TYPE ID '=' typeExpr ';'? ;
+constDecl : CONST ID (':' typeExpr)? '=' expr ';' ;
+fnDecl    : FN ID '(' (param (',' param)* ','?)? ')' ('->'? typeExpr)? whereClause? block ;
+param     : ID ':' typeExpr ;
+
+typeExpr
+    : couplingType                      # CouplingTypeExpr
+    | dimGroup+ ID                      # TensorTypeExpr
+    | LIST '[' typeExpr ']'             # ListTypeExpr
+    | AUTO COUPLING                     # AutoCouplingTypeExpr
+    | ID                                # NamedTypeExpr
+    ;
+
+couplingType : COUPLING '{' (field (',' field)* ','?)? '}' whereClause? layoutClause? ;
+field        : ID ':' typeExpr ;
+whereClause  : WHERE '{' (expr (',' expr)* ','?)? '}' ;
+layoutClause : LAYOUT '(' (ID (',' ID)*)? ')' ;
+
+// One bracket group of a tensor type: `[b: B]` names its index, `[seqlen[b], H, D]` does not.
+dimGroup : '[' dim (',' dim)* ']' ;
+dim      : (ID ':')? extent ;
+extent   : '?' | expr ;
+
+block : '{' stmt* '}' ;
+
+stmt
+    : LET ID (':' typeExpr)? ('=' expr)? ';'     # LetStmt
+    | expr '=' expr ';'                          # AssignStmt
+    | RETURN expr? ';'                           # ReturnStmt
+    | expr ';'                                   # ExprStmt
+    | ';'                                        # EmptyStmt
+    ;
+
+expr
+    : expr '.' ID                                        # FieldExpr
+    | expr '[' expr (',' expr)* ']'                      # IndexExpr
+    | op=('-' | '!' | '+') expr                          # UnaryExpr
+    | expr op=('*' | '/' | '%') expr                     # MulExpr
+    | expr op=('+' | '-') expr                           # AddExpr
+    | expr op=('<' | '<=' | '>' | '>=') expr             # CmpExpr
+    | expr op=('==' | '!=') expr                         # EqExpr
+    | expr '&&' expr                                     # AndExpr
+    | expr '||' expr                                     # OrExpr
+    | REDUCE '(' reduceOp ',' expr ')'                   # ReduceExpr
+    | ID '{' (fieldInit (',' fieldInit)* ','?)? '}'      # ConstructExpr
+    | ID '(' (expr (',' expr)* ','?)? ')'                # CallExpr
+    | '[' expr (',' expr)* ','? ']'                      # TensorLitExpr
+    | '(' expr ')'                                       # ParenExpr
+    | INT                                                # IntExpr
+    | FLOAT                                              # FloatExpr
+    | (TRUE | FALSE)                                     # BoolExpr
+    | ID                                                 # NameExpr
+    ;
+
+// Any operator-like token is accepted so that the checker can name a bad one.
+reduceOp : '+' | '*' | '-' | '/' | '%' | '&&' | '||' | ID ;
+
+// A field of a construction is either fresh storage (a tensor or coupling
+// type) or bound to a value; a plain name is resolved by the checker.
+fieldInit : ID ':' (fieldType | expr) ;
+fieldType : dimGroup+ ID | couplingType | LIST '[' typeExpr ']' ;
+
+TYPE     : 'type' ;
+CONST    : 'const' ;
+FN       : 'fn' ;
+LET      : 'let' ;
+RETURN   : 'return' ;
+REDUCE   : 'reduce' ;
+COUPLING : 'coupling' ;
+WHERE    : 'where' ;
+LAYOUT   : 'layout' ;
+LIST     : 'list' ;
+AUTO     : 'auto' ;
+TRUE     : 'true' ;
+FALSE    : 'false' ;
+
+ID    : [a-zA-Z_] [a-zA-Z_0-9]* ;
+FLOAT : [0-9]+ '.' [0-9]* EXPONENT? | [0-9]+ EXPONENT | '.' [0-9]+ EXPONENT? ;
+INT   : [0-9]+ ;
+fragment EXPONENT : [eE] [+-]? [0-9]+ ;
+
+LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN) ;
+BLOCK_COMMENT : '/*' .*? '*/' -> channel(HIDDEN) ;
+WS            : [ \t\r\n]+ -> channel(HIDDEN) ;
+// Anything else is one bad character, reported by the lexer listener.
+BAD_CHAR      : . ;

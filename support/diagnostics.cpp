@@ -1,0 +1,98 @@
+#include "support/diagnostics.h"
+
+#include <ostream>
+
+namespace dccc {
+namespace {
+
+struct KindInfo {
+  std::string_view name;
+  Severity severity;
+  std::string_view format;
+};
+
+constexpr KindInfo kKinds[] = {
+#define DIAG(kind, severity, format) {#kind, Severity::severity, format},
+#include "support/diagnostic_kinds.def"
+#undef DIAG
+};
+
+std::string_view severity_name(Severity s) {
+  switch (s) {
+    case Severity::Error: return "error";
+    case Severity::Warning: return "warning";
+    case Severity::Note: return "note";
+  }
+  return "error";
+}
+
+}  // namespace
+
+std::string_view diag_kind_name(DiagKind kind) { return kKinds[static_cast<int>(kind)].name; }
+Severity diag_kind_severity(DiagKind kind) { return kKinds[static_cast<int>(kind)].severity; }
+std::string_view DiagnosticEngine::format_string(DiagKind kind) {
+  return kKinds[static_cast<int>(kind)].format;
+}
+
+std::vector<DiagKind> all_diag_kinds() {
+  std::vector<DiagKind> out;
+  for (size_t i = 0; i < std::size(kKinds); ++i) out.push_back(static_cast<DiagKind>(i));
+  return out;
+}
+
+Diagnostic& DiagnosticEngine::add(DiagKind kind, SourceRange range, std::string message) {
+  Severity sev = diag_kind_severity(kind);
+  if (sev == Severity::Error) {
+    ++errors_;
+    if (errors_ > error_limit_) {
+      overflow_ = Diagnostic{kind, sev, range, std::move(message), {}};
+      return overflow_;
+    }
+  }
+  diags_.push_back(Diagnostic{kind, sev, range, std::move(message), {}});
+  return diags_.back();
+}
+
+void DiagnosticEngine::note(SourceRange range, std::string message) {
+  if (errors_ > error_limit_ || diags_.empty()) return;
+  diags_.back().notes.push_back({range, std::move(message)});
+}
+
+std::string DiagnosticEngine::render_location(SourceRange range, std::string_view severity,
+                                              std::string_view message,
+                                              std::string_view kind) const {
+  std::string out = file_ ? file_->name() : std::string("<input>");
+  if (range.valid()) out += fmt::format(":{}:{}", range.line, range.col);
+  out += fmt::format(": {}: {}", severity, message);
+  if (!kind.empty()) out += fmt::format(" [{}]", kind);
+  out += '\n';
+  if (!file_ || !range.valid()) return out;
+  std::string_view text = file_->line(range.line);
+  // Keep the echoed line printable: replace control bytes, clip very long lines.
+  std::string shown;
+  for (char c : text.substr(0, 400)) shown += (c == '\t') ? ' ' : (static_cast<unsigned char>(c) < 0x20 ? '?' : c);
+  out += "  " + shown + '\n';
+  int col = std::max(1, range.col);
+  int width = 1;
+  if (range.end_line == range.line && range.end_col > range.col) width = range.end_col - range.col;
+  if (col - 1 > static_cast<int>(shown.size())) col = static_cast<int>(shown.size()) + 1;
+  width = std::min(width, std::max(1, static_cast<int>(shown.size()) - col + 1));
+  out += "  " + std::string(col - 1, ' ') + '^' + std::string(width - 1, '~') + '\n';
+  return out;
+}
+
+std::string DiagnosticEngine::render(const Diagnostic& d) const {
+  std::string out = render_location(d.range, severity_name(d.severity), d.message,
+                                    d.severity == Severity::Note ? "" : diag_kind_name(d.kind));
+  for (const auto& n : d.notes) out += render_location(n.range, "note", n.message, "");
+  return out;
+}
+
+void DiagnosticEngine::print(std::ostream& out) const {
+  for (const auto& d : diags_) out << render(d);
+  if (errors_ > error_limit_)
+    out << fmt::format("{}: note: {} more error(s) not shown\n",
+                       file_ ? file_->name() : "<input>", errors_ - error_limit_);
+}
+
+}  // namespace dccc

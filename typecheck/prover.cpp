@@ -1,0 +1,176 @@
+#include "typecheck/prover.h"
+
+#include <z3++.h>
+
+#include <map>
+#include <unordered_map>
+
+namespace dccc {
+
+struct Prover::Impl {
+  z3::context ctx;
+  unsigned timeout_ms;
+  std::unordered_map<std::string, ProofResult> cache;
+
+  explicit Impl(unsigned t) : timeout_ms(t) {}
+
+  struct Env {
+    std::map<const IndexVar*, z3::expr> vars;
+  };
+
+  z3::func_decl array_fn(const std::string& name, size_t arity) {
+    z3::sort_vector domain(ctx);
+    for (size_t i = 0; i < arity; ++i) domain.push_back(ctx.int_sort());
+    return ctx.function(("arr:" + name + "/" + std::to_string(arity)).c_str(), domain, ctx.int_sort());
+  }
+
+  z3::expr var_const(const IndexVar* v) {
+    // Unique per object: the address keeps distinct variables of the same name apart.
+    return ctx.int_const(("v:" + v->name + "#" + std::to_string(reinterpret_cast<uintptr_t>(v))).c_str());
+  }
+
+  z3::expr to_z3(const SymPtr& s, Env& env) {
+    auto a = [&](size_t i) { return to_z3(s->args[i], env); };
+    switch (s->kind) {
+      case SymKind::Const: return ctx.int_val(static_cast<int64_t>(s->value));
+      case SymKind::Size: return ctx.int_const(("s:" + s->name).c_str());
+      case SymKind::Var: {
+        auto it = env.vars.find(s->var.get());
+        return it != env.vars.end() ? it->second : var_const(s->var.get());
+      }
+      case SymKind::Read: {
+        z3::expr_vector args(ctx);
+        for (size_t i = 0; i < s->args.size(); ++i) args.push_back(a(i));
+        return array_fn(s->name, s->args.size())(args);
+      }
+      case SymKind::Add: return a(0) + a(1);
+      case SymKind::Sub: return a(0) - a(1);
+      case SymKind::Mul: return a(0) * a(1);
+      case SymKind::Div: return a(0) / a(1);
+      case SymKind::Mod: return z3::mod(a(0), a(1));
+      case SymKind::Min: return z3::ite(a(0) <= a(1), a(0), a(1));
+      case SymKind::Max: return z3::ite(a(0) >= a(1), a(0), a(1));
+      case SymKind::Eq: return a(0) == a(1);
+      case SymKind::Ne: return a(0) != a(1);
+      case SymKind::Lt: return a(0) < a(1);
+      case SymKind::Le: return a(0) <= a(1);
+      case SymKind::And: return a(0) && a(1);
+      case SymKind::Or: return a(0) || a(1);
+      case SymKind::Not: return !a(0);
+      case SymKind::True: return ctx.bool_val(true);
+    }
+    return ctx.bool_val(true);
+  }
+
+  z3::expr fact_to_z3(const Fact& f) {
+    Env env;
+    if (f.vars.empty()) return to_z3(f.body, env);
+    z3::expr_vector bound(ctx);
+    z3::expr guard = ctx.bool_val(true);
+    int n = 0;
+    for (const auto& [v, range] : f.vars) {
+      z3::expr c = ctx.int_const(("q" + std::to_string(n++) + ":" + v->name).c_str());
+      env.vars.emplace(v.get(), c);
+      bound.push_back(c);
+    }
+    for (const auto& [v, range] : f.vars) {
+      z3::expr c = env.vars.at(v.get());
+      guard = guard && c >= 0 && c < to_z3(range, env);
+    }
+    return z3::forall(bound, z3::implies(guard, to_z3(f.body, env)));
+  }
+};
+
+Prover::Prover(unsigned timeout_ms) : impl_(std::make_unique<Impl>(timeout_ms)) {}
+Prover::~Prover() = default;
+
+namespace {
+
+std::string key_of(const std::vector<Fact>& facts, const SymPtr& goal) {
+  // Variables print by name only, so the key adds their identity.
+  std::string key;
+  auto add_sym = [&](const SymPtr& s) {
+    key += sym::str(s);
+    std::vector<IndexVarPtr> vs;
+    sym::vars(s, vs);
+    for (const auto& v : vs) key += "@" + std::to_string(reinterpret_cast<uintptr_t>(v.get()));
+    key += ';';
+  };
+  for (const auto& f : facts) {
+    for (const auto& [v, r] : f.vars) {
+      key += "forall " + v->name + "<";
+      add_sym(r);
+    }
+    add_sym(f.body);
+  }
+  key += "|-";
+  add_sym(goal);
+  return key;
+}
+
+/// Goals settled without the solver: syntactic equalities and `v < hi`
+/// where a fact says exactly that.
+bool trivially_true(const std::vector<Fact>& facts, const SymPtr& goal) {
+  if (goal->kind == SymKind::True) return true;
+  if ((goal->kind == SymKind::Eq || goal->kind == SymKind::Le) && sym::same(goal->args[0], goal->args[1]))
+    return true;
+  if (goal->kind == SymKind::Le && goal->args[0]->kind == SymKind::Const && goal->args[0]->value == 0 &&
+      goal->args[1]->kind == SymKind::Var)
+    return true;  // index variables are never negative
+  for (const auto& f : facts)
+    if (f.vars.empty() && sym::same(f.body, goal)) return true;
+  return false;
+}
+
+}  // namespace
+
+ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal, bool reads_are_lengths) {
+  if (trivially_true(facts, goal)) return ProofResult::Proved;
+  std::string key = key_of(facts, goal) + (reads_are_lengths ? "L" : "");
+  if (auto it = impl_->cache.find(key); it != impl_->cache.end()) return it->second;
+
+  ++solver_calls_;
+  z3::solver solver(impl_->ctx);
+  z3::params p(impl_->ctx);
+  p.set("timeout", impl_->timeout_ms);
+  solver.set(p);
+  Impl::Env env;
+  std::vector<SymPtr> all_reads;
+  std::vector<std::string> sizes;
+  std::function<void(const SymPtr&)> collect = [&](const SymPtr& s) {
+    if (!s) return;
+    if (s->kind == SymKind::Size) sizes.push_back(s->name);
+    for (const auto& a : s->args) collect(a);
+  };
+  for (const auto& f : facts) {
+    solver.add(impl_->fact_to_z3(f));
+    collect(f.body);
+    for (const auto& [v, r] : f.vars) collect(r);
+    if (f.vars.empty()) sym::reads(f.body, all_reads);
+  }
+  collect(goal);
+  sym::reads(goal, all_reads);
+  // Sizes are never negative; nor are lengths (the runtime checks both on entry).
+  for (const auto& s : sizes) solver.add(impl_->ctx.int_const(("s:" + s).c_str()) >= 0);
+  if (reads_are_lengths)
+    for (const auto& r : all_reads) solver.add(impl_->to_z3(r, env) >= 0);
+  solver.add(!impl_->to_z3(goal, env));
+  ProofResult result;
+  switch (solver.check()) {
+    case z3::unsat: result = ProofResult::Proved; break;
+    case z3::sat: result = ProofResult::Refuted; break;
+    default: {
+      // Quantified facts can leave Z3 "incomplete" without a timeout: that is
+      // "not provable" to the user. Only running out of time is Unknown.
+      std::string why = solver.reason_unknown();
+      bool timeout = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
+                     why.find("resource") != std::string::npos;
+      result = timeout ? ProofResult::Unknown : ProofResult::Refuted;
+      break;
+    }
+  }
+  impl_->cache.emplace(std::move(key), result);
+  return result;
+}
+
+}  // namespace dccc

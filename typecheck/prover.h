@@ -1,0 +1,41 @@
+// Z3-backed proofs about extents and index bounds.
+//
+// The checker asks: under these facts (size parameters are non-negative,
+// lengths are non-negative, every index lies in its range, the `where`
+// constraints hold), is this goal always true? Array reads become
+// uninterpreted functions. Syntactic cases are settled without calling Z3,
+// and answers are cached, so checking stays fast on large programs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "typecheck/sym.h"
+
+namespace dccc {
+
+enum class ProofResult { Proved, Refuted, Unknown };
+
+class Prover {
+ public:
+  explicit Prover(unsigned timeout_ms = 2000);
+  ~Prover();
+  Prover(const Prover&) = delete;
+  Prover& operator=(const Prover&) = delete;
+
+  /// Is `goal` (a boolean Sym) implied by `facts`? Every Read in facts and
+  /// goal is assumed non-negative when `reads_are_lengths` is set.
+  ProofResult prove(const std::vector<Fact>& facts, const SymPtr& goal,
+                    bool reads_are_lengths = true);
+
+  /// Number of queries that reached Z3 (for tests and benchmarks).
+  int solver_calls() const { return solver_calls_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int solver_calls_ = 0;
+};
+
+}  // namespace dccc
