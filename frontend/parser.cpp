@@ -93,9 +93,12 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
       size_t commas = std::count(list.begin(), list.end(), ',');
       if (commas < 5) {
         std::string pretty;
-        std::regex item(R"('([^']*)'|(\S+?)(,|$))");
-        for (auto it = std::sregex_iterator(list.begin(), list.end(), item); it != std::sregex_iterator(); ++it) {
-          std::string s = (*it)[1].matched ? (*it)[1].str() : (*it)[2].str();
+        size_t pos = 0;
+        while (pos <= list.size()) {
+          size_t comma = list.find(", ", pos);
+          std::string s = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+          pos = comma == std::string::npos ? list.size() + 1 : comma + 2;
+          if (s.size() >= 2 && s.front() == '\'' && s.back() == '\'') s = s.substr(1, s.size() - 2);
           if (s.empty()) continue;
           if (s == "<EOF>") s = "end of file";
           else if (s == "ID") s = "a name";
@@ -129,9 +132,17 @@ bool prepass(antlr4::CommonTokenStream& tokens, DiagnosticEngine& diags, const P
   int depth = 0;
   int stmt_tokens = 0;
   bool ok = true;
-  for (antlr4::Token* t : tokens.getTokens()) {
+  const auto& all = tokens.getTokens();
+  for (size_t k = 0; k < all.size(); ++k) {
+    antlr4::Token* t = all[k];
     if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL) continue;
     size_t type = t->getType();
+    // `/*` that the lexer could not close lexes as `/` then `*`.
+    if (t->getText() == "/" && k + 1 < all.size() && all[k + 1]->getText() == "*" &&
+        all[k + 1]->getStartIndex() == t->getStopIndex() + 1) {
+      diags.report(DiagKind::SyntaxError, token_range(t), "unterminated `/*` comment");
+      return false;
+    }
     if (type == DCCLexer::BAD_CHAR) {
       std::string text = t->getText();
       diags.report(DiagKind::SyntaxError, token_range(t), "unexpected character `" + shorten(text) + "`");

@@ -1,5 +1,6 @@
 #include "support/diagnostics.h"
 
+#include <algorithm>
 #include <ostream>
 
 namespace dccc {
@@ -70,7 +71,12 @@ std::string DiagnosticEngine::render_location(SourceRange range, std::string_vie
   std::string_view text = file_->line(range.line);
   // Keep the echoed line printable: replace control bytes, clip very long lines.
   std::string shown;
-  for (char c : text.substr(0, 400)) shown += (c == '\t') ? ' ' : (static_cast<unsigned char>(c) < 0x20 ? '?' : c);
+  bool has_non_ascii = std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+  for (char c : text.substr(0, 400)) {
+    unsigned char u = static_cast<unsigned char>(c);
+    // Control bytes and (to keep carets aligned) non-ASCII bytes print as '?'.
+    shown += c == '\t' ? ' ' : (u < 0x20 || (has_non_ascii && u >= 0x80)) ? '?' : c;
+  }
   out += "  " + shown + '\n';
   int col = std::max(1, range.col);
   int width = 1;
@@ -89,7 +95,13 @@ std::string DiagnosticEngine::render(const Diagnostic& d) const {
 }
 
 void DiagnosticEngine::print(std::ostream& out) const {
-  for (const auto& d : diags_) out << render(d);
+  // Phases report in their own order; readers want source order.
+  std::vector<const Diagnostic*> sorted;
+  for (const auto& d : diags_) sorted.push_back(&d);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Diagnostic* a, const Diagnostic* b) {
+    return std::make_pair(a->range.line, a->range.col) < std::make_pair(b->range.line, b->range.col);
+  });
+  for (const Diagnostic* d : sorted) out << render(*d);
   if (errors_ > error_limit_)
     out << fmt::format("{}: note: {} more error(s) not shown\n",
                        file_ ? file_->name() : "<input>", errors_ - error_limit_);
