@@ -5,7 +5,9 @@
 //   read + validate  -> SourceFile
 //   parse            -> ast::Program          (--emit=ast)
 //   check            -> CheckedProgram        (--emit=typed, --check)
-// Later stages (vloop IR, schedules, backends) extend this list.
+//   lower            -> ir::Module            (--emit=vloop)
+//   run              -> the reference interpreter executes `fn main()` (`dccc run`)
+// Later stages (schedules, storage lowering, LLVM and CUDA backends) extend this list.
 #include <pthread.h>
 
 #include <cstdio>
@@ -16,6 +18,9 @@
 #include <string>
 
 #include "frontend/parser.h"
+#include "ir/interpreter.h"
+#include "ir/lower.h"
+#include "ir/printer.h"
 #include "typecheck/checker.h"
 
 namespace {
@@ -23,29 +28,36 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitErrors = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitRuntime = 3;
 constexpr int kExitInternal = 70;
 
 const char* kUsage = R"(usage: dccc [options] FILE.toy
+       dccc run [options] FILE.toy
 
 Checks a DCC program (.toy) whose ragged tensors are `coupling` types.
+`dccc run` executes its `fn main()` with the reference interpreter of the
+vloop IR and prints what it prints.
 
 options:
   --check            check the program; exit 0 when it is valid (the default)
   --emit=ast         print the syntax tree
   --emit=typed       print each statement with its index variables, their
                      ranges and which are reduced
+  --emit=vloop       print the unscheduled vloop IR
   --summary          print what the checker inferred, one block per function
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
   --max-errors=N     stop listing errors after N (default 100)
   --help             show this help
   --version          show the version
 
-exit status: 0 valid, 1 the program has errors, 2 bad usage, 70 internal error
+exit status: 0 valid, 1 the program has errors, 2 bad usage, 3 run-time error
+(dccc run), 70 internal error
 )";
 
 struct Options {
   std::string file;
-  std::string emit;  // "", "ast", "typed"
+  std::string emit;  // "", "ast", "typed", "vloop"
+  bool run = false;
   bool summary = false;
   int max_errors = 100;
   dccc::CheckOptions check;
@@ -69,8 +81,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.emit.clear();
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
-      if (o.emit != "ast" && o.emit != "typed")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast or typed");
+      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop")
+        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed or vloop");
     } else if (a == "--summary") {
       o.summary = true;
     } else if (a.rfind("--max-errors=", 0) == 0) {
@@ -91,6 +103,8 @@ int parse_args(int argc, char** argv, Options& o) {
       } catch (...) {
         return usage_error("-D" + def + ": VALUE must be an integer");
       }
+    } else if (a == "run" && i == 1) {
+      o.run = true;
     } else if (!a.empty() && a[0] == '-') {
       return usage_error("unknown option `" + a + "`");
     } else if (o.file.empty()) {
@@ -130,6 +144,31 @@ int run(const Options& o) {
   }
   if (o.emit == "typed") std::cout << dccc::dump_typed(*checked);
   if (o.summary) std::cout << dccc::summarize(*checked);
+  if (o.emit != "vloop" && !o.run) return kExitOk;
+
+  auto module = dccc::ir::lower(*checked, diags);
+  if (!module) {
+    diags.print(std::cerr);
+    std::cerr << diags.error_count() << " error(s) generated.\n";
+    return kExitErrors;
+  }
+  if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
+  if (!o.run) return kExitOk;
+  const dccc::ir::Func* main_fn = nullptr;
+  for (const auto& f : module->funcs)
+    if (f.name == "main") main_fn = &f;
+  if (!main_fn) {
+    std::cerr << "dccc: error: `" << o.file << "` has no `fn main()` to run\n";
+    return kExitErrors;
+  }
+  try {
+    dccc::ir::Interpreter interp(std::cout);
+    interp.run(*main_fn, {}, {});
+  } catch (const dccc::ir::InterpError& e) {
+    std::cout.flush();
+    std::cerr << "dccc: run-time error: " << e.what() << "\n";
+    return kExitRuntime;
+  }
   return kExitOk;
 }
 

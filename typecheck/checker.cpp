@@ -816,6 +816,7 @@ class Checker {
         if (report) diags_.report(DiagKind::UnknownName, e.range, e.name);
         return std::nullopt;
       }
+      out_.paths[&e] = v->second.path;
       return std::make_pair(v->second.path, v->second.type);
     }
     if (e.kind == ExprKind::Field) {
@@ -835,7 +836,8 @@ class Checker {
         }
         return std::nullopt;
       }
-      return std::make_pair(field_identity(base->first, t, e.name), field_type(base->first, t, *f));
+      out_.paths[&e] = field_identity(base->first, t, e.name);
+      return std::make_pair(out_.paths[&e], field_type(base->first, t, *f));
     }
     if (report) diags_.report(DiagKind::NotAssignable, e.range, "expected a variable or a field");
     return std::nullopt;
@@ -1090,6 +1092,7 @@ class Checker {
       case ExprKind::Name: {
         auto v = ctx.scope.find(e.name);
         if (v != ctx.scope.end() && !v->second.is_size && v->second.type->kind != TypeKind::Scalar) {
+          out_.paths[&e] = v->second.path;
           if (source_path) *source_path = v->second.path;
           return v->second.type;
         }
@@ -1448,8 +1451,14 @@ class Checker {
         return sym::constant(static_cast<int64_t>(v));
       }
       case ExprKind::Name: {
-        if (auto it = rc.lhs.find(e.name); it != rc.lhs.end()) return sym::var(it->second);
-        if (auto it = rc.free_var.find(&e); it != rc.free_var.end()) return sym::var(it->second);
+          if (auto it = rc.lhs.find(e.name); it != rc.lhs.end()) {
+          out_.index_refs[&e] = it->second;
+          return sym::var(it->second);
+        }
+        if (auto it = rc.free_var.find(&e); it != rc.free_var.end()) {
+          out_.index_refs[&e] = it->second;
+          return sym::var(it->second);
+        }
         if (auto c = out_.int_consts.find(e.name); c != out_.int_consts.end()) return sym::constant(c->second);
         auto v = ctx.scope.find(e.name);
         if (v != ctx.scope.end() && v->second.is_size) return sym::size(e.name);
@@ -1564,6 +1573,12 @@ class Checker {
   bool is_boolean(const TypePtr& t) { return t->kind == TypeKind::Scalar && t->scalar == Scalar::Bool; }
 
   TypePtr elem_type(const Expr& e, FnCtx& ctx, RhsCtx& rc) {
+    TypePtr t = elem_type_of(e, ctx, rc);
+    out_.expr_types[&e] = t;
+    return t;
+  }
+
+  TypePtr elem_type_of(const Expr& e, FnCtx& ctx, RhsCtx& rc) {
     switch (e.kind) {
       case ExprKind::Int: {
         if (!int_literal(e)) return types::error();
@@ -1572,7 +1587,14 @@ class Checker {
       case ExprKind::Float: return float_literal(e) ? types::float_value() : types::error();
       case ExprKind::Bool: return types::scalar(Scalar::Bool);
       case ExprKind::Name: {
-        if (rc.lhs.count(e.name) || rc.free_var.count(&e)) return types::int_value();
+        if (auto it = rc.lhs.find(e.name); it != rc.lhs.end()) {
+          out_.index_refs[&e] = it->second;
+          return types::int_value();
+        }
+        if (auto it = rc.free_var.find(&e); it != rc.free_var.end()) {
+          out_.index_refs[&e] = it->second;
+          return types::int_value();
+        }
         if (out_.int_consts.count(e.name)) return types::int_value();
         if (out_.float_consts.count(e.name)) return types::float_value();
         auto v = ctx.scope.find(e.name);
@@ -1833,6 +1855,7 @@ class Checker {
           continue;
         }
         auto var = std::make_shared<IndexVar>(IndexVar{ix->name, ix->range});
+        out_.index_refs[ix] = var;
         SymPtr extent = sym::substitute(g.dims[di].extent, inner);
         if (g.dims[di].index) inner.vars[g.dims[di].index.get()] = sym::var(var);
         rc.lhs[ix->name] = var;

@@ -54,7 +54,12 @@ struct CheckedProgram {
   std::map<std::string, int64_t> int_consts;
   std::map<std::string, double> float_consts;
   std::vector<CheckedFunction> functions;
+  /// Element type of every element-wise expression node.
   std::map<const ast::Expr*, TypePtr> expr_types;
+  /// Name nodes that denote index variables (left side, reduce-bound).
+  std::map<const ast::Expr*, IndexVarPtr> index_refs;
+  /// Name/Field nodes that denote values: the array identity ("q.seqlen").
+  std::map<const ast::Expr*, std::string> paths;
   int solver_calls = 0;
 };
 

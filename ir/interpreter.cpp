@@ -1,0 +1,324 @@
+#include "ir/interpreter.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+namespace dccc::ir {
+namespace {
+
+float to_bf16(double v) {
+  float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (std::isnan(f)) return f;
+  bits += 0x7FFF + ((bits >> 16) & 1);  // round to nearest even
+  bits &= 0xFFFF0000u;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+}  // namespace
+
+Interpreter::Value Interpreter::round_to(Scalar t, double v) const {
+  Value out;
+  switch (t) {
+    case Scalar::F64: out.f = v; break;
+    case Scalar::F32: out.f = static_cast<float>(v); break;
+    case Scalar::F16: out.f = static_cast<double>(static_cast<_Float16>(v)); break;
+    case Scalar::BF16: out.f = to_bf16(v); break;
+    default: out.i = static_cast<int64_t>(v);
+  }
+  return out;
+}
+
+double Interpreter::as_double(const Value& v, Scalar t) const { return is_float(t) ? v.f : static_cast<double>(v.i); }
+int64_t Interpreter::as_int(const Value& v, Scalar t) const {
+  if (!is_float(t)) return v.i;
+  if (!std::isfinite(v.f)) throw InterpError("conversion of a non-finite value to an integer");
+  return static_cast<int64_t>(v.f);
+}
+
+std::vector<std::vector<int64_t>> Interpreter::index_space(const BufferNode* b) {
+  std::vector<Tuple> out;
+  Tuple idx(b->dims.size());
+  std::function<void(size_t)> walk = [&](size_t d) {
+    if (d == b->dims.size()) {
+      out.push_back(idx);
+      return;
+    }
+    Value ev = eval(b->dims[d].extent);
+    int64_t n = ev.i;
+    if (n < 0) throw InterpError(fmt::format("extent {} of `{}` is negative ({})", d, b->name, n));
+    for (int64_t k = 0; k < n; ++k) {
+      idx[d] = k;
+      env_[b->dims[d].var.get()] = k;
+      walk(d + 1);
+    }
+    env_.erase(b->dims[d].var.get());
+  };
+  walk(0);
+  return out;
+}
+
+void Interpreter::check_in_bounds(const BufferNode* b, const Tuple& idx) {
+  if (idx.size() != b->dims.size())
+    throw InterpError(fmt::format("`{}` accessed with {} indices, has {} dimensions", b->name, idx.size(), b->dims.size()));
+  // Bind the dimension variables to the indices so inner extents can be evaluated.
+  std::map<const VarNode*, int64_t> saved = env_;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    int64_t n = eval(b->dims[d].extent).i;
+    if (idx[d] < 0 || idx[d] >= n) {
+      env_ = saved;
+      throw InterpError(fmt::format("out-of-bounds access: `{}` index {} is {} but the extent is {}", b->name, d, idx[d], n));
+    }
+    env_[b->dims[d].var.get()] = idx[d];
+  }
+  env_ = saved;
+}
+
+void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes,
+                      const std::map<const BufferNode*, std::vector<double>>& inputs) {
+  sizes_ = sizes;
+  for (const auto& s : f.sizes)
+    if (!sizes_.count(s.name)) throw InterpError("no value given for size `" + s.name + "`");
+  // Inputs in dependency order: a length buffer before the buffers it shapes.
+  for (const auto& [name, bufs] : f.params) {
+    for (const Buffer& b : bufs) {
+      auto it = inputs.find(b.get());
+      if (it == inputs.end()) throw InterpError("no data given for input `" + b->name + "`");
+      auto& m = mem_[b.get()];
+      if (b->dims.empty()) {
+        if (it->second.size() != 1) throw InterpError("scalar input `" + b->name + "` needs one value");
+        m[{}] = round_to(b->type, it->second[0]);
+        continue;
+      }
+      auto space = index_space(b.get());
+      if (space.size() != it->second.size())
+        throw InterpError(fmt::format("input `{}` has {} elements but its extents give {}", b->name, it->second.size(),
+                                      space.size()));
+      for (size_t k = 0; k < space.size(); ++k) m[space[k]] = round_to(b->type, it->second[k]);
+    }
+  }
+  exec(f.body);
+}
+
+std::vector<double> Interpreter::packed(const BufferNode* b) {
+  std::vector<double> out;
+  auto& m = mem_[b];
+  for (const auto& idx : index_space(b)) {
+    auto it = m.find(idx);
+    Value v = it == m.end() ? Value{} : it->second;
+    out.push_back(as_double(v, b->type));
+  }
+  return out;
+}
+
+Interpreter::Value Interpreter::eval(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::IntImm: return Value{0, e->int_value};
+    case ExprKind::FloatImm: return round_to(e->type, e->float_value);
+    case ExprKind::VarRef: {
+      auto it = env_.find(e->var.get());
+      if (it == env_.end()) throw InterpError("variable `" + e->var->name + "` used outside its loop");
+      return Value{0, it->second};
+    }
+    case ExprKind::SizeRef: {
+      auto it = sizes_.find(e->name);
+      if (it == sizes_.end()) throw InterpError("unknown size `" + e->name + "`");
+      return Value{0, it->second};
+    }
+    case ExprKind::Load: {
+      Tuple idx;
+      for (const auto& a : e->args) idx.push_back(eval(a).i);
+      check_in_bounds(e->buffer.get(), idx);
+      auto& m = mem_[e->buffer.get()];
+      auto it = m.find(idx);
+      return it == m.end() ? Value{} : it->second;  // fresh storage reads as zero
+    }
+    case ExprKind::Cast: {
+      Scalar from = e->args[0]->type;
+      Value v = eval(e->args[0]);
+      if (e->type == Scalar::Bool) return Value{0, as_double(v, from) != 0 ? 1 : 0};
+      if (is_float(e->type)) return round_to(e->type, as_double(v, from));
+      int64_t i = as_int(v, from);
+      if (e->type == Scalar::I32) i = static_cast<int32_t>(i);
+      return Value{0, i};
+    }
+    case ExprKind::Select: {
+      Value c = eval(e->args[0]);
+      return c.i ? eval(e->args[1]) : eval(e->args[2]);
+    }
+    case ExprKind::Unary: {
+      Scalar t = e->args[0]->type;
+      Value a = eval(e->args[0]);
+      if (e->unop == UnOp::Not) return Value{0, a.i ? 0 : 1};
+      if (!is_float(t)) {
+        if (e->unop == UnOp::Neg) return Value{0, -a.i};
+        if (e->unop == UnOp::Abs) return Value{0, a.i < 0 ? -a.i : a.i};
+        throw InterpError("math on integers");
+      }
+      double x = a.f, r = 0;
+      switch (e->unop) {
+        case UnOp::Neg: r = -x; break;
+        case UnOp::Exp: r = std::exp(x); break;
+        case UnOp::Log: r = std::log(x); break;
+        case UnOp::Sqrt: r = std::sqrt(x); break;
+        case UnOp::Rsqrt: r = 1.0 / std::sqrt(x); break;
+        case UnOp::Tanh: r = std::tanh(x); break;
+        case UnOp::Erf: r = std::erf(x); break;
+        case UnOp::Abs: r = std::fabs(x); break;
+        default: break;
+      }
+      return round_to(e->type, r);
+    }
+    case ExprKind::Binary: {
+      Scalar t = e->args[0]->type;
+      if (e->binop == BinOp::And) return Value{0, eval(e->args[0]).i && eval(e->args[1]).i ? 1 : 0};
+      if (e->binop == BinOp::Or) return Value{0, eval(e->args[0]).i || eval(e->args[1]).i ? 1 : 0};
+      Value a = eval(e->args[0]), b = eval(e->args[1]);
+      if (is_comparison(e->binop)) {
+        double x = as_double(a, t), y = as_double(b, e->args[1]->type);
+        bool r = false;
+        if (!is_float(t)) {
+          int64_t p = a.i, q = b.i;
+          r = e->binop == BinOp::EQ ? p == q : e->binop == BinOp::NE ? p != q : e->binop == BinOp::LT ? p < q : p <= q;
+        } else {
+          r = e->binop == BinOp::EQ ? x == y : e->binop == BinOp::NE ? x != y : e->binop == BinOp::LT ? x < y : x <= y;
+        }
+        return Value{0, r ? 1 : 0};
+      }
+      if (!is_float(t)) {
+        int64_t x = a.i, y = b.i, r = 0;
+        switch (e->binop) {
+          case BinOp::Add: r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); break;
+          case BinOp::Sub: r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); break;
+          case BinOp::Mul: r = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y)); break;
+          case BinOp::Div:
+          case BinOp::Mod:
+            if (y == 0) throw InterpError("integer division by zero");
+            if (x == INT64_MIN && y == -1) throw InterpError("integer division overflow");
+            r = e->binop == BinOp::Div ? x / y : x % y;
+            break;
+          case BinOp::Min: r = std::min(x, y); break;
+          case BinOp::Max: r = std::max(x, y); break;
+          case BinOp::Pow: r = static_cast<int64_t>(std::pow(static_cast<double>(x), static_cast<double>(y))); break;
+          default: break;
+        }
+        if (e->type == Scalar::I32) r = static_cast<int32_t>(r);
+        return Value{0, r};
+      }
+      double x = a.f, y = b.f, r = 0;
+      switch (e->binop) {
+        case BinOp::Add: r = x + y; break;
+        case BinOp::Sub: r = x - y; break;
+        case BinOp::Mul: r = x * y; break;
+        case BinOp::Div: r = x / y; break;
+        case BinOp::Mod: r = std::fmod(x, y); break;
+        case BinOp::Min: r = std::fmin(x, y); break;
+        case BinOp::Max: r = std::fmax(x, y); break;
+        case BinOp::Pow: r = std::pow(x, y); break;
+        default: break;
+      }
+      return round_to(e->type, r);
+    }
+  }
+  return {};
+}
+
+void Interpreter::exec(const Stmt& s) {
+  if (!s) return;
+  switch (s->kind) {
+    case StmtKind::Seq:
+      for (const auto& c : s->body) exec(c);
+      return;
+    case StmtKind::For: {
+      int64_t n = eval(s->extent).i;
+      for (int64_t k = 0; k < n; ++k) {
+        env_[s->var.get()] = k;
+        exec(s->body[0]);
+      }
+      env_.erase(s->var.get());
+      return;
+    }
+    case StmtKind::Store: {
+      Tuple idx;
+      for (const auto& a : s->args) idx.push_back(eval(a).i);
+      check_in_bounds(s->buffer.get(), idx);
+      Value v = eval(s->value);
+      Scalar from = s->value->type, to = s->buffer->type;
+      if (from != to) v = is_float(to) ? round_to(to, as_double(v, from)) : Value{0, as_int(v, from)};
+      mem_[s->buffer.get()][idx] = v;
+      return;
+    }
+    case StmtKind::IfThenElse:
+      if (eval(s->value).i) exec(s->body[0]);
+      else if (s->body.size() > 1) exec(s->body[1]);
+      return;
+    case StmtKind::Print:
+      if (s->buffer) {
+        print_buffer(s->buffer.get());
+      } else {
+        std::string line;
+        for (size_t i = 0; i < s->args.size(); ++i) line += (i ? " " : "") + format(eval(s->args[i]), s->args[i]->type);
+        out_ << line << "\n";
+      }
+      return;
+  }
+}
+
+std::string Interpreter::format(const Value& v, Scalar t) const {
+  switch (t) {
+    case Scalar::Bool: return v.i ? "true" : "false";
+    case Scalar::I32:
+    case Scalar::I64: return std::to_string(v.i);
+    case Scalar::F64: return fmt::format("{}", v.f);
+    default: return fmt::format("{}", static_cast<float>(v.f));
+  }
+}
+
+void Interpreter::print_buffer(const BufferNode* b) {
+  auto& m = mem_[b];
+  if (b->dims.empty()) {
+    out_ << format(m[{}], b->type) << "\n";
+    return;
+  }
+  // A tensor is ragged when an extent mentions an outer dimension's variable.
+  bool ragged = false;
+  for (size_t d = 1; d < b->dims.size(); ++d)
+    for (size_t o = 0; o < d; ++o) ragged |= mentions(b->dims[d].extent, b->dims[o].var);
+  Tuple idx(b->dims.size());
+  std::function<std::string(size_t)> nest = [&](size_t d) -> std::string {
+    if (d == b->dims.size()) {
+      auto it = m.find(idx);
+      return format(it == m.end() ? Value{} : it->second, b->type);
+    }
+    int64_t n = eval(b->dims[d].extent).i;
+    std::string out = "[";
+    for (int64_t k = 0; k < n; ++k) {
+      idx[d] = k;
+      env_[b->dims[d].var.get()] = k;
+      out += (k ? ", " : "") + nest(d + 1);
+    }
+    env_.erase(b->dims[d].var.get());
+    return out + "]";
+  };
+  if (!ragged) {
+    out_ << nest(0) << "\n";
+    return;
+  }
+  // Ragged: one line per outer index (one sequence per line).
+  int64_t n = eval(b->dims[0].extent).i;
+  out_ << "[\n";
+  for (int64_t k = 0; k < n; ++k) {
+    idx[0] = k;
+    env_[b->dims[0].var.get()] = k;
+    out_ << "  " << nest(1) << (k + 1 < n ? "," : "") << "\n";
+  }
+  env_.erase(b->dims[0].var.get());
+  out_ << "]\n";
+}
+
+}  // namespace dccc::ir

@@ -1,0 +1,63 @@
+// A reference interpreter of the vloop IR: the oracle for backend tests.
+//
+// It is deliberately independent of storage layout: each buffer is a map
+// from index tuple to value, and every access is checked against the
+// buffer's (ragged) extents. Host data crosses in the packed layout
+// (valid index tuples in lexicographic order), which it derives by
+// enumeration rather than by the offset arithmetic the backends use.
+// Arithmetic rounds to the operation's type (f32, f16, bf16) after each step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace dccc::ir {
+
+/// A run-time failure of the interpreted program (an out-of-bounds access,
+/// a missing input, integer division by zero).
+struct InterpError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Interpreter {
+ public:
+  explicit Interpreter(std::ostream& out) : out_(out) {}
+
+  /// Runs `f`. `inputs` maps each input buffer to its packed data.
+  void run(const Func& f, const std::map<std::string, int64_t>& sizes,
+           const std::map<const BufferNode*, std::vector<double>>& inputs);
+
+  /// Packed data of a buffer after run().
+  std::vector<double> packed(const BufferNode* b);
+  /// Every valid index tuple of `b` in packed order (after run()).
+  std::vector<std::vector<int64_t>> index_space(const BufferNode* b);
+
+ private:
+  struct Value {
+    double f = 0;
+    int64_t i = 0;
+  };
+  using Tuple = std::vector<int64_t>;
+
+  Value eval(const Expr& e);
+  void exec(const Stmt& s);
+  double as_double(const Value& v, Scalar t) const;
+  int64_t as_int(const Value& v, Scalar t) const;
+  Value round_to(Scalar t, double v) const;
+  void check_in_bounds(const BufferNode* b, const Tuple& idx);
+  void print_buffer(const BufferNode* b);
+  std::string format(const Value& v, Scalar t) const;
+
+  std::ostream& out_;
+  std::map<std::string, int64_t> sizes_;
+  std::map<const VarNode*, int64_t> env_;
+  std::map<const BufferNode*, std::map<Tuple, Value>> mem_;
+};
+
+}  // namespace dccc::ir

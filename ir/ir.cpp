@@ -1,0 +1,203 @@
+#include "ir/ir.h"
+
+namespace dccc::ir {
+
+Var make_var(std::string name) { return std::make_shared<VarNode>(VarNode{std::move(name)}); }
+
+const char* kind_name(ExprKind k) {
+  switch (k) {
+#define X(n) \
+  case ExprKind::n: return #n;
+    DCCC_IR_EXPR_KINDS(X)
+#undef X
+  }
+  return "?";
+}
+
+const char* kind_name(StmtKind k) {
+  switch (k) {
+#define X(n) \
+  case StmtKind::n: return #n;
+    DCCC_IR_STMT_KINDS(X)
+#undef X
+  }
+  return "?";
+}
+
+const char* op_text(BinOp op) {
+  switch (op) {
+#define X(k, s) \
+  case BinOp::k: return s;
+    DCCC_IR_BINOPS(X)
+#undef X
+  }
+  return "?";
+}
+
+const char* op_text(UnOp op) {
+  switch (op) {
+#define X(k, s) \
+  case UnOp::k: return s;
+    DCCC_IR_UNOPS(X)
+#undef X
+  }
+  return "?";
+}
+
+bool is_comparison(BinOp op) {
+  return op == BinOp::EQ || op == BinOp::NE || op == BinOp::LT || op == BinOp::LE;
+}
+
+const char* loop_kind_name(LoopKind k) {
+  switch (k) {
+    case LoopKind::Serial: return "for";
+    case LoopKind::Parallel: return "parallel";
+    case LoopKind::Vectorized: return "vectorized";
+  }
+  return "for";
+}
+
+const char* buffer_kind_name(BufferKind k) {
+  switch (k) {
+    case BufferKind::Input: return "input";
+    case BufferKind::Output: return "output";
+    case BufferKind::Local: return "local";
+    case BufferKind::Scalar: return "scalar";
+  }
+  return "?";
+}
+
+namespace build {
+namespace {
+std::shared_ptr<ExprNode> node(ExprKind k, Scalar t) {
+  auto e = std::make_shared<ExprNode>();
+  e->kind = k;
+  e->type = t;
+  return e;
+}
+std::shared_ptr<StmtNode> snode(StmtKind k) {
+  auto s = std::make_shared<StmtNode>();
+  s->kind = k;
+  return s;
+}
+}  // namespace
+
+Expr int_imm(int64_t v, Scalar t) {
+  auto e = node(ExprKind::IntImm, t);
+  e->int_value = v;
+  return e;
+}
+Expr float_imm(double v, Scalar t) {
+  auto e = node(ExprKind::FloatImm, t);
+  e->float_value = v;
+  return e;
+}
+Expr bool_imm(bool v) { return int_imm(v ? 1 : 0, Scalar::Bool); }
+Expr var(const Var& v) {
+  auto e = node(ExprKind::VarRef, Scalar::I64);
+  e->var = v;
+  return e;
+}
+Expr size(const std::string& name) {
+  auto e = node(ExprKind::SizeRef, Scalar::I64);
+  e->name = name;
+  return e;
+}
+Expr binary(BinOp op, Expr a, Expr b) {
+  Scalar t = is_comparison(op) || op == BinOp::And || op == BinOp::Or ? Scalar::Bool : a->type;
+  // Fold integer constants so extents stay readable.
+  if (a->kind == ExprKind::IntImm && b->kind == ExprKind::IntImm && a->type == Scalar::I64 && b->type == Scalar::I64) {
+    int64_t x = a->int_value, y = b->int_value, r = 0;
+    bool ok = true;
+    switch (op) {
+      case BinOp::Add: ok = !__builtin_add_overflow(x, y, &r); break;
+      case BinOp::Sub: ok = !__builtin_sub_overflow(x, y, &r); break;
+      case BinOp::Mul: ok = !__builtin_mul_overflow(x, y, &r); break;
+      default: ok = false;
+    }
+    if (ok) return int_imm(r);
+  }
+  if (b->kind == ExprKind::IntImm && b->type == Scalar::I64) {
+    if ((op == BinOp::Add || op == BinOp::Sub) && b->int_value == 0) return a;
+    if (op == BinOp::Mul && b->int_value == 1) return a;
+  }
+  if (a->kind == ExprKind::IntImm && a->type == Scalar::I64) {
+    if (op == BinOp::Add && a->int_value == 0) return b;
+    if (op == BinOp::Mul && a->int_value == 1) return b;
+  }
+  auto e = node(ExprKind::Binary, t);
+  e->binop = op;
+  e->args = {std::move(a), std::move(b)};
+  return e;
+}
+Expr unary(UnOp op, Expr a) {
+  auto e = node(ExprKind::Unary, op == UnOp::Not ? Scalar::Bool : a->type);
+  e->unop = op;
+  e->args = {std::move(a)};
+  return e;
+}
+Expr select(Expr c, Expr a, Expr b) {
+  auto e = node(ExprKind::Select, a->type);
+  e->args = {std::move(c), std::move(a), std::move(b)};
+  return e;
+}
+Expr cast(Scalar t, Expr a) {
+  if (a->type == t) return a;
+  auto e = node(ExprKind::Cast, t);
+  e->args = {std::move(a)};
+  return e;
+}
+Expr load(const Buffer& b, std::vector<Expr> idx) {
+  auto e = node(ExprKind::Load, b->type);
+  e->buffer = b;
+  e->args = std::move(idx);
+  return e;
+}
+Stmt for_loop(const Var& v, Expr extent, Stmt body, LoopKind k) {
+  auto s = snode(StmtKind::For);
+  s->var = v;
+  s->extent = std::move(extent);
+  s->loop = k;
+  s->body = {std::move(body)};
+  return s;
+}
+Stmt store(const Buffer& b, std::vector<Expr> idx, Expr value) {
+  auto s = snode(StmtKind::Store);
+  s->buffer = b;
+  s->args = std::move(idx);
+  s->value = std::move(value);
+  return s;
+}
+Stmt seq(std::vector<Stmt> items) {
+  auto s = snode(StmtKind::Seq);
+  for (auto& i : items) {
+    if (!i) continue;
+    if (i->kind == StmtKind::Seq) s->body.insert(s->body.end(), i->body.begin(), i->body.end());
+    else s->body.push_back(std::move(i));
+  }
+  return s;
+}
+Stmt if_then_else(Expr c, Stmt then_s, Stmt else_s) {
+  auto s = snode(StmtKind::IfThenElse);
+  s->value = std::move(c);
+  s->body = {std::move(then_s)};
+  if (else_s) s->body.push_back(std::move(else_s));
+  return s;
+}
+Stmt print(std::string label, std::vector<Expr> values) {
+  auto s = snode(StmtKind::Print);
+  s->text = std::move(label);
+  s->args = std::move(values);
+  return s;
+}
+}  // namespace build
+
+bool mentions(const Expr& e, const Var& v) {
+  if (!e) return false;
+  if (e->kind == ExprKind::VarRef && e->var == v) return true;
+  for (const auto& a : e->args)
+    if (mentions(a, v)) return true;
+  return false;
+}
+
+}  // namespace dccc::ir

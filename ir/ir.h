@@ -1,0 +1,179 @@
+// The vloop IR: loop nests over ragged tensors (CoRa §3, §5, appendix B).
+//
+// A Func is a list of buffers and a statement tree. Loops are cloops when
+// their extent is loop-invariant and vloops when the extent mentions an
+// outer loop variable (`for i in 0 .. q.seqlen[b]`). Length functions are
+// loads from integer buffers (uninterpreted functions to the prover).
+// Variables and buffers are objects compared by identity, never by name.
+// Node kinds are listed once, in DCCC_IR_EXPR_KINDS / DCCC_IR_STMT_KINDS;
+// nodes are immutable and shared.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "typecheck/types.h"
+
+namespace dccc::ir {
+
+/// A loop or dimension variable.
+struct VarNode {
+  std::string name;
+};
+using Var = std::shared_ptr<const VarNode>;
+Var make_var(std::string name);
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+struct BufferNode;
+using Buffer = std::shared_ptr<BufferNode>;
+
+#define DCCC_IR_EXPR_KINDS(X) \
+  X(IntImm)                   \
+  X(FloatImm)                 \
+  X(VarRef)                   \
+  X(SizeRef)                  \
+  X(Binary)                   \
+  X(Unary)                    \
+  X(Select)                   \
+  X(Cast)                     \
+  X(Load)
+
+#define DCCC_IR_STMT_KINDS(X) \
+  X(For)                      \
+  X(Store)                    \
+  X(Seq)                      \
+  X(IfThenElse)               \
+  X(Print)
+
+enum class ExprKind {
+#define X(k) k,
+  DCCC_IR_EXPR_KINDS(X)
+#undef X
+};
+enum class StmtKind {
+#define X(k) k,
+  DCCC_IR_STMT_KINDS(X)
+#undef X
+};
+const char* kind_name(ExprKind k);
+const char* kind_name(StmtKind k);
+
+#define DCCC_IR_BINOPS(X) \
+  X(Add, "+") X(Sub, "-") X(Mul, "*") X(Div, "/") X(Mod, "%") X(Min, "min") X(Max, "max") X(Pow, "pow") \
+  X(EQ, "==") X(NE, "!=") X(LT, "<") X(LE, "<=") X(And, "&&") X(Or, "||")
+#define DCCC_IR_UNOPS(X) \
+  X(Neg, "-") X(Not, "!") X(Exp, "exp") X(Log, "log") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt") X(Tanh, "tanh") \
+  X(Erf, "erf") X(Abs, "abs")
+
+enum class BinOp {
+#define X(k, s) k,
+  DCCC_IR_BINOPS(X)
+#undef X
+};
+enum class UnOp {
+#define X(k, s) k,
+  DCCC_IR_UNOPS(X)
+#undef X
+};
+const char* op_text(BinOp op);
+const char* op_text(UnOp op);
+bool is_comparison(BinOp op);
+
+/// Index arithmetic is i64; `type` is the value's scalar type.
+struct ExprNode {
+  ExprKind kind;
+  Scalar type = Scalar::I64;
+  int64_t int_value = 0;      // IntImm (bool: 0/1)
+  double float_value = 0;     // FloatImm
+  Var var;                    // VarRef
+  std::string name;           // SizeRef
+  BinOp binop = BinOp::Add;   // Binary
+  UnOp unop = UnOp::Neg;      // Unary
+  Buffer buffer;              // Load
+  std::vector<Expr> args;     // operands; Load: indices
+};
+
+enum class LoopKind { Serial, Parallel, Vectorized };
+const char* loop_kind_name(LoopKind k);
+
+struct StmtNode {
+  StmtKind kind;
+  Var var;                     // For
+  Expr extent;                 // For: iterates var over [0, extent)
+  LoopKind loop = LoopKind::Serial;
+  Buffer buffer;               // Store
+  std::vector<Expr> args;      // Store: indices; Print: values
+  Expr value;                  // Store: value; IfThenElse: condition
+  std::vector<Stmt> body;      // For, IfThenElse: body[0] then, body[1] else (optional); Seq: items
+  std::string text;            // Print: a label
+};
+
+/// One dimension of a buffer: its extent may mention the variables of outer
+/// dimensions (`dim_vars`) and load from integer buffers.
+struct BufferDim {
+  Var var;       // the dimension's own variable (used by inner extents)
+  Expr extent;
+};
+
+enum class BufferKind { Input, Output, Local, Scalar };
+const char* buffer_kind_name(BufferKind k);
+
+/// A tensor or a scalar accumulator (no dims). Identity is the object.
+struct BufferNode {
+  std::string name;
+  Scalar type = Scalar::F32;
+  std::vector<BufferDim> dims;
+  BufferKind kind = BufferKind::Local;
+  /// Storage padding per dimension (1: none); set by schedules.
+  std::vector<int64_t> pad;
+};
+
+/// A size parameter of a function (`B`, `H`), read from its arguments.
+struct SizeParam {
+  std::string name;
+};
+
+/// A lowered function: buffers in declaration order and one body.
+struct Func {
+  std::string name;
+  std::vector<SizeParam> sizes;
+  std::vector<Buffer> buffers;  // inputs, outputs, locals, accumulators
+  /// How a host sees each parameter: (parameter name, buffers); couplings
+  /// contribute one buffer per field.
+  std::vector<std::pair<std::string, std::vector<Buffer>>> params;
+  std::vector<std::pair<std::string, std::vector<Buffer>>> results;
+  Stmt body;
+};
+
+/// The lowered program.
+struct Module {
+  std::vector<Func> funcs;
+};
+
+namespace build {
+Expr int_imm(int64_t v, Scalar t = Scalar::I64);
+Expr float_imm(double v, Scalar t);
+Expr bool_imm(bool v);
+Expr var(const Var& v);
+Expr size(const std::string& name);
+Expr binary(BinOp op, Expr a, Expr b);
+Expr unary(UnOp op, Expr a);
+Expr select(Expr c, Expr a, Expr b);
+Expr cast(Scalar t, Expr a);
+Expr load(const Buffer& b, std::vector<Expr> idx);
+Stmt for_loop(const Var& v, Expr extent, Stmt body, LoopKind k = LoopKind::Serial);
+Stmt store(const Buffer& b, std::vector<Expr> idx, Expr value);
+Stmt seq(std::vector<Stmt> items);
+Stmt if_then_else(Expr c, Stmt then_s, Stmt else_s = nullptr);
+Stmt print(std::string label, std::vector<Expr> values);
+}  // namespace build
+
+/// True when `e` mentions `v`.
+bool mentions(const Expr& e, const Var& v);
+
+}  // namespace dccc::ir

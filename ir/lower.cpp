@@ -1,0 +1,487 @@
+#include "ir/lower.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace dccc::ir {
+namespace {
+
+using ast::ExprKind;
+
+/// Thrown to abandon one function after an [Unsupported] diagnostic.
+struct Abandon {};
+
+class FuncLowerer {
+ public:
+  FuncLowerer(const CheckedProgram& cp, const CheckedFunction& cf, DiagnosticEngine& diags)
+      : cp_(cp), cf_(cf), diags_(diags) {
+    for (const auto& s : cf.stmts) infos_[s.stmt] = &s;
+  }
+
+  Func run() {
+    f_.name = cf_.decl->name.name;
+    for (const auto& s : cf_.size_params) f_.sizes.push_back({s});
+    for (size_t i = 0; i < cf_.params.size(); ++i) lower_param(cf_.params[i].first, cf_.params[i].second);
+    std::vector<Stmt> body;
+    for (const auto& s : cf_.decl->body) body.push_back(lower_stmt(*s));
+    f_.body = build::seq(std::move(body));
+    return std::move(f_);
+  }
+
+ private:
+  [[noreturn]] void unsupported(SourceRange at, const std::string& what) {
+    diags_.report(DiagKind::Unsupported, at, what);
+    throw Abandon{};
+  }
+
+  // ------------------------------------------------------------ buffers
+  Buffer new_buffer(const std::string& name, const std::string& identity, const TypePtr& t, BufferKind kind,
+                    SourceRange at) {
+    auto b = std::make_shared<BufferNode>();
+    b->name = name;
+    b->kind = kind;
+    if (t->kind == TypeKind::Scalar) {
+      b->type = t->scalar;
+      if (kind == BufferKind::Local) b->kind = BufferKind::Scalar;
+    } else if (t->kind == TypeKind::IntValue) {
+      b->type = Scalar::I64;
+      if (kind == BufferKind::Local) b->kind = BufferKind::Scalar;
+    } else if (t->kind == TypeKind::Tensor) {
+      b->type = t->scalar;
+      int k = 0;
+      for (const auto& g : t->groups) {
+        for (const auto& d : g.dims) {
+          if (!d.extent) unsupported(at, "a `?` extent");
+          Var v = d.index ? var_for(d.index) : make_var(fmt::format("d{}", k));
+          b->dims.push_back({v, sym_expr(d.extent, at)});
+          b->pad.push_back(1);
+          ++k;
+        }
+      }
+    } else {
+      unsupported(at, "a value of type `" + types::str(t) + "`");
+    }
+    f_.buffers.push_back(b);
+    if (!identity.empty()) arrays_[identity] = b;
+    return b;
+  }
+
+  Var var_for(const IndexVarPtr& iv) {
+    auto it = vars_.find(iv.get());
+    if (it != vars_.end()) return it->second;
+    return vars_[iv.get()] = make_var(iv->name);
+  }
+
+  Buffer array(const std::string& identity, SourceRange at) {
+    auto it = arrays_.find(identity);
+    if (it == arrays_.end()) unsupported(at, "reading `" + identity + "` here");
+    return it->second;
+  }
+
+  /// The type of coupling field `f` of a value whose arrays are `inst`.
+  static TypePtr field_type(const TypePtr& ct, const CouplingField& f, const std::string& base) {
+    sym::Subst s;
+    s.sizes = ct->instance.sizes;
+    for (const auto& other : ct->coupling->fields) s.arrays[other.name] = identity_of(ct, other.name, base);
+    return types::substitute(f.type, s);
+  }
+  static std::string identity_of(const TypePtr& ct, const std::string& field, const std::string& base) {
+    auto it = ct->instance.arrays.find(field);
+    return it != ct->instance.arrays.end() ? it->second : base + "." + field;
+  }
+
+  void lower_param(const std::string& name, const TypePtr& t) {
+    SourceRange at = cf_.decl->name.range;
+    std::vector<Buffer> bufs;
+    if (t->kind == TypeKind::Coupling) {
+      for (size_t idx : t->coupling->order) {
+        const CouplingField& f = t->coupling->fields[idx];
+        std::string id = identity_of(t, f.name, name);
+        bufs.push_back(new_buffer(id, id, field_type(t, f, name), BufferKind::Input, at));
+      }
+    } else if (t->kind == TypeKind::Tensor || t->kind == TypeKind::Scalar) {
+      bufs.push_back(new_buffer(name, name, t, BufferKind::Input, at));
+      if (t->kind == TypeKind::Scalar) scalars_[name] = bufs.back();
+    } else {
+      unsupported(at, "a parameter of type `" + types::str(t) + "`");
+    }
+    f_.params.push_back({name, bufs});
+  }
+
+  // ------------------------------------------------------------ symbolic extents
+  Expr sym_expr(const SymPtr& s, SourceRange at) {
+    switch (s->kind) {
+      case SymKind::Const: return build::int_imm(s->value);
+      case SymKind::Size: {
+        if (auto c = cp_.int_consts.find(s->name); c != cp_.int_consts.end()) return build::int_imm(c->second);
+        if (auto b = scalars_.find(s->name); b != scalars_.end()) return build::cast(Scalar::I64, build::load(b->second, {}));
+        if (std::find(cf_.size_params.begin(), cf_.size_params.end(), s->name) == cf_.size_params.end())
+          unsupported(at, "size `" + s->name + "`");
+        return build::size(s->name);
+      }
+      case SymKind::Var: {
+        auto it = vars_.find(s->var.get());
+        if (it == vars_.end()) return build::var(var_for(s->var));
+        return build::var(it->second);
+      }
+      case SymKind::Read: {
+        std::vector<Expr> args;
+        for (const auto& a : s->args) args.push_back(sym_expr(a, at));
+        return build::cast(Scalar::I64, build::load(array(s->name, at), std::move(args)));
+      }
+      case SymKind::Add: return build::binary(BinOp::Add, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
+      case SymKind::Sub: return build::binary(BinOp::Sub, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
+      case SymKind::Mul: return build::binary(BinOp::Mul, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
+      case SymKind::Div: return build::binary(BinOp::Div, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
+      case SymKind::Mod: return build::binary(BinOp::Mod, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
+      case SymKind::Min: return build::binary(BinOp::Min, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
+      case SymKind::Max: return build::binary(BinOp::Max, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
+      default: unsupported(at, "the extent `" + sym::str(s) + "`");
+    }
+  }
+
+  // ------------------------------------------------------------ statements
+  Stmt lower_stmt(const ast::Stmt& s) {
+    auto info_it = infos_.find(&s);
+    if (info_it == infos_.end()) unsupported(s.range, "this statement");
+    const StmtInfo& info = *info_it->second;
+    switch (s.kind) {
+      case ast::StmtKind::Let: return lower_let(s, info);
+      case ast::StmtKind::Assign: return lower_assign(s, info);
+      case ast::StmtKind::Return: return lower_return(s, info);
+      case ast::StmtKind::Expr: return lower_print(s, info);
+    }
+    return nullptr;
+  }
+
+  Stmt lower_let(const ast::Stmt& s, const StmtInfo& info) {
+    const std::string& name = s.name.name;
+    const TypePtr& t = info.value_type;
+    const ast::Expr* v = s.value.get();
+    if (t->kind == TypeKind::Coupling) {
+      if (!v || v->kind != ExprKind::Construct) {
+        if (v && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) return nullptr;  // shares arrays
+        unsupported(s.range, "a coupling value that is not constructed here");
+      }
+      for (size_t idx : t->coupling->order) {
+        const CouplingField& f = t->coupling->fields[idx];
+        std::string id = identity_of(t, f.name, name);
+        if (!arrays_.count(id)) new_buffer(id, id, field_type(t, f, name), BufferKind::Local, v->range);
+      }
+      return nullptr;
+    }
+    if (t->kind == TypeKind::Tensor) {
+      if (v && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) {
+        arrays_[name] = array(cp_.paths.at(v), v->range);
+        return nullptr;
+      }
+      Buffer b = new_buffer(name, name, t, BufferKind::Local, s.range);
+      if (!v) return nullptr;
+      if (v->kind != ExprKind::TensorLit) unsupported(v->range, "this tensor value");
+      return lower_literal(b, *v);
+    }
+    if (t->kind == TypeKind::Scalar || t->kind == TypeKind::IntValue) {
+      Buffer b = new_buffer(name, "", t, BufferKind::Local, s.range);
+      scalars_[name] = b;
+      if (!v) return nullptr;
+      std::vector<Stmt> pre;
+      Expr value = lower_expr(*v, b->type, info, pre);
+      pre.push_back(build::store(b, {}, value));
+      return build::seq(std::move(pre));
+    }
+    unsupported(s.range, "a `let` of type `" + types::str(t) + "`");
+  }
+
+  Stmt lower_literal(const Buffer& b, const ast::Expr& lit) {
+    std::vector<Stmt> stores;
+    std::vector<Expr> idx;
+    std::function<void(const ast::Expr&)> walk = [&](const ast::Expr& e) {
+      if (e.kind == ExprKind::TensorLit) {
+        for (size_t i = 0; i < e.operands.size(); ++i) {
+          idx.push_back(build::int_imm(static_cast<int64_t>(i)));
+          walk(*e.operands[i]);
+          idx.pop_back();
+        }
+        return;
+      }
+      std::vector<Stmt> pre;
+      StmtInfo none;
+      Expr v = lower_expr(e, b->type, none, pre);
+      if (!pre.empty()) unsupported(e.range, "a `reduce` inside a tensor literal");
+      stores.push_back(build::store(b, idx, v));
+    };
+    walk(lit);
+    return build::seq(std::move(stores));
+  }
+
+  Stmt lower_assign(const ast::Stmt& s, const StmtInfo& info) {
+    const ast::Expr* base = s.target.get();
+    while (base->kind == ExprKind::Index) base = base->operands[0].get();
+    Buffer target;
+    if (base->kind == ExprKind::Name && scalars_.count(base->name)) target = scalars_[base->name];
+    else target = array(cp_.paths.at(base), base->range);
+    std::vector<const IndexInfo*> lhs;
+    for (const auto& ii : info.indices)
+      if (!ii.reduced) lhs.push_back(&ii);
+    std::vector<Expr> idx;
+    for (const IndexInfo* ii : lhs) idx.push_back(build::var(var_for(ii->var)));
+    std::vector<Stmt> pre;
+    Expr value = lower_expr(*s.value, target->type, info, pre);
+    pre.push_back(build::store(target, idx, value));
+    Stmt body = build::seq(std::move(pre));
+    for (auto it = lhs.rbegin(); it != lhs.rend(); ++it)
+      body = build::for_loop(var_for((*it)->var), sym_expr((*it)->extent, s.range), body);
+    return body;
+  }
+
+  Stmt lower_return(const ast::Stmt& s, const StmtInfo& info) {
+    const ast::Expr* v = s.value.get();
+    const TypePtr& t = info.value_type;
+    std::vector<Buffer> bufs;
+    if (t->kind == TypeKind::Coupling && (v->kind == ExprKind::Name || v->kind == ExprKind::Construct)) {
+      std::string base = v->kind == ExprKind::Name ? cp_.paths.at(v) : std::string();
+      if (v->kind == ExprKind::Construct) unsupported(v->range, "returning a construction directly; bind it with `let` first");
+      for (size_t idx : t->coupling->order) {
+        Buffer b = array(identity_of(t, t->coupling->fields[idx].name, base), v->range);
+        if (b->kind == BufferKind::Local) b->kind = BufferKind::Output;
+        bufs.push_back(b);
+      }
+      f_.results.push_back({"result", bufs});
+      return nullptr;
+    }
+    if (t->kind == TypeKind::Tensor && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) {
+      Buffer b = array(cp_.paths.at(v), v->range);
+      if (b->kind == BufferKind::Local) b->kind = BufferKind::Output;
+      f_.results.push_back({"result", {b}});
+      return nullptr;
+    }
+    if (t->kind == TypeKind::Scalar || t->kind == TypeKind::IntValue) {
+      Buffer b = new_buffer("result", "", t->kind == TypeKind::Scalar ? t : types::scalar(Scalar::I64), BufferKind::Output, s.range);
+      std::vector<Stmt> pre;
+      pre.push_back(build::store(b, {}, lower_expr(*v, b->type, info, pre)));
+      f_.results.push_back({"result", {b}});
+      return build::seq(std::move(pre));
+    }
+    unsupported(v->range, "returning this value");
+  }
+
+  Stmt lower_print(const ast::Stmt& s, const StmtInfo& info) {
+    const ast::Expr& call = *s.value;
+    if (call.name != "print") unsupported(call.range, "calling `" + call.name + "` (function calls are inlined in a later version)");
+    std::vector<Stmt> out;
+    for (const auto& a : call.operands) {
+      auto p = cp_.paths.find(a.get());
+      if (p != cp_.paths.end() && arrays_.count(p->second) && !scalars_.count(a->name)) {
+        auto st = std::make_shared<StmtNode>();
+        st->kind = StmtKind::Print;
+        st->buffer = arrays_[p->second];
+        st->text = p->second;
+        out.push_back(st);
+        continue;
+      }
+      auto et = cp_.expr_types.find(a.get());
+      Scalar want = Scalar::F32;
+      if (et != cp_.expr_types.end()) {
+        if (et->second->kind == TypeKind::Scalar) want = et->second->scalar;
+        if (et->second->kind == TypeKind::IntValue) want = Scalar::I64;
+      }
+      std::vector<Stmt> pre;
+      Expr v = lower_expr(*a, want, info, pre);
+      pre.push_back(build::print("", {v}));
+      out.push_back(build::seq(std::move(pre)));
+    }
+    return build::seq(std::move(out));
+  }
+
+  // ------------------------------------------------------------ expressions
+  /// The concrete scalar type an expression computes in, given the type
+  /// its context wants for untyped literals and sizes.
+  Scalar type_in(const ast::Expr& e, Scalar want) {
+    auto it = cp_.expr_types.find(&e);
+    if (it == cp_.expr_types.end()) return want;
+    const TypePtr& t = it->second;
+    if (t->kind == TypeKind::Scalar) return t->scalar;
+    if (t->kind == TypeKind::IntValue) return (is_float(want) || want == Scalar::I32 || want == Scalar::I64) ? want : Scalar::I64;
+    if (t->kind == TypeKind::FloatValue) return is_float(want) ? want : Scalar::F32;
+    return want;
+  }
+
+  /// The type two operands share.
+  Scalar operand_type(const ast::Expr& a, const ast::Expr& b, Scalar want) {
+    auto concrete = [&](const ast::Expr& x) -> std::optional<Scalar> {
+      auto it = cp_.expr_types.find(&x);
+      if (it != cp_.expr_types.end() && it->second->kind == TypeKind::Scalar) return it->second->scalar;
+      return std::nullopt;
+    };
+    auto untyped = [&](const ast::Expr& x, TypeKind k) {
+      auto it = cp_.expr_types.find(&x);
+      return it != cp_.expr_types.end() && it->second->kind == k;
+    };
+    if (auto t = concrete(a)) return *t;
+    if (auto t = concrete(b)) return *t;
+    if (untyped(a, TypeKind::FloatValue) || untyped(b, TypeKind::FloatValue)) return is_float(want) ? want : Scalar::F32;
+    return is_float(want) ? want : Scalar::I64;
+  }
+
+  Expr lower_expr(const ast::Expr& e, Scalar want, const StmtInfo& info, std::vector<Stmt>& pre) {
+    Scalar t = type_in(e, want);
+    switch (e.kind) {
+      case ExprKind::Int: {
+        int64_t v = std::strtoll(e.text.c_str(), nullptr, 10);
+        return is_float(t) ? build::float_imm(static_cast<double>(v), t) : build::int_imm(v, t);
+      }
+      case ExprKind::Float: return build::float_imm(e.float_value, is_float(t) ? t : Scalar::F32);
+      case ExprKind::Bool: return build::bool_imm(e.bool_value);
+      case ExprKind::Name: {
+        if (auto r = cp_.index_refs.find(&e); r != cp_.index_refs.end())
+          return build::cast(t, build::var(var_for(r->second)));
+        if (auto c = cp_.int_consts.find(e.name); c != cp_.int_consts.end())
+          return is_float(t) ? build::float_imm(static_cast<double>(c->second), t) : build::int_imm(c->second, t);
+        if (auto c = cp_.float_consts.find(e.name); c != cp_.float_consts.end()) return build::float_imm(c->second, t);
+        if (auto b = scalars_.find(e.name); b != scalars_.end()) return build::cast(t, build::load(b->second, {}));
+        if (std::find(cf_.size_params.begin(), cf_.size_params.end(), e.name) != cf_.size_params.end())
+          return build::cast(t, build::size(e.name));
+        unsupported(e.range, "the value `" + e.name + "` here");
+      }
+      case ExprKind::Index: {
+        std::vector<const ast::Expr*> idx;
+        const ast::Expr* base = &e;
+        std::vector<std::vector<const ast::Expr*>> groups;
+        while (base->kind == ExprKind::Index) {
+          std::vector<const ast::Expr*> g;
+          for (size_t i = 1; i < base->operands.size(); ++i) g.push_back(base->operands[i].get());
+          groups.insert(groups.begin(), g);
+          base = base->operands[0].get();
+        }
+        Buffer b = array(cp_.paths.at(base), base->range);
+        std::vector<Expr> args;
+        for (const auto& g : groups)
+          for (const ast::Expr* ix : g) args.push_back(lower_expr(*ix, Scalar::I64, info, pre));
+        return build::cast(t, build::load(b, std::move(args)));
+      }
+      case ExprKind::Unary: {
+        Expr a = lower_expr(*e.operands[0], t, info, pre);
+        return build::unary(e.op == "!" ? UnOp::Not : UnOp::Neg, a);
+      }
+      case ExprKind::Binary: {
+        static const std::map<std::string, BinOp> ops = {
+            {"+", BinOp::Add}, {"-", BinOp::Sub}, {"*", BinOp::Mul}, {"/", BinOp::Div}, {"%", BinOp::Mod},
+            {"==", BinOp::EQ}, {"!=", BinOp::NE}, {"<", BinOp::LT}, {"<=", BinOp::LE}, {"&&", BinOp::And},
+            {"||", BinOp::Or}, {">", BinOp::LT}, {">=", BinOp::LE}};
+        bool swap = e.op == ">" || e.op == ">=";
+        bool logical = e.op == "&&" || e.op == "||";
+        Scalar ot = logical ? Scalar::Bool : operand_type(*e.operands[0], *e.operands[1], t);
+        Expr a = lower_expr(*e.operands[0], ot, info, pre);
+        Expr b = lower_expr(*e.operands[1], ot, info, pre);
+        if (swap) std::swap(a, b);
+        return build::binary(ops.at(e.op), a, b);
+      }
+      case ExprKind::Reduce: return lower_reduce(e, t, info, pre);
+      case ExprKind::Call: return lower_call(e, t, info, pre);
+      default: unsupported(e.range, "this expression");
+    }
+  }
+
+  Expr lower_call(const ast::Expr& e, Scalar t, const StmtInfo& info, std::vector<Stmt>& pre) {
+    const std::string& n = e.name;
+    static const std::map<std::string, UnOp> math = {{"exp", UnOp::Exp},   {"log", UnOp::Log},   {"sqrt", UnOp::Sqrt},
+                                                     {"rsqrt", UnOp::Rsqrt}, {"tanh", UnOp::Tanh}, {"erf", UnOp::Erf},
+                                                     {"abs", UnOp::Abs}};
+    if (auto m = math.find(n); m != math.end()) {
+      Scalar at = is_float(t) ? t : Scalar::F32;
+      if (n == "abs") at = t;
+      return build::unary(m->second, lower_expr(*e.operands[0], at, info, pre));
+    }
+    if (n == "pow" || n == "max" || n == "min") {
+      Scalar ot = operand_type(*e.operands[0], *e.operands[1], t);
+      BinOp op = n == "pow" ? BinOp::Pow : n == "max" ? BinOp::Max : BinOp::Min;
+      return build::binary(op, lower_expr(*e.operands[0], ot, info, pre), lower_expr(*e.operands[1], ot, info, pre));
+    }
+    if (n == "select") {
+      Expr c = lower_expr(*e.operands[0], Scalar::Bool, info, pre);
+      Scalar ot = operand_type(*e.operands[1], *e.operands[2], t);
+      return build::select(c, lower_expr(*e.operands[1], ot, info, pre), lower_expr(*e.operands[2], ot, info, pre));
+    }
+    if (auto s = scalar_from_name(n)) {
+      const ast::Expr& a = *e.operands[0];
+      Scalar from = type_in(a, is_float(*s) ? *s : Scalar::I64);
+      return build::cast(*s, lower_expr(a, from, info, pre));
+    }
+    unsupported(e.range, "calling `" + n + "` (function calls are inlined in a later version)");
+  }
+
+  Expr lower_reduce(const ast::Expr& e, Scalar t, const StmtInfo& info, std::vector<Stmt>& pre) {
+    // 16-bit floats accumulate in f32.
+    Scalar acc_t = (t == Scalar::F16 || t == Scalar::BF16) ? Scalar::F32 : t;
+    auto acc = std::make_shared<BufferNode>();
+    acc->name = fmt::format("acc{}", acc_counter_++);
+    acc->type = acc_t;
+    acc->kind = BufferKind::Scalar;
+    f_.buffers.push_back(acc);
+    std::vector<const IndexInfo*> vars;
+    for (const auto& ii : info.indices)
+      if (ii.reduced && ii.reduce_expr == &e) vars.push_back(&ii);
+    // A variable's extent may read another reduction variable: put that one outside.
+    std::stable_sort(vars.begin(), vars.end(), [](const IndexInfo* a, const IndexInfo* b) {
+      std::vector<IndexVarPtr> in_b;
+      sym::vars(b->extent, in_b);
+      return std::find(in_b.begin(), in_b.end(), a->var) != in_b.end();
+    });
+    Expr init;
+    BinOp op = BinOp::Add;
+    double inf = std::numeric_limits<double>::infinity();
+    auto imm = [&](double v) {
+      return is_float(acc_t) ? build::float_imm(v, acc_t)
+                             : build::int_imm(std::isinf(v) ? (v > 0 ? INT64_MAX : INT64_MIN) : static_cast<int64_t>(v), acc_t);
+    };
+    if (e.op == "+") init = imm(0);
+    else if (e.op == "*") init = imm(1), op = BinOp::Mul;
+    else if (e.op == "max") init = imm(-inf), op = BinOp::Max;
+    else init = imm(inf), op = BinOp::Min;
+    if (!is_float(acc_t) && acc_t == Scalar::I32) {
+      if (e.op == "max") init = build::int_imm(INT32_MIN, acc_t);
+      if (e.op == "min") init = build::int_imm(INT32_MAX, acc_t);
+    }
+    pre.push_back(build::store(acc, {}, init));
+    std::vector<Stmt> inner;
+    Expr body = lower_expr(*e.operands[0], acc_t, info, inner);
+    inner.push_back(build::store(acc, {}, build::binary(op, build::load(acc, {}), build::cast(acc_t, body))));
+    Stmt loop = build::seq(std::move(inner));
+    for (auto it = vars.rbegin(); it != vars.rend(); ++it)
+      loop = build::for_loop(var_for((*it)->var), sym_expr((*it)->extent, e.range), loop);
+    pre.push_back(loop);
+    return build::cast(t, build::load(acc, {}));
+  }
+
+  const CheckedProgram& cp_;
+  const CheckedFunction& cf_;
+  DiagnosticEngine& diags_;
+  Func f_;
+  std::map<const ast::Stmt*, const StmtInfo*> infos_;
+  std::map<std::string, Buffer> arrays_;
+  std::map<std::string, Buffer> scalars_;
+  std::map<const IndexVar*, Var> vars_;
+  int acc_counter_ = 0;
+};
+
+}  // namespace
+
+std::optional<Module> lower(const CheckedProgram& program, DiagnosticEngine& diags) {
+  Module m;
+  bool ok = true;
+  for (const auto& cf : program.functions) {
+    try {
+      m.funcs.push_back(FuncLowerer(program, cf, diags).run());
+    } catch (const Abandon&) {
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return m;
+}
+
+}  // namespace dccc::ir

@@ -1,0 +1,22 @@
+// Lowering: CheckedProgram -> ir::Module (the unscheduled vloop IR).
+//
+// Each assignment becomes a loop nest: left-side indices outermost (ragged
+// ones as vloops whose extent reads a length buffer), each `reduce` an
+// accumulator with its own nest inside, in the order the checker bound
+// them. `let` and construction allocate buffers; a coupling contributes one
+// buffer per field, fields bound to another value share its buffer.
+#pragma once
+
+#include <optional>
+
+#include "ir/ir.h"
+#include "support/diagnostics.h"
+#include "typecheck/checker.h"
+
+namespace dccc::ir {
+
+/// Lower every function of a checked program. Constructs the code
+/// generator does not handle yet are reported as [Unsupported] errors.
+std::optional<Module> lower(const CheckedProgram& program, DiagnosticEngine& diags);
+
+}  // namespace dccc::ir

@@ -1,0 +1,161 @@
+#include "ir/printer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace dccc::ir {
+namespace {
+
+class Printer {
+ public:
+  std::string func(const Func& f) {
+    std::string out = "func " + f.name + "(";
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      out += (i ? ", " : "") + f.params[i].first + " = {";
+      for (size_t k = 0; k < f.params[i].second.size(); ++k) out += (k ? ", " : "") + buf_name(f.params[i].second[k]);
+      out += "}";
+    }
+    out += ")";
+    if (!f.results.empty()) {
+      out += " -> (";
+      for (size_t i = 0; i < f.results.size(); ++i) {
+        out += (i ? ", " : "") + f.results[i].first + " = {";
+        for (size_t k = 0; k < f.results[i].second.size(); ++k) out += (k ? ", " : "") + buf_name(f.results[i].second[k]);
+        out += "}";
+      }
+      out += ")";
+    }
+    out += " {\n";
+    if (!f.sizes.empty()) {
+      out += "  sizes";
+      for (size_t i = 0; i < f.sizes.size(); ++i) out += (i ? ", " : " ") + f.sizes[i].name;
+      out += ";\n";
+    }
+    for (const auto& b : f.buffers) out += "  " + buffer_decl(b) + ";\n";
+    stmt(f.body, 1, out);
+    out += "}\n";
+    return out;
+  }
+
+ private:
+  std::string buffer_decl(const Buffer& b) {
+    std::string out = fmt::format("{} {}: {}", buffer_kind_name(b->kind), buf_name(b), scalar_name(b->type));
+    if (!b->dims.empty()) {
+      out += " [";
+      for (size_t i = 0; i < b->dims.size(); ++i) {
+        out += (i ? ", " : "") + var_name(b->dims[i].var) + ": " + expr(b->dims[i].extent);
+        if (i < b->pad.size() && b->pad[i] > 1) out += fmt::format(" pad {}", b->pad[i]);
+      }
+      out += "]";
+    }
+    return out;
+  }
+
+  std::string unique(const void* key, const std::string& base, std::map<const void*, std::string>& names) {
+    auto it = names.find(key);
+    if (it != names.end()) return it->second;
+    std::string n = base;
+    for (int k = 1; used_.count(n); ++k) n = fmt::format("{}.{}", base, k);
+    used_.insert(n);
+    return names[key] = n;
+  }
+  std::string var_name(const Var& v) { return unique(v.get(), v->name, var_names_); }
+  std::string buf_name(const Buffer& b) { return unique(b.get(), b->name, buf_names_); }
+
+  std::string literal(const Expr& e) {
+    if (e->kind == ExprKind::IntImm) {
+      if (e->type == Scalar::Bool) return e->int_value ? "true" : "false";
+      if (e->type == Scalar::I64) return std::to_string(e->int_value);
+      return fmt::format("{}{}", e->int_value, scalar_name(e->type));
+    }
+    if (std::isinf(e->float_value)) return fmt::format("{}({}inf)", scalar_name(e->type), e->float_value < 0 ? "-" : "");
+    std::string s = fmt::format("{}", e->float_value);
+    if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+    return s + scalar_name(e->type);
+  }
+
+  std::string expr(const Expr& e) {
+    if (!e) return "?";
+    switch (e->kind) {
+      case ExprKind::IntImm:
+      case ExprKind::FloatImm: return literal(e);
+      case ExprKind::VarRef: return var_name(e->var);
+      case ExprKind::SizeRef: return e->name;
+      case ExprKind::Binary:
+        if (e->binop == BinOp::Min || e->binop == BinOp::Max || e->binop == BinOp::Pow)
+          return fmt::format("{}({}, {})", op_text(e->binop), expr(e->args[0]), expr(e->args[1]));
+        return fmt::format("({} {} {})", expr(e->args[0]), op_text(e->binop), expr(e->args[1]));
+      case ExprKind::Unary:
+        if (e->unop == UnOp::Neg || e->unop == UnOp::Not) return fmt::format("{}{}", op_text(e->unop), expr(e->args[0]));
+        return fmt::format("{}({})", op_text(e->unop), expr(e->args[0]));
+      case ExprKind::Select:
+        return fmt::format("select({}, {}, {})", expr(e->args[0]), expr(e->args[1]), expr(e->args[2]));
+      case ExprKind::Cast: return fmt::format("{}({})", scalar_name(e->type), expr(e->args[0]));
+      case ExprKind::Load: return buf_name(e->buffer) + "[" + list(e->args) + "]";
+    }
+    return "?";
+  }
+
+  std::string list(const std::vector<Expr>& xs) {
+    std::string out;
+    for (size_t i = 0; i < xs.size(); ++i) out += (i ? ", " : "") + expr(xs[i]);
+    return out;
+  }
+
+  void stmt(const Stmt& s, int depth, std::string& out) {
+    if (!s) return;
+    std::string pad(depth * 2, ' ');
+    switch (s->kind) {
+      case StmtKind::Seq:
+        for (const auto& c : s->body) stmt(c, depth, out);
+        return;
+      case StmtKind::For: {
+        bool vloop = false;
+        for (const auto& v : open_)
+          if (mentions(s->extent, v)) vloop = true;
+        out += fmt::format("{}{} {} in 0 .. {} {{{}\n", pad, loop_kind_name(s->loop), var_name(s->var), expr(s->extent),
+                           vloop ? "  // vloop" : "");
+        open_.push_back(s->var);
+        stmt(s->body[0], depth + 1, out);
+        open_.pop_back();
+        out += pad + "}\n";
+        return;
+      }
+      case StmtKind::Store:
+        out += fmt::format("{}{}[{}] = {};\n", pad, buf_name(s->buffer), list(s->args), expr(s->value));
+        return;
+      case StmtKind::IfThenElse:
+        out += fmt::format("{}if {} {{\n", pad, expr(s->value));
+        stmt(s->body[0], depth + 1, out);
+        if (s->body.size() > 1) {
+          out += pad + "} else {\n";
+          stmt(s->body[1], depth + 1, out);
+        }
+        out += pad + "}\n";
+        return;
+      case StmtKind::Print:
+        out += fmt::format("{}print \"{}\"{}{};\n", pad, s->text, s->buffer ? " " + buf_name(s->buffer) : std::string(),
+                           s->args.empty() ? "" : " (" + list(s->args) + ")");
+        return;
+    }
+  }
+
+  std::map<const void*, std::string> var_names_, buf_names_;
+  std::set<std::string> used_;
+  std::vector<Var> open_;
+};
+
+}  // namespace
+
+std::string print(const Func& f) { return Printer().func(f); }
+
+std::string print(const Module& m) {
+  std::string out;
+  for (const auto& f : m.funcs) out += print(f) + "\n";
+  return out;
+}
+
+}  // namespace dccc::ir
