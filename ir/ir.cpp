@@ -63,6 +63,7 @@ const char* buffer_kind_name(BufferKind k) {
     case BufferKind::Output: return "output";
     case BufferKind::Local: return "local";
     case BufferKind::Scalar: return "scalar";
+    case BufferKind::Aux: return "aux";
   }
   return "?";
 }
@@ -190,6 +191,24 @@ Stmt print(std::string label, std::vector<Expr> values) {
   s->args = std::move(values);
   return s;
 }
+Expr flat_load(const Buffer& b, Expr offset) {
+  auto e = std::make_shared<ExprNode>();
+  e->kind = ExprKind::Load;
+  e->type = b->type;
+  e->buffer = b;
+  e->args = {std::move(offset)};
+  e->flat = true;
+  return e;
+}
+Stmt flat_store(const Buffer& b, Expr offset, Expr value) {
+  auto s = std::make_shared<StmtNode>();
+  s->kind = StmtKind::Store;
+  s->buffer = b;
+  s->args = {std::move(offset)};
+  s->value = std::move(value);
+  s->flat = true;
+  return s;
+}
 }  // namespace build
 
 bool mentions(const Expr& e, const Var& v) {
@@ -198,6 +217,39 @@ bool mentions(const Expr& e, const Var& v) {
   for (const auto& a : e->args)
     if (mentions(a, v)) return true;
   return false;
+}
+
+}  // namespace dccc::ir
+
+namespace dccc::ir {
+
+Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m) {
+  if (!e) return e;
+  if (e->kind == ExprKind::VarRef) {
+    auto it = m.find(e->var.get());
+    return it == m.end() ? e : it->second;
+  }
+  if (e->args.empty()) return e;
+  std::vector<Expr> args;
+  bool changed = false;
+  for (const auto& a : e->args) {
+    args.push_back(substitute(a, m));
+    changed |= args.back() != a;
+  }
+  if (!changed) return e;
+  auto copy = std::make_shared<ExprNode>(*e);
+  copy->args = std::move(args);
+  return copy;
+}
+
+Stmt rewrite(const Stmt& s, const std::function<Expr(const Expr&)>& fe) {
+  if (!s) return s;
+  auto copy = std::make_shared<StmtNode>(*s);
+  if (copy->extent) copy->extent = fe(copy->extent);
+  if (copy->value) copy->value = fe(copy->value);
+  for (auto& a : copy->args) a = fe(a);
+  for (auto& b : copy->body) b = rewrite(b, fe);
+  return copy;
 }
 
 }  // namespace dccc::ir

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,6 +98,7 @@ struct ExprNode {
   UnOp unop = UnOp::Neg;      // Unary
   Buffer buffer;              // Load
   std::vector<Expr> args;     // operands; Load: indices
+  bool flat = false;          // Load: args[0] is a storage offset (after storage lowering)
 };
 
 enum class LoopKind { Serial, Parallel, Vectorized };
@@ -111,6 +114,7 @@ struct StmtNode {
   Expr value;                  // Store: value; IfThenElse: condition
   std::vector<Stmt> body;      // For, IfThenElse: body[0] then, body[1] else (optional); Seq: items
   std::string text;            // Print: a label
+  bool flat = false;           // Store: args[0] is a storage offset (after storage lowering)
 };
 
 /// One dimension of a buffer: its extent may mention the variables of outer
@@ -120,7 +124,7 @@ struct BufferDim {
   Expr extent;
 };
 
-enum class BufferKind { Input, Output, Local, Scalar };
+enum class BufferKind { Input, Output, Local, Scalar, Aux };
 const char* buffer_kind_name(BufferKind k);
 
 /// A tensor or a scalar accumulator (no dims). Identity is the object.
@@ -131,6 +135,9 @@ struct BufferNode {
   BufferKind kind = BufferKind::Local;
   /// Storage padding per dimension (1: none); set by schedules.
   std::vector<int64_t> pad;
+  /// Number of stored elements, in terms of sizes, length buffers and aux
+  /// buffers; set by storage lowering (null before).
+  Expr total;
 };
 
 /// A size parameter of a function (`B`, `H`), read from its arguments.
@@ -147,7 +154,12 @@ struct Func {
   /// contribute one buffer per field.
   std::vector<std::pair<std::string, std::vector<Buffer>>> params;
   std::vector<std::pair<std::string, std::vector<Buffer>>> results;
+  /// Computes the aux buffers (CoRa's A_d offset arrays) from the length
+  /// buffers; runs before `body`, once per length pattern. Null before
+  /// storage lowering.
+  Stmt prelude;
   Stmt body;
+  bool storage_lowered = false;
 };
 
 /// The lowered program.
@@ -171,9 +183,18 @@ Stmt store(const Buffer& b, std::vector<Expr> idx, Expr value);
 Stmt seq(std::vector<Stmt> items);
 Stmt if_then_else(Expr c, Stmt then_s, Stmt else_s = nullptr);
 Stmt print(std::string label, std::vector<Expr> values);
+Expr flat_load(const Buffer& b, Expr offset);
+Stmt flat_store(const Buffer& b, Expr offset, Expr value);
 }  // namespace build
 
 /// True when `e` mentions `v`.
 bool mentions(const Expr& e, const Var& v);
+
+/// Replace variables by expressions.
+Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m);
+
+/// Rebuild a statement tree, rewriting every expression with `fe` and every
+/// Store/Load through `fs` (which may return the statement unchanged).
+Stmt rewrite(const Stmt& s, const std::function<Expr(const Expr&)>& fe);
 
 }  // namespace dccc::ir

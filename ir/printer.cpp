@@ -35,6 +35,11 @@ class Printer {
       out += ";\n";
     }
     for (const auto& b : f.buffers) out += "  " + buffer_decl(b) + ";\n";
+    if (f.prelude) {
+      out += "  prelude {\n";
+      stmt(f.prelude, 2, out);
+      out += "  }\n";
+    }
     stmt(f.body, 1, out);
     out += "}\n";
     return out;
@@ -51,6 +56,7 @@ class Printer {
       }
       out += "]";
     }
+    if (b->total) out += " total " + expr(b->total);
     return out;
   }
 
@@ -94,7 +100,9 @@ class Printer {
       case ExprKind::Select:
         return fmt::format("select({}, {}, {})", expr(e->args[0]), expr(e->args[1]), expr(e->args[2]));
       case ExprKind::Cast: return fmt::format("{}({})", scalar_name(e->type), expr(e->args[0]));
-      case ExprKind::Load: return buf_name(e->buffer) + "[" + list(e->args) + "]";
+      case ExprKind::Load:
+        if (e->flat) return buf_name(e->buffer) + "@(" + expr(e->args[0]) + ")";
+        return buf_name(e->buffer) + "[" + list(e->args) + "]";
     }
     return "?";
   }
@@ -125,7 +133,8 @@ class Printer {
         return;
       }
       case StmtKind::Store:
-        out += fmt::format("{}{}[{}] = {};\n", pad, buf_name(s->buffer), list(s->args), expr(s->value));
+        if (s->flat) out += fmt::format("{}{}@({}) = {};\n", pad, buf_name(s->buffer), expr(s->args[0]), expr(s->value));
+        else out += fmt::format("{}{}[{}] = {};\n", pad, buf_name(s->buffer), list(s->args), expr(s->value));
         return;
       case StmtKind::IfThenElse:
         out += fmt::format("{}if {} {{\n", pad, expr(s->value));

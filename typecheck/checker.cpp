@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <set>
 
@@ -40,6 +41,7 @@ struct CouplingScope {
   std::map<std::string, const ast::TypeExpr*> field_asts;
   std::map<std::string, TypePtr> resolved;  // fields resolved so far
   std::vector<std::string>* size_params = nullptr;
+  std::string current_field;  // the field whose type is being resolved
 };
 
 /// One occurrence of a free (reduction) index name on a right side.
@@ -64,6 +66,16 @@ class Checker {
 
   void run() {
     out_.ast = &prog_;
+    // Only length arrays are known to be non-negative: those read by
+    // extents (inside an extent everything read is a length) and the
+    // frozen arrays of the function being checked.
+    prover_.set_length_predicate([this](const std::string& n) {
+      auto ends = [&](const char* suf) {
+        size_t k = std::strlen(suf);
+        return n.size() >= k && n.compare(n.size() - k, k, suf) == 0;
+      };
+      return extent_depth_ > 0 || (frozen_ && frozen_->count(n)) || ends(".len") || ends(".sum");
+    });
     for (const auto& [name, v] : opts_.defines) out_.int_consts[name] = v;
     declare_globals();
     for (auto [kind, i] : prog_.order) {
@@ -82,7 +94,7 @@ class Checker {
     auto declare = [&](const ast::Ident& id) {
       if (scalar_from_name(id.name) || is_builtin(id.name)) {
         diags_.report(DiagKind::Redefinition, id.range, id.name);
-        diags_.note({}, code(id.name) + " is a built-in name");
+        diags_.note(id.range, code(id.name) + " is a built-in name");
         return false;
       }
       auto [it, fresh] = seen.emplace(id.name, id.range);
@@ -184,6 +196,7 @@ class Checker {
     std::vector<std::pair<std::string, std::pair<IndexVarPtr, SymPtr>>> named;  // outer named dims
     std::vector<Fact>* facts = nullptr;
     std::set<std::string>* reads = nullptr;  // arrays read by extents (for freezing)
+    const std::set<std::string>* pending_sizes = nullptr;  // output sizes not yet defined
   };
 
   TypePtr resolve_type(const ast::TypeExpr& t, ExtentEnv& env) {
@@ -193,6 +206,10 @@ class Checker {
         if (auto a = resolve_alias(t.name.name)) {
           if (a->kind == TypeKind::Coupling) return instantiate_coupling(a, env);
           return instantiate_sizes(a, env);
+        }
+        if (out_.int_consts.count(t.name.name) || out_.float_consts.count(t.name.name) || fn_decls_.count(t.name.name)) {
+          diags_.report(DiagKind::NotAType, t.name.range, code(t.name.name) + " is a value, not a type");
+          return types::error();
         }
         diags_.report(DiagKind::UnknownType, t.name.range, t.name.name);
         return types::error();
@@ -292,7 +309,20 @@ class Checker {
         dim.range = d.range;
         if (d.extent) {
           dim.extent = resolve_extent(*d.extent, env);
-          if (!dim.extent) ok = false;
+          if (!dim.extent) {
+            ok = false;
+          } else {
+            extent_depth_++;
+            ProofResult r = prove(extent_facts(env), sym::le(sym::constant(0), dim.extent), d.extent->range);
+            extent_depth_--;
+            if (r == ProofResult::Refuted) {
+              diags_.report(DiagKind::BadExtent, d.extent->range,
+                            "extent " + code(sym::str(dim.extent)) + " may be negative");
+              ok = false;
+            } else if (r == ProofResult::Unknown) {
+              ok = false;
+            }
+          }
         } else if (env.mode == ExtentMode::Body) {
           diags_.report(DiagKind::BadExtent, d.range, "`?` extents are only allowed in parameter types");
           ok = false;
@@ -325,6 +355,11 @@ class Checker {
 
   /// Convert an extent expression to a Sym, checking every name and read.
   SymPtr resolve_extent(const Expr& e, ExtentEnv& env) {
+    struct Depth {
+      int& d;
+      explicit Depth(int& x) : d(x) { ++d; }
+      ~Depth() { --d; }
+    } depth(extent_depth_);
     switch (e.kind) {
       case ExprKind::Int: {
         auto v = int_literal(e);
@@ -397,8 +432,12 @@ class Checker {
       }
     }
     if (env.mode == ExtentMode::Body) {
+      if (env.pending_sizes && env.pending_sizes->count(n)) {
+        diags_.report(DiagKind::UninitializedUse, e.range, n);
+        diags_.note({}, "size " + code(n) + " appears only in the return type; define it with `let " + n + " = ...;` first");
+        return nullptr;
+      }
       diags_.report(DiagKind::UnknownName, e.range, n);
-      diags_.note({}, "a size parameter must appear in the function's signature");
       return nullptr;
     }
     if (env.size_params && std::find(env.size_params->begin(), env.size_params->end(), n) == env.size_params->end())
@@ -420,8 +459,9 @@ class Checker {
     TypePtr type;
     if (env.mode == ExtentMode::Coupling) {
       if (base->kind != ExprKind::Name || !env.coupling->field_asts.count(base->name)) {
-        std::string owner = env.coupling->ast ? "the coupling" : "the type";
-        diags_.report(DiagKind::UnknownField, base->range, base->kind == ExprKind::Name ? base->name : std::string("?"), owner);
+        diags_.report(DiagKind::UnknownField, base->range, base->kind == ExprKind::Name ? base->name : std::string("?"),
+                      env.coupling->current_field);
+        if (env.coupling->ast) diags_.note(env.coupling->ast->range, "the coupling's fields are declared here");
         return nullptr;
       }
       array = base->name;
@@ -607,6 +647,7 @@ class Checker {
     } else {
       for (size_t n : graph.topo_order()) {
         ExtentEnv env{ExtentMode::Coupling, &cs, nullptr, &def->size_params, {}};
+        cs.current_field = graph.name(n);
         TypePtr ft = resolve_type(*cs.field_asts[graph.name(n)], env);
         cs.resolved[graph.name(n)] = ft;
         if (ft->kind == TypeKind::Error) ok = false;
@@ -653,7 +694,7 @@ class Checker {
       body = w.operands[0].get();
       quantified = true;
     }
-    WhereCtx ctx{scope, {}, {}, quantified};
+    WhereCtx ctx{scope, {}, {}, quantified, {}};
     SymPtr s = where_sym(*body, ctx);
     if (!s) return std::nullopt;
     if (!is_bool_sym(s)) {
@@ -661,15 +702,27 @@ class Checker {
       return std::nullopt;
     }
     Fact f;
+    std::vector<Fact> range_facts = facts;
+    for (const auto& [name, vr] : ctx.quantified) {
+      if (vr.second) {
+        range_facts.push_back({{}, sym::le(sym::constant(0), sym::var(vr.first))});
+        range_facts.push_back({{}, sym::lt(sym::var(vr.first), vr.second)});
+      }
+    }
+    for (const auto& c : ctx.checks) {
+      extent_depth_++;
+      bool ok = prove_in_bounds(range_facts, c.index, c.extent, c.at, {});
+      extent_depth_--;
+      if (!ok) return std::nullopt;
+    }
     for (const auto& [name, vr] : ctx.quantified) {
       if (!vr.second) {
-        diags_.report(DiagKind::BadWhere, w.range, "cannot infer the range of " + code(name) + ": it never indexes an array");
+        diags_.report(DiagKind::BadWhere, w.range, "cannot infer the range of " + code(name) + ": it never indexes an array directly (as in `a[" + name + "]`)");
         return std::nullopt;
       }
       f.vars.push_back({vr.first, vr.second});
     }
     f.body = s;
-    (void)facts;
     return f;
   }
 
@@ -686,6 +739,11 @@ class Checker {
     std::map<std::string, std::pair<IndexVarPtr, SymPtr>> quantified;
     std::vector<std::string> order;
     bool allow_free;
+    struct Check {
+      SymPtr index, extent;
+      SourceRange at;
+    };
+    std::vector<Check> checks;  // indices to prove in bounds once ranges are known
   };
 
   SymPtr where_sym(const Expr& e, WhereCtx& ctx) {
@@ -735,7 +793,11 @@ class Checker {
           if (v->second.is_size) return sym::size(e.name);
           if (v->second.type->kind == TypeKind::Scalar && is_int(v->second.type->scalar))
             return sym::read(v->second.path, {});
-          diags_.report(DiagKind::BadWhere, e.range, code(e.name) + " is not an integer; index it or use `sum(...)`");
+          if (v->second.type->kind == TypeKind::Tensor)
+            diags_.report(DiagKind::BadWhere, e.range, code(e.name) + " is an array; index it or use `sum(...)`");
+          else
+            diags_.report(DiagKind::BadWhere, e.range,
+                          "`where` constraints are about integers; " + code(e.name) + " is `" + types::str(v->second.type) + "`");
           return nullptr;
         }
         if (ctx.allow_free) {
@@ -775,7 +837,7 @@ class Checker {
         const TypePtr& t = pv->second;
         if (groups.empty() && t->kind == TypeKind::Scalar && is_int(t->scalar)) return sym::read(pv->first, {});
         if (t->kind != TypeKind::Tensor || !is_int(t->scalar)) {
-          diags_.report(DiagKind::BadWhere, e.range, "`where` may read only integer arrays, not " + types::str(t));
+          diags_.report(DiagKind::BadWhere, e.range, "`where` may read only integer arrays, not `" + types::str(t) + "`");
           return nullptr;
         }
         if (!check_grouping(e, groups, t, pv->first)) return nullptr;
@@ -788,11 +850,16 @@ class Checker {
             SymPtr arg = where_sym(*ix, ctx);
             if (!arg) return nullptr;
             if (g.dims[di].index) inner.vars[g.dims[di].index.get()] = arg;
+            SymPtr extent = sym::substitute(g.dims[di].extent, inner);
+            bool defines = false;
             if (ix->kind == ExprKind::Name) {
               auto q = ctx.quantified.find(ix->name);
-              if (q != ctx.quantified.end() && !q->second.second)
-                q->second.second = sym::substitute(g.dims[di].extent, inner);
+              if (q != ctx.quantified.end() && !q->second.second) {
+                q->second.second = extent;
+                defines = true;
+              }
             }
+            if (!defines && extent) ctx.checks.push_back({arg, extent, ix->range});
             args.push_back(arg);
           }
           ++gi;
@@ -901,13 +968,20 @@ class Checker {
   void check_body(CheckedFunction& cf) {
     const ast::FnDecl& f = *cf.decl;
     FnCtx ctx{&cf, {}, {}, {}, {}, {}};
+    frozen_ = &ctx.frozen;
+    struct Reset {
+      const std::set<std::string>*& p;
+      ~Reset() { p = nullptr; }
+    } reset{frozen_};
     std::set<std::string> param_sizes;
     for (const auto& [name, t] : cf.params) {
       collect_sizes(t, param_sizes);
       add_value_facts(name, t, ctx);
     }
+    bool param_error = std::any_of(cf.params.begin(), cf.params.end(),
+                                   [](const auto& p) { return p.second->kind == TypeKind::Error; });
     for (const auto& s : cf.size_params) {
-      if (param_sizes.count(s)) ctx.scope[s] = Value{types::int_value(), {}, true, s};
+      if (param_sizes.count(s) || param_error) ctx.scope[s] = Value{types::int_value(), {}, true, s};
       else ctx.output_sizes.insert(s);
     }
     for (size_t i = 0; i < cf.params.size(); ++i)
@@ -1011,12 +1085,13 @@ class Checker {
     TypePtr annot;
     if (s.type) {
       std::set<std::string> reads;
-      ExtentEnv env{ExtentMode::Body, nullptr, &ctx.scope, nullptr, {}, &ctx.facts, &reads};
+      ExtentEnv env{ExtentMode::Body, nullptr, &ctx.scope, nullptr, {}, &ctx.facts, &reads, &ctx.output_sizes};
       annot = resolve_type(*s.type, env);
       ctx.frozen.insert(reads.begin(), reads.end());
     }
     if (!s.type && !s.value) {
       diags_.report(DiagKind::NotAType, s.range, "`let " + name + ";` needs a type or a value");
+      ctx.scope[name] = Value{types::error(), s.name.range, false, name};
       return;
     }
     TypePtr vt;
@@ -1030,6 +1105,11 @@ class Checker {
         TypePtr elem = literal_elem_[s.value.get()];
         int errors = diags_.error_count();
         assign_compatible(types::scalar(annot->scalar), elem, s.value->range, name);
+        std::function<void(const Expr&)> each = [&](const Expr& x) {
+          if (x.kind == ExprKind::TensorLit) for (const auto& o : x.operands) each(*o);
+          else check_literal_fits(x, annot->scalar);
+        };
+        each(*s.value);
         if (diags_.error_count() > errors) vt = types::error();
         else {
           auto copy = std::make_shared<Type>(*vt);
@@ -1038,7 +1118,9 @@ class Checker {
         }
       }
       if (annot && vt->kind != TypeKind::Error && annot->kind != TypeKind::Error) {
-        if (!conforms(annot, vt, s.value->range, DiagKind::TypeMismatch, ctx)) vt = types::error();
+        DiagKind k = s.value->kind == ExprKind::TensorLit ? DiagKind::ShapeMismatch : DiagKind::TypeMismatch;
+        if (!conforms(annot, vt, s.value->range, k, ctx)) vt = types::error();
+        else if (annot->kind == TypeKind::Scalar) check_literal_fits(*s.value, annot->scalar);
       }
     }
     TypePtr t = annot ? annot : vt;
@@ -1115,7 +1197,10 @@ class Checker {
       case ExprKind::Call:
         if (fn_decls_.count(e.name) && signatures_.count(e.name)) {
           const CheckedFunction& callee = out_.functions[signatures_[e.name]];
-          if (callee.ret->kind != TypeKind::Scalar) return check_call(e, ctx);
+          bool whole = callee.ret->kind != TypeKind::Scalar ||
+                       std::any_of(callee.params.begin(), callee.params.end(),
+                                   [](const auto& p) { return p.second->kind != TypeKind::Scalar; });
+          if (whole) return check_call(e, ctx);
         }
         break;
       case ExprKind::Index: {
@@ -1430,7 +1515,11 @@ class Checker {
     for (const auto& s : *slots) {
       if (!s.sym) {
         TypePtr it = elem_type(*s.index, ctx, rc);
-        if (it->kind != TypeKind::Error)
+        if (it->kind == TypeKind::Error) return false;
+        if (it->kind == TypeKind::IntValue || (it->kind == TypeKind::Scalar && is_int(it->scalar)))
+          diags_.report(DiagKind::OutOfBounds, s.index->range, "this index",
+                        "[0, " + (s.extent ? sym::str(s.extent) : std::string("?")) + ")");
+        else
           diags_.report(DiagKind::NonIntegerIndex, s.index->range, code(types::str(it)));
         return false;
       }
@@ -1462,6 +1551,9 @@ class Checker {
         if (auto c = out_.int_consts.find(e.name); c != out_.int_consts.end()) return sym::constant(c->second);
         auto v = ctx.scope.find(e.name);
         if (v != ctx.scope.end() && v->second.is_size) return sym::size(e.name);
+        // Another integer scalar: an unknown but fixed value for the proof.
+        if (v != ctx.scope.end() && v->second.type->kind == TypeKind::Scalar && is_int(v->second.type->scalar))
+          return sym::read(v->second.path, {});
         return nullptr;
       }
       case ExprKind::Unary:
@@ -1632,6 +1724,10 @@ class Checker {
         return types::scalar(pv->second->scalar);
       }
       case ExprKind::Unary: {
+        if (e.op == "-" && e.operands[0]->kind == ExprKind::Int) {
+          out_.expr_types[e.operands[0].get()] = types::int_value();
+          return int_literal(*e.operands[0], true) ? types::int_value() : types::error();
+        }
         TypePtr t = elem_type(*e.operands[0], ctx, rc);
         if (t->kind == TypeKind::Error) return t;
         if (e.op == "!") {
@@ -1663,6 +1759,10 @@ class Checker {
         }
         TypePtr t = unify(a, b, e.op_range, "`" + op + "`");
         if (t->kind == TypeKind::Error) return t;
+        if (t->kind == TypeKind::Scalar) {
+          if (!check_literal_fits(*e.operands[0], t->scalar) || !check_literal_fits(*e.operands[1], t->scalar))
+            return types::error();
+        }
         if (op == "<" || op == "<=" || op == ">" || op == ">=" || op == "==" || op == "!=")
           return types::scalar(Scalar::Bool);
         return t;
@@ -1797,6 +1897,11 @@ class Checker {
       diags_.report(DiagKind::NotAssignable, target.range, "the left side must be a variable, a field or an element of one");
       return;
     }
+    if (base->kind == ExprKind::Name && !ctx.scope.count(base->name) &&
+        (out_.int_consts.count(base->name) || out_.float_consts.count(base->name))) {
+      diags_.report(DiagKind::NotAssignable, base->range, "constant " + code(base->name) + " cannot be assigned");
+      return;
+    }
     auto pv = path_value(*base, ctx.scope, true);
     if (!pv) return;
     const std::string root = base->kind == ExprKind::Name ? base->name : root_name(*base);
@@ -1818,7 +1923,7 @@ class Checker {
     if (t->kind == TypeKind::Scalar && groups.empty()) {
       TypePtr rt = element_check(*s.value, ctx, rc, &info);
       uninitialized_.erase(root);
-      if (rt->kind != TypeKind::Error) assign_compatible(t, rt, s.value->range, expr_path_text(*base));
+      if (rt->kind != TypeKind::Error) assign_compatible(t, rt, s.value->range, expr_path_text(*base), s.value.get());
       info.value_type = t;
       ctx.fn->stmts.push_back(std::move(info));
       return;
@@ -1870,7 +1975,8 @@ class Checker {
     }
     if (!ok) return;
     TypePtr rt = element_check(*s.value, ctx, rc, &info);
-    if (rt->kind != TypeKind::Error) assign_compatible(types::scalar(t->scalar), rt, s.value->range, expr_path_text(*base));
+    if (rt->kind != TypeKind::Error)
+      assign_compatible(types::scalar(t->scalar), rt, s.value->range, expr_path_text(*base), s.value.get());
     // An integer array defined by an integer expression gives a fact
     // (`seqlen[b] = len(xs[b])`), so later extents can be proven from it.
     if (is_int(t->scalar) && !ctx.assigned.count(pv->first)) {
@@ -1897,8 +2003,39 @@ class Checker {
     return b->kind == ExprKind::Name ? b->name : std::string();
   }
 
-  void assign_compatible(const TypePtr& target, const TypePtr& value, SourceRange at, const std::string& what) {
+  /// A literal (possibly negated) that takes type `t` must fit in it.
+  bool check_literal_fits(const Expr& e, Scalar t) {
+    const Expr* lit = &e;
+    bool neg = false;
+    if (e.kind == ExprKind::Unary && e.op == "-") {
+      lit = e.operands[0].get();
+      neg = true;
+    }
+    if (lit->kind == ExprKind::Int && (t == Scalar::I32 || is_float(t))) {
+      errno = 0;
+      unsigned long long v = std::strtoull(lit->text.c_str(), nullptr, 10);
+      bool bad = t == Scalar::I32 && v > (neg ? 2147483648ull : 2147483647ull);
+      if (bad) {
+        diags_.report(DiagKind::LiteralOutOfRange, e.range, (neg ? "-" : "") + lit->text, scalar_name(t));
+        return false;
+      }
+    }
+    if (lit->kind == ExprKind::Float && is_float(t) && t != Scalar::F64) {
+      double limit = t == Scalar::F16 ? 65504.0 : 3.4028234663852886e38;
+      if (std::fabs(lit->float_value) > limit) {
+        diags_.report(DiagKind::LiteralOutOfRange, e.range, (neg ? "-" : "") + lit->text, scalar_name(t));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void assign_compatible(const TypePtr& target, const TypePtr& value, SourceRange at, const std::string& what,
+                         const Expr* value_expr = nullptr) {
     if (value->kind == TypeKind::Scalar && value->scalar == target->scalar) return;
+    if (value_expr && (value->kind == TypeKind::IntValue || value->kind == TypeKind::FloatValue) &&
+        target->kind == TypeKind::Scalar && !check_literal_fits(*value_expr, target->scalar))
+      return;
     if (value->kind == TypeKind::IntValue && target->scalar != Scalar::Bool) return;
     if (value->kind == TypeKind::FloatValue && is_float(target->scalar)) return;
     diags_.report(DiagKind::TypeMismatch, at,
@@ -2036,7 +2173,7 @@ class Checker {
       if (r == ProofResult::Proved) return true;
       if (r == ProofResult::Unknown) return false;
       diags_.report(DiagKind::SizeConflict, at, formal->name, code(sym::str(actual)), code(sym::str(it->second.first)));
-      diags_.note(it->second.second, code(formal->name) + " is " + code(sym::str(it->second.first)) + " from this argument");
+      diags_.note(it->second.second, code(formal->name) + " is " + code(sym::str(it->second.first)) + " from here");
       return false;
     }
     sym::Subst s;
@@ -2147,7 +2284,7 @@ class Checker {
         TypePtr at;
         if (fresh) {
           std::set<std::string> reads;
-          ExtentEnv env{ExtentMode::Body, nullptr, &ctx.scope, nullptr, {}, &ctx.facts, &reads};
+          ExtentEnv env{ExtentMode::Body, nullptr, &ctx.scope, nullptr, {}, &ctx.facts, &reads, &ctx.output_sizes};
           at = resolve_type(*fi->type, env);
           ctx.frozen.insert(reads.begin(), reads.end());
           result->instance.arrays[f.name] = self + "." + f.name;
@@ -2265,6 +2402,8 @@ class Checker {
   std::map<std::string, size_t> signatures_;
   std::set<std::string> resolving_;
   int fresh_counter_ = 0;
+  int extent_depth_ = 0;
+  const std::set<std::string>* frozen_ = nullptr;
 };
 
 }  // namespace

@@ -124,9 +124,15 @@ bool trivially_true(const std::vector<Fact>& facts, const SymPtr& goal) {
 
 }  // namespace
 
-ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal, bool reads_are_lengths) {
+ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
   if (trivially_true(facts, goal)) return ProofResult::Proved;
-  std::string key = key_of(facts, goal) + (reads_are_lengths ? "L" : "");
+  std::vector<SymPtr> goal_reads;
+  sym::reads(goal, goal_reads);
+  for (const auto& f : facts)
+    if (f.vars.empty()) sym::reads(f.body, goal_reads);
+  std::string key = key_of(facts, goal);
+  for (const auto& r : goal_reads)
+    if (!is_length_ || is_length_(r->name)) key += "|len:" + r->name;
   if (auto it = impl_->cache.find(key); it != impl_->cache.end()) return it->second;
 
   ++solver_calls_;
@@ -152,8 +158,8 @@ ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal, bo
   sym::reads(goal, all_reads);
   // Sizes are never negative; nor are lengths (the runtime checks both on entry).
   for (const auto& s : sizes) solver.add(impl_->ctx.int_const(("s:" + s).c_str()) >= 0);
-  if (reads_are_lengths)
-    for (const auto& r : all_reads) solver.add(impl_->to_z3(r, env) >= 0);
+  for (const auto& r : all_reads)
+    if (!is_length_ || is_length_(r->name)) solver.add(impl_->to_z3(r, env) >= 0);
   solver.add(!impl_->to_z3(goal, env));
   ProofResult result;
   switch (solver.check()) {

@@ -7,6 +7,7 @@
 // and answers are cached, so checking stays fast on large programs.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,10 +25,15 @@ class Prover {
   Prover(const Prover&) = delete;
   Prover& operator=(const Prover&) = delete;
 
-  /// Is `goal` (a boolean Sym) implied by `facts`? Every Read in facts and
-  /// goal is assumed non-negative when `reads_are_lengths` is set.
-  ProofResult prove(const std::vector<Fact>& facts, const SymPtr& goal,
-                    bool reads_are_lengths = true);
+  /// Is `goal` (a boolean Sym) implied by `facts`? Reads of arrays for
+  /// which `is_length` answers true are assumed non-negative (the runtime
+  /// checks lengths on entry); other arrays may hold anything.
+  ProofResult prove(const std::vector<Fact>& facts, const SymPtr& goal);
+
+  /// Which arrays are length arrays (default: all).
+  void set_length_predicate(std::function<bool(const std::string&)> is_length) {
+    is_length_ = std::move(is_length);
+  }
 
   /// Number of queries that reached Z3 (for tests and benchmarks).
   int solver_calls() const { return solver_calls_; }
@@ -36,6 +42,7 @@ class Prover {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int solver_calls_ = 0;
+  std::function<bool(const std::string&)> is_length_;
 };
 
 }  // namespace dccc

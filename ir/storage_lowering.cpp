@@ -1,0 +1,181 @@
+#include "ir/storage_lowering.h"
+
+#include <fmt/format.h>
+
+#include "ir/printer.h"
+
+namespace dccc::ir {
+namespace {
+
+struct Unsupported {
+  std::string what;
+};
+
+class StorageLowerer {
+ public:
+  explicit StorageLowerer(Func& f) : f_(f) {}
+
+  void run() {
+    std::vector<Buffer> tensors;
+    for (const auto& b : f_.buffers)
+      if (!b->dims.empty()) tensors.push_back(b);
+    for (const auto& b : tensors) b->total = size_from(*b, 0, identity(*b));
+    f_.body = lower_accesses(f_.body);
+    f_.prelude = build::seq(prelude_);
+    f_.storage_lowered = true;
+  }
+
+ private:
+  static std::map<const VarNode*, Expr> identity(const BufferNode& b) {
+    std::map<const VarNode*, Expr> m;
+    for (const auto& d : b.dims) m[d.var.get()] = build::var(d.var);
+    return m;
+  }
+
+  static bool has_dependents(const BufferNode& b, size_t k) {
+    for (size_t j = k + 1; j < b.dims.size(); ++j)
+      if (mentions(b.dims[j].extent, b.dims[k].var)) return true;
+    return false;
+  }
+
+  static Expr mul(Expr a, Expr b) { return build::binary(BinOp::Mul, std::move(a), std::move(b)); }
+  static Expr add(Expr a, Expr b) { return build::binary(BinOp::Add, std::move(a), std::move(b)); }
+
+  /// Elements in the slice of `b` from dimension k inward, with the outer
+  /// dimensions' variables replaced according to `env`.
+  Expr size_from(const BufferNode& b, size_t k, const std::map<const VarNode*, Expr>& env) {
+    Expr size = build::int_imm(1);
+    for (size_t j = k; j < b.dims.size(); ++j) {
+      Expr extent = substitute(b.dims[j].extent, env);
+      if (!has_dependents(b, j)) {
+        size = mul(size, extent);
+        continue;
+      }
+      // Everything from j inward depends on dimension j: a prefix array.
+      Buffer a = aux_for(b, j);
+      return mul(size, build::cast(Scalar::I64, build::load(a, {extent})));
+    }
+    return size;
+  }
+
+  /// A_j: A_j[x] = number of elements below dimension j for indices < x.
+  Buffer aux_for(const BufferNode& b, size_t j) {
+    const Var& v = b.dims[j].var;
+    Expr extent = b.dims[j].extent;
+    for (size_t o = 0; o < j; ++o)
+      if (mentions(extent, b.dims[o].var))
+        throw Unsupported{fmt::format("buffer `{}`: dimension {} sizes inner dimensions but its own extent depends on "
+                                      "an outer one", b.name, j)};
+    Var y = make_var("y");
+    auto env = identity(b);
+    env[v.get()] = build::var(y);
+    Expr slice = size_from(b, j + 1, env);
+    for (size_t o = 0; o < j; ++o)
+      if (mentions(slice, b.dims[o].var))
+        throw Unsupported{fmt::format("buffer `{}`: the slices below dimension {} depend on more than one outer "
+                                      "dimension", b.name, j)};
+    // Share identical definitions.
+    Func tmp;
+    auto probe = std::make_shared<BufferNode>();
+    probe->name = "probe";
+    probe->dims = {{y, extent}};
+    tmp.buffers = {probe};
+    tmp.body = build::store(probe, {build::var(y)}, slice);
+    std::string key = print(tmp);
+    auto it = aux_by_key_.find(key);
+    if (it != aux_by_key_.end()) return it->second;
+
+    auto a = std::make_shared<BufferNode>();
+    a->name = fmt::format("A{}", aux_by_key_.size());
+    a->type = Scalar::I64;
+    a->kind = BufferKind::Aux;
+    Var ad = make_var("x");
+    a->dims = {{ad, add(extent, build::int_imm(1))}};
+    a->pad = {1};
+    a->total = add(extent, build::int_imm(1));
+    f_.buffers.push_back(a);
+    aux_by_key_[key] = a;
+    // A[0] = 0; A[y + 1] = A[y] + slice(y)
+    prelude_.push_back(build::flat_store(a, build::int_imm(0), build::int_imm(0)));
+    Expr yv = build::var(y);
+    prelude_.push_back(build::for_loop(
+        y, extent,
+        build::flat_store(a, add(yv, build::int_imm(1)), add(build::flat_load(a, yv), slice))));
+    return a;
+  }
+
+  /// CoRa Algorithm 1: the flat offset of `idx` in `b`.
+  Expr offset(const BufferNode& b, const std::vector<Expr>& idx) {
+    std::map<const VarNode*, Expr> env;
+    for (size_t k = 0; k < idx.size(); ++k) env[b.dims[k].var.get()] = idx[k];
+    Expr off = build::int_imm(0);
+    for (size_t k = 0; k < b.dims.size(); ++k) {
+      Expr d;
+      if (has_dependents(b, k)) d = build::cast(Scalar::I64, build::load(aux_for(b, k), {idx[k]}));
+      else d = mul(idx[k], size_from(b, k + 1, env));
+      off = add(off, d);
+    }
+    return off;
+  }
+
+  Expr lower_expr(const Expr& e) {
+    if (!e) return e;
+    std::vector<Expr> args;
+    for (const auto& a : e->args) args.push_back(lower_expr(a));
+    if (e->kind == ExprKind::Load && !e->flat && !e->buffer->dims.empty()) {
+      // Aux loads inserted above are built flat-free; lower them too.
+      if (e->buffer->kind == BufferKind::Aux) return build::flat_load(e->buffer, args[0]);
+      return build::flat_load(e->buffer, offset(*e->buffer, args));
+    }
+    if (args == e->args) return e;
+    auto copy = std::make_shared<ExprNode>(*e);
+    copy->args = std::move(args);
+    return copy;
+  }
+
+  Stmt lower_accesses(const Stmt& s) {
+    if (!s) return s;
+    auto copy = std::make_shared<StmtNode>(*s);
+    if (copy->extent) copy->extent = lower_expr(copy->extent);
+    if (copy->value) copy->value = lower_expr(copy->value);
+    for (auto& a : copy->args) a = lower_expr(a);
+    for (auto& c : copy->body) c = lower_accesses(c);
+    if (s->kind == StmtKind::Store && !s->flat && !s->buffer->dims.empty()) {
+      Expr off = offset(*s->buffer, copy->args);
+      copy->args = {lower_expr(off)};
+      copy->flat = true;
+    }
+    return copy;
+  }
+
+ public:
+  /// Totals and aux extents contain unlowered aux loads; lower them last.
+  void finish() {
+    for (auto& b : f_.buffers)
+      if (b->total) b->total = lower_expr(b->total);
+    std::vector<Stmt> lowered;
+    for (const auto& p : prelude_) lowered.push_back(lower_accesses(p));
+    f_.prelude = build::seq(lowered);
+  }
+
+ private:
+  Func& f_;
+  std::map<std::string, Buffer> aux_by_key_;
+  std::vector<Stmt> prelude_;
+};
+
+}  // namespace
+
+bool lower_storage(Func& f, DiagnosticEngine& diags) {
+  try {
+    StorageLowerer s(f);
+    s.run();
+    s.finish();
+    return true;
+  } catch (const Unsupported& u) {
+    diags.report(DiagKind::Unsupported, SourceRange{}, fmt::format("in `{}`: {}", f.name, u.what));
+    return false;
+  }
+}
+
+}  // namespace dccc::ir

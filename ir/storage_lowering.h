@@ -1,0 +1,22 @@
+// Storage-access lowering (CoRa §5.2, appendix B.1, Algorithm 1).
+//
+// Every multi-index access to a tensor buffer becomes one flat offset in
+// its packed storage: sequence after sequence, row-major, no padding (the
+// layout of FlashAttention and PyTorch nested tensors). A dimension whose
+// index sizes inner dimensions (it has dependents in the dimension graph)
+// contributes A_d[i], a prefix-sum array computed by the prelude; any other
+// dimension contributes i * (size of the slice below it). A_d arrays with
+// the same definition are shared between buffers, so the prelude computes
+// each once (the paper's "CoRa-Optimized").
+#pragma once
+
+#include "ir/ir.h"
+#include "support/diagnostics.h"
+
+namespace dccc::ir {
+
+/// Returns `f` with flat accesses, aux buffers, totals and a prelude; false
+/// (with an [Unsupported] diagnostic) for a layout it cannot lower yet.
+bool lower_storage(Func& f, DiagnosticEngine& diags);
+
+}  // namespace dccc::ir
