@@ -82,8 +82,32 @@ void Interpreter::check_in_bounds(const BufferNode* b, const Tuple& idx) {
 void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes,
                       const std::map<const BufferNode*, std::vector<double>>& inputs) {
   sizes_ = sizes;
+  flat_ = f.storage_lowered;
   for (const auto& s : f.sizes)
     if (!sizes_.count(s.name)) throw InterpError("no value given for size `" + s.name + "`");
+  if (flat_) {
+    // Packed data is the storage itself; the prelude needs the length
+    // buffers, and the totals need the prelude.
+    for (const auto& [name, bufs] : f.params)
+      for (const Buffer& b : bufs) {
+        auto it = inputs.find(b.get());
+        if (it == inputs.end()) throw InterpError("no data given for input `" + b->name + "`");
+        auto& m = mem_[b.get()];
+        for (size_t k = 0; k < it->second.size(); ++k)
+          m[b->dims.empty() ? Tuple{} : Tuple{static_cast<int64_t>(k)}] = round_to(b->type, it->second[k]);
+      }
+    exec(f.prelude);
+    for (const auto& [name, bufs] : f.params)
+      for (const Buffer& b : bufs) {
+        if (b->dims.empty()) continue;
+        int64_t total = eval(b->total).i;
+        if (total != static_cast<int64_t>(inputs.at(b.get()).size()))
+          throw InterpError(fmt::format("input `{}` has {} elements but its extents give {}", b->name,
+                                        inputs.at(b.get()).size(), total));
+      }
+    exec(f.body);
+    return;
+  }
   // Inputs in dependency order: a length buffer before the buffers it shapes.
   for (const auto& [name, bufs] : f.params) {
     for (const Buffer& b : bufs) {
@@ -105,11 +129,21 @@ void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes
   exec(f.body);
 }
 
+int64_t Interpreter::flat_offset(const Expr& offset, const BufferNode* b) {
+  int64_t off = eval(offset).i;
+  int64_t total = eval(b->total).i;
+  if (off < 0 || off >= total)
+    throw InterpError(fmt::format("out-of-bounds access: `{}` offset {} outside its {} stored elements", b->name, off, total));
+  return off;
+}
+
 std::vector<double> Interpreter::packed(const BufferNode* b) {
   std::vector<double> out;
   auto& m = mem_[b];
-  for (const auto& idx : index_space(b)) {
-    auto it = m.find(idx);
+  auto space = index_space(b);
+  for (size_t k = 0; k < space.size(); ++k) {
+    const Tuple& idx = space[k];
+    auto it = flat_ && !b->dims.empty() ? m.find(Tuple{static_cast<int64_t>(k)}) : m.find(idx);
     Value v = it == m.end() ? Value{} : it->second;
     out.push_back(as_double(v, b->type));
   }
@@ -131,6 +165,11 @@ Interpreter::Value Interpreter::eval(const Expr& e) {
       return Value{0, it->second};
     }
     case ExprKind::Load: {
+      if (e->flat) {
+        auto& m = mem_[e->buffer.get()];
+        auto it = m.find(Tuple{flat_offset(e->args[0], e->buffer.get())});
+        return it == m.end() ? Value{} : it->second;
+      }
       Tuple idx;
       for (const auto& a : e->args) idx.push_back(eval(a).i);
       check_in_bounds(e->buffer.get(), idx);
@@ -245,8 +284,12 @@ void Interpreter::exec(const Stmt& s) {
     }
     case StmtKind::Store: {
       Tuple idx;
-      for (const auto& a : s->args) idx.push_back(eval(a).i);
-      check_in_bounds(s->buffer.get(), idx);
+      if (s->flat) {
+        idx = {flat_offset(s->args[0], s->buffer.get())};
+      } else {
+        for (const auto& a : s->args) idx.push_back(eval(a).i);
+        check_in_bounds(s->buffer.get(), idx);
+      }
       Value v = eval(s->value);
       Scalar from = s->value->type, to = s->buffer->type;
       if (from != to) v = is_float(to) ? round_to(to, as_double(v, from)) : Value{0, as_int(v, from)};
@@ -290,9 +333,10 @@ void Interpreter::print_buffer(const BufferNode* b) {
   for (size_t d = 1; d < b->dims.size(); ++d)
     for (size_t o = 0; o < d; ++o) ragged |= mentions(b->dims[d].extent, b->dims[o].var);
   Tuple idx(b->dims.size());
+  int64_t position = 0;  // packed order: the k-th element lives at offset k
   std::function<std::string(size_t)> nest = [&](size_t d) -> std::string {
     if (d == b->dims.size()) {
-      auto it = m.find(idx);
+      auto it = flat_ ? m.find(Tuple{position++}) : m.find(idx);
       return format(it == m.end() ? Value{} : it->second, b->type);
     }
     int64_t n = eval(b->dims[d].extent).i;

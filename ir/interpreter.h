@@ -6,6 +6,9 @@
 // (valid index tuples in lexicographic order), which it derives by
 // enumeration rather than by the offset arithmetic the backends use.
 // Arithmetic rounds to the operation's type (f32, f16, bf16) after each step.
+// It also runs storage-lowered IR, keying tensors by flat offset and
+// checking offsets against the buffer's total: comparing the two runs tests
+// the offset arithmetic (CoRa Algorithm 1) against plain enumeration.
 #pragma once
 
 #include <cstdint>
@@ -54,7 +57,10 @@ class Interpreter {
   void print_buffer(const BufferNode* b);
   std::string format(const Value& v, Scalar t) const;
 
+  int64_t flat_offset(const Expr& offset, const BufferNode* b);
+
   std::ostream& out_;
+  bool flat_ = false;  // running storage-lowered IR: tensors are keyed by offset
   std::map<std::string, int64_t> sizes_;
   std::map<const VarNode*, int64_t> env_;
   std::map<const BufferNode*, std::map<Tuple, Value>> mem_;

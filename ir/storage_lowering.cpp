@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <set>
+
 #include "ir/printer.h"
 
 namespace dccc::ir {
@@ -150,12 +153,68 @@ class StorageLowerer {
 
  public:
   /// Totals and aux extents contain unlowered aux loads; lower them last.
+  /// An aux array whose lengths are all inputs goes to the prelude; one
+  /// that reads lengths the body computes is filled just before the first
+  /// top-level statement that needs it (lengths are final by then: the
+  /// checker forbids assigning a length array after it shapes a tensor).
   void finish() {
     for (auto& b : f_.buffers)
       if (b->total) b->total = lower_expr(b->total);
-    std::vector<Stmt> lowered;
-    for (const auto& p : prelude_) lowered.push_back(lower_accesses(p));
-    f_.prelude = build::seq(lowered);
+    std::vector<Stmt> prelude;
+    std::vector<std::pair<Buffer, Stmt>> deferred;
+    for (size_t k = 0; k < prelude_.size(); k += 2) {
+      Stmt fill = build::seq({lower_accesses(prelude_[k]), lower_accesses(prelude_[k + 1])});
+      Buffer aux = prelude_[k]->buffer;
+      bool inputs_only = true;
+      visit_loads(fill, [&](const BufferNode* b) {
+        if (b->kind != BufferKind::Input && b->kind != BufferKind::Aux) inputs_only = false;
+      });
+      if (inputs_only) prelude.push_back(fill);
+      else deferred.push_back({aux, fill});
+    }
+    f_.prelude = build::seq(prelude);
+    if (deferred.empty()) return;
+    std::vector<Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<Stmt>{f_.body};
+    std::vector<Stmt> out;
+    std::set<const BufferNode*> done;
+    for (const auto& item : items) {
+      for (const auto& [aux, fill] : deferred) {
+        if (done.count(aux.get())) continue;
+        bool uses = false;
+        visit_loads(item, [&](const BufferNode* b) { uses |= b == aux.get(); });
+        if (uses) {
+          out.push_back(fill);
+          done.insert(aux.get());
+        }
+      }
+      out.push_back(item);
+    }
+    f_.body = build::seq(out);
+  }
+
+  /// Calls `fn` for every buffer a statement loads from or stores to,
+  /// including buffers that its accessed buffers' totals read.
+  static void visit_loads(const Stmt& s, const std::function<void(const BufferNode*)>& fn) {
+    std::function<void(const Expr&)> ex = [&](const Expr& e) {
+      if (!e) return;
+      if (e->kind == ExprKind::Load) {
+        fn(e->buffer.get());
+        if (e->buffer->total) ex(e->buffer->total);
+      }
+      for (const auto& a : e->args) ex(a);
+    };
+    std::function<void(const Stmt&)> st = [&](const Stmt& x) {
+      if (!x) return;
+      ex(x->extent);
+      ex(x->value);
+      for (const auto& a : x->args) ex(a);
+      if (x->buffer) {
+        fn(x->buffer.get());
+        if (x->buffer->total) ex(x->buffer->total);
+      }
+      for (const auto& c : x->body) st(c);
+    };
+    st(s);
   }
 
  private:

@@ -21,6 +21,7 @@
 #include "ir/interpreter.h"
 #include "ir/lower.h"
 #include "ir/printer.h"
+#include "ir/storage_lowering.h"
 #include "typecheck/checker.h"
 
 namespace {
@@ -43,7 +44,11 @@ options:
   --emit=ast         print the syntax tree
   --emit=typed       print each statement with its index variables, their
                      ranges and which are reduced
-  --emit=vloop       print the unscheduled vloop IR
+  --emit=vloop       print the vloop IR after storage lowering (flat offsets,
+                     aux arrays and the prelude that fills them)
+  --no-storage-lowering
+                     stop before storage lowering (--emit=vloop shows the
+                     multi-index IR; run uses the layout-free interpreter)
   --summary          print what the checker inferred, one block per function
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
   --max-errors=N     stop listing errors after N (default 100)
@@ -58,6 +63,7 @@ struct Options {
   std::string file;
   std::string emit;  // "", "ast", "typed", "vloop"
   bool run = false;
+  bool storage = true;  // run storage-lowered IR (off: the layout-free oracle)
   bool summary = false;
   int max_errors = 100;
   dccc::CheckOptions check;
@@ -83,6 +89,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.emit = a.substr(7);
       if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop")
         return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed or vloop");
+    } else if (a == "--no-storage-lowering") {
+      o.storage = false;
     } else if (a == "--summary") {
       o.summary = true;
     } else if (a.rfind("--max-errors=", 0) == 0) {
@@ -151,6 +159,14 @@ int run(const Options& o) {
     diags.print(std::cerr);
     std::cerr << diags.error_count() << " error(s) generated.\n";
     return kExitErrors;
+  }
+  if (o.storage) {
+    for (auto& f : module->funcs)
+      if (!dccc::ir::lower_storage(f, diags)) {
+        diags.print(std::cerr);
+        std::cerr << diags.error_count() << " error(s) generated.\n";
+        return kExitErrors;
+      }
   }
   if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
   if (!o.run) return kExitOk;
