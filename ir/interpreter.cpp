@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <sstream>
 
 namespace dccc::ir {
 namespace {
@@ -135,6 +136,31 @@ int64_t Interpreter::flat_offset(const Expr& offset, const BufferNode* b) {
   if (off < 0 || off >= total)
     throw InterpError(fmt::format("out-of-bounds access: `{}` offset {} outside its {} stored elements", b->name, off, total));
   return off;
+}
+
+std::map<const BufferNode*, std::vector<double>> Interpreter::make_inputs(
+    const Func& f, const std::map<std::string, int64_t>& sizes,
+    const std::function<double(const BufferNode*, int64_t)>& gen) {
+  std::ostringstream sink;
+  Interpreter in(sink);
+  in.sizes_ = sizes;
+  std::map<const BufferNode*, std::vector<double>> out;
+  for (const auto& [name, bufs] : f.params)
+    for (const Buffer& b : bufs) {
+      std::vector<double> data;
+      if (b->dims.empty()) {
+        data.push_back(gen(b.get(), 0));
+        in.mem_[b.get()][{}] = in.round_to(b->type, data[0]);
+      } else {
+        auto space = in.index_space(b.get());
+        for (size_t k = 0; k < space.size(); ++k) {
+          data.push_back(gen(b.get(), static_cast<int64_t>(k)));
+          in.mem_[b.get()][space[k]] = in.round_to(b->type, data.back());
+        }
+      }
+      out[b.get()] = std::move(data);
+    }
+  return out;
 }
 
 std::vector<double> Interpreter::packed(const BufferNode* b) {

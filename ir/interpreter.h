@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -35,6 +36,13 @@ class Interpreter {
   /// Runs `f`. `inputs` maps each input buffer to its packed data.
   void run(const Func& f, const std::map<std::string, int64_t>& sizes,
            const std::map<const BufferNode*, std::vector<double>>& inputs);
+
+  /// Builds packed inputs for every input buffer of `f`, in parameter
+  /// order (a coupling's lengths before its data): `gen(buffer, k)` gives
+  /// element k. Extents are evaluated from the inputs made so far.
+  static std::map<const BufferNode*, std::vector<double>> make_inputs(
+      const Func& f, const std::map<std::string, int64_t>& sizes,
+      const std::function<double(const BufferNode*, int64_t)>& gen);
 
   /// Packed data of a buffer after run().
   std::vector<double> packed(const BufferNode* b);
