@@ -330,9 +330,9 @@ void Interpreter::exec(const Stmt& s) {
       if (s->buffer) {
         print_buffer(s->buffer.get());
       } else {
-        std::string line;
+        std::string line = s->text;
         for (size_t i = 0; i < s->args.size(); ++i) line += (i ? " " : "") + format(eval(s->args[i]), s->args[i]->type);
-        out_ << line << "\n";
+        out_ << line << (s->newline ? "\n" : "");
       }
       return;
   }

@@ -113,7 +113,8 @@ struct StmtNode {
   std::vector<Expr> args;      // Store: indices; Print: values
   Expr value;                  // Store: value; IfThenElse: condition
   std::vector<Stmt> body;      // For, IfThenElse: body[0] then, body[1] else (optional); Seq: items
-  std::string text;            // Print: a label
+  std::string text;            // Print: text printed before the values
+  bool newline = true;         // Print: end with a newline
   bool flat = false;           // Store: args[0] is a storage offset (after storage lowering)
 };
 

@@ -146,8 +146,13 @@ class Printer {
         out += pad + "}\n";
         return;
       case StmtKind::Print:
-        out += fmt::format("{}print \"{}\"{}{};\n", pad, s->text, s->buffer ? " " + buf_name(s->buffer) : std::string(),
-                           s->args.empty() ? "" : " (" + list(s->args) + ")");
+        {
+          std::string text;
+          for (char c : s->text) text += c == '\n' ? std::string("\\n") : c == '"' ? std::string("\\\"") : std::string(1, c);
+          out += fmt::format("{}print{} \"{}\"{}{};\n", pad, s->newline ? "ln" : "", text,
+                             s->buffer ? " " + buf_name(s->buffer) : std::string(),
+                             s->args.empty() ? "" : " (" + list(s->args) + ")");
+        }
         return;
     }
   }

@@ -17,7 +17,9 @@
 #include <sstream>
 #include <string>
 
+#include "backend/llvm/jit.h"
 #include "frontend/parser.h"
+#include "ir/expand_prints.h"
 #include "ir/interpreter.h"
 #include "ir/lower.h"
 #include "ir/printer.h"
@@ -36,8 +38,8 @@ const char* kUsage = R"(usage: dccc [options] FILE.toy
        dccc run [options] FILE.toy
 
 Checks a DCC program (.toy) whose ragged tensors are `coupling` types.
-`dccc run` executes its `fn main()` with the reference interpreter of the
-vloop IR and prints what it prints.
+`dccc run` JIT-compiles the program for this CPU (LLVM ORC) and calls its
+`fn main()`; what `print` shows is documented in docs/language.md.
 
 options:
   --check            check the program; exit 0 when it is valid (the default)
@@ -46,6 +48,8 @@ options:
                      ranges and which are reduced
   --emit=vloop       print the vloop IR after storage lowering (flat offsets,
                      aux arrays and the prelude that fills them)
+  --interpret        dccc run: execute with the reference interpreter of the
+                     storage-lowered vloop IR instead of the JIT
   --no-storage-lowering
                      stop before storage lowering (--emit=vloop shows the
                      multi-index IR; run uses the layout-free interpreter)
@@ -64,6 +68,7 @@ struct Options {
   std::string emit;  // "", "ast", "typed", "vloop"
   bool run = false;
   bool storage = true;  // run storage-lowered IR (off: the layout-free oracle)
+  bool interpret = false;  // run with the reference interpreter instead of the JIT
   bool summary = false;
   int max_errors = 100;
   dccc::CheckOptions check;
@@ -89,8 +94,11 @@ int parse_args(int argc, char** argv, Options& o) {
       o.emit = a.substr(7);
       if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop")
         return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed or vloop");
+    } else if (a == "--interpret") {
+      o.interpret = true;
     } else if (a == "--no-storage-lowering") {
       o.storage = false;
+      o.interpret = true;
     } else if (a == "--summary") {
       o.summary = true;
     } else if (a.rfind("--max-errors=", 0) == 0) {
@@ -160,6 +168,7 @@ int run(const Options& o) {
     std::cerr << diags.error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
+  for (auto& f : module->funcs) dccc::ir::expand_prints(f);
   if (o.storage) {
     for (auto& f : module->funcs)
       if (!dccc::ir::lower_storage(f, diags)) {
@@ -176,6 +185,20 @@ int run(const Options& o) {
   if (!main_fn) {
     std::cerr << "dccc: error: `" << o.file << "` has no `fn main()` to run\n";
     return kExitErrors;
+  }
+  if (!o.interpret) {
+    std::cout.flush();
+    std::string error;
+    int status = dccc::backend::jit_run_main(*module, error);
+    if (status < 0) {
+      std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
+      return kExitInternal;
+    }
+    if (status > 0) {
+      std::cerr << "dccc: run-time error: " << error << "\n";
+      return kExitRuntime;
+    }
+    return kExitOk;
   }
   try {
     dccc::ir::Interpreter interp(std::cout);

@@ -1,0 +1,34 @@
+// LLVM 19 code generation for storage-lowered vloop IR.
+//
+// Each ir::Func becomes
+//   int32_t NAME(const int64_t* sizes, void* const* buffers)
+// where `sizes` holds the function's size parameters in Func::sizes order
+// and `buffers` one pointer per input and output buffer in Func::buffers
+// order. Local tensors and the prelude's aux arrays are allocated inside
+// (dcc_alloc/dcc_free); accumulators live on the stack. The result is 0 on
+// success or a dcc_status (integer division by zero, allocation failure),
+// with the text available from dcc_last_error(). Float-to-integer casts
+// saturate, so no input makes the generated code undefined.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/ir.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace dccc::backend {
+
+/// Emits every function of `m` (which must be storage-lowered) into a new
+/// LLVM module; returns null and sets `error` when the IR is malformed.
+std::unique_ptr<llvm::Module> emit_llvm(const ir::Module& m, llvm::LLVMContext& ctx, std::string& error);
+
+/// Runs the O2 pipeline over the module, with `tm`'s cost model (may be null).
+void optimize(llvm::Module& m, llvm::TargetMachine* tm);
+
+}  // namespace dccc::backend
