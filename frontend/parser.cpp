@@ -2,7 +2,7 @@
 
 #include <antlr4-runtime.h>
 
-#include <regex>
+#include <algorithm>
 
 #include "DCCLexer.h"
 #include "DCCParser.h"
@@ -84,12 +84,14 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
   }
 
  private:
+  // Plain string parsing, not std::regex: a message can quote a
+  // megabyte-long token, and std::regex recurses per character.
   static std::string rewrite(const std::string& msg, const antlr4::Token* offending) {
-    static const std::regex expecting(R"(expecting (\{([^}]*)\}|(\S+)))");
     std::string expected;
-    std::smatch m;
-    if (std::regex_search(msg, m, expecting)) {
-      std::string list = m[2].matched ? m[2].str() : m[3].str();
+    size_t at = msg.rfind(" expecting ");
+    if (at != std::string::npos) {
+      std::string list = msg.substr(at + 11);
+      if (!list.empty() && list.front() == '{' && list.back() == '}') list = list.substr(1, list.size() - 2);
       size_t commas = std::count(list.begin(), list.end(), ',');
       if (commas < 5) {
         std::string pretty;
@@ -111,12 +113,12 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
       }
     }
     if (msg.rfind("missing ", 0) == 0) {
-      static const std::regex missing(R"(missing (.*) at )");
-      if (std::regex_search(msg, m, missing)) {
-        std::string what = m[1].str();
+      size_t end_what = msg.find(" at ", 8);
+      if (end_what != std::string::npos) {
+        std::string what = msg.substr(8, end_what - 8);
         if (what.size() >= 2 && what.front() == '\'' && what.back() == '\'') what = "`" + what.substr(1, what.size() - 2) + "`";
         else if (what == "ID") what = "a name";
-        return "expected " + what + " before " + token_desc(offending);
+        return "expected " + shorten(what) + " before " + token_desc(offending);
       }
     }
     return "unexpected " + token_desc(offending) + expected;

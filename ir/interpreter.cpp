@@ -89,8 +89,7 @@ void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes
   if (flat_) {
     // Packed data is the storage itself; the prelude needs the length
     // buffers, and the totals need the prelude.
-    for (const auto& [name, bufs] : f.params)
-      for (const Buffer& b : bufs) {
+    for (const Buffer& b : input_buffers(f)) {
         auto it = inputs.find(b.get());
         if (it == inputs.end()) throw InterpError("no data given for input `" + b->name + "`");
         auto& m = mem_[b.get()];
@@ -98,8 +97,7 @@ void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes
           m[b->dims.empty() ? Tuple{} : Tuple{static_cast<int64_t>(k)}] = round_to(b->type, it->second[k]);
       }
     exec(f.prelude);
-    for (const auto& [name, bufs] : f.params)
-      for (const Buffer& b : bufs) {
+    for (const Buffer& b : input_buffers(f)) {
         if (b->dims.empty()) continue;
         int64_t total = eval(b->total).i;
         if (total != static_cast<int64_t>(inputs.at(b.get()).size()))
@@ -110,8 +108,8 @@ void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes
     return;
   }
   // Inputs in dependency order: a length buffer before the buffers it shapes.
-  for (const auto& [name, bufs] : f.params) {
-    for (const Buffer& b : bufs) {
+  {
+    for (const Buffer& b : input_buffers(f)) {
       auto it = inputs.find(b.get());
       if (it == inputs.end()) throw InterpError("no data given for input `" + b->name + "`");
       auto& m = mem_[b.get()];
@@ -145,8 +143,8 @@ std::map<const BufferNode*, std::vector<double>> Interpreter::make_inputs(
   Interpreter in(sink);
   in.sizes_ = sizes;
   std::map<const BufferNode*, std::vector<double>> out;
-  for (const auto& [name, bufs] : f.params)
-    for (const Buffer& b : bufs) {
+  {
+    for (const Buffer& b : input_buffers(f)) {
       std::vector<double> data;
       if (b->dims.empty()) {
         data.push_back(gen(b.get(), 0));
@@ -160,6 +158,7 @@ std::map<const BufferNode*, std::vector<double>> Interpreter::make_inputs(
       }
       out[b.get()] = std::move(data);
     }
+  }
   return out;
 }
 

@@ -223,6 +223,13 @@ bool mentions(const Expr& e, const Var& v) {
 
 namespace dccc::ir {
 
+std::vector<Buffer> input_buffers(const Func& f) {
+  std::vector<Buffer> out;
+  for (const auto& b : f.buffers)
+    if (b->kind == BufferKind::Input) out.push_back(b);
+  return out;
+}
+
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m) {
   if (!e) return e;
   if (e->kind == ExprKind::VarRef) {

@@ -146,15 +146,29 @@ struct SizeParam {
   std::string name;
 };
 
+/// How a host sees one parameter or the result: a coupling is a struct with
+/// one pointer and one element count per field plus its size parameters; a
+/// tensor is a struct with `data`, `data_len` and its sizes; a scalar is a
+/// value (a pointer for the result).
+struct Param {
+  std::string name;
+  std::string type_name;  // the coupling's name, or empty for tensors and scalars
+  enum Kind { Coupling, Tensor, Scalar } kind = Tensor;
+  /// Fields in declaration order: C name and buffer. A result field whose
+  /// buffer is an input aliases that input (e.g. `seqlen: q.seqlen`).
+  std::vector<std::pair<std::string, Buffer>> fields;
+  /// Size fields carried by the argument, with the value each must have in
+  /// terms of the function's sizes (a SizeRef, or a constant from `const`).
+  std::vector<std::pair<std::string, Expr>> sizes;
+};
+
 /// A lowered function: buffers in declaration order and one body.
 struct Func {
   std::string name;
   std::vector<SizeParam> sizes;
   std::vector<Buffer> buffers;  // inputs, outputs, locals, accumulators
-  /// How a host sees each parameter: (parameter name, buffers); couplings
-  /// contribute one buffer per field.
-  std::vector<std::pair<std::string, std::vector<Buffer>>> params;
-  std::vector<std::pair<std::string, std::vector<Buffer>>> results;
+  std::vector<Param> params;
+  std::vector<Param> results;   // zero or one
   /// Computes the aux buffers (CoRa's A_d offset arrays) from the length
   /// buffers; runs before `body`, once per length pattern. Null before
   /// storage lowering.
@@ -187,6 +201,10 @@ Stmt print(std::string label, std::vector<Expr> values);
 Expr flat_load(const Buffer& b, Expr offset);
 Stmt flat_store(const Buffer& b, Expr offset, Expr value);
 }  // namespace build
+
+/// The input buffers of `f` in dependency order (length buffers before the
+/// buffers they shape).
+std::vector<Buffer> input_buffers(const Func& f);
 
 /// True when `e` mentions `v`.
 bool mentions(const Expr& e, const Var& v);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <functional>
 #include <map>
 
 namespace dccc::ir {
@@ -94,22 +95,54 @@ class FuncLowerer {
     return it != ct->instance.arrays.end() ? it->second : base + "." + field;
   }
 
+  /// Size fields a tensor argument carries: the size parameters its extents name.
+  void tensor_sizes(const TypePtr& t, Param& p, SourceRange at) {
+    std::function<void(const SymPtr&)> walk = [&](const SymPtr& s) {
+      if (!s) return;
+      if (s->kind == SymKind::Size) {
+        for (const auto& [n, e] : p.sizes)
+          if (n == s->name) return;
+        p.sizes.push_back({s->name, sym_expr(s, at)});
+      }
+      for (const auto& a : s->args) walk(a);
+    };
+    for (const auto& g : t->groups)
+      for (const auto& d : g.dims) walk(d.extent);
+  }
+
+  void coupling_sizes(const TypePtr& t, Param& p, SourceRange at) {
+    for (const auto& sp : t->coupling->size_params) {
+      auto it = t->instance.sizes.find(sp);
+      p.sizes.push_back({sp, it != t->instance.sizes.end() ? sym_expr(it->second, at) : build::size(sp)});
+    }
+  }
+
   void lower_param(const std::string& name, const TypePtr& t) {
     SourceRange at = cf_.decl->name.range;
-    std::vector<Buffer> bufs;
+    Param p;
+    p.name = name;
     if (t->kind == TypeKind::Coupling) {
+      p.kind = Param::Coupling;
+      p.type_name = t->coupling->name;
+      std::map<std::string, Buffer> by_field;
       for (size_t idx : t->coupling->order) {
         const CouplingField& f = t->coupling->fields[idx];
         std::string id = identity_of(t, f.name, name);
-        bufs.push_back(new_buffer(id, id, field_type(t, f, name), BufferKind::Input, at));
+        by_field[f.name] = new_buffer(id, id, field_type(t, f, name), BufferKind::Input, at);
       }
-    } else if (t->kind == TypeKind::Tensor || t->kind == TypeKind::Scalar) {
-      bufs.push_back(new_buffer(name, name, t, BufferKind::Input, at));
-      if (t->kind == TypeKind::Scalar) scalars_[name] = bufs.back();
+      for (const auto& f : t->coupling->fields) p.fields.push_back({f.name, by_field[f.name]});
+      coupling_sizes(t, p, at);
+    } else if (t->kind == TypeKind::Tensor) {
+      p.fields.push_back({"data", new_buffer(name, name, t, BufferKind::Input, at)});
+      tensor_sizes(t, p, at);
+    } else if (t->kind == TypeKind::Scalar) {
+      p.kind = Param::Scalar;
+      p.fields.push_back({"value", new_buffer(name, name, t, BufferKind::Input, at)});
+      scalars_[name] = p.fields.back().second;
     } else {
       unsupported(at, "a parameter of type `" + types::str(t) + "`");
     }
-    f_.params.push_back({name, bufs});
+    f_.params.push_back(std::move(p));
   }
 
   // ------------------------------------------------------------ symbolic extents
@@ -241,29 +274,38 @@ class FuncLowerer {
   Stmt lower_return(const ast::Stmt& s, const StmtInfo& info) {
     const ast::Expr* v = s.value.get();
     const TypePtr& t = info.value_type;
-    std::vector<Buffer> bufs;
-    if (t->kind == TypeKind::Coupling && (v->kind == ExprKind::Name || v->kind == ExprKind::Construct)) {
-      std::string base = v->kind == ExprKind::Name ? cp_.paths.at(v) : std::string();
-      if (v->kind == ExprKind::Construct) unsupported(v->range, "returning a construction directly; bind it with `let` first");
-      for (size_t idx : t->coupling->order) {
-        Buffer b = array(identity_of(t, t->coupling->fields[idx].name, base), v->range);
-        if (b->kind == BufferKind::Local) b->kind = BufferKind::Output;
-        bufs.push_back(b);
-      }
-      f_.results.push_back({"result", bufs});
+    const TypePtr& ret = cf_.ret;
+    Param r;
+    r.name = "result";
+    auto output = [&](Buffer b) {
+      if (b->kind == BufferKind::Local) b->kind = BufferKind::Output;
+      return b;
+    };
+    if (t->kind == TypeKind::Coupling && v->kind == ExprKind::Name) {
+      std::string base = cp_.paths.at(v);
+      r.kind = Param::Coupling;
+      r.type_name = t->coupling->name;
+      for (const auto& f : t->coupling->fields) r.fields.push_back({f.name, output(array(identity_of(t, f.name, base), v->range))});
+      coupling_sizes(ret->kind == TypeKind::Coupling ? ret : t, r, v->range);
+      f_.results.push_back(std::move(r));
       return nullptr;
     }
+    if (t->kind == TypeKind::Coupling) unsupported(v->range, "returning a construction directly; bind it with `let` first");
     if (t->kind == TypeKind::Tensor && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) {
       Buffer b = array(cp_.paths.at(v), v->range);
-      if (b->kind == BufferKind::Local) b->kind = BufferKind::Output;
-      f_.results.push_back({"result", {b}});
+      if (b->kind == BufferKind::Input) unsupported(v->range, "returning an input unchanged");
+      r.fields.push_back({"data", output(b)});
+      tensor_sizes(ret->kind == TypeKind::Tensor ? ret : t, r, v->range);
+      f_.results.push_back(std::move(r));
       return nullptr;
     }
     if (t->kind == TypeKind::Scalar || t->kind == TypeKind::IntValue) {
       Buffer b = new_buffer("result", "", t->kind == TypeKind::Scalar ? t : types::scalar(Scalar::I64), BufferKind::Output, s.range);
       std::vector<Stmt> pre;
       pre.push_back(build::store(b, {}, lower_expr(*v, b->type, info, pre)));
-      f_.results.push_back({"result", {b}});
+      r.kind = Param::Scalar;
+      r.fields.push_back({"value", b});
+      f_.results.push_back(std::move(r));
       return build::seq(std::move(pre));
     }
     unsupported(v->range, "returning this value");

@@ -13,21 +13,14 @@ class Printer {
  public:
   std::string func(const Func& f) {
     std::string out = "func " + f.name + "(";
-    for (size_t i = 0; i < f.params.size(); ++i) {
-      out += (i ? ", " : "") + f.params[i].first + " = {";
-      for (size_t k = 0; k < f.params[i].second.size(); ++k) out += (k ? ", " : "") + buf_name(f.params[i].second[k]);
-      out += "}";
-    }
+    auto param = [&](const Param& p) {
+      std::string t = p.name + " = {";
+      for (size_t k = 0; k < p.fields.size(); ++k) t += (k ? ", " : "") + buf_name(p.fields[k].second);
+      return t + "}";
+    };
+    for (size_t i = 0; i < f.params.size(); ++i) out += (i ? ", " : "") + param(f.params[i]);
     out += ")";
-    if (!f.results.empty()) {
-      out += " -> (";
-      for (size_t i = 0; i < f.results.size(); ++i) {
-        out += (i ? ", " : "") + f.results[i].first + " = {";
-        for (size_t k = 0; k < f.results[i].second.size(); ++k) out += (k ? ", " : "") + buf_name(f.results[i].second[k]);
-        out += "}";
-      }
-      out += ")";
-    }
+    if (!f.results.empty()) out += " -> (" + param(f.results[0]) + ")";
     out += " {\n";
     if (!f.sizes.empty()) {
       out += "  sizes";

@@ -62,7 +62,7 @@ struct Access {
 class Checker {
  public:
   Checker(const ast::Program& p, DiagnosticEngine& d, const CheckOptions& o, CheckedProgram& out)
-      : prog_(p), diags_(d), opts_(o), prover_(o.solver_timeout_ms), out_(out) {}
+      : prog_(p), diags_(d), opts_(o), prover_(o.solver_budget), out_(out) {}
 
   void run() {
     out_.ast = &prog_;
@@ -1977,10 +1977,18 @@ class Checker {
     TypePtr rt = element_check(*s.value, ctx, rc, &info);
     if (rt->kind != TypeKind::Error)
       assign_compatible(types::scalar(t->scalar), rt, s.value->range, expr_path_text(*base), s.value.get());
-    // An integer array defined by an integer expression gives a fact
-    // (`seqlen[b] = len(xs[b])`), so later extents can be proven from it.
-    if (is_int(t->scalar) && !ctx.assigned.count(pv->first)) {
-      if (SymPtr val = to_sym(*s.value, rc, ctx)) {
+    // Assigning an array invalidates every fact that mentions it (a stale
+    // `seqlen[b] == len(xs[b])` would prove reads that are now out of
+    // bounds). An integer array defined by an integer expression that does
+    // not read the array itself gives the new fact, so later extents can be
+    // proven from it.
+    drop_facts_mentioning(pv->first, ctx);
+    if (is_int(t->scalar)) {
+      SymPtr val = to_sym(*s.value, rc, ctx);
+      std::vector<SymPtr> rs;
+      if (val) sym::reads(val, rs);
+      bool self = std::any_of(rs.begin(), rs.end(), [&](const SymPtr& r) { return r->name == pv->first; });
+      if (val && !self) {
         Fact f;
         std::vector<SymPtr> args;
         for (const auto& ii : info.indices)
@@ -1995,6 +2003,16 @@ class Checker {
     }
     info.value_type = types::scalar(t->scalar);
     ctx.fn->stmts.push_back(std::move(info));
+  }
+
+  static void drop_facts_mentioning(const std::string& array, FnCtx& ctx) {
+    auto mentions = [&](const Fact& f) {
+      std::vector<SymPtr> rs;
+      sym::reads(f.body, rs);
+      for (const auto& [v, r] : f.vars) sym::reads(r, rs);
+      return std::any_of(rs.begin(), rs.end(), [&](const SymPtr& r) { return r->name == array; });
+    };
+    ctx.facts.erase(std::remove_if(ctx.facts.begin(), ctx.facts.end(), mentions), ctx.facts.end());
   }
 
   static std::string root_name(const Expr& e) {

@@ -64,7 +64,8 @@ struct CheckedProgram {
 };
 
 struct CheckOptions {
-  unsigned solver_timeout_ms = 2000;
+  /// Z3 resource limit per query (deterministic; see Prover).
+  unsigned solver_budget = 2000000;
   /// Size values fixed from the command line (`-DD=64`), like `const`.
   std::map<std::string, int64_t> defines;
 };

@@ -9,10 +9,10 @@ namespace dccc {
 
 struct Prover::Impl {
   z3::context ctx;
-  unsigned timeout_ms;
+  unsigned budget;
   std::unordered_map<std::string, ProofResult> cache;
 
-  explicit Impl(unsigned t) : timeout_ms(t) {}
+  explicit Impl(unsigned b) : budget(b) {}
 
   struct Env {
     std::map<const IndexVar*, z3::expr> vars;
@@ -81,7 +81,7 @@ struct Prover::Impl {
   }
 };
 
-Prover::Prover(unsigned timeout_ms) : impl_(std::make_unique<Impl>(timeout_ms)) {}
+Prover::Prover(unsigned budget) : impl_(std::make_unique<Impl>(budget)) {}
 Prover::~Prover() = default;
 
 namespace {
@@ -138,7 +138,7 @@ ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
   ++solver_calls_;
   z3::solver solver(impl_->ctx);
   z3::params p(impl_->ctx);
-  p.set("timeout", impl_->timeout_ms);
+  p.set("rlimit", impl_->budget);
   solver.set(p);
   Impl::Env env;
   std::vector<SymPtr> all_reads;
@@ -170,7 +170,7 @@ ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
       // "not provable" to the user. Only running out of time is Unknown.
       std::string why = solver.reason_unknown();
       bool timeout = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
-                     why.find("resource") != std::string::npos;
+                     why.find("resource") != std::string::npos || why.find("rlimit") != std::string::npos;
       result = timeout ? ProofResult::Unknown : ProofResult::Refuted;
       break;
     }

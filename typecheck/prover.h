@@ -20,7 +20,11 @@ enum class ProofResult { Proved, Refuted, Unknown };
 
 class Prover {
  public:
-  explicit Prover(unsigned timeout_ms = 2000);
+  /// `budget`: Z3's deterministic resource limit (rlimit) per query. A
+  /// wall-clock timeout is not used: Z3 4.8's timer thread can hang the
+  /// process, and a resource limit gives the same answer on every machine.
+  explicit Prover(unsigned budget = kDefaultBudget);
+  static constexpr unsigned kDefaultBudget = 2000000;
   ~Prover();
   Prover(const Prover&) = delete;
   Prover& operator=(const Prover&) = delete;

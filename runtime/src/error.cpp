@@ -78,15 +78,24 @@ dcc_status dcc_set_error(dcc_status status, const char* message) noexcept {
 
 const char* dcc_status_name(dcc_status status) noexcept {
   switch (status) {
-    case DCC_OK: return "DCC_OK";
-    case DCC_ERR_NULL_POINTER: return "DCC_ERR_NULL_POINTER";
-    case DCC_ERR_INVALID_ARGUMENT: return "DCC_ERR_INVALID_ARGUMENT";
-    case DCC_ERR_NEGATIVE_LENGTH: return "DCC_ERR_NEGATIVE_LENGTH";
-    case DCC_ERR_OVERFLOW: return "DCC_ERR_OVERFLOW";
-    case DCC_ERR_SIZE_MISMATCH: return "DCC_ERR_SIZE_MISMATCH";
-    case DCC_ERR_OUT_OF_MEMORY: return "DCC_ERR_OUT_OF_MEMORY";
-    case DCC_ERR_CUDA: return "DCC_ERR_CUDA";
-    case DCC_ERR_INTERNAL: return "DCC_ERR_INTERNAL";
+    case DCC_OK:
+      return "DCC_OK";
+    case DCC_ERR_NULL_POINTER:
+      return "DCC_ERR_NULL_POINTER";
+    case DCC_ERR_INVALID_ARGUMENT:
+      return "DCC_ERR_INVALID_ARGUMENT";
+    case DCC_ERR_NEGATIVE_LENGTH:
+      return "DCC_ERR_NEGATIVE_LENGTH";
+    case DCC_ERR_OVERFLOW:
+      return "DCC_ERR_OVERFLOW";
+    case DCC_ERR_SIZE_MISMATCH:
+      return "DCC_ERR_SIZE_MISMATCH";
+    case DCC_ERR_OUT_OF_MEMORY:
+      return "DCC_ERR_OUT_OF_MEMORY";
+    case DCC_ERR_CUDA:
+      return "DCC_ERR_CUDA";
+    case DCC_ERR_INTERNAL:
+      return "DCC_ERR_INTERNAL";
   }
   return "DCC_ERR_UNKNOWN";
 }

@@ -35,8 +35,8 @@ dcc_status fail(dcc_status status, fmt::format_string<Args...> format, Args&&...
   char buf[kMaxErrorBytes + 8];
   try {
     auto result = fmt::format_to_n(buf, sizeof buf, format, std::forward<Args>(args)...);
-    return set_error(status, std::string_view(buf, result.size < sizeof buf ? result.size
-                                                                             : sizeof buf));
+    return set_error(status,
+                     std::string_view(buf, result.size < sizeof buf ? result.size : sizeof buf));
   } catch (...) {
     return set_error(status, "(error message could not be formatted)");
   }

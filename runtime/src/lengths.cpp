@@ -14,8 +14,7 @@ dcc_status check_batch(const char* fn, std::int64_t batch) noexcept {
     return fail(DCC_ERR_INVALID_ARGUMENT, "{}: batch is {}; batch must be >= 0", fn, batch);
   }
   if (batch == std::numeric_limits<std::int64_t>::max()) {
-    return fail(DCC_ERR_INVALID_ARGUMENT, "{}: batch is {}; batch + 1 overflows int64", fn,
-                batch);
+    return fail(DCC_ERR_INVALID_ARGUMENT, "{}: batch is {}; batch + 1 overflows int64", fn, batch);
   }
   return DCC_OK;
 }

@@ -36,15 +36,16 @@ dcc_status check_row(const char* fn, std::int64_t row_elems, std::size_t elem_si
   if (__builtin_mul_overflow(static_cast<std::uint64_t>(row_elems), std::uint64_t{elem_size},
                              &bytes) ||
       bytes > kMaxBytes) {
-    return fail(DCC_ERR_OVERFLOW, "{}: a row of {} elements of {} bytes overflows the address space",
-                fn, row_elems, elem_size);
+    return fail(DCC_ERR_OVERFLOW,
+                "{}: a row of {} elements of {} bytes overflows the address space", fn, row_elems,
+                elem_size);
   }
   *row_bytes = static_cast<std::size_t>(bytes);
   return DCC_OK;
 }
 
-dcc_status rows_to_bytes(const char* fn, const char* what, std::int64_t rows,
-                         std::size_t row_bytes, std::size_t* bytes) noexcept {
+dcc_status rows_to_bytes(const char* fn, const char* what, std::int64_t rows, std::size_t row_bytes,
+                         std::size_t* bytes) noexcept {
   std::uint64_t b = 0;
   if (__builtin_mul_overflow(static_cast<std::uint64_t>(rows), std::uint64_t{row_bytes}, &b) ||
       b > kMaxBytes) {
@@ -130,8 +131,8 @@ void run(const Plan& plan, std::int64_t total_rows, std::size_t total_bytes) noe
       const auto grain =
           static_cast<std::int64_t>(std::max<std::size_t>(1, kChunkBytes / plan.row_bytes));
       // copy_packed_rows cannot throw, so this cannot fail.
-      if (dcc_parallel_for(total_rows, grain, copy_packed_rows,
-                           const_cast<ParallelCopy*>(&pc)) == DCC_OK) {
+      if (dcc_parallel_for(total_rows, grain, copy_packed_rows, const_cast<ParallelCopy*>(&pc)) ==
+          DCC_OK) {
         return;
       }
     }
@@ -171,8 +172,8 @@ dcc_status validate_sequences(const char* fn, const char* seq_name, void* const*
   }
   for (std::int64_t b = 0; b < batch; ++b) {
     if (lengths[b] > 0 && sequences[b] == nullptr) {
-      return fail(DCC_ERR_NULL_POINTER, "{}: {}[{}] is NULL but lengths[{}] is {}", fn, seq_name,
-                  b, b, lengths[b]);
+      return fail(DCC_ERR_NULL_POINTER, "{}: {}[{}] is NULL but lengths[{}] is {}", fn, seq_name, b,
+                  b, lengths[b]);
     }
   }
   for (std::int64_t b = 0; b < batch; ++b) {
@@ -183,8 +184,8 @@ dcc_status validate_sequences(const char* fn, const char* seq_name, void* const*
                   b);
     }
   }
-  *plan = Plan{lengths, batch, row_bytes, static_cast<std::byte*>(const_cast<void*>(packed)),
-               sequences, nullptr, 0, false};
+  *plan = Plan{lengths,   batch,   row_bytes, static_cast<std::byte*>(const_cast<void*>(packed)),
+               sequences, nullptr, 0,         false};
   *total_rows = total;
   *total_bytes = bytes;
   return DCC_OK;
@@ -208,15 +209,15 @@ dcc_status validate_padded(const char* fn, const void* padded, std::int64_t batc
   std::int64_t padded_rows = 0;
   std::size_t pbytes = 0;
   if (__builtin_mul_overflow(batch, max_len, &padded_rows)) {
-    return fail(DCC_ERR_OVERFLOW, "{}: the padded buffer's {} x {} rows overflow int64", fn,
-                batch, max_len);
+    return fail(DCC_ERR_OVERFLOW, "{}: the padded buffer's {} x {} rows overflow int64", fn, batch,
+                max_len);
   }
   if (dcc_status s = rows_to_bytes(fn, "the padded buffer", padded_rows, row_bytes, &pbytes)) {
     return s;
   }
   if (pbytes > 0 && padded == nullptr) {
-    return fail(DCC_ERR_NULL_POINTER, "{}: padded is NULL (batch is {}, max_len is {})", fn,
-                batch, max_len);
+    return fail(DCC_ERR_NULL_POINTER, "{}: padded is NULL (batch is {}, max_len is {})", fn, batch,
+                max_len);
   }
   std::int64_t total = 0;
   if (dcc_status s = sum_lengths(fn, lengths, batch, &total)) return s;
@@ -311,10 +312,10 @@ dcc_status dcc_pack(const void* const* sequences, const int32_t* lengths, int64_
   Plan plan{};
   int64_t total_rows = 0;
   size_t total_bytes = 0;
-  if (dcc_status s = validate_sequences(
-          "dcc_pack", "sequences", const_cast<void* const*>(sequences), lengths, batch, row_elems,
-          elem_size, packed, "packed_capacity_rows", packed_capacity_rows, &plan, &total_rows,
-          &total_bytes)) {
+  if (dcc_status s =
+          validate_sequences("dcc_pack", "sequences", const_cast<void* const*>(sequences), lengths,
+                             batch, row_elems, elem_size, packed, "packed_capacity_rows",
+                             packed_capacity_rows, &plan, &total_rows, &total_bytes)) {
     return s;
   }
   plan.to_packed = true;
@@ -344,10 +345,10 @@ dcc_status dcc_pack_padded(const void* padded, int64_t batch, int64_t max_len,
   Plan plan{};
   int64_t total_rows = 0;
   size_t total_bytes = 0, padded_bytes = 0;
-  if (dcc_status s = validate_padded("dcc_pack_padded", padded, batch, max_len, lengths,
-                                     row_elems, elem_size, packed, "packed_capacity_rows",
-                                     packed_capacity_rows, &plan, &total_rows, &total_bytes,
-                                     &padded_bytes)) {
+  if (dcc_status s =
+          validate_padded("dcc_pack_padded", padded, batch, max_len, lengths, row_elems, elem_size,
+                          packed, "packed_capacity_rows", packed_capacity_rows, &plan, &total_rows,
+                          &total_bytes, &padded_bytes)) {
     return s;
   }
   plan.to_packed = true;

@@ -34,7 +34,8 @@ int default_num_threads() noexcept {
   if (const char* env = std::getenv("DCC_NUM_THREADS")) {
     char* end = nullptr;
     const long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n > 0) return static_cast<int>(std::min<long>(n, kMaxThreads));
+    if (end != env && *end == '\0' && n > 0)
+      return static_cast<int>(std::min<long>(n, kMaxThreads));
   }
   const unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(std::min<unsigned>(hw, kMaxThreads));
@@ -149,8 +150,7 @@ class Pool {
       left_.wait(lock, [&] { return job.active == 0; });
     }
     if (job.failed.load()) {
-      return set_error(job.error_status == DCC_OK ? DCC_ERR_INTERNAL : job.error_status,
-                       job.error);
+      return set_error(job.error_status == DCC_OK ? DCC_ERR_INTERNAL : job.error_status, job.error);
     }
     return DCC_OK;
   }

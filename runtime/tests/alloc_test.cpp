@@ -8,17 +8,20 @@
 
 #include "dccrt.h"
 
+// Let a sanitizer's allocator return NULL for impossible sizes, as the system
+// allocator does, instead of aborting the test.
 #if defined(__SANITIZE_ADDRESS__)
-// Let the sanitizer's allocator return NULL for impossible sizes, as the
-// system allocator does, instead of aborting the test.
 extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
+#endif
+#if defined(__SANITIZE_THREAD__)
+extern "C" const char* __tsan_default_options() { return "allocator_may_return_null=1"; }
 #endif
 
 namespace {
 
 TEST(Alloc, AlignedAndWritable) {
-  for (size_t bytes : {size_t{1}, size_t{3}, size_t{63}, size_t{64}, size_t{65}, size_t{4096},
-                       size_t{1} << 20}) {
+  for (size_t bytes :
+       {size_t{1}, size_t{3}, size_t{63}, size_t{64}, size_t{65}, size_t{4096}, size_t{1} << 20}) {
     void* p = dcc_alloc(bytes);
     ASSERT_NE(p, nullptr) << bytes;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;

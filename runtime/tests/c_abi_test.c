@@ -9,12 +9,12 @@
 
 static int failures = 0;
 
-#define CHECK(cond)                                             \
-  do {                                                          \
-    if (!(cond)) {                                              \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                               \
-    }                                                           \
+      ++failures;                                                              \
+    }                                                                          \
   } while (0)
 
 static dcc_status compute_offsets(void* ctx, void* out, size_t out_bytes) {

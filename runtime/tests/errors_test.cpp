@@ -43,8 +43,7 @@ TEST(Errors, LastErrorPersistsAcrossSuccessUntilCleared) {
   int64_t total = 0;
   const int32_t bad[] = {1, -7};
   ASSERT_EQ(dcc_total_length(bad, 2, &total), DCC_ERR_NEGATIVE_LENGTH);
-  EXPECT_THAT(dcc_last_error(),
-              StrEq("dcc_total_length: lengths[1] is -7; lengths must be >= 0"));
+  EXPECT_THAT(dcc_last_error(), StrEq("dcc_total_length: lengths[1] is -7; lengths must be >= 0"));
   EXPECT_EQ(dcc_last_status(), DCC_ERR_NEGATIVE_LENGTH);
 
   const int32_t good[] = {1, 7};

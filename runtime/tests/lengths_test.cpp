@@ -104,8 +104,8 @@ TEST(Offsets, Int64OverflowWritesNothing) {
   ASSERT_NE(chunk, MAP_FAILED);
   std::fill_n(static_cast<int32_t*>(chunk), kChunk / 4, std::numeric_limits<int32_t>::max());
   munmap(chunk, kChunk);
-  void* base = mmap(nullptr, kChunk * kMaps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                    -1, 0);
+  void* base =
+      mmap(nullptr, kChunk * kMaps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
     close(fd);
     GTEST_SKIP() << "cannot reserve 16 GiB of address space";
@@ -143,7 +143,8 @@ TEST(CuSeqlens, RoundTrip) {
   ASSERT_EQ(dcc_offsets_from_cu_seqlens(cu, 5, offsets), DCC_OK);
   int64_t expected[6];
   ASSERT_EQ(dcc_offsets_from_lengths(lengths, 5, expected), DCC_OK);
-  EXPECT_EQ(std::vector<int64_t>(offsets, offsets + 6), std::vector<int64_t>(expected, expected + 6));
+  EXPECT_EQ(std::vector<int64_t>(offsets, offsets + 6),
+            std::vector<int64_t>(expected, expected + 6));
 }
 
 TEST(CuSeqlens, EmptyBatch) {

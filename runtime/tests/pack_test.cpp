@@ -32,8 +32,7 @@ struct Example {
 TEST(Pack, HandBuiltExample) {
   Example ex;
   std::vector<float> packed(14, kSentinel);  // room for 7 rows, 5 used
-  ASSERT_EQ(dcc_pack(ex.sequences.data(), ex.lengths.data(), 3, 2, sizeof(float), packed.data(),
-                     7),
+  ASSERT_EQ(dcc_pack(ex.sequences.data(), ex.lengths.data(), 3, 2, sizeof(float), packed.data(), 7),
             DCC_OK)
       << dcc_last_error();
   std::vector<float> expected = ex.packed_expected;
@@ -69,27 +68,27 @@ TEST(PackPadded, HandBuiltExample) {
   Example ex;
   const float F = -1;
   // [batch 3, max_len 3, row 2]; F marks padding the packer must skip.
-  const std::vector<float> padded{1, 2, 3, 4, F, F,   //
-                                  F, F, F, F, F, F,   //
+  const std::vector<float> padded{1, 2, 3, 4, F, F,  //
+                                  F, F, F, F, F, F,  //
                                   5, 6, 7, 8, 9, 10};
   std::vector<float> packed(10, kSentinel);
-  ASSERT_EQ(dcc_pack_padded(padded.data(), 3, 3, ex.lengths.data(), 2, sizeof(float),
-                            packed.data(), 5),
-            DCC_OK)
+  ASSERT_EQ(
+      dcc_pack_padded(padded.data(), 3, 3, ex.lengths.data(), 2, sizeof(float), packed.data(), 5),
+      DCC_OK)
       << dcc_last_error();
   EXPECT_EQ(packed, ex.packed_expected);
 
   std::vector<float> back(padded.size(), kSentinel);
   const float fill = -1;
-  ASSERT_EQ(dcc_unpack_padded(back.data(), 3, 3, ex.lengths.data(), 2, sizeof(float),
-                              packed.data(), 5, &fill),
+  ASSERT_EQ(dcc_unpack_padded(back.data(), 3, 3, ex.lengths.data(), 2, sizeof(float), packed.data(),
+                              5, &fill),
             DCC_OK)
       << dcc_last_error();
   EXPECT_EQ(back, padded);
 
   // A NULL fill writes zero bytes into the padding.
-  ASSERT_EQ(dcc_unpack_padded(back.data(), 3, 3, ex.lengths.data(), 2, sizeof(float),
-                              packed.data(), 5, nullptr),
+  ASSERT_EQ(dcc_unpack_padded(back.data(), 3, 3, ex.lengths.data(), 2, sizeof(float), packed.data(),
+                              5, nullptr),
             DCC_OK);
   EXPECT_EQ(back, (std::vector<float>{1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 5, 6, 7, 8, 9, 10}));
 }
@@ -139,9 +138,9 @@ TEST(Pack, LargeRoundTripMatchesSerialCopy) {
     outs.emplace_back(static_cast<size_t>(len) * row, kSentinel);
     out_ptrs.push_back(outs.back().data());
   }
-  ASSERT_EQ(dcc_unpack(out_ptrs.data(), lengths.data(), batch, row, sizeof(float), packed.data(),
-                       total),
-            DCC_OK);
+  ASSERT_EQ(
+      dcc_unpack(out_ptrs.data(), lengths.data(), batch, row, sizeof(float), packed.data(), total),
+      DCC_OK);
   EXPECT_TRUE(outs == seqs);
 
   // The same through a padded buffer.
@@ -292,12 +291,12 @@ TEST_F(PackErrors, PackPadded) {
               StrEq("dcc_pack_padded: the padded buffer of 1099511627776 rows of 4294967296 "
                     "bytes overflows the address space"));
   EXPECT_EQ(call(nullptr, 3, 3, L), DCC_ERR_NULL_POINTER);
-  EXPECT_THAT(dcc_last_error(), StrEq("dcc_pack_padded: padded is NULL (batch is 3, max_len is 3)"));
+  EXPECT_THAT(dcc_last_error(),
+              StrEq("dcc_pack_padded: padded is NULL (batch is 3, max_len is 3)"));
   EXPECT_EQ(call(src.data(), 3, 3, nullptr), DCC_ERR_NULL_POINTER);
   const int32_t negative[] = {1, -4, 1};
   EXPECT_EQ(call(src.data(), 3, 3, negative), DCC_ERR_NEGATIVE_LENGTH);
-  EXPECT_THAT(dcc_last_error(),
-              StrEq("dcc_pack_padded: lengths[1] is -4; lengths must be >= 0"));
+  EXPECT_THAT(dcc_last_error(), StrEq("dcc_pack_padded: lengths[1] is -4; lengths must be >= 0"));
   const int32_t too_long[] = {1, 0, 4};
   EXPECT_EQ(call(src.data(), 3, 3, too_long), DCC_ERR_SIZE_MISMATCH);
   EXPECT_THAT(dcc_last_error(), StrEq("dcc_pack_padded: lengths[2] is 4, more than max_len (3)"));
@@ -333,12 +332,10 @@ TEST_F(PackErrors, UnpackPadded) {
   EXPECT_EQ(call(padded.data(), 3, 3, nullptr), DCC_ERR_NULL_POINTER);
   const int32_t negative[] = {1, 0, -1};
   EXPECT_EQ(call(padded.data(), 3, 3, negative), DCC_ERR_NEGATIVE_LENGTH);
-  EXPECT_THAT(dcc_last_error(),
-              StrEq("dcc_unpack_padded: lengths[2] is -1; lengths must be >= 0"));
+  EXPECT_THAT(dcc_last_error(), StrEq("dcc_unpack_padded: lengths[2] is -1; lengths must be >= 0"));
   const int32_t too_long[] = {4, 0, 1};
   EXPECT_EQ(call(padded.data(), 3, 3, too_long), DCC_ERR_SIZE_MISMATCH);
-  EXPECT_THAT(dcc_last_error(),
-              StrEq("dcc_unpack_padded: lengths[0] is 4, more than max_len (3)"));
+  EXPECT_THAT(dcc_last_error(), StrEq("dcc_unpack_padded: lengths[0] is 4, more than max_len (3)"));
   EXPECT_EQ(call(padded.data(), 3, 3, L, 2, 4, nullptr, 3), DCC_ERR_SIZE_MISMATCH);
   EXPECT_THAT(dcc_last_error(), StrEq("dcc_unpack_padded: the lengths add up to 5 rows but the "
                                       "packed buffer holds 3 (packed_rows is 3)"));

@@ -62,8 +62,8 @@ TEST(ParallelFor, EveryIndexExactlyOnce) {
     ThreadCount tc(threads);
     for (int64_t n : {1, 2, 7, 64, 1000, 100003}) {
       for (int64_t grain : {-1, 0, 1, 3, 64, 5000, 200000}) {
-        SCOPED_TRACE(testing::Message() << "threads " << threads << " n " << n << " grain "
-                                        << grain);
+        SCOPED_TRACE(testing::Message()
+                     << "threads " << threads << " n " << n << " grain " << grain);
         Coverage c(n, grain);
         ASSERT_EQ(dcc_parallel_for(n, grain, count_body, &c), DCC_OK) << dcc_last_error();
         ExpectEachIndexOnce(c);
@@ -190,23 +190,23 @@ TEST(ParallelFor, InvalidArguments) {
 TEST(ParallelFor, HugeRangesDoNotOverflow) {
   // Two chunks near INT64_MAX: the second's end must be n, not wrap around.
   for (int threads : {1, 2}) {
-  ThreadCount tc(threads);
-  struct Seen {
-    std::mutex m;
-    std::vector<std::pair<int64_t, int64_t>> chunks;
-  } seen;
-  auto body = [](void* p, int64_t begin, int64_t end) {
-    auto& s = *static_cast<Seen*>(p);
-    std::lock_guard<std::mutex> lock(s.m);
-    s.chunks.emplace_back(begin, end);
-  };
-  const int64_t n = std::numeric_limits<int64_t>::max();
-  const int64_t grain = n / 2 + 1;
-  ASSERT_EQ(dcc_parallel_for(n, grain, body, &seen), DCC_OK);
-  std::sort(seen.chunks.begin(), seen.chunks.end());
-  ASSERT_EQ(seen.chunks.size(), 2u);
-  EXPECT_EQ(seen.chunks[0], std::make_pair(int64_t{0}, grain));
-  EXPECT_EQ(seen.chunks[1], std::make_pair(grain, n));
+    ThreadCount tc(threads);
+    struct Seen {
+      std::mutex m;
+      std::vector<std::pair<int64_t, int64_t>> chunks;
+    } seen;
+    auto body = [](void* p, int64_t begin, int64_t end) {
+      auto& s = *static_cast<Seen*>(p);
+      std::lock_guard<std::mutex> lock(s.m);
+      s.chunks.emplace_back(begin, end);
+    };
+    const int64_t n = std::numeric_limits<int64_t>::max();
+    const int64_t grain = n / 2 + 1;
+    ASSERT_EQ(dcc_parallel_for(n, grain, body, &seen), DCC_OK);
+    std::sort(seen.chunks.begin(), seen.chunks.end());
+    ASSERT_EQ(seen.chunks.size(), 2u);
+    EXPECT_EQ(seen.chunks[0], std::make_pair(int64_t{0}, grain));
+    EXPECT_EQ(seen.chunks[1], std::make_pair(grain, n));
   }
 }
 

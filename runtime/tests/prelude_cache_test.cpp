@@ -42,9 +42,21 @@ struct Cache {
   explicit Cache(size_t budget) : cache(dcc_prelude_cache_create(budget)) {}
   ~Cache() { dcc_prelude_cache_destroy(cache); }
   dcc_prelude_cache* cache;
-  uint64_t hits() const { uint64_t h = 0; dcc_prelude_cache_stats(cache, &h, nullptr, nullptr); return h; }
-  uint64_t misses() const { uint64_t m = 0; dcc_prelude_cache_stats(cache, nullptr, &m, nullptr); return m; }
-  size_t bytes() const { size_t b = 0; dcc_prelude_cache_stats(cache, nullptr, nullptr, &b); return b; }
+  uint64_t hits() const {
+    uint64_t h = 0;
+    dcc_prelude_cache_stats(cache, &h, nullptr, nullptr);
+    return h;
+  }
+  uint64_t misses() const {
+    uint64_t m = 0;
+    dcc_prelude_cache_stats(cache, nullptr, &m, nullptr);
+    return m;
+  }
+  size_t bytes() const {
+    size_t b = 0;
+    dcc_prelude_cache_stats(cache, nullptr, nullptr, &b);
+    return b;
+  }
 };
 
 constexpr uint64_t kOffsetsKind = 0x0ff5e75;
@@ -80,21 +92,21 @@ TEST(PreludeCache, MissThenHit) {
 TEST(PreludeCache, KeysAreComparedInFull) {
   Cache c(0);
   const int32_t a[] = {3, 0, 2};
-  const int32_t b[] = {3, 0, 3};      // differs in one byte
-  const int32_t prefix[] = {3, 0};    // a prefix of a's bytes
+  const int32_t b[] = {3, 0, 3};    // differs in one byte
+  const int32_t prefix[] = {3, 0};  // a prefix of a's bytes
   OffsetsPrelude pa{a, 3}, pb{b, 3}, pp{prefix, 2};
   const void *oa = nullptr, *ob = nullptr, *op = nullptr, *oa_kind2 = nullptr;
   ASSERT_EQ(dcc_prelude_get(c.cache, kOffsetsKind, a, sizeof a, 32, compute_offsets, &pa, &oa),
             DCC_OK);
   ASSERT_EQ(dcc_prelude_get(c.cache, kOffsetsKind, b, sizeof b, 32, compute_offsets, &pb, &ob),
             DCC_OK);
-  ASSERT_EQ(dcc_prelude_get(c.cache, kOffsetsKind, prefix, sizeof prefix, 24, compute_offsets,
-                            &pp, &op),
-            DCC_OK);
+  ASSERT_EQ(
+      dcc_prelude_get(c.cache, kOffsetsKind, prefix, sizeof prefix, 24, compute_offsets, &pp, &op),
+      DCC_OK);
   // The same key for another kind of prelude is another entry.
-  ASSERT_EQ(dcc_prelude_get(c.cache, kOffsetsKind + 1, a, sizeof a, 32, compute_offsets, &pa,
-                            &oa_kind2),
-            DCC_OK);
+  ASSERT_EQ(
+      dcc_prelude_get(c.cache, kOffsetsKind + 1, a, sizeof a, 32, compute_offsets, &pa, &oa_kind2),
+      DCC_OK);
   EXPECT_NE(oa, ob);
   EXPECT_NE(oa, op);
   EXPECT_NE(oa, oa_kind2);
@@ -156,7 +168,7 @@ TEST(PreludeCache, LeastRecentlyUsedIsEvicted) {
   Get1K(c.cache, 1, &computed);
   Get1K(c.cache, 3, &computed);
   Get1K(c.cache, 4, &computed);
-  EXPECT_EQ(computed, 4);  // 1, 3, 4 are still cached
+  EXPECT_EQ(computed, 4);                                   // 1, 3, 4 are still cached
   const unsigned char* two = Get1K(c.cache, 2, &computed);  // 2 was evicted: recomputed
   EXPECT_EQ(computed, 5);
   EXPECT_EQ(two[0], 2);

@@ -1,0 +1,27 @@
+# Injected by the `fuzz` preset (CMAKE_PROJECT_INCLUDE): runs right after
+# project() and before the top-level find_path(ANTLR4_INCLUDE_DIR ...).
+#
+# Debian's ANTLR 4.9 runtime headers do not compile with clang:
+# misc/InterpreterDataReader.h user-defines `InterpreterData() {}`, whose
+# member dfa::Vocabulary has a deleted default constructor (a const
+# std::vector member that clang, unlike gcc, does not consider
+# const-default-constructible). antlr4-runtime.h includes that header
+# unconditionally. With clang we therefore compile against a copy of the
+# headers in the build tree with that one constructor defaulted (and so
+# deleted, harmlessly: nothing calls it). The system headers are untouched.
+if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  return()
+endif()
+find_path(_dccc_system_antlr4 antlr4-runtime.h PATH_SUFFIXES antlr4-runtime REQUIRED)
+set(_dccc_copy ${CMAKE_BINARY_DIR}/antlr4-runtime-clang)
+set(_dccc_header ${_dccc_copy}/misc/InterpreterDataReader.h)
+if(NOT EXISTS ${_dccc_header})
+  file(COPY ${_dccc_system_antlr4}/ DESTINATION ${_dccc_copy})
+  file(READ ${_dccc_header} _dccc_text)
+  string(REPLACE "InterpreterData() {};" "InterpreterData() = default;" _dccc_patched "${_dccc_text}")
+  if(_dccc_patched STREQUAL _dccc_text)
+    message(STATUS "clang_antlr4_headers: InterpreterDataReader.h needs no patch")
+  endif()
+  file(WRITE ${_dccc_header} "${_dccc_patched}")
+endif()
+set(ANTLR4_INCLUDE_DIR ${_dccc_copy} CACHE PATH "ANTLR4 runtime headers (patched copy for clang)" FORCE)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds dccc and runs every test. The README's second quick-start command.
+#
+#   scripts/test.sh          setup, build the `default` preset (warnings are
+#                            errors), run ctest
+#   scripts/test.sh --full   also: the `asan` preset (ASan + UBSan) and its
+#                            ctest run, then the `fuzz` preset and 60 s of
+#                            libFuzzer over the front end (what CI runs)
+#
+# DCCC_BUILD_PREFIX (default ROOT/build) names the build folders:
+# PREFIX, PREFIX-asan, PREFIX-fuzz. DCCC_JOBS sets parallelism (default 2).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+FULL=0
+for arg in "$@"; do
+  case "$arg" in
+    --full) FULL=1 ;;
+    -h | --help)
+      sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "test: unknown argument \`$arg\`; expected --full" >&2
+      exit 2
+      ;;
+  esac
+done
+PREFIX="${DCCC_BUILD_PREFIX:-$ROOT/build}"
+JOBS="${DCCC_JOBS:-2}"
+export DCCC_JOBS="$JOBS"
+
+step() { echo; echo "=== test: $* ==="; }
+start=$SECONDS
+
+step "setup"
+"$ROOT/scripts/setup.sh"
+
+step "build (default preset)"
+"$ROOT/scripts/build.sh" default "$PREFIX"
+step "ctest (default preset)"
+ctest --test-dir "$PREFIX" --output-on-failure -j "$JOBS"
+
+if [[ $FULL -eq 1 ]]; then
+  step "build (asan preset: AddressSanitizer + UndefinedBehaviorSanitizer)"
+  "$ROOT/scripts/build.sh" asan "$PREFIX-asan"
+  step "ctest (asan preset)"
+  ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" \
+    ctest --test-dir "$PREFIX-asan" --output-on-failure -j "$JOBS"
+
+  step "fuzz (fuzz preset, 60 s)"
+  DCCC_FUZZ_BUILD_DIR="$PREFIX-fuzz" "$ROOT/scripts/fuzz.sh" 60
+fi
+
+step "all tests passed in $((SECONDS - start)) s$([[ $FULL -eq 1 ]] && echo ' (--full)')"
