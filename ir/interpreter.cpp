@@ -104,6 +104,7 @@ void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes
           throw InterpError(fmt::format("input `{}` has {} elements but its extents give {}", b->name,
                                         inputs.at(b.get()).size(), total));
       }
+    run_checks(f);
     exec(f.body);
     return;
   }
@@ -125,7 +126,27 @@ void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes
       for (size_t k = 0; k < space.size(); ++k) m[space[k]] = round_to(b->type, it->second[k]);
     }
   }
+  run_checks(f);
   exec(f.body);
+}
+
+void Interpreter::run_checks(const Func& f) {
+  for (const auto& c : f.checks) {
+    exec(c.pre);
+    std::function<void(size_t)> loop = [&](size_t d) {
+      if (d == c.vars.size()) {
+        if (!eval(c.cond).i) throw InterpError("`where` constraint violated: " + c.text);
+        return;
+      }
+      int64_t n = eval(c.vars[d].second).i;
+      for (int64_t k = 0; k < n; ++k) {
+        env_[c.vars[d].first.get()] = k;
+        loop(d + 1);
+      }
+      env_.erase(c.vars[d].first.get());
+    };
+    loop(0);
+  }
 }
 
 int64_t Interpreter::flat_offset(const Expr& offset, const BufferNode* b) {

@@ -58,6 +58,7 @@ class Interpreter {
 
   Value eval(const Expr& e);
   void exec(const Stmt& s);
+  void run_checks(const Func& f);
   double as_double(const Value& v, Scalar t) const;
   int64_t as_int(const Value& v, Scalar t) const;
   Value round_to(Scalar t, double v) const;

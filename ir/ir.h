@@ -162,6 +162,15 @@ struct Param {
   std::vector<std::pair<std::string, Expr>> sizes;
 };
 
+/// A `where` constraint checked on entry: for every value of `vars` (each
+/// in [0, extent)), `cond` must hold.
+struct EntryCheck {
+  Stmt pre;  // computes what `cond` needs (sums of length arrays); may be null
+  std::vector<std::pair<Var, Expr>> vars;
+  Expr cond;
+  std::string text;  // the constraint as written, for the error message
+};
+
 /// A lowered function: buffers in declaration order and one body.
 struct Func {
   std::string name;
@@ -169,6 +178,7 @@ struct Func {
   std::vector<Buffer> buffers;  // inputs, outputs, locals, accumulators
   std::vector<Param> params;
   std::vector<Param> results;   // zero or one
+  std::vector<EntryCheck> checks;
   /// Computes the aux buffers (CoRa's A_d offset arrays) from the length
   /// buffers; runs before `body`, once per length pattern. Null before
   /// storage lowering.

@@ -27,6 +27,7 @@ class FuncLowerer {
     f_.name = cf_.decl->name.name;
     for (const auto& s : cf_.size_params) f_.sizes.push_back({s});
     for (size_t i = 0; i < cf_.params.size(); ++i) lower_param(cf_.params[i].first, cf_.params[i].second);
+    for (const auto& fact : cf_.entry_facts) lower_check(fact);
     std::vector<Stmt> body;
     for (const auto& s : cf_.decl->body) body.push_back(lower_stmt(*s));
     f_.body = build::seq(std::move(body));
@@ -145,6 +146,40 @@ class FuncLowerer {
     f_.params.push_back(std::move(p));
   }
 
+  void lower_check(const Fact& fact) {
+    SourceRange at = cf_.decl->name.range;
+    EntryCheck c;
+    std::vector<Stmt> pre;
+    check_pre_ = &pre;
+    struct Reset {
+      std::vector<Stmt>*& p;
+      ~Reset() { p = nullptr; }
+    } reset{check_pre_};
+    for (const auto& [v, range] : fact.vars) {
+      Var var = var_for(v);
+      c.vars.push_back({var, sym_expr(range, at)});
+    }
+    c.cond = sym_bool(fact.body, at);
+    c.text = sym::str(fact.body);
+    if (!pre.empty()) c.pre = build::seq(std::move(pre));
+    f_.checks.push_back(std::move(c));
+  }
+
+  Expr sym_bool(const SymPtr& s, SourceRange at) {
+    auto two = [&](BinOp op) { return build::binary(op, sym_expr(s->args[0], at), sym_expr(s->args[1], at)); };
+    switch (s->kind) {
+      case SymKind::Eq: return two(BinOp::EQ);
+      case SymKind::Ne: return two(BinOp::NE);
+      case SymKind::Lt: return two(BinOp::LT);
+      case SymKind::Le: return two(BinOp::LE);
+      case SymKind::And: return build::binary(BinOp::And, sym_bool(s->args[0], at), sym_bool(s->args[1], at));
+      case SymKind::Or: return build::binary(BinOp::Or, sym_bool(s->args[0], at), sym_bool(s->args[1], at));
+      case SymKind::Not: return build::unary(UnOp::Not, sym_bool(s->args[0], at));
+      case SymKind::True: return build::bool_imm(true);
+      default: unsupported(at, "the `where` constraint `" + sym::str(s) + "`");
+    }
+  }
+
   // ------------------------------------------------------------ symbolic extents
   Expr sym_expr(const SymPtr& s, SourceRange at) {
     switch (s->kind) {
@@ -162,6 +197,25 @@ class FuncLowerer {
         return build::var(it->second);
       }
       case SymKind::Read: {
+        const std::string suffix = ".sum";
+        if (s->args.empty() && check_pre_ && s->name.size() > suffix.size() &&
+            s->name.compare(s->name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          // sum(a) in a `where`: an i64 accumulator filled before the check.
+          Buffer a = array(s->name.substr(0, s->name.size() - suffix.size()), at);
+          if (a->dims.size() != 1) unsupported(at, "`sum` of a multi-dimensional array");
+          auto acc = std::make_shared<BufferNode>();
+          acc->name = "sum_" + a->name;
+          acc->type = Scalar::I64;
+          acc->kind = BufferKind::Scalar;
+          f_.buffers.push_back(acc);
+          Var k = make_var("k");
+          check_pre_->push_back(build::store(acc, {}, build::int_imm(0)));
+          check_pre_->push_back(build::for_loop(
+              k, a->dims[0].extent,
+              build::store(acc, {}, build::binary(BinOp::Add, build::load(acc, {}),
+                                                  build::cast(Scalar::I64, build::load(a, {build::var(k)}))))));
+          return build::load(acc, {});
+        }
         std::vector<Expr> args;
         for (const auto& a : s->args) args.push_back(sym_expr(a, at));
         return build::cast(Scalar::I64, build::load(array(s->name, at), std::move(args)));
@@ -508,6 +562,7 @@ class FuncLowerer {
   std::map<std::string, Buffer> scalars_;
   std::map<const IndexVar*, Var> vars_;
   int acc_counter_ = 0;
+  std::vector<Stmt>* check_pre_ = nullptr;  // while lowering a `where` check
 };
 
 }  // namespace

@@ -28,6 +28,13 @@ class Printer {
       out += ";\n";
     }
     for (const auto& b : f.buffers) out += "  " + buffer_decl(b) + ";\n";
+    for (const auto& c : f.checks) {
+      out += "  check `" + c.text + "` {\n";
+      if (c.pre) stmt(c.pre, 2, out);
+      std::string vars;
+      for (const auto& [v, e] : c.vars) vars += (vars.empty() ? "" : ", ") + var_name(v) + " in 0 .. " + expr(e);
+      out += "    " + (vars.empty() ? std::string() : "for " + vars + ": ") + "require " + expr(c.cond) + ";\n  }\n";
+    }
     if (f.prelude) {
       out += "  prelude {\n";
       stmt(f.prelude, 2, out);

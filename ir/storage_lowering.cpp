@@ -24,6 +24,11 @@ class StorageLowerer {
       if (!b->dims.empty()) tensors.push_back(b);
     for (const auto& b : tensors) b->total = size_from(*b, 0, identity(*b));
     f_.body = lower_accesses(f_.body);
+    for (auto& c : f_.checks) {
+      c.pre = lower_accesses(c.pre);
+      c.cond = lower_expr(c.cond);
+      for (auto& [v, e] : c.vars) e = lower_expr(e);
+    }
     f_.prelude = build::seq(prelude_);
     f_.storage_lowered = true;
   }
@@ -128,7 +133,7 @@ class StorageLowerer {
     if (e->kind == ExprKind::Load && !e->flat && !e->buffer->dims.empty()) {
       // Aux loads inserted above are built flat-free; lower them too.
       if (e->buffer->kind == BufferKind::Aux) return build::flat_load(e->buffer, args[0]);
-      return build::flat_load(e->buffer, offset(*e->buffer, args));
+      return build::flat_load(e->buffer, lower_expr(offset(*e->buffer, args)));
     }
     if (args == e->args) return e;
     auto copy = std::make_shared<ExprNode>(*e);

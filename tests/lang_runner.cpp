@@ -534,6 +534,24 @@ int run_test(const std::string& dccc, const std::string& path) {
     }
   }
 
+  // `RUN: run` executes the program three ways: the LLVM JIT (above), the
+  // interpreter of the storage-lowered IR and the layout-free interpreter.
+  // All three must print the same and exit the same.
+  if (spec.mode == "run" && r.started && !r.timed_out && !r.signal) {
+    for (const char* engine : {"--interpret", "--no-storage-lowering"}) {
+      std::vector<std::string> alt = {dccc, "run", engine};
+      for (const auto& a : spec.extra_args) alt.push_back(a);
+      alt.push_back(path);
+      RunResult o = run_process(alt, 120);
+      if (!o.started || o.timed_out || o.signal || o.exit_code != r.exit_code)
+        failures.push_back(std::string("`dccc run ") + engine + "` exited with " +
+                           (o.signal ? "signal " + std::to_string(o.signal) : std::to_string(o.exit_code)) +
+                           ", the JIT with " + std::to_string(r.exit_code));
+      else if (o.out != r.out)
+        failures.push_back(std::string("`dccc run ") + engine + "` printed something else than the JIT:\n" + o.out);
+    }
+  }
+
   if (failures.empty()) {
     std::cout << "PASS " << path << "\n";
     return 0;

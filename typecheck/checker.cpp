@@ -988,6 +988,7 @@ class Checker {
       ctx.scope[cf.params[i].first] = Value{cf.params[i].second, f.params[i].name.range, false, cf.params[i].first};
     for (const auto& w : f.where)
       if (auto fact = where_fact(*w, ctx.scope, ctx.facts)) ctx.facts.push_back(*fact);
+    cf.entry_facts = ctx.facts;
     for (const auto& s : f.body) check_stmt(*s, ctx);
     if (cf.ret->kind != TypeKind::Void && cf.ret->kind != TypeKind::Error && !ctx.returned)
       diags_.report(DiagKind::ReturnMismatch, f.name.range,

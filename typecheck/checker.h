@@ -42,7 +42,8 @@ struct CheckedFunction {
   std::vector<std::pair<std::string, TypePtr>> params;
   TypePtr ret;
   std::vector<std::string> size_params;  // signature sizes, in order of first use
-  std::vector<Fact> facts;               // where constraints, instantiated
+  std::vector<Fact> facts;               // every fact known at the end of the body
+  std::vector<Fact> entry_facts;         // the `where` facts the entry must check
   std::vector<StmtInfo> stmts;
   std::map<std::string, TypePtr> locals;
 };
