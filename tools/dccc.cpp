@@ -6,17 +6,28 @@
 //   parse            -> ast::Program          (--emit=ast)
 //   check            -> CheckedProgram        (--emit=typed, --check)
 //   lower            -> ir::Module            (--emit=vloop)
-//   run              -> the reference interpreter executes `fn main()` (`dccc run`)
+//   expand prints    -> whole-tensor prints become loops of scalar prints
+//   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
+//   LLVM codegen     -> the JIT runs `fn main()` (`dccc run`), or
+//   AOT + C ABI      -> prog.so and prog.h (`dccc prog.toy -o prog.so`)
 // Later stages (schedules, storage lowering, LLVM and CUDA backends) extend this list.
 #include <pthread.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 
+#include "backend/abi/c_abi.h"
+#include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
@@ -35,6 +46,7 @@ constexpr int kExitRuntime = 3;
 constexpr int kExitInternal = 70;
 
 const char* kUsage = R"(usage: dccc [options] FILE.toy
+       dccc FILE.toy -o PROG.so
        dccc run [options] FILE.toy
 
 Checks a DCC program (.toy) whose ragged tensors are `coupling` types.
@@ -53,6 +65,10 @@ options:
   --no-storage-lowering
                      stop before storage lowering (--emit=vloop shows the
                      multi-index IR; run uses the layout-free interpreter)
+  -o PROG.so         compile for this CPU into a shared library, and write
+                     PROG.h (the C ABI) and dccrt.h (the runtime's) beside it;
+                     the C compiler used to link is $CC, default `cc`, with
+                     extra flags from $DCCC_CFLAGS
   --summary          print what the checker inferred, one block per function
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
   --max-errors=N     stop listing errors after N (default 100)
@@ -69,6 +85,7 @@ struct Options {
   bool run = false;
   bool storage = true;  // run storage-lowered IR (off: the layout-free oracle)
   bool interpret = false;  // run with the reference interpreter instead of the JIT
+  std::string output;      // -o PROG.so
   bool summary = false;
   int max_errors = 100;
   dccc::CheckOptions check;
@@ -99,6 +116,9 @@ int parse_args(int argc, char** argv, Options& o) {
     } else if (a == "--no-storage-lowering") {
       o.storage = false;
       o.interpret = true;
+    } else if (a == "-o") {
+      if (i + 1 >= argc) return usage_error("-o needs a file name");
+      o.output = argv[++i];
     } else if (a == "--summary") {
       o.summary = true;
     } else if (a.rfind("--max-errors=", 0) == 0) {
@@ -133,6 +153,8 @@ int parse_args(int argc, char** argv, Options& o) {
   return kExitOk;
 }
 
+int write_library(const Options& o, const dccc::ir::Module& full);
+
 int run(const Options& o) {
   std::ifstream in(o.file, std::ios::binary);
   if (!in) {
@@ -160,7 +182,7 @@ int run(const Options& o) {
   }
   if (o.emit == "typed") std::cout << dccc::dump_typed(*checked);
   if (o.summary) std::cout << dccc::summarize(*checked);
-  if (o.emit != "vloop" && !o.run) return kExitOk;
+  if (o.emit != "vloop" && !o.run && o.output.empty()) return kExitOk;
 
   auto module = dccc::ir::lower(*checked, diags);
   if (!module) {
@@ -178,6 +200,7 @@ int run(const Options& o) {
       }
   }
   if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
+  if (!o.output.empty()) return write_library(o, *module);
   if (!o.run) return kExitOk;
   const dccc::ir::Func* main_fn = nullptr;
   for (const auto& f : module->funcs)
@@ -208,6 +231,89 @@ int run(const Options& o) {
     std::cerr << "dccc: run-time error: " << e.what() << "\n";
     return kExitRuntime;
   }
+  return kExitOk;
+}
+
+/// Runs a command line; returns its exit status (or -1) and captures output.
+int run_command(const std::string& cmd, std::string& output) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// `-o prog.so`: the kernels as an object file, the C wrapper and header,
+/// linked with libdccrt into one shared library.
+int write_library(const Options& o, const dccc::ir::Module& full) {
+  namespace fs = std::filesystem;
+  fs::path out = fs::absolute(o.output);
+  fs::path header = out;
+  header.replace_extension(".h");
+  dccc::ir::Module m;
+  for (const auto& f : full.funcs)
+    if (f.name != "main") m.funcs.push_back(f);
+  if (m.funcs.empty()) {
+    std::cerr << "dccc: error: `" << o.file << "` has no function to put in a library (only `main`)\n";
+    return kExitErrors;
+  }
+  std::error_code ec;
+  fs::path tmp = fs::temp_directory_path(ec) / ("dccc-" + std::to_string(getpid()));
+  fs::create_directories(tmp, ec);
+  if (ec) {
+    std::cerr << "dccc: error: cannot create a temporary directory: " << ec.message() << "\n";
+    return kExitErrors;
+  }
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(p, e);
+    }
+  } cleanup{tmp};
+  std::string error;
+  fs::path obj = tmp / "kernels.o";
+  try {
+    if (!dccc::backend::emit_object(m, obj.string(), error)) {
+      std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
+      return kExitInternal;
+    }
+    std::string guard = "DCCC_";
+    for (char c : header.stem().string()) guard += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
+    guard += "_H";
+    std::ofstream(header) << dccc::backend::emit_header(m, fs::path(o.file).filename().string(), guard);
+    std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(m, header.filename().string());
+  } catch (const std::runtime_error& e) {
+    std::cerr << "dccc: error: " << e.what() << "\n";
+    return kExitErrors;
+  }
+  fs::copy_file(DCCC_RUNTIME_HEADER, out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    std::cerr << "dccc: error: cannot write `" << (out.parent_path() / "dccrt.h").string() << "`: " << ec.message() << "\n";
+    return kExitErrors;
+  }
+  const char* cc = std::getenv("CC");
+  const char* cflags = std::getenv("DCCC_CFLAGS");  // e.g. sanitizer flags matching libdccrt's build
+  std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -O2 -fPIC -shared -Wall -Wno-unused-label " +
+                    (cflags ? cflags : "") +
+                    " -I" + shell_quote(out.parent_path().string()) + " -o " + shell_quote(out.string()) + " " +
+                    shell_quote((tmp / "abi.c").string()) + " " + shell_quote(obj.string()) + " " +
+                    shell_quote(DCCC_RUNTIME_LIB) + " -lstdc++ -lm -lpthread";
+  std::string log;
+  int rc = run_command(cmd, log);
+  if (rc != 0) {
+    std::cerr << "dccc: error: linking `" << out.string() << "` failed:\n" << cmd << "\n" << log;
+    return kExitErrors;
+  }
+  std::cerr << "dccc: wrote " << out.string() << " and " << header.string() << " (target: host CPU, LLVM)\n";
   return kExitOk;
 }
 

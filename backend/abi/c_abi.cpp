@@ -1,0 +1,478 @@
+#include "backend/abi/c_abi.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+namespace dccc::backend {
+namespace {
+
+using ir::BinOp;
+using ir::Buffer;
+using ir::BufferKind;
+using ir::BufferNode;
+using ir::ExprKind;
+using ir::Param;
+using ir::StmtKind;
+
+const char* c_type(Scalar t) {
+  switch (t) {
+    case Scalar::F16:
+    case Scalar::BF16: return "uint16_t";  // bit patterns
+    case Scalar::F32: return "float";
+    case Scalar::F64: return "double";
+    case Scalar::I32: return "int32_t";
+    case Scalar::I64: return "int64_t";
+    case Scalar::Bool: return "uint8_t";
+  }
+  return "void";
+}
+
+std::string ident(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+std::string struct_name(const ir::Func& f, const Param& p) {
+  if (p.kind == Param::Coupling && p.type_name != "coupling") return p.type_name;
+  return f.name + "_" + p.name + "_t";
+}
+
+std::string dims_text(const BufferNode& b, bool strip = false) {
+  // [b: B, d1: q.seqlen[b], ...] as the IR prints extents, for comments.
+  std::string out = "[";
+  for (size_t i = 0; i < b.dims.size(); ++i) {
+    std::function<std::string(const ir::Expr&)> ex = [&](const ir::Expr& e) -> std::string {
+      switch (e->kind) {
+        case ExprKind::IntImm: return std::to_string(e->int_value);
+        case ExprKind::SizeRef: return e->name;
+        case ExprKind::VarRef: return e->var->name;
+        case ExprKind::Cast: return ex(e->args[0]);
+        case ExprKind::Load: {
+          // A coupling field reads its sibling: `seqlen[b]`, not `q.seqlen[b]`.
+          std::string n = e->buffer->name;
+          std::string r = (strip ? n.substr(n.rfind('.') + 1) : n) + "[";
+          for (size_t k = 0; k < e->args.size(); ++k) r += (k ? ", " : "") + ex(e->args[k]);
+          return r + "]";
+        }
+        case ExprKind::Binary: return "(" + ex(e->args[0]) + " " + ir::op_text(e->binop) + " " + ex(e->args[1]) + ")";
+        default: return "?";
+      }
+    };
+    out += (i ? ", " : "") + ex(b.dims[i].extent);
+  }
+  return out + "]" + scalar_name(b.type);
+}
+
+/// Emits the struct for an argument or result type, once per name.
+void emit_struct(const ir::Func& f, const Param& p, std::set<std::string>& done, std::string& out) {
+  if (p.kind == Param::Scalar) return;
+  std::string name = struct_name(f, p);
+  if (!done.insert(name).second) return;
+  out += p.kind == Param::Coupling ? fmt::format("/* coupling {} */\n", p.type_name)
+                                   : fmt::format("/* tensor {} of {}: {} */\n", p.name, f.name, dims_text(*p.fields[0].second));
+  out += fmt::format("typedef struct {} {{\n", name);
+  for (const auto& [field, buf] : p.fields) {
+    out += fmt::format("  {}* {};  /* {} */\n", c_type(buf->type), ident(field), dims_text(*buf, p.kind == Param::Coupling));
+    out += fmt::format("  int64_t {}_len;  /* elements in {} */\n", ident(field), ident(field));
+  }
+  for (const auto& [size, e] : p.sizes) out += fmt::format("  int64_t {};\n", ident(size));
+  out += fmt::format("}} {};\n\n", name);
+}
+
+std::string signature(const ir::Func& f, const std::string& name) {
+  std::string out = "dcc_status " + name + "(";
+  bool first = true;
+  for (const auto& p : f.params) {
+    out += first ? "" : ", ";
+    first = false;
+    if (p.kind == Param::Scalar) out += fmt::format("{} {}", c_type(p.fields[0].second->type), ident(p.name));
+    else out += fmt::format("const {}* {}", struct_name(f, p), ident(p.name));
+  }
+  for (const auto& r : f.results) {
+    out += first ? "" : ", ";
+    first = false;
+    if (r.kind == Param::Scalar) out += fmt::format("{}* result", c_type(r.fields[0].second->type));
+    else out += fmt::format("{}* result", struct_name(f, r));
+  }
+  if (first) out += "void";
+  return out + ")";
+}
+
+/// Translates the integer parts of the IR (totals, the prelude, where
+/// checks) to C with overflow-checked arithmetic.
+class CEmitter {
+ public:
+  std::map<const BufferNode*, std::string> buffers;  // C expression of each buffer's storage
+  std::map<const ir::VarNode*, std::string> vars;
+
+  std::string expr(const ir::Expr& e) {
+    switch (e->kind) {
+      case ExprKind::IntImm: return fmt::format("INT64_C({})", e->int_value);
+      case ExprKind::FloatImm: return fmt::format("{}", e->float_value);
+      case ExprKind::SizeRef: return "s_" + ident(e->name);
+      case ExprKind::VarRef: return var(e->var);
+      case ExprKind::Cast: return fmt::format("(({}){})", c_type(e->type), expr(e->args[0]));
+      case ExprKind::Unary:
+        if (e->unop == ir::UnOp::Not) return "(!" + expr(e->args[0]) + ")";
+        if (e->unop == ir::UnOp::Neg) return "dcc__sub(INT64_C(0), " + expr(e->args[0]) + ", &ovf)";
+        break;
+      case ExprKind::Load: {
+        std::string b = buffer(e->buffer.get());
+        if (e->buffer->dims.empty()) return b;
+        return fmt::format("{}[{}]", b, expr(e->args[0]));
+      }
+      case ExprKind::Binary: {
+        std::string a = expr(e->args[0]), c = expr(e->args[1]);
+        switch (e->binop) {
+          case BinOp::Add: return fmt::format("dcc__add({}, {}, &ovf)", a, c);
+          case BinOp::Sub: return fmt::format("dcc__sub({}, {}, &ovf)", a, c);
+          case BinOp::Mul: return fmt::format("dcc__mul({}, {}, &ovf)", a, c);
+          case BinOp::Div: return fmt::format("dcc__div({}, {}, &ovf)", a, c);
+          case BinOp::Mod: return fmt::format("dcc__mod({}, {}, &ovf)", a, c);
+          case BinOp::Min: return fmt::format("dcc__min({}, {})", a, c);
+          case BinOp::Max: return fmt::format("dcc__max({}, {})", a, c);
+          case BinOp::EQ: return fmt::format("({} == {})", a, c);
+          case BinOp::NE: return fmt::format("({} != {})", a, c);
+          case BinOp::LT: return fmt::format("({} < {})", a, c);
+          case BinOp::LE: return fmt::format("({} <= {})", a, c);
+          case BinOp::And: return fmt::format("({} && {})", a, c);
+          case BinOp::Or: return fmt::format("({} || {})", a, c);
+          default: break;
+        }
+        break;
+      }
+      default: break;
+    }
+    throw std::runtime_error("the C ABI cannot express an IR expression of kind " + std::string(ir::kind_name(e->kind)));
+  }
+
+  void stmt(const ir::Stmt& s, int depth, std::string& out) {
+    if (!s) return;
+    std::string pad(depth * 2, ' ');
+    switch (s->kind) {
+      case StmtKind::Seq:
+        for (const auto& c : s->body) stmt(c, depth, out);
+        return;
+      case StmtKind::For: {
+        std::string v = var(s->var);
+        out += fmt::format("{}{{\n{}  const int64_t {}_n = {};\n", pad, pad, v, expr(s->extent));
+        out += fmt::format("{}  for (int64_t {} = 0; {} < {}_n; ++{}) {{\n", pad, v, v, v, v);
+        stmt(s->body[0], depth + 2, out);
+        out += pad + "  }\n" + pad + "}\n";
+        return;
+      }
+      case StmtKind::Store: {
+        std::string b = buffer(s->buffer.get());
+        if (s->buffer->dims.empty()) out += fmt::format("{}{} = {};\n", pad, b, expr(s->value));
+        else out += fmt::format("{}{}[{}] = {};\n", pad, b, expr(s->args[0]), expr(s->value));
+        return;
+      }
+      default: break;
+    }
+    throw std::runtime_error("the C ABI cannot express an IR statement of kind " + std::string(ir::kind_name(s->kind)));
+  }
+
+  std::string var(const ir::Var& v) {
+    auto it = vars.find(v.get());
+    if (it != vars.end()) return it->second;
+    return vars[v.get()] = fmt::format("v_{}_{}", ident(v->name), vars.size());
+  }
+  std::string buffer(const BufferNode* b) {
+    auto it = buffers.find(b);
+    if (it == buffers.end()) throw std::runtime_error("the C ABI has no storage for `" + b->name + "`");
+    return it->second;
+  }
+};
+
+/// Buffers whose values are read by totals, the prelude or checks: lengths.
+std::set<const BufferNode*> length_buffers(const ir::Func& f) {
+  std::set<const BufferNode*> out;
+  std::function<void(const ir::Expr&)> ex = [&](const ir::Expr& e) {
+    if (!e) return;
+    if (e->kind == ExprKind::Load && e->buffer->kind == BufferKind::Input) out.insert(e->buffer.get());
+    for (const auto& a : e->args) ex(a);
+  };
+  std::function<void(const ir::Stmt&)> st = [&](const ir::Stmt& s) {
+    if (!s) return;
+    ex(s->extent);
+    ex(s->value);
+    for (const auto& a : s->args) ex(a);
+    for (const auto& c : s->body) st(c);
+  };
+  for (const auto& b : f.buffers) ex(b->total);
+  st(f.prelude);
+  return out;
+}
+
+bool reads_aux(const ir::Expr& e) {
+  if (!e) return false;
+  if (e->kind == ExprKind::Load && e->buffer->kind == BufferKind::Aux) return true;
+  for (const auto& a : e->args)
+    if (reads_aux(a)) return true;
+  return false;
+}
+
+std::string fail(const std::string& status, const std::string& fmt_text, const std::string& args = "") {
+  return fmt::format("st = dcc__fail({}, {}{});", status, fmt_text, args.empty() ? "" : ", " + args);
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '%') out += '%';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void emit_prepare(const ir::Func& f, std::string& out) {
+  CEmitter c;
+  std::string fn = f.name;
+  out += "static dcc_status " + fn + "__prepare(";
+  {
+    std::string sig = signature(f, "");
+    size_t open = sig.find('(');
+    std::string params = sig.substr(open + 1, sig.size() - open - 2);
+    out += (params == "void" ? std::string() : params + ", ") + "int run) {\n";
+  }
+  out += "  dcc_status st = DCC_OK;\n  int ovf = 0;\n  (void)ovf;\n";
+  // Storage names.
+  std::map<const BufferNode*, std::pair<std::string, std::string>> where;  // buffer -> (param, field)
+  for (const auto& p : f.params) {
+    if (p.kind == Param::Scalar) {
+      c.buffers[p.fields[0].second.get()] = ident(p.name);
+      continue;
+    }
+    out += fmt::format("  if (!{}) return {}\n", ident(p.name),
+                       fail("DCC_ERR_NULL_POINTER", quote(fn + ": argument `" + p.name + "` is NULL")));
+    for (const auto& [field, buf] : p.fields) {
+      c.buffers[buf.get()] = ident(p.name) + "->" + ident(field);
+      where[buf.get()] = {p.name, field};
+    }
+  }
+  if (!f.results.empty()) {
+    const Param& r = f.results[0];
+    out += fmt::format("  if (!result) return {}\n", fail("DCC_ERR_NULL_POINTER", quote(fn + ": `result` is NULL")));
+    for (const auto& [field, buf] : r.fields)
+      if (buf->kind == BufferKind::Output) c.buffers[buf.get()] = r.kind == Param::Scalar ? "(*result)" : "result->" + ident(field);
+  }
+  for (const auto& b : f.buffers) {
+    if (b->kind == BufferKind::Aux) {
+      c.buffers[b.get()] = ident(b->name);
+      out += fmt::format("  int64_t* {} = NULL;\n", ident(b->name));
+    } else if (b->kind == BufferKind::Scalar) {
+      c.buffers[b.get()] = ident(b->name);
+      out += fmt::format("  int64_t {} = 0;\n", ident(b->name));
+    }
+  }
+  // Sizes: every argument carrying a size must agree.
+  for (const auto& s : f.sizes) out += fmt::format("  int64_t s_{} = 0;\n  int have_{} = 0;\n", ident(s.name), ident(s.name));
+  for (const auto& p : f.params) {
+    for (const auto& [size, expect] : p.sizes) {
+      std::string got = ident(p.name) + "->" + ident(size);
+      out += fmt::format("  if ({} < 0) {{ {} goto done; }}\n", got,
+                         fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + ": " + p.name + "." + size + " is %lld; sizes must be >= 0"),
+                              "(long long)" + got));
+      if (expect->kind == ExprKind::SizeRef) {
+        std::string s = ident(expect->name);
+        out += fmt::format("  if (have_{} && {} != s_{}) {{ {} goto done; }}\n", s, got, s,
+                           fail("DCC_ERR_SIZE_MISMATCH",
+                                quote(fn + ": size `" + expect->name + "` is %lld in `" + p.name + "` but %lld in an earlier argument"),
+                                "(long long)" + got + ", (long long)s_" + s));
+        out += fmt::format("  s_{} = {};\n  have_{} = 1;\n", s, got, s);
+      } else if (expect->kind == ExprKind::IntImm) {
+        out += fmt::format("  if ({} != INT64_C({})) {{ {} goto done; }}\n", got, expect->int_value,
+                           fail("DCC_ERR_SIZE_MISMATCH",
+                                quote(fn + ": " + p.name + "." + size + " is %lld but the program fixes it to " +
+                                      std::to_string(expect->int_value)),
+                                "(long long)" + got));
+      }
+    }
+  }
+  for (const auto& s : f.sizes)
+    out += fmt::format("  if (!have_{}) {{ {} goto done; }}\n", ident(s.name),
+                       fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + ": no argument carries size `" + s.name + "`")));
+
+  // Inputs: element counts, then lengths must be non-negative. Buffers whose
+  // totals need the prelude are checked after it.
+  auto lengths = length_buffers(f);
+  auto check_input = [&](const Buffer& b) {
+    auto [param, field] = where.at(b.get());
+    std::string ptr = c.buffers.at(b.get());
+    std::string len = ident(param) + "->" + ident(field) + "_len";
+    std::string total = "t_" + ident(b->name);
+    out += fmt::format("  {{\n    ovf = 0;\n    const int64_t {} = {};\n", total, c.expr(b->total));
+    out += fmt::format("    if (ovf) {{ {} goto done; }}\n",
+                       fail("DCC_ERR_OVERFLOW", quote(fn + ": the element count of " + param + "." + field + " overflows")));
+    out += fmt::format("    if ({} != {}) {{ {} goto done; }}\n", len, total,
+                       fail("DCC_ERR_SIZE_MISMATCH",
+                            quote(fn + ": " + param + "." + field + "_len is %lld but its sizes and lengths give %lld elements"),
+                            "(long long)" + len + ", (long long)" + total));
+    out += fmt::format("    if (!{} && {} > 0) {{ {} goto done; }}\n", ptr, total,
+                       fail("DCC_ERR_NULL_POINTER", quote(fn + ": " + param + "." + field + " is NULL")));
+    if (lengths.count(b.get()))
+      out += fmt::format("    for (int64_t k = 0; k < {}; ++k)\n      if ({}[k] < 0) {{ {} goto done; }}\n", total, ptr,
+                         fail("DCC_ERR_NEGATIVE_LENGTH",
+                              quote(fn + ": " + param + "." + field + "[%lld] is %lld; lengths must be >= 0"),
+                              "(long long)k, (long long)" + ptr + "[k]"));
+    out += "  }\n";
+  };
+  std::vector<Buffer> later;
+  for (const auto& b : ir::input_buffers(f)) {
+    if (b->dims.empty()) continue;
+    if (reads_aux(b->total)) later.push_back(b);
+    else check_input(b);
+  }
+  // The prelude (offset arrays), with overflow checks.
+  for (const auto& b : f.buffers) {
+    if (b->kind != BufferKind::Aux) continue;
+    out += fmt::format("  ovf = 0;\n  {{\n    const int64_t n = {};\n", c.expr(b->total));
+    out += fmt::format("    if (ovf || n < 0 || (uint64_t)n > SIZE_MAX / 8) {{ {} goto done; }}\n",
+                       fail("DCC_ERR_OVERFLOW", quote(fn + ": offset array size overflows")));
+    out += fmt::format("    {} = (int64_t*)dcc_alloc((size_t)(n > 0 ? n : 1) * 8);\n", ident(b->name));
+    out += fmt::format("    if (!{}) {{ st = DCC_ERR_OUT_OF_MEMORY; goto done; }}\n  }}\n", ident(b->name));
+  }
+  if (f.prelude) {
+    out += "  ovf = 0;\n";
+    c.stmt(f.prelude, 1, out);
+    out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
+                       fail("DCC_ERR_OVERFLOW", quote(fn + ": the lengths make an offset overflow")));
+  }
+  for (const auto& b : later) check_input(b);
+  // `where` constraints.
+  for (const auto& chk : f.checks) {
+    out += "  ovf = 0;\n";
+    c.stmt(chk.pre, 1, out);
+    std::string close;
+    for (const auto& [v, e] : chk.vars) {
+      std::string vn = c.var(v);
+      out += fmt::format("  for (int64_t {} = 0; {} < {}; ++{}) ", vn, vn, c.expr(e), vn);
+    }
+    out += fmt::format("  if (!({})) {{ {} goto done; }}\n", c.expr(chk.cond),
+                       fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + ": the arguments break `where { " + chk.text + " }`")));
+    out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
+                       fail("DCC_ERR_OVERFLOW", quote(fn + ": overflow while checking `where { " + chk.text + " }`")));
+  }
+  // The result: sizes, fresh fields' element counts, bound fields' pointers.
+  if (!f.results.empty()) {
+    const Param& r = f.results[0];
+    if (r.kind != Param::Scalar) {
+      for (const auto& [field, buf] : r.fields) {
+        if (buf->kind != BufferKind::Output) continue;
+        std::string total = "r_" + ident(field);
+        out += fmt::format("  ovf = 0;\n  const int64_t {} = {};\n", total, c.expr(buf->total));
+        out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
+                           fail("DCC_ERR_OVERFLOW", quote(fn + ": the element count of result." + field + " overflows")));
+        out += fmt::format("  if (run && result->{}_len < {}) {{ {} goto done; }}\n", ident(field), total,
+                           fail("DCC_ERR_SIZE_MISMATCH",
+                                quote(fn + ": result." + field + "_len is %lld but the result needs %lld elements"),
+                                "(long long)result->" + ident(field) + "_len, (long long)" + total));
+        out += fmt::format("  if (run && !result->{} && {} > 0) {{ {} goto done; }}\n", ident(field), total,
+                           fail("DCC_ERR_NULL_POINTER", quote(fn + ": result." + field + " is NULL")));
+      }
+      // Nothing is written before this point.
+      for (const auto& [field, buf] : r.fields) {
+        if (buf->kind == BufferKind::Output) {
+          out += fmt::format("  result->{}_len = r_{};\n", ident(field), ident(field));
+        } else {
+          auto [param, pfield] = where.at(buf.get());
+          out += fmt::format("  result->{} = {}->{};\n  result->{}_len = {}->{}_len;\n", ident(field), ident(param),
+                             ident(pfield), ident(field), ident(param), ident(pfield));
+        }
+      }
+      for (const auto& [size, e] : r.sizes) out += fmt::format("  result->{} = {};\n", ident(size), c.expr(e));
+    }
+  }
+  out += "  if (!run) goto done;\n";
+  // The kernel: sizes and the input/output buffers in Func::buffers order.
+  out += "  {\n    const int64_t sizes[] = {";
+  for (const auto& s : f.sizes) out += "s_" + ident(s.name) + ", ";
+  out += "0};\n    void* const buffers[] = {";
+  for (const auto& b : f.buffers) {
+    if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
+    std::string e = c.buffers.count(b.get()) ? c.buffers.at(b.get()) : "NULL";
+    if (b->dims.empty() && b->kind == BufferKind::Input) e = "(void*)&" + e;
+    else if (b->dims.empty() && b->kind == BufferKind::Output) e = "(void*)result";
+    else e = "(void*)" + e;
+    out += e + ", ";
+  }
+  out += "NULL};\n";
+  out += fmt::format("    if ({}__kernel(sizes, buffers) != 0) st = dcc_last_status();\n  }}\n", fn);
+  out += "done:\n";
+  for (const auto& b : f.buffers)
+    if (b->kind == BufferKind::Aux) out += fmt::format("  dcc_free({});\n", ident(b->name));
+  out += "  return st;\n}\n\n";
+}
+
+}  // namespace
+
+std::string emit_header(const ir::Module& m, const std::string& source_name, const std::string& guard) {
+  std::string out = fmt::format(
+      "/* Generated by dccc from {}. Do not edit.\n"
+      " *\n"
+      " * Every function validates its arguments before writing anything and\n"
+      " * returns DCC_OK or a dcc_status; dcc_last_error() has the reason.\n"
+      " * Ragged fields are packed: sequence after sequence, row-major, no\n"
+      " * padding; a field's element count is given in its `_len` member.\n"
+      " * NAME_meta() checks the same and fills the result's sizes, element\n"
+      " * counts and bound fields without running, so outputs can be allocated.\n"
+      " * f16 and bf16 elements are passed as uint16_t bit patterns. */\n"
+      "#ifndef {}\n#define {}\n\n#include <stdint.h>\n\n#include \"dccrt.h\"\n\n"
+      "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",
+      source_name, guard, guard);
+  std::set<std::string> done;
+  for (const auto& f : m.funcs) {
+    if (f.name == "main") continue;
+    for (const auto& p : f.params) emit_struct(f, p, done, out);
+    for (const auto& r : f.results) emit_struct(f, r, done, out);
+  }
+  for (const auto& f : m.funcs) {
+    if (f.name == "main") continue;
+    out += fmt::format("/* {} */\n{} DCCRT_NOEXCEPT;\n{} DCCRT_NOEXCEPT;\n\n", f.name, signature(f, f.name),
+                       signature(f, f.name + "_meta"));
+  }
+  out += "#ifdef __cplusplus\n}  /* extern \"C\" */\n#endif\n\n#endif\n";
+  return out;
+}
+
+std::string emit_wrapper(const ir::Module& m, const std::string& header_name) {
+  std::string out = fmt::format(
+      "/* Generated by dccc: argument checks around the LLVM kernels. */\n"
+      "#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n\n#include \"{}\"\n\n"
+      "#include <stdarg.h>\n"
+      "static dcc_status dcc__fail(dcc_status st, const char* fmt, ...) __attribute__((format(printf, 2, 3)));\n"
+      "static dcc_status dcc__fail(dcc_status st, const char* fmt, ...) {{\n"
+      "  char msg[512];\n  va_list ap;\n  va_start(ap, fmt);\n  vsnprintf(msg, sizeof msg, fmt, ap);\n  va_end(ap);\n"
+      "  return dcc_set_error(st, msg);\n}}\n"
+      "static inline int64_t dcc__add(int64_t a, int64_t b, int* ovf) {{ int64_t r; if (__builtin_add_overflow(a, b, &r)) *ovf = 1; return r; }}\n"
+      "static inline int64_t dcc__sub(int64_t a, int64_t b, int* ovf) {{ int64_t r; if (__builtin_sub_overflow(a, b, &r)) *ovf = 1; return r; }}\n"
+      "static inline int64_t dcc__mul(int64_t a, int64_t b, int* ovf) {{ int64_t r; if (__builtin_mul_overflow(a, b, &r)) *ovf = 1; return r; }}\n"
+      "static inline int64_t dcc__div(int64_t a, int64_t b, int* ovf) {{ if (b == 0 || (a == INT64_MIN && b == -1)) {{ *ovf = 1; return 0; }} return a / b; }}\n"
+      "static inline int64_t dcc__mod(int64_t a, int64_t b, int* ovf) {{ if (b == 0 || (a == INT64_MIN && b == -1)) {{ *ovf = 1; return 0; }} return a % b; }}\n"
+      "static inline int64_t dcc__min(int64_t a, int64_t b) {{ return a < b ? a : b; }}\n"
+      "static inline int64_t dcc__max(int64_t a, int64_t b) {{ return a > b ? a : b; }}\n\n",
+      header_name);
+  for (const auto& f : m.funcs) {
+    if (f.name == "main") continue;
+    out += fmt::format("int32_t {}__kernel(const int64_t* sizes, void* const* buffers);\n\n", f.name);
+    emit_prepare(f, out);
+    auto call_args = [&]() {
+      std::string a;
+      for (const auto& p : f.params) a += ident(p.name) + ", ";
+      if (!f.results.empty()) a += "result, ";
+      return a;
+    };
+    out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n  return {}__prepare({}1);\n}}\n\n",
+                       signature(f, f.name), f.name, call_args());
+    out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n  return {}__prepare({}0);\n}}\n\n",
+                       signature(f, f.name + "_meta"), f.name, call_args());
+  }
+  return out;
+}
+
+}  // namespace dccc::backend

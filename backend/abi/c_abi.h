@@ -1,0 +1,35 @@
+// The C ABI of a compiled program: a header and a validating C wrapper.
+//
+// For every function `f` the header declares
+//   dcc_status f(const A* a, const B* b, R* result);       // runs f
+//   dcc_status f_meta(const A* a, const B* b, R* result);  // sizes only
+// A coupling argument is a struct with, per field, a pointer and an element
+// count (`data`, `data_len`), then one int64_t per size parameter. Ragged
+// fields use the packed layout: sequence after sequence, row-major, no
+// padding (the layout of FlashAttention and PyTorch nested tensors). A dense
+// tensor argument is a struct `f_x_t { T* data; int64_t data_len; sizes }`;
+// a scalar is passed by value and returned through a pointer.
+//
+// The wrapper checks everything before the kernel writes anything: null
+// pointers, sizes that disagree between arguments or with `const`, negative
+// lengths, length arrays and data whose element counts differ from what the
+// lengths imply, arithmetic overflow of totals, `where` constraints, and
+// result capacities. A failure returns a dcc_status with the reason in
+// dcc_last_error(). f_meta does the same checks and fills the result's
+// sizes, the element counts of its fresh fields and the pointers of fields
+// bound to an argument (`seqlen: q.seqlen`), so a host can allocate first.
+#pragma once
+
+#include <string>
+
+#include "ir/ir.h"
+
+namespace dccc::backend {
+
+/// The header (`prog.h`). `guard` names the include guard.
+std::string emit_header(const ir::Module& m, const std::string& source_name, const std::string& guard);
+
+/// The C wrapper (compiled into the .so), which includes `header_name`.
+std::string emit_wrapper(const ir::Module& m, const std::string& header_name);
+
+}  // namespace dccc::backend

@@ -1,0 +1,53 @@
+#include "backend/llvm/aot.h"
+
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+
+#include "backend/llvm/codegen.h"
+
+namespace dccc::backend {
+
+bool emit_object(const ir::Module& m, const std::string& path, std::string& error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::LLVMContext ctx;
+  auto mod = emit_llvm(m, ctx, error);
+  if (!mod) return false;
+  std::string triple = llvm::sys::getProcessTriple();
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) return false;
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), "", options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm) {
+    error = "cannot create a target machine for " + triple;
+    return false;
+  }
+  mod->setDataLayout(tm->createDataLayout());
+  optimize(*mod, tm.get());
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write `" + path + "`: " + ec.message();
+    return false;
+  }
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    error = "the target cannot emit object files";
+    return false;
+  }
+  pm.run(*mod);
+  out.flush();
+  return true;
+}
+
+}  // namespace dccc::backend
