@@ -25,6 +25,10 @@ float to_bf16(double v) {
 
 Interpreter::Value Interpreter::round_to(Scalar t, double v) const {
   Value out;
+  if (exact_ && is_float(t)) {
+    out.f = v;
+    return out;
+  }
   switch (t) {
     case Scalar::F64: out.f = v; break;
     case Scalar::F32: out.f = static_cast<float>(v); break;
@@ -38,9 +42,25 @@ Interpreter::Value Interpreter::round_to(Scalar t, double v) const {
 double Interpreter::as_double(const Value& v, Scalar t) const { return is_float(t) ? v.f : static_cast<double>(v.i); }
 int64_t Interpreter::as_int(const Value& v, Scalar t) const {
   if (!is_float(t)) return v.i;
-  if (!std::isfinite(v.f)) throw InterpError("conversion of a non-finite value to an integer");
+  // Saturating, like the backends: NaN gives 0, out-of-range values clamp.
+  if (std::isnan(v.f)) return 0;
+  if (v.f >= 9223372036854775807.0) return INT64_MAX;
+  if (v.f <= -9223372036854775808.0) return INT64_MIN;
   return static_cast<int64_t>(v.f);
 }
+
+namespace {
+int64_t saturate_to(Scalar to, Scalar from, double f, int64_t i) {
+  if (to != Scalar::I32) return i;
+  if (is_float(from)) {
+    if (std::isnan(f)) return 0;
+    if (f >= 2147483647.0) return INT32_MAX;
+    if (f <= -2147483648.0) return INT32_MIN;
+    return static_cast<int32_t>(f);
+  }
+  return static_cast<int32_t>(i);  // integer narrowing wraps, as in C
+}
+}  // namespace
 
 std::vector<std::vector<int64_t>> Interpreter::index_space(const BufferNode* b) {
   std::vector<Tuple> out;
@@ -228,9 +248,7 @@ Interpreter::Value Interpreter::eval(const Expr& e) {
       Value v = eval(e->args[0]);
       if (e->type == Scalar::Bool) return Value{0, as_double(v, from) != 0 ? 1 : 0};
       if (is_float(e->type)) return round_to(e->type, as_double(v, from));
-      int64_t i = as_int(v, from);
-      if (e->type == Scalar::I32) i = static_cast<int32_t>(i);
-      return Value{0, i};
+      return Value{0, saturate_to(e->type, from, v.f, as_int(v, from))};
     }
     case ExprKind::Select: {
       Value c = eval(e->args[0]);
@@ -338,7 +356,8 @@ void Interpreter::exec(const Stmt& s) {
       }
       Value v = eval(s->value);
       Scalar from = s->value->type, to = s->buffer->type;
-      if (from != to) v = is_float(to) ? round_to(to, as_double(v, from)) : Value{0, as_int(v, from)};
+      if (from != to)
+        v = is_float(to) ? round_to(to, as_double(v, from)) : Value{0, saturate_to(to, from, v.f, as_int(v, from))};
       mem_[s->buffer.get()][idx] = v;
       return;
     }
@@ -359,6 +378,7 @@ void Interpreter::exec(const Stmt& s) {
 }
 
 std::string Interpreter::format(const Value& v, Scalar t) const {
+  if (is_float(t) && std::isnan(v.f)) return "nan";  // the sign of a NaN is not meaningful
   switch (t) {
     case Scalar::Bool: return v.i ? "true" : "false";
     case Scalar::I32:

@@ -32,6 +32,9 @@ struct InterpError : std::runtime_error {
 class Interpreter {
  public:
   explicit Interpreter(std::ostream& out) : out_(out) {}
+  /// Compute every float operation in f64 without rounding to the program's
+  /// types: a float64 reference for the backends' f32/f16/bf16 results.
+  void set_float64_reference(bool on) { exact_ = on; }
 
   /// Runs `f`. `inputs` maps each input buffer to its packed data.
   void run(const Func& f, const std::map<std::string, int64_t>& sizes,
@@ -70,6 +73,7 @@ class Interpreter {
 
   std::ostream& out_;
   bool flat_ = false;  // running storage-lowered IR: tensors are keyed by offset
+  bool exact_ = false;  // float64 reference mode
   std::map<std::string, int64_t> sizes_;
   std::map<const VarNode*, int64_t> env_;
   std::map<const BufferNode*, std::map<Tuple, Value>> mem_;

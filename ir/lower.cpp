@@ -461,6 +461,7 @@ class FuncLowerer {
       }
       case ExprKind::Unary: {
         Expr a = lower_expr(*e.operands[0], t, info, pre);
+        if (e.op == "+") return a;
         return build::unary(e.op == "!" ? UnOp::Not : UnOp::Neg, a);
       }
       case ExprKind::Binary: {

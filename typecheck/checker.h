@@ -66,7 +66,7 @@ struct CheckedProgram {
 
 struct CheckOptions {
   /// Z3 resource limit per query (deterministic; see Prover).
-  unsigned solver_budget = 2000000;
+  unsigned solver_budget = 500000;
   /// Size values fixed from the command line (`-DD=64`), like `const`.
   std::map<std::string, int64_t> defines;
 };

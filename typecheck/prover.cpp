@@ -2,7 +2,11 @@
 
 #include <z3++.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 
 namespace dccc {
@@ -161,15 +165,39 @@ ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
   for (const auto& r : all_reads)
     if (!is_length_ || is_length_(r->name)) solver.add(impl_->to_z3(r, env) >= 0);
   solver.add(!impl_->to_z3(goal, env));
+  // A watchdog of our own interrupts Z3 after kWatchdog: the resource
+  // limit stops almost every query, but Z3 4.8.12 was seen to run past it,
+  // and its built-in timeout has a hang of its own (upstream issue 5990).
+  constexpr auto kWatchdog = std::chrono::seconds(10);
+  std::mutex m;
+  std::condition_variable cv;
+  bool finished = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(m);
+    if (!cv.wait_for(lock, kWatchdog, [&] { return finished; })) impl_->ctx.interrupt();
+  });
+  z3::check_result outcome = z3::unknown;
+  try {
+    outcome = solver.check();
+  } catch (const z3::exception&) {
+    outcome = z3::unknown;
+  }
+  {
+    std::lock_guard<std::mutex> lock(m);
+    finished = true;
+  }
+  cv.notify_one();
+  watchdog.join();
   ProofResult result;
-  switch (solver.check()) {
+  switch (outcome) {
     case z3::unsat: result = ProofResult::Proved; break;
     case z3::sat: result = ProofResult::Refuted; break;
     default: {
       // Quantified facts can leave Z3 "incomplete" without a timeout: that is
       // "not provable" to the user. Only running out of time is Unknown.
       std::string why = solver.reason_unknown();
-      bool timeout = why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos ||
+      bool timeout = why.find("timeout") != std::string::npos || why.find("cancel") != std::string::npos ||
+                     why.find("interrupt") != std::string::npos ||
                      why.find("resource") != std::string::npos || why.find("rlimit") != std::string::npos;
       result = timeout ? ProofResult::Unknown : ProofResult::Refuted;
       break;

@@ -24,7 +24,7 @@ class Prover {
   /// wall-clock timeout is not used: Z3 4.8's timer thread can hang the
   /// process, and a resource limit gives the same answer on every machine.
   explicit Prover(unsigned budget = kDefaultBudget);
-  static constexpr unsigned kDefaultBudget = 2000000;
+  static constexpr unsigned kDefaultBudget = 500000;
   ~Prover();
   Prover(const Prover&) = delete;
   Prover& operator=(const Prover&) = delete;

@@ -12,6 +12,8 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -88,7 +90,7 @@ class FuncEmitter {
   llvm::Type* value_type(Scalar t) {
     switch (t) {
       case Scalar::F16: return b_.getHalfTy();
-      case Scalar::BF16: return b_.getBFloatTy();
+      case Scalar::BF16: return b_.getFloatTy();  // computed in f32, rounded to bf16 after each step
       case Scalar::F32: return b_.getFloatTy();
       case Scalar::F64: return b_.getDoubleTy();
       case Scalar::I32: return b_.getInt32Ty();
@@ -97,7 +99,36 @@ class FuncEmitter {
     }
     return b_.getInt64Ty();
   }
-  llvm::Type* mem_type(Scalar t) { return t == Scalar::Bool ? b_.getInt8Ty() : value_type(t); }
+  llvm::Type* mem_type(Scalar t) {
+    if (t == Scalar::BF16) return b_.getInt16Ty();
+    return t == Scalar::Bool ? b_.getInt8Ty() : value_type(t);
+  }
+
+  // bf16 is emulated with integer operations (no compiler-rt helpers at run
+  // time): values live in f32 registers holding bf16-representable numbers.
+  llvm::Value* f32_to_bf16_bits(llvm::Value* f) {
+    llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
+    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
+    llvm::Value* rounded = b_.CreateAdd(bits, b_.CreateAdd(lsb, b_.getInt32(0x7FFF)));
+    llvm::Value* quiet = b_.CreateOr(bits, b_.getInt32(0x00400000));  // keep NaN a NaN
+    llvm::Value* pick = b_.CreateSelect(b_.CreateFCmpUNO(f, f), quiet, rounded);
+    return b_.CreateTrunc(b_.CreateLShr(pick, 16), b_.getInt16Ty());
+  }
+  llvm::Value* bf16_bits_to_f32(llvm::Value* h) {
+    return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(h, b_.getInt32Ty()), 16), b_.getFloatTy());
+  }
+  llvm::Value* round_bf16(llvm::Value* f) { return bf16_bits_to_f32(f32_to_bf16_bits(f)); }
+  llvm::Value* fix(llvm::Value* v, Scalar t) { return t == Scalar::BF16 ? round_bf16(v) : v; }
+  static double host_bf16(double v) {
+    float f = static_cast<float>(v);
+    if (std::isnan(f)) return f;
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    bits += 0x7FFF + ((bits >> 16) & 1);
+    bits &= 0xFFFF0000u;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
 
   void emit_with_allocations(const ir::Stmt& s) {
     std::vector<ir::Stmt> items = s->kind == StmtKind::Seq ? s->body : std::vector<ir::Stmt>{s};
@@ -188,11 +219,19 @@ class FuncEmitter {
   }
 
   llvm::Value* to_value(llvm::Value* v, Scalar t) {
+    if (t == Scalar::BF16) return bf16_bits_to_f32(v);
     return t == Scalar::Bool ? b_.CreateICmpNE(v, b_.getInt8(0)) : v;
   }
-  llvm::Value* to_mem(llvm::Value* v, Scalar t) { return t == Scalar::Bool ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
+  llvm::Value* to_mem(llvm::Value* v, Scalar t) {
+    if (t == Scalar::BF16) return f32_to_bf16_bits(v);
+    return t == Scalar::Bool ? b_.CreateZExt(v, b_.getInt8Ty()) : v;
+  }
 
   llvm::Value* cast(llvm::Value* v, Scalar from, Scalar to) {
+    if (from == to) return v;
+    // bf16 values are f32 in registers: cast as f32, then round to bf16.
+    if (from == Scalar::BF16) from = Scalar::F32;
+    if (to == Scalar::BF16) return from == Scalar::F32 ? round_bf16(v) : round_bf16(cast(v, from, Scalar::F32));
     if (from == to) return v;
     llvm::Type* dt = value_type(to);
     if (to == Scalar::Bool)
@@ -201,9 +240,6 @@ class FuncEmitter {
     if (is_float(to)) {
       if (from == Scalar::Bool) return b_.CreateUIToFP(v, dt);
       if (!is_float(from)) return b_.CreateSIToFP(v, dt);
-      // bf16 <-> f16 go through f32.
-      if ((from == Scalar::BF16 && to == Scalar::F16) || (from == Scalar::F16 && to == Scalar::BF16))
-        return b_.CreateFPTrunc(b_.CreateFPExt(v, b_.getFloatTy()), dt);
       return dt->getPrimitiveSizeInBits() > v->getType()->getPrimitiveSizeInBits() ? b_.CreateFPExt(v, dt)
                                                                                   : b_.CreateFPTrunc(v, dt);
     }
@@ -220,18 +256,20 @@ class FuncEmitter {
     // libm takes f32 or f64; 16-bit floats compute in f32.
     llvm::Value* v = x;
     Scalar ct = t == Scalar::F64 ? Scalar::F64 : Scalar::F32;
-    if (t == Scalar::F16 || t == Scalar::BF16) v = b_.CreateFPExt(x, b_.getFloatTy());
+    if (t == Scalar::F16) v = b_.CreateFPExt(x, b_.getFloatTy());
     std::string fname = std::string(name) + (ct == Scalar::F32 ? "f" : "");
     llvm::Type* ty = value_type(ct);
     auto callee = mod_.getOrInsertFunction(fname, llvm::FunctionType::get(ty, {ty}, false));
     llvm::Value* r = b_.CreateCall(callee, {v});
+    if (t == Scalar::BF16) return round_bf16(r);
     return ct == t ? r : b_.CreateFPTrunc(r, value_type(t));
   }
 
   llvm::Value* emit(const ir::Expr& e) {
     switch (e->kind) {
       case ExprKind::IntImm: return llvm::ConstantInt::get(value_type(e->type), e->int_value, true);
-      case ExprKind::FloatImm: return llvm::ConstantFP::get(value_type(e->type), e->float_value);
+      case ExprKind::FloatImm:
+        return llvm::ConstantFP::get(value_type(e->type), e->type == Scalar::BF16 ? host_bf16(e->float_value) : e->float_value);
       case ExprKind::VarRef: {
         auto it = vars_.find(e->var.get());
         if (it == vars_.end()) throw EmitError{"variable `" + e->var->name + "` used outside its loop"};
@@ -251,8 +289,8 @@ class FuncEmitter {
         llvm::Value* c = emit(e->args[0]);
         return b_.CreateSelect(c, emit(e->args[1]), emit(e->args[2]));
       }
-      case ExprKind::Unary: return unary(e);
-      case ExprKind::Binary: return binary(e);
+      case ExprKind::Unary: return fix(unary(e), e->type);
+      case ExprKind::Binary: return fix(binary(e), e->type);
     }
     throw EmitError{"unknown expression"};
   }
@@ -273,7 +311,15 @@ class FuncEmitter {
       case UnOp::Exp: return intrinsic(llvm::Intrinsic::exp);
       case UnOp::Log: return intrinsic(llvm::Intrinsic::log);
       case UnOp::Sqrt: return intrinsic(llvm::Intrinsic::sqrt);
-      case UnOp::Rsqrt: return b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), intrinsic(llvm::Intrinsic::sqrt));
+      case UnOp::Rsqrt: {
+        // In f64 then rounded once, so the result is the nearest value of the type.
+        if (t == Scalar::F64) return b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), intrinsic(llvm::Intrinsic::sqrt));
+        llvm::Value* d = b_.CreateFPExt(x, b_.getDoubleTy());
+        llvm::Value* r = b_.CreateFDiv(
+            llvm::ConstantFP::get(b_.getDoubleTy(), 1.0),
+            b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::sqrt, {b_.getDoubleTy()}), {d}));
+        return b_.CreateFPTrunc(r, x->getType());
+      }
       case UnOp::Tanh: return math_call("tanh", x, t);
       case UnOp::Erf: return math_call("erf", x, t);
     }

@@ -16,31 +16,36 @@
 
 namespace dccc::backend {
 
-int jit_run_main(const ir::Module& m, std::string& error) {
+struct JitProgram::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+};
+
+JitProgram::JitProgram(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+JitProgram::~JitProgram() = default;
+
+std::unique_ptr<JitProgram> JitProgram::compile(const ir::Module& m, std::string& error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto mod = emit_llvm(m, *ctx, error);
-  if (!mod) return -1;
-
+  if (!mod) return nullptr;
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) {
     error = llvm::toString(jtmb.takeError());
-    return -1;
+    return nullptr;
   }
   jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   auto tm = jtmb->createTargetMachine();
   if (!tm) {
     error = llvm::toString(tm.takeError());
-    return -1;
+    return nullptr;
   }
   mod->setDataLayout((*tm)->createDataLayout());
   optimize(*mod, tm->get());
-
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
   if (!jit) {
     error = llvm::toString(jit.takeError());
-    return -1;
+    return nullptr;
   }
   auto& jd = (*jit)->getMainJITDylib();
   // The runtime and print hooks by address; libm from the process.
@@ -58,26 +63,42 @@ int jit_run_main(const ir::Module& m, std::string& error) {
   add("dccc_print_bool", &dccc_print_bool);
   if (auto err = jd.define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
     error = llvm::toString(std::move(err));
-    return -1;
+    return nullptr;
   }
   auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
   if (!gen) {
     error = llvm::toString(gen.takeError());
-    return -1;
+    return nullptr;
   }
   jd.addGenerator(std::move(*gen));
   if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
     error = llvm::toString(std::move(err));
-    return -1;
+    return nullptr;
   }
-  auto sym = (*jit)->lookup("main__kernel");
+  auto impl = std::make_unique<Impl>();
+  impl->jit = std::move(*jit);
+  return std::unique_ptr<JitProgram>(new JitProgram(std::move(impl)));
+}
+
+JitProgram::Kernel JitProgram::kernel(const std::string& name) {
+  auto sym = impl_->jit->lookup(name + "__kernel");
   if (!sym) {
-    error = llvm::toString(sym.takeError());
+    llvm::consumeError(sym.takeError());
+    return nullptr;
+  }
+  return sym->toPtr<Kernel>();
+}
+
+int jit_run_main(const ir::Module& m, std::string& error) {
+  auto program = JitProgram::compile(m, error);
+  if (!program) return -1;
+  JitProgram::Kernel main_kernel = program->kernel("main");
+  if (!main_kernel) {
+    error = "no `main` in the compiled program";
     return -1;
   }
-  auto* fn = sym->toPtr<int32_t (*)(const int64_t*, void* const*)>();
   dcc_clear_error();
-  int32_t status = fn(nullptr, nullptr);
+  int32_t status = main_kernel(nullptr, nullptr);
   std::fflush(stdout);
   if (status != 0) error = dcc_last_error();
   return status;
