@@ -6,7 +6,7 @@
 // libFuzzer records as a crash with its reproducer).
 //
 // The parser and the checker recurse over the tree. The driver runs them on
-// a thread with a 256 MiB stack (tools/dccc.cpp); the fuzzer does the same
+// a thread with a 1 GiB stack (tools/dccc.cpp); the fuzzer does the same
 // with one long-lived worker thread, so that deep input is bounded by the
 // parser's limits exactly as in dccc, and not by libFuzzer's main stack.
 #include <pthread.h>
@@ -25,7 +25,7 @@
 
 namespace {
 
-constexpr size_t kStackBytes = 256u << 20;  // as in tools/dccc.cpp
+constexpr size_t kStackBytes = size_t{1} << 30;  // as in tools/dccc.cpp
 constexpr unsigned kSolverBudget = 200000;
 
 void run_one(const std::string& text) {

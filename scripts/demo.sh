@@ -14,7 +14,7 @@ BUILD_DIR="${DCCC_BUILD_DIR:-$ROOT/build}"
 
 "$ROOT/scripts/setup.sh"
 "$ROOT/scripts/build.sh" default "$BUILD_DIR"
-DCCC="$BUILD_DIR/dccc"
+DCCC="$BUILD_DIR/tools/dccc"
 
 if [[ $# -gt 0 ]]; then
   files=("$@")

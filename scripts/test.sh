@@ -32,6 +32,9 @@ export DCCC_JOBS="$JOBS"
 
 step() { echo; echo "=== test: $* ==="; }
 start=$SECONDS
+# A failing build stops the script; failing tests are recorded and the later
+# stages still run, so that one CI run reports everything.
+failed=()
 
 step "setup"
 "$ROOT/scripts/setup.sh"
@@ -39,7 +42,7 @@ step "setup"
 step "build (default preset)"
 "$ROOT/scripts/build.sh" default "$PREFIX"
 step "ctest (default preset)"
-ctest --test-dir "$PREFIX" --output-on-failure -j "$JOBS"
+ctest --test-dir "$PREFIX" --output-on-failure -j "$JOBS" || failed+=("ctest (default)")
 
 if [[ $FULL -eq 1 ]]; then
   step "build (asan preset: AddressSanitizer + UndefinedBehaviorSanitizer)"
@@ -47,10 +50,15 @@ if [[ $FULL -eq 1 ]]; then
   step "ctest (asan preset)"
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" \
-    ctest --test-dir "$PREFIX-asan" --output-on-failure -j "$JOBS"
+    ctest --test-dir "$PREFIX-asan" --output-on-failure -j "$JOBS" || failed+=("ctest (asan)")
 
   step "fuzz (fuzz preset, 60 s)"
-  DCCC_FUZZ_BUILD_DIR="$PREFIX-fuzz" "$ROOT/scripts/fuzz.sh" 60
+  DCCC_FUZZ_BUILD_DIR="$PREFIX-fuzz" "$ROOT/scripts/fuzz.sh" 60 || failed+=("fuzz")
 fi
 
-step "all tests passed in $((SECONDS - start)) s$([[ $FULL -eq 1 ]] && echo ' (--full)')"
+elapsed=$((SECONDS - start))
+if ((${#failed[@]})); then
+  step "FAILED after ${elapsed} s: ${failed[*]}"
+  exit 1
+fi
+step "all tests passed in ${elapsed} s$([[ $FULL -eq 1 ]] && echo ' (--full)')"

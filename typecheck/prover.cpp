@@ -3,6 +3,8 @@
 #include <z3++.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -90,22 +92,37 @@ Prover::~Prover() = default;
 
 namespace {
 
+/// A cache key equal for queries that differ only in which variable
+/// objects they use (alpha-equivalent queries have the same answer):
+/// variables are numbered by first appearance.
 std::string key_of(const std::vector<Fact>& facts, const SymPtr& goal) {
-  // Variables print by name only, so the key adds their identity.
   std::string key;
-  auto add_sym = [&](const SymPtr& s) {
-    key += sym::str(s);
-    std::vector<IndexVarPtr> vs;
-    sym::vars(s, vs);
-    for (const auto& v : vs) key += "@" + std::to_string(reinterpret_cast<uintptr_t>(v.get()));
-    key += ';';
+  std::map<const IndexVar*, int> numbers;
+  std::function<void(const SymPtr&)> add_sym = [&](const SymPtr& s) {
+    if (!s) return;
+    if (s->kind == SymKind::Var) {
+      auto [it, fresh] = numbers.emplace(s->var.get(), static_cast<int>(numbers.size()));
+      key += "v" + std::to_string(it->second);
+      return;
+    }
+    key += std::to_string(static_cast<int>(s->kind));
+    if (s->kind == SymKind::Const) key += ":" + std::to_string(s->value);
+    if (s->kind == SymKind::Size || s->kind == SymKind::Read) key += ":" + s->name;
+    key += "(";
+    for (const auto& a : s->args) {
+      add_sym(a);
+      key += ",";
+    }
+    key += ")";
   };
   for (const auto& f : facts) {
     for (const auto& [v, r] : f.vars) {
-      key += "forall " + v->name + "<";
+      auto [it, fresh] = numbers.emplace(v.get(), static_cast<int>(numbers.size()));
+      key += "A" + std::to_string(it->second) + "<";
       add_sym(r);
     }
     add_sym(f.body);
+    key += ";";
   }
   key += "|-";
   add_sym(goal);
@@ -130,6 +147,24 @@ bool trivially_true(const std::vector<Fact>& facts, const SymPtr& goal) {
 
 ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
   if (trivially_true(facts, goal)) return ProofResult::Proved;
+  // 0 <= e for e built from sizes, index variables, length reads and
+  // non-negative constants with + * min max: true without the solver.
+  std::function<bool(const SymPtr&)> nonneg = [&](const SymPtr& e) -> bool {
+    switch (e->kind) {
+      case SymKind::Const: return e->value >= 0;
+      case SymKind::Size:
+      case SymKind::Var: return true;
+      case SymKind::Read: return !is_length_ || is_length_(e->name);
+      case SymKind::Add:
+      case SymKind::Mul:
+      case SymKind::Min:
+      case SymKind::Max: return nonneg(e->args[0]) && nonneg(e->args[1]);
+      default: return false;
+    }
+  };
+  if (goal->kind == SymKind::Le && goal->args[0]->kind == SymKind::Const && goal->args[0]->value == 0 &&
+      nonneg(goal->args[1]))
+    return ProofResult::Proved;
   std::vector<SymPtr> goal_reads;
   sym::reads(goal, goal_reads);
   for (const auto& f : facts)
@@ -140,6 +175,8 @@ ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
   if (auto it = impl_->cache.find(key); it != impl_->cache.end()) return it->second;
 
   ++solver_calls_;
+  static const bool trace = std::getenv("DCCC_PROVER_TRACE") != nullptr;
+  if (trace) std::fprintf(stderr, "prover: %zu facts |- %s\n", facts.size(), sym::str(goal).c_str());
   z3::solver solver(impl_->ctx);
   z3::params p(impl_->ctx);
   p.set("rlimit", impl_->budget);

@@ -1,7 +1,12 @@
 # Injected by the `fuzz` preset (CMAKE_PROJECT_INCLUDE): runs right after
-# project() and before the top-level find_path(ANTLR4_INCLUDE_DIR ...).
+# project() and before anything else in the top-level CMakeLists.txt.
 #
-# Debian's ANTLR 4.9 runtime headers do not compile with clang:
+# 1. C: LLVM's CMake package (backend/llvm) probes for libedit with
+#    check_include_file, a C compile. The other presets enable C through the
+#    runtime's C ABI test; the fuzz preset builds no tests, so enable it here.
+enable_language(C)
+
+# 2. Debian's ANTLR 4.9 runtime headers do not compile with clang:
 # misc/InterpreterDataReader.h user-defines `InterpreterData() {}`, whose
 # member dfa::Vocabulary has a deleted default constructor (a const
 # std::vector member that clang, unlike gcc, does not consider
@@ -20,7 +25,7 @@ if(NOT EXISTS ${_dccc_header})
   file(READ ${_dccc_header} _dccc_text)
   string(REPLACE "InterpreterData() {};" "InterpreterData() = default;" _dccc_patched "${_dccc_text}")
   if(_dccc_patched STREQUAL _dccc_text)
-    message(STATUS "clang_antlr4_headers: InterpreterDataReader.h needs no patch")
+    message(STATUS "fuzz_preset: InterpreterDataReader.h needs no patch")
   endif()
   file(WRITE ${_dccc_header} "${_dccc_patched}")
 endif()
