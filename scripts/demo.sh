@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job, and the README's first quick-start command: set up the
-# machine, build dccc, then check every example program and print what the
-# checker inferred for each (sizes, couplings, index ranges, reductions).
+# machine, build dccc, check every example program and print what the
+# checker inferred for each (sizes, couplings, index ranges, reductions),
+# then compile flash attention to a shared library and run the C++ host
+# example against it.
 #
 #   scripts/demo.sh [FILE.toy ...]     (default: examples/*.toy)
 #
@@ -47,4 +49,18 @@ echo "$total examples checked, $ok ok"
 if [[ ${#failed[@]} -gt 0 ]]; then
   printf 'failed: %s\n' "${failed[@]}"
   exit 1
+fi
+
+# Compile flash attention into a shared library with its C header, link the
+# C++ host example against it and run the host's check (float64 reference
+# and bad-argument rejections).
+if [[ $# -eq 0 ]]; then
+  OUT="$BUILD_DIR/demo"
+  mkdir -p "$OUT"
+  echo
+  echo "=== dccc examples/flash_attention.toy -o $OUT/fa.so ==="
+  "$DCCC" "$ROOT/examples/flash_attention.toy" -o "$OUT/fa.so"
+  c++ -std=c++17 -O2 -I"$OUT" "$ROOT/examples/host/flash_attention_host.cpp" "$OUT/fa.so" \
+    -Wl,-rpath,"$OUT" -o "$OUT/fa_host"
+  "$OUT/fa_host"
 fi
