@@ -14,6 +14,17 @@ const char* expr_kind_name(ExprKind k) {
   return "?";
 }
 
+IndexChain index_chain(const Expr& e) {
+  IndexChain c{&e, {}};
+  while (c.base->kind == ExprKind::Index) {
+    std::vector<const Expr*> g;
+    for (size_t i = 1; i < c.base->operands.size(); ++i) g.push_back(c.base->operands[i].get());
+    c.groups.insert(c.groups.begin(), std::move(g));
+    c.base = c.base->operands[0].get();
+  }
+  return c;
+}
+
 namespace {
 
 std::string loc(const SourceRange& r) { return fmt::format("@{}:{}", r.line, r.col); }

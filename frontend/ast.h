@@ -169,6 +169,14 @@ struct Program {
   std::vector<std::pair<int, size_t>> order;
 };
 
+/// `x.f[a][b, c]` split into its base (`x.f`) and its bracket groups
+/// (`[a]`, `[b, c]`), outermost group first.
+struct IndexChain {
+  const Expr* base;
+  std::vector<std::vector<const Expr*>> groups;
+};
+IndexChain index_chain(const Expr& e);
+
 /// Print the tree in an indented, stable text form (`--emit=ast`).
 std::string dump(const Program& program);
 std::string dump(const Expr& expr);

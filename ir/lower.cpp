@@ -444,15 +444,7 @@ class FuncLowerer {
         unsupported(e.range, "the value `" + e.name + "` here");
       }
       case ExprKind::Index: {
-        std::vector<const ast::Expr*> idx;
-        const ast::Expr* base = &e;
-        std::vector<std::vector<const ast::Expr*>> groups;
-        while (base->kind == ExprKind::Index) {
-          std::vector<const ast::Expr*> g;
-          for (size_t i = 1; i < base->operands.size(); ++i) g.push_back(base->operands[i].get());
-          groups.insert(groups.begin(), g);
-          base = base->operands[0].get();
-        }
+        auto [base, groups] = ast::index_chain(e);
         Buffer b = array(cp_.paths.at(base), base->range);
         std::vector<Expr> args;
         for (const auto& g : groups)

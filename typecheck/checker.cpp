@@ -447,14 +447,7 @@ class Checker {
 
   /// `seqlen[b]`, `q.seqlen[b]`, `q.n`: a read of an integer array or field.
   SymPtr extent_read(const Expr& e, ExtentEnv& env) {
-    std::vector<std::vector<const Expr*>> groups;
-    const Expr* base = &e;
-    while (base->kind == ExprKind::Index) {
-      std::vector<const Expr*> g;
-      for (size_t i = 1; i < base->operands.size(); ++i) g.push_back(base->operands[i].get());
-      groups.insert(groups.begin(), std::move(g));
-      base = base->operands[0].get();
-    }
+    auto [base, groups] = ast::index_chain(e);
     std::string array;
     TypePtr type;
     if (env.mode == ExtentMode::Coupling) {
@@ -824,14 +817,7 @@ class Checker {
         }
         break;
       case ExprKind::Index: case ExprKind::Field: {
-        std::vector<std::vector<const Expr*>> groups;
-        const Expr* base = &e;
-        while (base->kind == ExprKind::Index) {
-          std::vector<const Expr*> g;
-          for (size_t i = 1; i < base->operands.size(); ++i) g.push_back(base->operands[i].get());
-          groups.insert(groups.begin(), std::move(g));
-          base = base->operands[0].get();
-        }
+        auto [base, groups] = ast::index_chain(e);
         auto pv = path_value(*base, ctx.scope, true);
         if (!pv) return nullptr;
         const TypePtr& t = pv->second;
@@ -1596,15 +1582,7 @@ class Checker {
       case ExprKind::Index:
       case ExprKind::Field: {
         // A read of an integer array whose contents are fixed (a length array).
-        std::vector<const Expr*> idx;
-        const Expr* base = &e;
-        std::vector<std::vector<const Expr*>> groups;
-        while (base->kind == ExprKind::Index) {
-          std::vector<const Expr*> g;
-          for (size_t i = 1; i < base->operands.size(); ++i) g.push_back(base->operands[i].get());
-          groups.insert(groups.begin(), std::move(g));
-          base = base->operands[0].get();
-        }
+        auto [base, groups] = ast::index_chain(e);
         auto pv = path_value(*base, ctx.scope, false);
         if (!pv) return nullptr;
         const TypePtr& t = pv->second;
@@ -1886,14 +1864,7 @@ class Checker {
   // ---------------------------------------------------------------- assignment
   void check_assign(const ast::Stmt& s, FnCtx& ctx) {
     const Expr& target = *s.target;
-    std::vector<std::vector<const Expr*>> groups;
-    const Expr* base = &target;
-    while (base->kind == ExprKind::Index) {
-      std::vector<const Expr*> g;
-      for (size_t i = 1; i < base->operands.size(); ++i) g.push_back(base->operands[i].get());
-      groups.insert(groups.begin(), std::move(g));
-      base = base->operands[0].get();
-    }
+    auto [base, groups] = ast::index_chain(target);
     if (base->kind != ExprKind::Name && base->kind != ExprKind::Field) {
       diags_.report(DiagKind::NotAssignable, target.range, "the left side must be a variable, a field or an element of one");
       return;
