@@ -742,8 +742,9 @@ class Checker {
   SymPtr where_sym(const Expr& e, WhereCtx& ctx) {
     auto bin = [&](SymKind k, bool swap = false) -> SymPtr {
       auto a = where_sym(*e.operands[0], ctx);
+      if (!a) return nullptr;  // one error per constraint
       auto b = where_sym(*e.operands[1], ctx);
-      if (!a || !b) return nullptr;
+      if (!b) return nullptr;
       return swap ? sym::op(k, {b, a}) : sym::op(k, {a, b});
     };
     switch (e.kind) {
