@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
   ThreadArgs args{&o};
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 256u << 20);
+  pthread_attr_setstacksize(&attr, size_t{1} << 30);
   pthread_t thread;
   if (pthread_create(&thread, &attr, run_thread, &args) != 0) {
     run_thread(&args);
