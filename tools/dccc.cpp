@@ -35,6 +35,7 @@
 #include "ir/lower.h"
 #include "ir/printer.h"
 #include "ir/storage_lowering.h"
+#include "ir/verifier.h"
 #include "typecheck/checker.h"
 
 namespace {
@@ -69,6 +70,8 @@ options:
                      PROG.h (the C ABI) and dccrt.h (the runtime's) beside it;
                      the C compiler used to link is $CC, default `cc`, with
                      extra flags from $DCCC_CFLAGS
+  --verify-each      run the IR verifier after every pass (always on in debug
+                     builds); a violation is an internal error
   --summary          print what the checker inferred, one block per function
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
   --max-errors=N     stop listing errors after N (default 100)
@@ -86,6 +89,11 @@ struct Options {
   bool storage = true;  // run storage-lowered IR (off: the layout-free oracle)
   bool interpret = false;  // run with the reference interpreter instead of the JIT
   std::string output;      // -o PROG.so
+#ifdef NDEBUG
+  bool verify_each = false;  // run the IR verifier after every pass
+#else
+  bool verify_each = true;
+#endif
   bool summary = false;
   int max_errors = 100;
   dccc::CheckOptions check;
@@ -111,6 +119,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.emit = a.substr(7);
       if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop")
         return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed or vloop");
+    } else if (a == "--verify-each") {
+      o.verify_each = true;
     } else if (a == "--interpret") {
       o.interpret = true;
     } else if (a == "--no-storage-lowering") {
@@ -190,7 +200,19 @@ int run(const Options& o) {
     std::cerr << diags.error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
+  // The IR passes, each followed by the verifier when asked for.
+  auto verified = [&](const char* pass) {
+    if (!o.verify_each) return true;
+    for (const auto& f : module->funcs)
+      for (const auto& problem : dccc::ir::verify(f, pass)) {
+        std::cerr << "dccc: internal error: IR verifier: " << problem << "\n";
+        return false;
+      }
+    return true;
+  };
+  if (!verified("lowering")) return kExitInternal;
   for (auto& f : module->funcs) dccc::ir::expand_prints(f);
+  if (!verified("expand-prints")) return kExitInternal;
   if (o.storage) {
     for (auto& f : module->funcs)
       if (!dccc::ir::lower_storage(f, diags)) {
@@ -198,6 +220,7 @@ int run(const Options& o) {
         std::cerr << diags.error_count() << " error(s) generated.\n";
         return kExitErrors;
       }
+    if (!verified("storage-lowering")) return kExitInternal;
   }
   if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
   if (!o.output.empty()) return write_library(o, *module);
