@@ -17,7 +17,7 @@ namespace dccc {
 /// Limits on input shape; past them the parser reports a diagnostic instead of recursing.
 struct ParseLimits {
   int max_nesting = 256;
-  int max_statement_tokens = 200000;
+  int max_statement_tokens = 20000;
 };
 
 /// Parse `file`. Returns nullptr when any error was reported (the

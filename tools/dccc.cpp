@@ -369,7 +369,7 @@ int main(int argc, char** argv) {
   // The front end recurses over the tree; give it a large stack so that the
   // parser's limits (bracket nesting, tokens per statement), not the default
   // thread stack, bound recursion. 1 GiB of reserved address space covers a
-  // 200,000-token operator chain even with AddressSanitizer's large frames;
+  // 20,000-token operator chain with AddressSanitizer's large frames many times over;
   // only the pages actually used are committed.
   ThreadArgs args{&o};
   pthread_attr_t attr;

@@ -17,7 +17,7 @@
 #
 # Excluded on purpose:
 #   - ExpressionTooLong: the bad example needs a statement of more than
-#     200000 tokens; errors.md describes it instead of shipping a ~200 KB file,
+#     20000 tokens; errors.md describes it instead of shipping a ~40 KB file,
 #     so there is no ExpressionTooLong.toy.
 #   (ProofUnknown is checked like the others: the solver's budget is a
 #   deterministic resource limit, not a timeout.)

@@ -72,7 +72,7 @@ done
 # Generated inputs, too large to keep in the repository (awk, not python:
 # a fresh machine may have no python3).
 rep() { awk -v s="$1" -v n="$2" 'BEGIN { for (i = 0; i < n; i++) printf "%s", s }'; }
-# A statement past the parser's token limit (200000).
+# A statement past the parser's token limit (20000).
 { printf 'const X = '; rep '1 + ' 120000; printf '1;\n'; } >"$TMP/gen_long_statement.toy"
 # Long chains below that limit: deep left- or right-leaning trees without
 # brackets, which the bracket-nesting limit does not see.
