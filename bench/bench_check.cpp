@@ -9,7 +9,6 @@
 // the median and minimum milliseconds of each stage. A benchmark, not a
 // test: it exits 0 whatever the times (1 only when the generated program
 // does not check, which is a bug). The aim for checking is under 200 ms.
-#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +23,7 @@
 
 #include "frontend/parser.h"
 #include "typecheck/checker.h"
+#include "support/large_stack.h"
 
 namespace {
 
@@ -286,19 +286,13 @@ Generates a valid ~N-line .toy program (default 1000), parses and checks it
 each stage. --emit FILE also writes the program, for `dccc --check FILE`.
 )";
 
-struct ThreadArgs {
-  const Options* options;
-  int result = 1;
-};
-
-void* run_thread(void* p) {
-  auto* args = static_cast<ThreadArgs*>(p);
+int bench_guarded(const Options& o) {
   try {
-    args->result = bench(*args->options);
+    return bench(o);
   } catch (const std::exception& e) {
     std::cerr << "bench_check: internal error: " << e.what() << "\n";
   }
-  return nullptr;
+  return 1;
 }
 
 bool parse_int(const char* s, int* out) {
@@ -331,16 +325,5 @@ int main(int argc, char** argv) {
     }
   }
   // Same stack as the dccc driver, so the front end runs as it does there.
-  ThreadArgs args{&o};
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, size_t{1} << 30);
-  pthread_t thread;
-  if (pthread_create(&thread, &attr, run_thread, &args) != 0) {
-    run_thread(&args);
-  } else {
-    pthread_join(thread, nullptr);
-  }
-  pthread_attr_destroy(&attr);
-  return args.result;
+  return dccc::run_on_large_stack([&] { return bench_guarded(o); });
 }

@@ -22,10 +22,11 @@
 
 #include "frontend/parser.h"
 #include "typecheck/checker.h"
+#include "support/large_stack.h"
 
 namespace {
 
-constexpr size_t kStackBytes = size_t{1} << 30;  // as in tools/dccc.cpp
+constexpr size_t kStackBytes = dccc::kFrontEndStackBytes;  // as in tools/dccc.cpp
 constexpr unsigned kSolverBudget = 200000;
 
 void run_one(const std::string& text) {

@@ -11,7 +11,6 @@
 //   LLVM codegen     -> the JIT runs `fn main()` (`dccc run`), or
 //   AOT + C ABI      -> prog.so and prog.h (`dccc prog.toy -o prog.so`)
 // Later stages (schedules, storage lowering, LLVM and CUDA backends) extend this list.
-#include <pthread.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +35,7 @@
 #include "ir/printer.h"
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
+#include "support/large_stack.h"
 #include "typecheck/checker.h"
 
 namespace {
@@ -340,23 +340,15 @@ int write_library(const Options& o, const dccc::ir::Module& full) {
   return kExitOk;
 }
 
-struct ThreadArgs {
-  const Options* options;
-  int result = kExitInternal;
-};
-
-void* run_thread(void* p) {
-  auto* args = static_cast<ThreadArgs*>(p);
+int run_guarded(const Options& o) {
   try {
-    args->result = run(*args->options);
+    return run(o);
   } catch (const std::exception& e) {
     std::cerr << "dccc: internal error: " << e.what() << "\n";
-    args->result = kExitInternal;
   } catch (...) {
     std::cerr << "dccc: internal error: unknown exception\n";
-    args->result = kExitInternal;
   }
-  return nullptr;
+  return kExitInternal;
 }
 
 }  // namespace
@@ -366,22 +358,7 @@ int main(int argc, char** argv) {
   int rc = parse_args(argc, argv, o);
   if (rc == -1) return kExitOk;
   if (rc != kExitOk) return rc;
-  // The front end recurses over the tree; give it a large stack so that the
-  // parser's limits (bracket nesting, tokens per statement), not the default
-  // thread stack, bound recursion. 1 GiB of reserved address space covers a
-  // 20,000-token operator chain with AddressSanitizer's large frames many times over;
-  // only the pages actually used are committed.
-  ThreadArgs args{&o};
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, size_t{1} << 30);
-  pthread_t thread;
-  if (pthread_create(&thread, &attr, run_thread, &args) != 0) {
-    run_thread(&args);
-  } else {
-    pthread_join(thread, nullptr);
-  }
-  pthread_attr_destroy(&attr);
+  int result = dccc::run_on_large_stack([&] { return run_guarded(o); });
   std::cout.flush();
-  return args.result;
+  return result;
 }
