@@ -26,6 +26,7 @@
 #include <string>
 
 #include "backend/abi/c_abi.h"
+#include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
 #include "frontend/parser.h"
@@ -61,15 +62,20 @@ options:
                      ranges and which are reduced
   --emit=vloop       print the vloop IR after storage lowering (flat offsets,
                      aux arrays and the prelude that fills them)
+  --emit=cuda        print the CUDA C++ that --target=cuda compiles
   --interpret        dccc run: execute with the reference interpreter of the
                      storage-lowered vloop IR instead of the JIT
   --no-storage-lowering
                      stop before storage lowering (--emit=vloop shows the
                      multi-index IR; run uses the layout-free interpreter)
-  -o PROG.so         compile for this CPU into a shared library, and write
+  -o PROG.so         compile into a shared library for the target, and write
                      PROG.h (the C ABI) and dccrt.h (the runtime's) beside it;
                      the C compiler used to link is $CC, default `cc`, with
                      extra flags from $DCCC_CFLAGS
+  --target=cpu|cuda  what -o compiles for (default: cpu, LLVM for this CPU);
+                     cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
+                     /usr/local/cuda/bin/nvcc, else nvcc on PATH) for sm_80
+                     and sm_90 plus PTX; the structs then hold device pointers
   --verify-each      run the IR verifier after every pass (always on in debug
                      builds); a violation is an internal error
   --summary          print what the checker inferred, one block per function
@@ -89,6 +95,7 @@ struct Options {
   bool storage = true;  // run storage-lowered IR (off: the layout-free oracle)
   bool interpret = false;  // run with the reference interpreter instead of the JIT
   std::string output;      // -o PROG.so
+  std::string target = "cpu";  // --target=cpu|cuda
 #ifdef NDEBUG
   bool verify_each = false;  // run the IR verifier after every pass
 #else
@@ -117,8 +124,12 @@ int parse_args(int argc, char** argv, Options& o) {
       o.emit.clear();
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
-      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed or vloop");
+      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda")
+        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop or cuda");
+    } else if (a.rfind("--target=", 0) == 0) {
+      o.target = a.substr(9);
+      if (o.target != "cpu" && o.target != "cuda")
+        return usage_error("unknown --target `" + o.target + "`; expected cpu or cuda");
     } else if (a == "--verify-each") {
       o.verify_each = true;
     } else if (a == "--interpret") {
@@ -192,7 +203,7 @@ int run(const Options& o) {
   }
   if (o.emit == "typed") std::cout << dccc::dump_typed(*checked);
   if (o.summary) std::cout << dccc::summarize(*checked);
-  if (o.emit != "vloop" && !o.run && o.output.empty()) return kExitOk;
+  if (o.emit != "vloop" && o.emit != "cuda" && !o.run && o.output.empty()) return kExitOk;
 
   auto module = dccc::ir::lower(*checked, diags);
   if (!module) {
@@ -223,6 +234,15 @@ int run(const Options& o) {
     if (!verified("storage-lowering")) return kExitInternal;
   }
   if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
+  if (o.emit == "cuda") {
+    try {
+      std::cout << dccc::backend::emit_cuda(*module);
+    } catch (const std::runtime_error& e) {
+      std::cerr << "dccc: error: " << e.what() << "\n";
+      return kExitErrors;
+    }
+    if (o.output.empty()) return kExitOk;
+  }
   if (!o.output.empty()) return write_library(o, *module);
   if (!o.run) return kExitOk;
   const dccc::ir::Func* main_fn = nullptr;
@@ -274,6 +294,51 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+/// nvcc for --target=cuda: $DCCC_NVCC, the toolkit in /usr/local/cuda, or PATH.
+std::string find_nvcc() {
+  if (const char* e = std::getenv("DCCC_NVCC"); e && *e) return e;
+  if (access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
+  std::string out;
+  if (run_command("command -v nvcc", out) == 0 && !out.empty()) return out.substr(0, out.find('\n'));
+  return "";
+}
+
+/// --target=cuda: the wrapper compiled by the C compiler, the kernels by
+/// nvcc (sm_80 and sm_90 machine code plus compute_90 PTX), linked into one
+/// shared library with libdccrt and the static CUDA runtime.
+int link_cuda(const Options& o, const std::filesystem::path& out, const std::filesystem::path& header,
+              const std::filesystem::path& tmp, const char* cc, const char* cflags) {
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) {
+    std::cerr << "dccc: error: --target=cuda needs nvcc: set DCCC_NVCC or install the CUDA toolkit in /usr/local/cuda\n";
+    return kExitErrors;
+  }
+  std::string dir = shell_quote(out.parent_path().string());
+  std::string log;
+  std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -O2 -fPIC -c -Wall -Wno-unused-label " +
+                    (cflags ? cflags : "") + " -I" + dir + " -o " + shell_quote((tmp / "abi.o").string()) + " " +
+                    shell_quote((tmp / "abi.c").string());
+  if (run_command(cmd, log) != 0) {
+    std::cerr << "dccc: error: compiling the C wrapper failed:\n" << cmd << "\n" << log;
+    return kExitErrors;
+  }
+  const char* arch = std::getenv("DCCC_CUDA_ARCH");  // e.g. "-arch=sm_90" for faster builds
+  std::string gencode = arch && *arch ? std::string(arch)
+                                      : "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
+                                        "-gencode arch=compute_90,code=compute_90";
+  cmd = shell_quote(nvcc) + " -O3 -std=c++17 -shared -Xcompiler -fPIC " + gencode + " -I" + dir + " -o " +
+        shell_quote(out.string()) + " " + shell_quote((tmp / "kernels.cu").string()) + " " +
+        shell_quote((tmp / "abi.o").string()) + " " + shell_quote(DCCC_RUNTIME_LIB) + " -lpthread";
+  log.clear();
+  if (run_command(cmd, log) != 0) {
+    std::cerr << "dccc: error: nvcc failed on the generated CUDA code:\n" << cmd << "\n" << log;
+    return kExitErrors;
+  }
+  std::cerr << "dccc: wrote " << out.string() << " and " << header.string() << " (target: cuda, sm_80 sm_90)\n";
+  (void)o;
+  return kExitOk;
+}
+
 /// `-o prog.so`: the kernels as an object file, the C wrapper and header,
 /// linked with libdccrt into one shared library.
 int write_library(const Options& o, const dccc::ir::Module& full) {
@@ -304,8 +369,11 @@ int write_library(const Options& o, const dccc::ir::Module& full) {
   } cleanup{tmp};
   std::string error;
   fs::path obj = tmp / "kernels.o";
+  const bool cuda = o.target == "cuda";
   try {
-    if (!dccc::backend::emit_object(m, obj.string(), error)) {
+    if (cuda) {
+      std::ofstream(tmp / "kernels.cu") << dccc::backend::emit_cuda(m);
+    } else if (!dccc::backend::emit_object(m, obj.string(), error)) {
       std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
       return kExitInternal;
     }
@@ -313,7 +381,8 @@ int write_library(const Options& o, const dccc::ir::Module& full) {
     for (char c : header.stem().string()) guard += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
     guard += "_H";
     std::ofstream(header) << dccc::backend::emit_header(m, fs::path(o.file).filename().string(), guard);
-    std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(m, header.filename().string());
+    std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(
+        m, header.filename().string(), cuda ? dccc::backend::Target::Cuda : dccc::backend::Target::Cpu);
   } catch (const std::runtime_error& e) {
     std::cerr << "dccc: error: " << e.what() << "\n";
     return kExitErrors;
@@ -325,6 +394,7 @@ int write_library(const Options& o, const dccc::ir::Module& full) {
   }
   const char* cc = std::getenv("CC");
   const char* cflags = std::getenv("DCCC_CFLAGS");  // e.g. sanitizer flags matching libdccrt's build
+  if (cuda) return link_cuda(o, out, header, tmp, cc, cflags);
   std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -O2 -fPIC -shared -Wall -Wno-unused-label " +
                     (cflags ? cflags : "") +
                     " -I" + shell_quote(out.parent_path().string()) + " -o " + shell_quote(out.string()) + " " +

@@ -29,7 +29,15 @@ namespace dccc::backend {
 /// The header (`prog.h`). `guard` names the include guard.
 std::string emit_header(const ir::Module& m, const std::string& source_name, const std::string& guard);
 
+/// Which kernels the wrapper calls: the LLVM CPU kernels (`f__kernel`) or
+/// the CUDA launchers (`f__cuda`, backend/cuda/cuda_codegen.h). On the CUDA
+/// target the pointers in the structs are device pointers: the wrapper
+/// copies every integer input array (the lengths) to the host before it
+/// checks them, and hands those copies to the launcher with the device
+/// pointers.
+enum class Target { Cpu, Cuda };
+
 /// The C wrapper (compiled into the .so), which includes `header_name`.
-std::string emit_wrapper(const ir::Module& m, const std::string& header_name);
+std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Target target = Target::Cpu);
 
 }  // namespace dccc::backend

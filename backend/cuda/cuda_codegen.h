@@ -1,0 +1,45 @@
+// The CUDA backend: CUDA C++ source for the kernels of a storage-lowered
+// vloop module, with host launch code, built by nvcc into the same kind of
+// shared library as the CPU target (`dccc prog.toy --target=cuda -o prog.so`).
+//
+// Mapping (the default, until schedules choose one): every top-level
+// statement of a function body becomes one kernel. When its outermost loop
+// is parallel (its iterations write disjoint elements and privatise every
+// scalar accumulator they use), that loop is spread over blockIdx.y and the
+// perfectly nested parallel loops below it whose extents depend only on it
+// (e.g. `i` over q.seqlen[b] and `j` over kv.seqlen[b]) are flattened over
+// the threads of a grid-stride loop on x. Reductions run serially inside a
+// thread. A statement without a parallel outer loop runs on one thread.
+//
+// The prelude (the aux offset arrays) and every allocation size are computed
+// on the host from host copies of the length arrays, then uploaded.
+//
+// For every function `f` the generated source defines (extern "C"):
+//   int32_t f__cuda(const int64_t* sizes, void* const* dev, void* const* host)
+//     runs f on the device. `dev` has one pointer per input and output
+//     buffer in Func::buffers order (device memory; scalars: host memory);
+//     `host` is parallel to `dev` and holds host copies of the length
+//     arrays the extents read (NULL for other buffers). Returns 0 or a
+//     dcc_status, with dcc_last_error() set.
+//   int32_t f__cuda_host(const int64_t* sizes, void* const* host_buffers)
+//     the same on host memory (copies in, runs, copies out): the signature
+//     of the CPU backend's kernels, used by the differential tests.
+// plus `int dcc_cuda_device_count(void)` (0 when there is no usable GPU).
+#pragma once
+
+#include <string>
+
+#include "ir/ir.h"
+
+namespace dccc::backend {
+
+/// The .cu source for every function of `m` except `main`. Throws
+/// std::runtime_error naming what the CUDA target cannot express yet.
+std::string emit_cuda(const ir::Module& m);
+
+/// True when the loop `loop` (a For) may run its iterations in parallel:
+/// every tensor store in its body indexes with its variable, and every
+/// scalar it writes is assigned before it is read in each iteration.
+bool is_parallel_loop(const ir::Stmt& loop);
+
+}  // namespace dccc::backend

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Multi-head attention (H = 8, D = 64) on a GPU: dccc's generated CUDA
+kernels (examples/mha.toy built with `dccc --target=cuda -o mha.so`) against
+PyTorch on the same data, in one run:
+
+  sdpa-padded   torch.nn.functional.scaled_dot_product_attention on the
+                padded batch with a boolean key mask
+  efficient     torch.ops.aten._efficient_attention_forward with cu_seqlens
+  flash         torch.ops.aten._flash_attention_forward with cu_seqlens (bf16)
+
+For every length batch of ../shared/bench/seqlens (the line for B), the
+results are cross-checked against each other (max abs difference against the
+float64 reference of the padded form) before anything is timed; times are
+medians of CUDA-event timings after warm-up. Prints ms and ratios (peer time
+/ dccc time: above 1 means dccc is faster).
+
+usage: bench_mha.py --so build/bench/cuda/mha.so [--seqlens DIR]
+                    [--batches race,squad,...] [--B 32,128] [--dtype f32]
+"""
+import argparse
+import ctypes
+import math
+import os
+import statistics
+import sys
+
+import torch
+
+H, D = 8, 64
+
+
+class PackedQueries(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("data_len", ctypes.c_int64), ("seqlen", ctypes.c_void_p),
+                ("seqlen_len", ctypes.c_int64), ("B", ctypes.c_int64), ("H", ctypes.c_int64), ("D", ctypes.c_int64)]
+
+
+class PackedKV(ctypes.Structure):
+    _fields_ = [("k", ctypes.c_void_p), ("k_len", ctypes.c_int64), ("v", ctypes.c_void_p), ("v_len", ctypes.c_int64),
+                ("seqlen", ctypes.c_void_p), ("seqlen_len", ctypes.c_int64), ("B", ctypes.c_int64),
+                ("H", ctypes.c_int64), ("D", ctypes.c_int64)]
+
+
+def read_lengths(path, batch):
+    for line in open(path):
+        if line.startswith("#") or ":" not in line:
+            continue
+        b, values = line.split(":", 1)
+        if int(b) == batch:
+            return [int(x) for x in values.split()]
+    raise SystemExit(f"{path}: no line for B = {batch}")
+
+
+def time_ms(fn, warmup=3, reps=10):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--so", required=True, help="mha.so built with dccc --target=cuda")
+    ap.add_argument("--seqlens", default=os.path.join(here, "../../../shared/bench/seqlens"))
+    ap.add_argument("--batches", default="race,squad,wiki128,mnli,cola")
+    ap.add_argument("--B", default="32,128")
+    ap.add_argument("--dtype", default="f32", choices=["f32"])
+    args = ap.parse_args()
+
+    lib = ctypes.CDLL(os.path.abspath(args.so))
+    lib.mha.argtypes = [ctypes.POINTER(PackedQueries), ctypes.POINTER(PackedKV), ctypes.POINTER(PackedQueries)]
+    lib.mha.restype = ctypes.c_int
+    lib.dcc_last_error.restype = ctypes.c_char_p
+    dev = torch.cuda.get_device_name()
+    print(f"# device: {dev}; torch {torch.__version__}; H = {H}, D = {D}; dtype {args.dtype}")
+    print(f"{'batch':>8} {'B':>4} {'dccc ms':>9} {'sdpa-pad ms':>11} {'effic. ms':>9} "
+          f"{'sdpa/dccc':>9} {'effic/dccc':>10} {'max err':>9}")
+    failed = False
+    for name in args.batches.split(","):
+        for batch in [int(b) for b in args.B.split(",")]:
+            lens = read_lengths(os.path.join(args.seqlens, name + ".txt"), batch)
+            total, lmax = sum(lens), max(lens)
+            torch.manual_seed(0)
+            q = torch.randn(total, H, D, device="cuda", dtype=torch.float32)
+            k = torch.randn(total, H, D, device="cuda", dtype=torch.float32)
+            v = torch.randn(total, H, D, device="cuda", dtype=torch.float32)
+            seqlen = torch.tensor(lens, dtype=torch.int32, device="cuda")
+            cu = torch.zeros(batch + 1, dtype=torch.int32, device="cuda")
+            cu[1:] = torch.cumsum(seqlen, 0)
+            out = torch.empty_like(q)
+
+            qs = PackedQueries(q.data_ptr(), q.numel(), seqlen.data_ptr(), batch, batch, H, D)
+            kvs = PackedKV(k.data_ptr(), k.numel(), v.data_ptr(), v.numel(), seqlen.data_ptr(), batch, batch, H, D)
+            res = PackedQueries(out.data_ptr(), out.numel(), 0, 0, 0, 0, 0)
+
+            def run_dccc():
+                st = lib.mha(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
+                if st != 0:
+                    raise RuntimeError(f"mha: status {st}: {lib.dcc_last_error().decode()}")
+
+            # Padded batch and key mask.
+            qp = torch.zeros(batch, lmax, H, D, device="cuda")
+            kp, vp = torch.zeros_like(qp), torch.zeros_like(qp)
+            mask = torch.zeros(batch, 1, 1, lmax, dtype=torch.bool, device="cuda")
+            for b, (s, n) in enumerate(zip(cu[:-1].tolist(), lens)):
+                qp[b, :n], kp[b, :n], vp[b, :n] = q[s:s + n], k[s:s + n], v[s:s + n]
+                mask[b, 0, 0, :n] = True
+            qt, kt, vt = (x.transpose(1, 2) for x in (qp, kp, vp))
+
+            def run_sdpa():
+                return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask)
+
+            def run_eff():
+                return torch.ops.aten._efficient_attention_forward(
+                    q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), None, cu, cu, lmax, lmax, 0.0, 0, False)[0]
+
+            # Cross-check against a float64 reference of the padded form.
+            ref = torch.nn.functional.scaled_dot_product_attention(
+                qt.double(), kt.double(), vt.double(), attn_mask=mask).transpose(1, 2)
+            ref_packed = torch.cat([ref[b, :n] for b, n in enumerate(lens)])
+            run_dccc()
+            torch.cuda.synchronize()
+            err = (out.double() - ref_packed).abs().max().item()
+            sdpa_packed = torch.cat([run_sdpa().transpose(1, 2)[b, :n] for b, n in enumerate(lens)])
+            eff_err = (run_eff()[0].double() - ref_packed).abs().max().item()
+            sdpa_err = (sdpa_packed.double() - ref_packed).abs().max().item()
+            worst = max(err, eff_err, sdpa_err)
+            if worst > 1e-3:
+                print(f"{name:>8} {batch:>4}  results disagree: dccc {err:.2e}, sdpa {sdpa_err:.2e}, efficient {eff_err:.2e}")
+                failed = True
+                continue
+            t_dccc = time_ms(run_dccc)
+            t_sdpa = time_ms(run_sdpa)
+            t_eff = time_ms(run_eff)
+            print(f"{name:>8} {batch:>4} {t_dccc:9.3f} {t_sdpa:11.3f} {t_eff:9.3f} "
+                  f"{t_sdpa / t_dccc:9.3f} {t_eff / t_dccc:10.3f} {worst:9.1e}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# CTest `cuda_compile/<example>`: `dccc --target=cuda -o` must build the
+# example's CUDA kernels with nvcc (no GPU needed). Exits 77 (CTest SKIP)
+# when no nvcc is installed, so the test is reported as skipped, not passed.
+#   compile_example.sh DCCC EXAMPLE.toy OUT_DIR
+set -euo pipefail
+dccc="$1" toy="$2" out="$3"
+if [[ -z "${DCCC_NVCC:-}" && ! -x /usr/local/cuda/bin/nvcc ]] && ! command -v nvcc >/dev/null; then
+  echo "SKIP: no nvcc (install the CUDA toolkit in /usr/local/cuda or set DCCC_NVCC)"
+  exit 77
+fi
+mkdir -p "$out"
+name="$(basename "$toy" .toy)"
+"$dccc" --target=cuda -o "$out/$name.so" "$toy"
+test -s "$out/$name.so"
+test -s "$out/$name.h"
+# The library holds machine code for sm_80 and sm_90 and PTX.
+if command -v /usr/local/cuda/bin/cuobjdump >/dev/null 2>&1; then
+  listing="$(/usr/local/cuda/bin/cuobjdump --list-elf --list-ptx "$out/$name.so")"
+  for want in sm_80 sm_90 "ptx"; do
+    grep -qi "$want" <<<"$listing" || { echo "no $want code in $name.so:"; echo "$listing"; exit 1; }
+  done
+fi
+echo "cuda_compile: $name OK"
