@@ -572,13 +572,17 @@ class FuncEmitter {
     o += fmt::format("  {}__args a;\n  std::memset(&a, 0, sizeof a);\n", fn);
     o += fmt::format("  for (int k = 0; k < {}; ++k) a.s[k] = sizes[k];\n", f_.sizes.size());
     o += "  int ovf = 0;\n  (void)ovf;\n  int32_t st = 0;\n  int err_host = 0;\n  (void)err_host;\n";
+    // Stream-ordered allocations from the device's pool, which keeps freed
+    // memory for the next call (dcc_cuda_init raises its release threshold).
+    o += "  if (dcc_cuda_init() != 0) return DCC_ERR_CUDA;\n";
     o += "  auto dalloc = [&](size_t bytes, void** p) -> bool {\n"
          "    if (bytes == 0) bytes = 1;\n"
-         "    cudaError_t e = cudaMalloc(p, bytes);\n"
-         "    if (e != cudaSuccess) { *p = nullptr; dcc_cuda_fail(e, \"cudaMalloc\"); return false; }\n"
+         "    cudaError_t e = cudaMallocAsync(p, bytes, 0);\n"
+         "    if (e != cudaSuccess) { *p = nullptr; dcc_cuda_fail(e, \"allocating device memory\"); return false; }\n"
          "    owned.push_back(*p);\n"
-         "    if ((e = cudaMemset(*p, 0, bytes)) != cudaSuccess) { dcc_cuda_fail(e, \"cudaMemset\"); return false; }\n"
+         "    if ((e = cudaMemsetAsync(*p, 0, bytes, 0)) != cudaSuccess) { dcc_cuda_fail(e, \"cudaMemsetAsync\"); return false; }\n"
          "    return true;\n  };\n";
+    o += "  DccProfile prof;\n";
     o += "  if (!dalloc(sizeof(int), (void**)&a.err)) { st = DCC_ERR_CUDA; goto done; }\n";
     // Inputs and outputs: device pointers; scalars go through device slots.
     size_t dev_slot = 0;
@@ -628,7 +632,7 @@ class FuncEmitter {
     }
     // The kernels, in statement order on the default stream.
     for (const auto& l : launches) {
-      o += "  {\n    ovf = 0;\n";
+      o += "  {\n    ovf = 0;\n    prof.start();\n";
       if (!l.parallel) {
         o += fmt::format("    {}<<<1, 1>>>(a);\n", l.kernel);
       } else if (l.inner.empty()) {
@@ -645,6 +649,7 @@ class FuncEmitter {
         o += "      dim3 grid((unsigned)std::min<int64_t>((most + 255) / 256, 4096), (unsigned)std::min<int64_t>(n0, 65535));\n";
         o += fmt::format("      {}<<<grid, 256>>>(a);\n    }}\n", l.kernel);
       }
+      o += fmt::format("    prof.stop(\"{}\");\n", l.kernel);
       o += "    cudaError_t e = cudaGetLastError();\n";
       o += fmt::format("    if (e != cudaSuccess) {{ st = dcc_cuda_fail(e, \"launching {}\"); goto done; }}\n  }}\n", l.kernel);
     }
@@ -662,7 +667,7 @@ class FuncEmitter {
                          dev_slot, slot_.at(b.get()), mem_type(b->type));
       ++dev_slot;
     }
-    o += "done:\n  for (void* p : owned) cudaFree(p);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
+    o += "done:\n  for (void* p : owned) cudaFreeAsync(p, 0);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
     out_ += o;
   }
 
@@ -771,6 +776,43 @@ extern "C" __attribute__((visibility("hidden"))) void* dcc__cuda_stage(const voi
   }
   return h;
 }
+
+// Once per process: the default memory pool keeps what is freed (so a
+// second call with the same lengths allocates nothing new).
+static int dcc_cuda_init() {
+  static int status = [] {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    cudaMemPool_t pool;
+    if (e == cudaSuccess) e = cudaDeviceGetDefaultMemPool(&pool, dev);
+    uint64_t keep = UINT64_MAX;
+    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e != cudaSuccess) return (int)dcc_cuda_fail(e, "setting up the device memory pool");
+    return 0;
+  }();
+  if (status != 0) dcc_set_error(DCC_ERR_CUDA, "the CUDA device could not be set up (see the first error)");
+  return status;
+}
+
+// DCCC_CUDA_PROFILE=1 prints each kernel's time (CUDA events) to stderr.
+struct DccProfile {
+  bool on = [] { const char* e = std::getenv("DCCC_CUDA_PROFILE"); return e && *e && *e != '0'; }();
+  cudaEvent_t a = nullptr, b = nullptr;
+  void start() {
+    if (!on) return;
+    if (!a) { cudaEventCreate(&a); cudaEventCreate(&b); }
+    cudaEventRecord(a, 0);
+  }
+  void stop(const char* name) {
+    if (!on) return;
+    cudaEventRecord(b, 0);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    std::fprintf(stderr, "dccc-profile: %s %.3f ms\n", name, ms);
+  }
+  ~DccProfile() { if (a) { cudaEventDestroy(a); cudaEventDestroy(b); } }
+};
 
 static inline int64_t dcc_h_add(int64_t a, int64_t b, int* ovf) { int64_t r; if (__builtin_add_overflow(a, b, &r)) *ovf = 1; return r; }
 static inline int64_t dcc_h_sub(int64_t a, int64_t b, int* ovf) { int64_t r; if (__builtin_sub_overflow(a, b, &r)) *ovf = 1; return r; }
