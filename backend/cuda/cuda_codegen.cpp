@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -198,7 +199,83 @@ class FuncEmitter {
     bool parallel = false;
     ir::Stmt outer;                  // the loop on blockIdx.y (or on x when `inner` is empty)
     std::vector<ir::Stmt> inner;     // loops flattened over threads
+    int tile_x = -1, tile_y = -1;    // indices into `inner` of the register-tiled loops
   };
+
+  /// Register tiling (unroll-and-jam) of a contraction: each thread computes
+  /// kTile x kTile outputs over two parallel loops X and Y, so that a load
+  /// that does not depend on Y is made once for all y, and vice versa. The
+  /// innermost parallel body must be `pre; R; post` where R is a perfect
+  /// nest of reduction loops whose extents do not mention X or Y, whose
+  /// innermost statements only update private scalars, and in which some
+  /// load ignores X and some other load ignores Y (otherwise nothing is
+  /// reused and tiling only adds registers).
+  static constexpr int kTile = 4;
+  struct TilePlan {
+    std::vector<ir::Stmt> pre, post;
+    ir::Stmt nest;                   // R
+    int x = -1, y = -1;
+  };
+  std::optional<TilePlan> plan_tiling(const Launch& l, const ir::Stmt& body) {
+    if (l.inner.size() < 2) return std::nullopt;
+    std::vector<ir::Stmt> items = body->kind == StmtKind::Seq ? body->body : std::vector<ir::Stmt>{body};
+    TilePlan plan;
+    for (const auto& it : items) {
+      bool has_loop = false;
+      walk(it, [](const ir::Expr&) {}, [&](const ir::Stmt& x) { has_loop = has_loop || x->kind == StmtKind::For; });
+      if (it->kind == StmtKind::For) {
+        if (plan.nest) return std::nullopt;
+        plan.nest = it;
+      } else if (has_loop) {
+        return std::nullopt;
+      } else {
+        (plan.nest ? plan.post : plan.pre).push_back(it);
+      }
+    }
+    if (!plan.nest) return std::nullopt;
+    std::vector<ir::Stmt> levels;
+    ir::Stmt cur = plan.nest;
+    while (cur && cur->kind == StmtKind::For) {
+      levels.push_back(cur);
+      ir::Stmt next = only_loop(cur->body[0]);
+      if (!next) break;
+      cur = next;
+    }
+    ir::Stmt innermost = levels.back()->body[0];
+    bool only_private = true;
+    std::vector<ir::Expr> loads;
+    walk(innermost, [&](const ir::Expr& e) {
+      if (e->kind == ExprKind::Load && !e->buffer->dims.empty()) loads.push_back(e);
+    }, [&](const ir::Stmt& x) {
+      if (x->kind == StmtKind::For || x->kind == StmtKind::Print) only_private = false;
+      if (x->kind == StmtKind::Store && !private_.count(x->buffer.get())) only_private = false;
+    });
+    if (!only_private) return std::nullopt;
+    // Prefer Y = the innermost parallel loop (adjacent threads, adjacent y).
+    for (int y = static_cast<int>(l.inner.size()) - 1; y >= 0; --y)
+      for (int x = 0; x < static_cast<int>(l.inner.size()); ++x) {
+        if (x == y) continue;
+        const ir::Var& vx = l.inner[x]->var;
+        const ir::Var& vy = l.inner[y]->var;
+        bool extents_ok = true;
+        for (const auto& lv : levels)
+          if (ir::mentions(lv->extent, vx) || ir::mentions(lv->extent, vy)) extents_ok = false;
+        if (ir::mentions(l.inner[y]->extent, vx) || ir::mentions(l.inner[x]->extent, vy)) extents_ok = false;
+        if (!extents_ok) continue;
+        bool reuse_x = false, reuse_y = false;
+        for (const auto& ld : loads) {
+          bool mx = ir::mentions(ld, vx), my = ir::mentions(ld, vy);
+          if (mx && !my) reuse_y = true;  // made once per x, used for every y
+          if (my && !mx) reuse_x = true;
+        }
+        if (reuse_x && reuse_y) {
+          plan.x = x;
+          plan.y = y;
+          return plan;
+        }
+      }
+    return std::nullopt;
+  }
 
   // ---- device code ----
 
@@ -216,7 +293,7 @@ class FuncEmitter {
     return fmt::format("(({}*)a.p[{}])", mem_type(b->type), slot_.at(b));
   }
   std::string scalar_ref(const BufferNode* b) {
-    if (private_.count(b)) return "r_" + ident(b->name);
+    if (private_.count(b)) return "r_" + ident(b->name) + (tiled_ ? "[dx][dy]" : "");
     return buf_ptr(b) + "[0]";
   }
   std::string load_value(const BufferNode* b, const std::string& lvalue) {
@@ -428,6 +505,10 @@ class FuncEmitter {
             "  for (int64_t {} = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; {} < {}_n;"
             " {} += (int64_t)gridDim.x * blockDim.x) {{\n{}  }}\n}}\n\n",
             l.kernel, f_.name, v, expr(item->extent), v, v, v, v, body);
+      } else if (auto plan = plan_tiling(l, cur->body[0])) {
+        l.tile_x = plan->x;
+        l.tile_y = plan->y;
+        emit_tiled_kernel(l, *plan);
       } else {
         std::string v0 = var(item->var);
         std::string body = "    int64_t t_rest = t;\n";
@@ -461,6 +542,96 @@ class FuncEmitter {
     }
     private_.clear();
     return l;
+  }
+
+  void emit_tiled_kernel(const Launch& l, const TilePlan& plan) {
+    const ir::Stmt& item = l.outer;
+    std::string v0 = var(item->var);
+    std::string vx = var(l.inner[plan.x]->var), vy = var(l.inner[plan.y]->var);
+    std::string extents, total = "(int64_t)1";
+    for (size_t k = 0; k < l.inner.size(); ++k) {
+      std::string v = var(l.inner[k]->var);
+      extents += fmt::format("    const int64_t {}_n = {};\n", v, expr(l.inner[k]->extent));
+    }
+    // Thread space: the other inner loops, then ceil(nX / T) x ceil(nY / T)
+    // tiles; thread (tx, ty) takes x = tx + dx * SX, y = ty + dy * SY.
+    extents += fmt::format("    const int64_t sx = ({}_n + {} - 1) / {};\n    const int64_t sy = ({}_n + {} - 1) / {};\n", vx,
+                           kTile, kTile, vy, kTile, kTile);
+    for (size_t k = 0; k < l.inner.size(); ++k)
+      if (static_cast<int>(k) != plan.x && static_cast<int>(k) != plan.y) total += " * " + var(l.inner[k]->var) + "_n";
+    total += " * sx * sy";
+    std::string body = "    int64_t t_rest = t;\n";
+    body += "    const int64_t ty = t_rest % sy;\n    t_rest /= sy;\n    const int64_t tx = t_rest % sx;\n    t_rest /= sx;\n";
+    for (size_t k = l.inner.size(); k-- > 0;) {
+      if (static_cast<int>(k) == plan.x || static_cast<int>(k) == plan.y) continue;
+      std::string v = var(l.inner[k]->var);
+      body += fmt::format("    const int64_t {} = t_rest % {}_n;\n    t_rest /= {}_n;\n", v, v, v);
+    }
+    for (const BufferNode* b : private_)
+      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTile, kTile);
+    tiled_ = true;
+    // x and y of lane (dx, dy), clamped into range so that loads stay in
+    // bounds; stores happen only where both are in range.
+    auto lanes = [&](int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
+      std::string pad(depth * 2, ' ');
+      std::string o;
+      o += fmt::format("{}#pragma unroll\n{}for (int dx = 0; dx < {}; ++dx) {{\n", pad, pad, kTile);
+      o += fmt::format("{}  const bool ok_x = tx + dx * sx < {}_n;\n", pad, vx);
+      o += fmt::format("{}  const int64_t {} = ok_x ? tx + dx * sx : {}_n - 1;\n", pad, vx, vx);
+      o += fmt::format("{}  #pragma unroll\n{}  for (int dy = 0; dy < {}; ++dy) {{\n", pad, pad, kTile);
+      o += fmt::format("{}    const bool ok_y = ty + dy * sy < {}_n;\n", pad, vy);
+      o += fmt::format("{}    const int64_t {} = ok_y ? ty + dy * sy : {}_n - 1;\n", pad, vy, vy);
+      o += fmt::format("{}    (void)ok_x;\n{}    (void)ok_y;\n", pad, pad);
+      if (guard) {
+        o += pad + "    if (ok_x && ok_y) {\n";
+        inner(o, depth + 3);
+        o += pad + "    }\n";
+      } else {
+        inner(o, depth + 2);
+      }
+      o += pad + "  }\n" + pad + "}\n";
+      return o;
+    };
+    // Statements before the nest: private initialisations run in every lane
+    // (so no register is read uninitialised); anything else only in range.
+    for (const auto& st : plan.pre) {
+      bool private_only = true;
+      walk(st, [](const ir::Expr&) {}, [&](const ir::Stmt& x) {
+        if (x->kind == StmtKind::Store && !private_.count(x->buffer.get())) private_only = false;
+      });
+      body += lanes(2, !private_only, [&](std::string& o, int d) { stmt(st, d, o); });
+    }
+    // The reduction nest once, with the lanes inside its innermost body.
+    std::vector<ir::Stmt> levels;
+    ir::Stmt cur = plan.nest;
+    while (cur && cur->kind == StmtKind::For) {
+      levels.push_back(cur);
+      ir::Stmt next = only_loop(cur->body[0]);
+      if (!next) break;
+      cur = next;
+    }
+    int depth = 2;
+    for (const auto& lv : levels) {
+      std::string v = var(lv->var);
+      std::string pad(depth * 2, ' ');
+      body += fmt::format("{}for (int64_t {} = 0, {}_n = {}; {} < {}_n; ++{}) {{\n", pad, v, v, expr(lv->extent), v, v, v);
+      ++depth;
+    }
+    body += lanes(depth, false, [&](std::string& o, int d) { stmt(levels.back()->body[0], d, o); });
+    for (size_t k = levels.size(); k-- > 0;) {
+      --depth;
+      body += std::string(depth * 2, ' ') + "}\n";
+    }
+    for (const auto& st : plan.post) body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
+    tiled_ = false;
+    out_ += fmt::format(
+        "__global__ void __launch_bounds__(256) {}({}__args a) {{\n"
+        "  const int64_t {}_n = {};\n"
+        "  for (int64_t {} = blockIdx.y; {} < {}_n; {} += gridDim.y) {{\n{}"
+        "    const int64_t t_n = {};\n"
+        "    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < t_n;"
+        " t += (int64_t)gridDim.x * blockDim.x) {{\n{}    }}\n  }}\n}}\n\n",
+        l.kernel, f_.name, v0, expr(item->extent), v0, v0, v0, v0, extents, total, indent(body, 2));
   }
 
   static std::string indent(const std::string& text, int extra) {
@@ -642,7 +813,12 @@ class FuncEmitter {
         std::string v0 = "h" + var(l.outer->var);
         o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 0;\n", host(l.outer->extent));
         o += fmt::format("    for (int64_t {} = 0; {} < n0; ++{}) {{\n      int64_t m = 1;\n", v0, v0, v0);
-        for (const auto& in : l.inner) o += fmt::format("      m = dcc_h_mul(m, {}, &ovf);\n", host(in->extent));
+        for (size_t k = 0; k < l.inner.size(); ++k) {
+          std::string n = host(l.inner[k]->extent);
+          if (static_cast<int>(k) == l.tile_x || static_cast<int>(k) == l.tile_y)
+            n = fmt::format("(({} + {}) / {})", n, kTile - 1, kTile);
+          o += fmt::format("      m = dcc_h_mul(m, {}, &ovf);\n", n);
+        }
         o += "      most = std::max(most, m);\n    }\n";
         o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
         o += "    if (n0 > 0 && most > 0) {\n";
@@ -728,6 +904,7 @@ class FuncEmitter {
   std::map<std::string, int> size_index_;
   std::map<const ir::VarNode*, std::string> vars_;
   std::set<const BufferNode*> private_;
+  bool tiled_ = false;  // private scalars are kTile x kTile register arrays
   std::set<const BufferNode*> host_len_;
 };
 

@@ -14,8 +14,9 @@ float64 reference of the padded form) before anything is timed; times are
 medians of CUDA-event timings after warm-up. Prints ms and ratios (peer time
 / dccc time: above 1 means dccc is faster).
 
-usage: bench_mha.py --so build/bench/cuda/mha.so [--seqlens DIR]
-                    [--batches race,squad,...] [--B 32,128] [--dtype f32]
+usage: bench_mha.py --so mha.so [--dtype f32]       (examples/mha.toy)
+       bench_mha.py --so mha_bf16.so --dtype bf16  (examples/mha_bf16.toy)
+                    [--seqlens DIR] [--batches race,squad,...] [--B 32,128]
 """
 import argparse
 import ctypes
@@ -72,26 +73,29 @@ def main():
     ap.add_argument("--seqlens", default=os.path.join(here, "../../../shared/bench/seqlens"))
     ap.add_argument("--batches", default="race,squad,wiki128,mnli,cola")
     ap.add_argument("--B", default="32,128")
-    ap.add_argument("--dtype", default="f32", choices=["f32"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     args = ap.parse_args()
 
     lib = ctypes.CDLL(os.path.abspath(args.so))
-    lib.mha.argtypes = [ctypes.POINTER(PackedQueries), ctypes.POINTER(PackedKV), ctypes.POINTER(PackedQueries)]
-    lib.mha.restype = ctypes.c_int
+    dtype = torch.float32 if args.dtype == "f32" else torch.bfloat16
+    mha = lib.mha if args.dtype == "f32" else lib.mha_bf16
+    mha.argtypes = [ctypes.POINTER(PackedQueries), ctypes.POINTER(PackedKV), ctypes.POINTER(PackedQueries)]
+    mha.restype = ctypes.c_int
     lib.dcc_last_error.restype = ctypes.c_char_p
     dev = torch.cuda.get_device_name()
     print(f"# device: {dev}; torch {torch.__version__}; H = {H}, D = {D}; dtype {args.dtype}")
-    print(f"{'batch':>8} {'B':>4} {'dccc ms':>9} {'sdpa-pad ms':>11} {'effic. ms':>9} "
-          f"{'sdpa/dccc':>9} {'effic/dccc':>10} {'max err':>9}")
+    flash = args.dtype == "bf16"
+    print(f"{'batch':>8} {'B':>4} {'dccc ms':>9} {'sdpa-pad ms':>11} {'effic. ms':>9} {'flash ms':>9} "
+          f"{'sdpa/dccc':>9} {'effic/dccc':>10} {'flash/dccc':>10} {'max err':>9}")
     failed = False
     for name in args.batches.split(","):
         for batch in [int(b) for b in args.B.split(",")]:
             lens = read_lengths(os.path.join(args.seqlens, name + ".txt"), batch)
             total, lmax = sum(lens), max(lens)
             torch.manual_seed(0)
-            q = torch.randn(total, H, D, device="cuda", dtype=torch.float32)
-            k = torch.randn(total, H, D, device="cuda", dtype=torch.float32)
-            v = torch.randn(total, H, D, device="cuda", dtype=torch.float32)
+            q = torch.randn(total, H, D, device="cuda", dtype=dtype)
+            k = torch.randn(total, H, D, device="cuda", dtype=dtype)
+            v = torch.randn(total, H, D, device="cuda", dtype=dtype)
             seqlen = torch.tensor(lens, dtype=torch.int32, device="cuda")
             cu = torch.zeros(batch + 1, dtype=torch.int32, device="cuda")
             cu[1:] = torch.cumsum(seqlen, 0)
@@ -102,12 +106,12 @@ def main():
             res = PackedQueries(out.data_ptr(), out.numel(), 0, 0, 0, 0, 0)
 
             def run_dccc():
-                st = lib.mha(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
+                st = mha(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
                 if st != 0:
                     raise RuntimeError(f"mha: status {st}: {lib.dcc_last_error().decode()}")
 
             # Padded batch and key mask.
-            qp = torch.zeros(batch, lmax, H, D, device="cuda")
+            qp = torch.zeros(batch, lmax, H, D, device="cuda", dtype=dtype)
             kp, vp = torch.zeros_like(qp), torch.zeros_like(qp)
             mask = torch.zeros(batch, 1, 1, lmax, dtype=torch.bool, device="cuda")
             for b, (s, n) in enumerate(zip(cu[:-1].tolist(), lens)):
@@ -122,6 +126,9 @@ def main():
                 return torch.ops.aten._efficient_attention_forward(
                     q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), None, cu, cu, lmax, lmax, 0.0, 0, False)[0]
 
+            def run_flash():
+                return torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, lmax, lmax, 0.0, False, False)[0]
+
             # Cross-check against a float64 reference of the padded form.
             ref = torch.nn.functional.scaled_dot_product_attention(
                 qt.double(), kt.double(), vt.double(), attn_mask=mask).transpose(1, 2)
@@ -132,16 +139,21 @@ def main():
             sdpa_packed = torch.cat([run_sdpa().transpose(1, 2)[b, :n] for b, n in enumerate(lens)])
             eff_err = (run_eff()[0].double() - ref_packed).abs().max().item()
             sdpa_err = (sdpa_packed.double() - ref_packed).abs().max().item()
-            worst = max(err, eff_err, sdpa_err)
-            if worst > 1e-3:
-                print(f"{name:>8} {batch:>4}  results disagree: dccc {err:.2e}, sdpa {sdpa_err:.2e}, efficient {eff_err:.2e}")
+            flash_err = (run_flash().double() - ref_packed).abs().max().item() if flash else 0.0
+            worst = max(err, eff_err, sdpa_err, flash_err)
+            # f32: all agree to 1e-3; bf16 (8 significant bits, values of
+            # order 1): to 5e-2.
+            if worst > (1e-3 if args.dtype == "f32" else 5e-2):
+                print(f"{name:>8} {batch:>4}  results disagree: dccc {err:.2e}, sdpa {sdpa_err:.2e}, "
+                      f"efficient {eff_err:.2e}, flash {flash_err:.2e}")
                 failed = True
                 continue
             t_dccc = time_ms(run_dccc)
             t_sdpa = time_ms(run_sdpa)
             t_eff = time_ms(run_eff)
-            print(f"{name:>8} {batch:>4} {t_dccc:9.3f} {t_sdpa:11.3f} {t_eff:9.3f} "
-                  f"{t_sdpa / t_dccc:9.3f} {t_eff / t_dccc:10.3f} {worst:9.1e}", flush=True)
+            t_flash = time_ms(run_flash) if flash else float("nan")
+            print(f"{name:>8} {batch:>4} {t_dccc:9.3f} {t_sdpa:11.3f} {t_eff:9.3f} {t_flash:9.3f} "
+                  f"{t_sdpa / t_dccc:9.3f} {t_eff / t_dccc:10.3f} {t_flash / t_dccc:10.3f} {worst:9.1e}", flush=True)
     return 1 if failed else 0
 
 
