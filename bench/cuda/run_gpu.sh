@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine, inside a folder made by scripts/gpu_bundle.sh: the
+# CUDA backend's GPU test (every example on the GPU against the CPU backend
+# and the float64 reference), then the attention benchmark in f32 and bf16.
+# Results go to RESULTS_DIR (default: ./results).
+#
+#   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only] [bench_mha.py options]
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+results="${1:-results}"; shift || true
+mode=all
+if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only ]]; then mode="${1#--}"; shift; fi
+mkdir -p "$results" /tmp/dccc-gpu
+tar -xJf test.tar.xz -C /tmp/dccc-gpu
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$results/gpu.txt"
+status=0
+if [[ $mode != bench-only ]]; then
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" /tmp/dccc-gpu/dccc_cuda_backend_tests 2>&1 | tail -40 | tee "$results/gpu_test.txt"
+  grep -q "\[  PASSED  \] 1 test" "$results/gpu_test.txt" || status=1
+fi
+if [[ $mode != test-only ]]; then
+  export PYTHONUNBUFFERED=1
+  python3 bench_mha.py --so ./mha.so --dtype f32 --seqlens seqlens "$@" 2>&1 | tee "$results/bench_f32.txt" || status=1
+  python3 bench_mha.py --so ./mha_bf16.so --dtype bf16 --seqlens seqlens "$@" 2>&1 | tee "$results/bench_bf16.txt" || status=1
+fi
+exit $status

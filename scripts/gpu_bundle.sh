@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Packs what the GPU tests and the CUDA benchmark need into one folder, for a
+# GPU machine that has nvcc, python3 and PyTorch but not dccc's build
+# dependencies (LLVM 19, ANTLR4, Z3): the GPU test binary with the shared
+# libraries it links (xz-compressed), libdccrt, the examples, the length
+# batches, the benchmark's .so files built here with --target=cuda, and
+# bench/cuda/run_gpu.sh. Run that script there (see bench/README.md).
+#
+#   scripts/gpu_bundle.sh [OUT_DIR]     default: build-gpu (ignored by git)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="${1:-$ROOT/build-gpu}"
+BUILD="${DCCC_BUILD_DIR:-$ROOT/build}"
+SEQLENS="${DCCC_SEQLENS:-$ROOT/../shared/bench/seqlens}"
+
+"$ROOT/scripts/build.sh" default "$BUILD" dccc dccc_cuda_backend_tests dccrt
+rm -rf "$OUT"
+mkdir -p "$OUT/include" "$OUT/seqlens" "$OUT/stage/lib"
+test_bin="$BUILD/tests/unit/backend/dccc_cuda_backend_tests"
+# The shared libraries that a stock CUDA image lacks (everything but libc,
+# libstdc++ and friends).
+for lib in $(ldd "$test_bin" | awk '/=> \// {print $3}' |
+             grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|libpthread|libdl|librt|ld-linux[^/]*)\.so'); do
+  cp -L "$lib" "$OUT/stage/lib/"
+done
+cp "$test_bin" "$OUT/stage/dccc_cuda_backend_tests"
+strip "$OUT/stage/dccc_cuda_backend_tests"
+echo "gpu_bundle: compressing the test binary and $(ls "$OUT/stage/lib" | wc -l) libraries"
+XZ_OPT="-T2 -6" tar -cJf "$OUT/test.tar.xz" -C "$OUT/stage" .
+rm -rf "$OUT/stage"
+cp "$BUILD/runtime/libdccrt.a" "$OUT/" && strip --strip-debug "$OUT/libdccrt.a"
+cp "$ROOT/runtime/include/dccrt.h" "$OUT/include/"
+cp -r "$ROOT/examples" "$OUT/examples"
+cp "$SEQLENS"/*.txt "$OUT/seqlens/"
+cp "$ROOT/bench/cuda/bench_mha.py" "$ROOT/bench/cuda/run_gpu.sh" "$OUT/"
+for ex in mha mha_bf16; do
+  "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
+done
+echo "gpu_bundle: wrote $OUT ($(du -sh "$OUT" | cut -f1))"
