@@ -55,6 +55,7 @@ void* build(const std::string& nvcc, const std::string& source, const std::files
 }
 
 TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
+  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
   std::string nvcc = find_nvcc();
   if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-test-" + std::to_string(getpid()));
