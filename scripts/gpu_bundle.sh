@@ -32,7 +32,7 @@ cp "$BUILD/runtime/libdccrt.a" "$OUT/" && strip --strip-debug "$OUT/libdccrt.a"
 cp "$ROOT/runtime/include/dccrt.h" "$OUT/include/"
 cp -r "$ROOT/examples" "$OUT/examples"
 cp "$SEQLENS"/*.txt "$OUT/seqlens/"
-cp "$ROOT/bench/cuda/bench_mha.py" "$ROOT/bench/cuda/run_gpu.sh" "$OUT/"
+cp "$ROOT/bench/cuda/bench_mha.py" "$ROOT/bench/cuda/run_gpu.sh" "$ROOT/examples/host/mha_cuda_host.cu" "$OUT/"
 for ex in mha mha_bf16; do
   "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
 done

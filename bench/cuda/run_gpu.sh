@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, inside a folder made by scripts/gpu_bundle.sh: the
 # CUDA backend's GPU test (every example on the GPU against the CPU backend
-# and the float64 reference), then the attention benchmark in f32 and bf16.
+# and the float64 reference), the CUDA host check of mha.so (result against
+# the host's float64 reference; bad arguments, out of memory and a faulting
+# kernel come back as statuses), then the attention benchmark in f32 and bf16.
 # Results go to RESULTS_DIR (default: ./results).
 #
 #   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only] [bench_mha.py options]
@@ -18,6 +20,9 @@ if [[ $mode != bench-only ]]; then
   LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
     DCCC_RUNTIME_INCLUDE="$PWD/include" /tmp/dccc-gpu/dccc_cuda_backend_tests 2>&1 | tail -40 | tee "$results/gpu_test.txt"
   grep -q "\[  PASSED  \] 1 test" "$results/gpu_test.txt" || status=1
+  nvcc -std=c++17 -o /tmp/dccc-gpu/mha_cuda_host mha_cuda_host.cu -I. ./mha.so -Xlinker -rpath -Xlinker "$PWD" &&
+    /tmp/dccc-gpu/mha_cuda_host 2>&1 | tee "$results/cuda_host.txt"
+  grep -q "mha cuda host check: OK" "$results/cuda_host.txt" || status=1
 fi
 if [[ $mode != test-only ]]; then
   export PYTHONUNBUFFERED=1
