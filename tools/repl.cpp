@@ -412,14 +412,43 @@ struct Session::Impl {
     return kept;
   }
 
+  /// Reports a bracket the input closes without opening it: in the
+  /// synthetic program it would close the entry function instead.
+  bool brackets_balanced(const std::shared_ptr<const SourceFile>& current) {
+    const std::string& text = current->text();
+    std::optional<size_t> stray;
+    scan_code(text, [&](size_t i, char, int depth) {
+      if (depth < 0 && !stray) stray = i;
+    });
+    if (!stray) return true;
+    int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(*stray), '\n'));
+    size_t line_start = text.rfind('\n', *stray == 0 ? 0 : *stray - 1);
+    line_start = line_start == std::string::npos || *stray == 0 ? 0 : line_start + 1;
+    int col = 1;
+    for (size_t i = line_start; i < *stray; ++i) col += (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
+    DiagnosticEngine diags(current.get());
+    diags.report(DiagKind::SyntaxError, SourceRange::point(line, col),
+                 "unexpected `" + std::string(1, text[*stray]) + "`: it closes nothing this input opened");
+    out.flush();
+    diags.print(err);
+    err.flush();
+    return false;
+  }
+
   bool eval_code(const std::string& text, const std::string& name) {
     InputKind kind = classify(text);
+    if (first_word(text) == "return") {
+      out.flush();
+      err << name << ": error: `return` belongs in a function body; type the expression to see its value\n";
+      return false;
+    }
     std::string t = trim(text);
     // A missing final `;` is supplied (and becomes part of the input's
     // text, which kept statements are cut from); an expression's is dropped.
     std::string code = text;
     if (kind != InputKind::Expr && !t.empty() && t.back() != ';' && t.back() != '}') code = text + ";";
     auto current = std::make_shared<const SourceFile>(name, code);
+    if (!brackets_balanced(current)) return false;
     Entry input{current, 1, 1, code};
     if (kind == InputKind::Expr && !t.empty() && t.back() == ';') input.text = t.substr(0, t.size() - 1);
 
@@ -597,9 +626,16 @@ struct Session::Impl {
     return eval_code(text, path);
   }
 
+  /// True when the input holds no code: only blanks, comments and `;`.
+  static bool no_code(const std::string& text) {
+    bool code = false;
+    scan_code(text, [&](size_t, char c, int) { code |= !std::isspace(static_cast<unsigned char>(c)) && c != ';'; });
+    return !code;
+  }
+
   bool eval(const std::string& raw_input) {
     std::string t = trim(raw_input);
-    if (t.empty()) return true;
+    if (t.empty() || (t[0] != ':' && no_code(raw_input))) return true;
     if (t[0] != ':') return eval_code(raw_input, next_name());
     size_t sp = t.find_first_of(" \t\r\n");
     std::string cmd = t.substr(0, sp);
