@@ -744,7 +744,10 @@ int main(const std::vector<std::string>& args) {
     while (!session.quit_requested()) {
       editor.setPrompt(pending.empty() ? "dcc> " : "...> ");
       std::optional<std::string> line = editor.readLine();
-      if (!line) break;
+      if (!line) {
+        std::cout << "\n";  // Ctrl-D: leave the shell's prompt on a line of its own
+        break;
+      }
       pending += *line + "\n";
       if (trim(pending).empty()) {
         pending.clear();

@@ -2,7 +2,7 @@
 # Drives `dccc repl` in a real terminal (a tmux pane): the prompt, a
 # continuation prompt for an input over several lines, line editing (a
 # character deleted with Backspace) and history (Up recalls the previous
-# line). Exits 77 (CTest: SKIP) when tmux is not installed.
+# line, kept in $HOME/.dccc-history). Exits 77 (CTest: SKIP) when tmux is not installed.
 #
 #   tmux_test.sh DCCC
 set -uo pipefail
@@ -75,4 +75,7 @@ line 'x[2]'
 wait_for '^3 : f32$'
 line ':quit'
 wait_for '^REPL-EXITED-1$'
+# The history outlives the session.
+# (libedit writes spaces as \040.)
+grep -q '^2.*57' "$tmp/.dccc-history" 2>/dev/null || fail "no history in \$HOME/.dccc-history"
 echo "repl tmux test: ok"
