@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -180,8 +183,9 @@ struct Mapped {
   SourceRange range;
 };
 
-class SessionState {
- public:
+/// What a session keeps: declarations (placed at the top level) and
+/// statements (re-run, in order, at the start of the entry function).
+struct SessionState {
   std::vector<Entry> decls;
   std::vector<Entry> stmts;
 };
