@@ -26,9 +26,12 @@ fail() {
   exit 1
 }
 
-# HOME for the history file; a plain terminal type.
+# HOME for the history file; a plain terminal type; in the asan build,
+# libedit's own leaks suppressed (lsan.supp says which).
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+lsan="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$here/lsan.supp:print_suppressions=0"
 tmux -L "$socket" -f /dev/null new-session -d -s "$session" -x 100 -y 40 \
-  "env HOME=$tmp TERM=xterm $dccc repl; echo REPL-EXITED-\$?; sleep 30" || fail "cannot start tmux"
+  "env HOME=$tmp TERM=xterm LSAN_OPTIONS=$lsan $dccc repl; echo REPL-EXITED-\$?; sleep 30" || fail "cannot start tmux"
 
 # Waits until the pane shows `pattern` (a grep -E regex), up to 20 s.
 wait_for() {
