@@ -2474,15 +2474,22 @@ class Checker {
           if (!y) return std::nullopt;
           if ((e->kind == SymKind::Div || e->kind == SymKind::Mod) && *y == 0)
             return fail(lit.range, "the extent " + code(sym::str(e)) + " divides by zero");
+          int64_t r = 0;
+          bool overflow = false;
           switch (e->kind) {
-            case SymKind::Add: return *x + *y;
-            case SymKind::Sub: return *x - *y;
-            case SymKind::Mul: return *x * *y;
-            case SymKind::Div: return *x / *y;
-            case SymKind::Mod: return *x % *y;
-            case SymKind::Min: return std::min(*x, *y);
-            default: return std::max(*x, *y);
+            case SymKind::Add: overflow = __builtin_add_overflow(*x, *y, &r); break;
+            case SymKind::Sub: overflow = __builtin_sub_overflow(*x, *y, &r); break;
+            case SymKind::Mul: overflow = __builtin_mul_overflow(*x, *y, &r); break;
+            case SymKind::Div:
+            case SymKind::Mod:
+              overflow = *x == INT64_MIN && *y == -1;
+              if (!overflow) r = e->kind == SymKind::Div ? *x / *y : *x % *y;
+              break;
+            case SymKind::Min: r = std::min(*x, *y); break;
+            default: r = std::max(*x, *y); break;
           }
+          if (overflow) return fail(lit.range, "the extent " + code(sym::str(e)) + " overflows 64 bits");
+          return r;
         }
         default: return fail(lit.range, "the extent " + code(sym::str(e)) + " cannot be evaluated in a literal");
       }
