@@ -487,13 +487,12 @@ struct Session::Impl {
       });
       if (!front_end(c, current)) return false;
       const CheckedFunction* fn = entry_function(*c.checked);
-      auto it = fn ? fn->locals.find(kValue) : decltype(fn->locals.end()){};
-      if (!fn || it == fn->locals.end()) {
+      if (!fn || !fn->locals.count(kValue)) {
         out.flush();
         err << "internal error: the checker kept no type for the value\n";
         return false;
       }
-      type = it->second;
+      type = fn->locals.at(kValue);
       // The type (and the coupling it names) lives as long as `c`: keep the
       // field names for the second round.
       if (type->kind != TypeKind::Coupling || !fields.empty()) break;
