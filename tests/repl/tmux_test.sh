@@ -42,16 +42,20 @@ wait_for() {
   fail "timed out waiting for /$1/"
 }
 count() { tmux -L "$socket" capture-pane -p -t "$session" | grep -cE -- "$1"; }
-# Keys by name (Enter, BSpace, Up); `line TEXT` types TEXT literally (tmux
-# would read a final `;` as a command separator) and presses Enter.
+# Keys by name (Enter, BSpace, Up); `line TEXT` types TEXT literally and
+# presses Enter (tmux reads an argument's final `;` as a command separator
+# unless it is written `\;`).
 send() { tmux -L "$socket" send-keys -t "$session" "$@"; }
 line() {
-  tmux -L "$socket" send-keys -t "$session" -l "$1"
+  local text="$1"
+  [[ "$text" == *";" ]] && text="${text%;}\;"
+  tmux -L "$socket" send-keys -t "$session" -l "$text"
   send Enter
 }
 
 wait_for '^dcc> ?$'
 line 'let x: [3]f32 = [1.0, 2.0, 3.0];'
+wait_for '^dcc> let x: \[3\]f32 = \[1\.0, 2\.0, 3\.0\];$'
 wait_for '^dcc> ?$'
 # Over two lines: the second prompt is the continuation prompt.
 line 'reduce(+,'
