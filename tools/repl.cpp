@@ -688,6 +688,51 @@ bool Session::eval(const std::string& input) {
 
 bool Session::quit_requested() const { return impl_->quit; }
 
+std::vector<std::string> Session::completions(const std::string& line, size_t pos) const {
+  pos = std::min(pos, line.size());
+  size_t start = pos;
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  while (start > 0 && word_char(line[start - 1])) --start;
+  bool command = start > 0 && line[start - 1] == ':' && trim(line.substr(0, start - 1)).empty();
+  std::string prefix = line.substr(start, pos - start);
+  std::vector<std::string> words;
+  if (command) {
+    words = {"emit", "help", "load", "quit", "reset", "type"};
+  } else if (trim(line.substr(0, start)) == ":emit") {
+    words = {"cuda", "llvm", "vloop"};
+  } else {
+    words = {"let", "fn", "type", "const", "coupling", "where", "layout", "reduce", "print", "select",
+             "true", "false", "f16", "bf16", "f32", "f64", "i32", "i64", "bool", "exp", "log",
+             "sqrt", "rsqrt", "tanh", "erf", "abs", "pow", "max", "min", "len"};
+    // The names the kept declarations and statements introduce.
+    auto collect = [&](const std::string& text) {
+      std::istringstream in(text);
+      std::string previous, word;
+      for (char c; in.get(c);) {
+        if (word_char(c)) {
+          word += c;
+          continue;
+        }
+        if (!word.empty()) {
+          if (previous == "let" || previous == "fn" || previous == "type" || previous == "const") words.push_back(word);
+          previous = word;
+          word.clear();
+        }
+      }
+      if (!word.empty() && (previous == "let" || previous == "fn" || previous == "type" || previous == "const"))
+        words.push_back(word);
+    };
+    for (const auto& d : impl_->state.decls) collect(d.text);
+    for (const auto& st : impl_->state.stmts) collect(st.text);
+  }
+  std::vector<std::string> out;
+  for (const auto& w : words)
+    if (w.size() > prefix.size() && w.compare(0, prefix.size(), prefix) == 0) out.push_back(w);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 namespace {
 
 const char* kUsage = R"(usage: dccc repl [options]
@@ -742,6 +787,16 @@ int main(const std::vector<std::string>& args) {
   if (o.interactive) {
     llvm::LineEditor editor("dccc", llvm::LineEditor::getDefaultHistoryPath("dccc"));
     editor.loadHistory();
+    // Tab completes commands and names; a completion inserts the rest of the word.
+    editor.setListCompleter([&](llvm::StringRef buffer, size_t pos) {
+      std::string text = buffer.str();
+      size_t start = std::min(pos, text.size());
+      while (start > 0 && (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '_'))
+        --start;
+      std::vector<llvm::LineEditor::Completion> out;
+      for (const auto& w : session.completions(text, pos)) out.emplace_back(w.substr(pos - start), w);
+      return out;
+    });
     std::cout << "dccc " << DCCC_VERSION << " repl; `:help` lists the commands, `:quit` leaves\n";
     std::cout.flush();
     while (!session.quit_requested()) {

@@ -46,6 +46,11 @@ class Session {
   bool eval(const std::string& input);
   /// True once `:quit` was given.
   bool quit_requested() const;
+  /// The words that complete the partial word before position `pos` of
+  /// `line` (Tab on a terminal): commands after a leading `:`, `:emit`
+  /// targets, and otherwise keywords, builtins and the names of the kept
+  /// declarations and `let`s.
+  std::vector<std::string> completions(const std::string& line, size_t pos) const;
 
  private:
   struct Impl;

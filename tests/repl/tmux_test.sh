@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Drives `dccc repl` in a real terminal (a tmux pane): the prompt, a
 # continuation prompt for an input over several lines, line editing (a
-# character deleted with Backspace) and history (Up recalls the previous
-# line, kept in $HOME/.dccc-history). Exits 77 (CTest: SKIP) when tmux is not installed.
+# character deleted with Backspace), Tab completion and history (Up recalls
+# the previous line, kept in $HOME/.dccc-history). Exits 77 (CTest: SKIP) when tmux is not installed.
 #
 #   tmux_test.sh DCCC
 set -uo pipefail
@@ -75,6 +75,16 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [[ "$(count '^114 : i64$')" -eq 2 ]] || fail "Up did not recall and run the previous line"
+# Tab completes a name the session declared, and a command.
+line 'let longname = 41;'
+send -l 'longn'
+send Tab
+line ' + 1'
+wait_for '^42 : i64$'
+send -l ':he'
+send Tab
+send Enter
+wait_for '^commands:$'
 # An error, and the session goes on.
 line 'nope + 1'
 wait_for 'error: unknown name `nope` \[UnknownName\]'
