@@ -304,11 +304,9 @@ struct Session::Impl {
     c.diags = std::make_unique<DiagnosticEngine>(c.file.get());
     c.program = parse(*c.file, *c.diags);
     if (c.program) c.checked = check(*c.program, *c.diags, opts.check);
-    if (c.diags->has_errors() || !c.program || !c.checked) {
-      report(c, current);
-      return false;
-    }
-    return true;
+    bool ok = !c.diags->has_errors() && c.program && c.checked;
+    if (!ok || !c.diags->diagnostics().empty()) report(c, current);  // errors, or warnings only
+    return ok;
   }
 
   /// Lowers, expands prints and lowers storage; false on errors.
