@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 
+#include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
 #include "frontend/parser.h"
@@ -41,8 +42,9 @@ several lines until every bracket is closed.
   reduce(+, x[i] * x[i])                           prints `14 : f32`
 commands:
   :type EXPR                  the type of EXPR, without running it
-  :emit vloop|llvm|cuda NAME  the storage-lowered vloop IR or the optimized
-                              LLVM IR of function NAME (cuda: not built yet)
+  :emit vloop|llvm|cuda NAME  function NAME as storage-lowered vloop IR, as
+                              optimized LLVM IR, or as the CUDA C++ that
+                              `dccc --target=cuda` compiles
   :load FILE.toy              evaluate the declarations of a file
   :reset                      forget every declaration and value
   :help                       this text
@@ -564,13 +566,7 @@ struct Session::Impl {
       return false;
     };
     if (target.empty() || fname.empty() || !extra.empty()) return usage();
-    if (target == "cuda") {
-      out.flush();
-      err << "error: the CUDA target is not built yet (a later issue); `:emit vloop " << fname << "` and `:emit llvm "
-          << fname << "` show the CPU pipeline\n";
-      return false;
-    }
-    if (target != "vloop" && target != "llvm") return usage();
+    if (target != "vloop" && target != "llvm" && target != "cuda") return usage();
     auto current = std::make_shared<const SourceFile>("<emit>", args);
     Compiled c;
     c.synth = synthesize(nullptr, [](Synthetic&) {});
@@ -589,6 +585,14 @@ struct Session::Impl {
     }
     if (target == "vloop") {
       out << ir::print(m);
+    } else if (target == "cuda") {
+      try {
+        out << backend::emit_cuda(m);
+      } catch (const std::runtime_error& e) {
+        out.flush();
+        err << "error: " << e.what() << "\n";
+        return false;
+      }
     } else {
       std::string error;
       auto text = backend::llvm_ir_text(m, error);
