@@ -58,7 +58,7 @@ expr
     | REDUCE '(' reduceOp ',' expr ')'                   # ReduceExpr
     | ID '{' (fieldInit (',' fieldInit)* ','?)? '}'      # ConstructExpr
     | ID '(' (expr (',' expr)* ','?)? ')'                # CallExpr
-    | '[' expr (',' expr)* ','? ']'                      # TensorLitExpr
+    | '[' (expr (',' expr)* ','?)? ']'                   # TensorLitExpr
     | '(' expr ')'                                       # ParenExpr
     | INT                                                # IntExpr
     | FLOAT                                              # FloatExpr

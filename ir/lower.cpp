@@ -254,12 +254,18 @@ class FuncLowerer {
         if (v && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) return nullptr;  // shares arrays
         unsupported(s.range, "a coupling value that is not constructed here");
       }
+      // Fields given as literals (`seqlen: [3, 1]`, `data: [[1.0, 2.0, 3.0], [4.0]]`)
+      // are stored in dependency order, lengths before what they shape.
+      std::vector<Stmt> stores;
       for (size_t idx : t->coupling->order) {
         const CouplingField& f = t->coupling->fields[idx];
         std::string id = identity_of(t, f.name, name);
         if (!arrays_.count(id)) new_buffer(id, id, field_type(t, f, name), BufferKind::Local, v->range);
+        for (const auto& fi : v->fields)
+          if (fi.name.name == f.name && fi.value && fi.value->kind == ExprKind::TensorLit)
+            stores.push_back(lower_literal(arrays_.at(id), *fi.value));
       }
-      return nullptr;
+      return build::seq(std::move(stores));
     }
     if (t->kind == TypeKind::Tensor) {
       if (v && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) {

@@ -12,6 +12,7 @@ PACKAGES=(
   libz3-dev              # Z3 C++ API (extent and bounds proofs)
   libfmt-dev             # fmt (diagnostic formatting)
   libgtest-dev           # GoogleTest (tests/unit)
+  libedit-dev            # libedit, under LLVM's LineEditor (`dccc repl` line editing)
   cmake
   ninja-build
   ccache

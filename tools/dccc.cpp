@@ -24,6 +24,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "backend/abi/c_abi.h"
 #include "backend/cuda/cuda_codegen.h"
@@ -37,6 +38,7 @@
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
 #include "support/large_stack.h"
+#include "tools/repl.h"
 #include "typecheck/checker.h"
 
 namespace {
@@ -50,10 +52,13 @@ constexpr int kExitInternal = 70;
 const char* kUsage = R"(usage: dccc [options] FILE.toy
        dccc FILE.toy -o PROG.so
        dccc run [options] FILE.toy
+       dccc repl [options]
 
 Checks a DCC program (.toy) whose ragged tensors are `coupling` types.
 `dccc run` JIT-compiles the program for this CPU (LLVM ORC) and calls its
 `fn main()`; what `print` shows is documented in docs/language.md.
+`dccc repl` evaluates declarations and expressions typed one at a time
+(`dccc repl --help`; docs/repl.md).
 
 options:
   --check            check the program; exit 0 when it is valid (the default)
@@ -424,6 +429,10 @@ int run_guarded(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "repl") == 0) {
+    std::vector<std::string> args(argv + 2, argv + argc);
+    return dccc::run_on_large_stack([&] { return dccc::repl::main(args); });
+  }
   Options o;
   int rc = parse_args(argc, argv, o);
   if (rc == -1) return kExitOk;

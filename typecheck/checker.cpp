@@ -2273,15 +2273,23 @@ class Checker {
         bool fresh = fi->type != nullptr;
         if ((pass == 0) == fresh) continue;
         TypePtr at;
+        // A ragged field given as a literal (`data: [[1.0, 2.0], [3.0]]`):
+        // fresh storage whose rows are checked against the literal lengths.
+        bool ragged_literal = !fresh && fi->value->kind == ExprKind::TensorLit && is_ragged_field(f);
         if (fresh) {
           std::set<std::string> reads;
           ExtentEnv env{ExtentMode::Body, nullptr, &ctx.scope, nullptr, {}, &ctx.facts, &reads, &ctx.output_sizes};
           at = resolve_type(*fi->type, env);
           ctx.frozen.insert(reads.begin(), reads.end());
           result->instance.arrays[f.name] = self + "." + f.name;
+        } else if (ragged_literal) {
+          at = f.type;  // replaced below, once the field's type is known
+          result->instance.arrays[f.name] = self + "." + f.name;
         } else {
           std::optional<std::string> src;
           at = value_type(*fi->value, ctx, "", nullptr, &src);
+          if (fi->value->kind == ExprKind::TensorLit && at->kind == TypeKind::Tensor && f.type->kind == TypeKind::Tensor)
+            at = literal_as(*fi->value, at, f.type->scalar, f.name);
           if (src) {
             result->instance.arrays[f.name] = *src;
             if (length_fields(*def).count(f.name)) ctx.frozen.insert(*src);
@@ -2300,6 +2308,14 @@ class Checker {
           s.arrays[other.name] = it != result->instance.arrays.end() ? it->second : self + "." + other.name;
         }
         TypePtr want = types::substitute(f.type, s);
+        if (ragged_literal) {
+          at = ragged_literal_type(f, *fi->value, want, given, b, ctx);
+          if (at->kind == TypeKind::Error) {
+            diags_.note(f.range, code(f.name) + " is declared as " + code(types::str(f.type)) + " here");
+            ok = false;
+            continue;
+          }
+        }
         SourceRange where = fi->type ? fi->type->range : fi->value->range;
         int errors = diags_.error_count();
         if (!unify_type(want, at, b, where, DiagKind::ConstructionMismatch, ctx)) {
@@ -2315,11 +2331,236 @@ class Checker {
       }
     }
     if (!ok) return types::error();
+    // Length arrays written as integer literals are known: later accesses
+    // may rely on their values (`s.data[2][0]` when `seqlen: [3, 0, 1]`).
+    for (const auto& ln : length_fields(*def)) {
+      auto g = given.find(ln);
+      if (g == given.end() || !g->second->value || g->second->value->kind != ExprKind::TensorLit) continue;
+      const Expr& lit = *g->second->value;
+      for (size_t i = 0; i < lit.operands.size(); ++i)
+        if (auto v = int_literal_value(*lit.operands[i]))
+          ctx.facts.push_back({{}, sym::eq(sym::read(result->instance.arrays[ln], {sym::constant(static_cast<int64_t>(i))}),
+                                           sym::constant(*v))});
+    }
     for (const auto& sp : def->size_params) {
       auto it = b.sizes.find(sp);
       result->instance.sizes[sp] = it != b.sizes.end() ? it->second.first : sym::size(self + "." + sp);
     }
     return result;
+  }
+
+  /// A tensor literal's type `t` with its untyped numbers taken as `elem`
+  /// (`seqlen: [3, 1]` for a `[B]i64` field), or an error when one does not fit.
+  TypePtr literal_as(const Expr& lit, const TypePtr& t, Scalar elem, const std::string& what) {
+    auto le = literal_elem_.find(&lit);
+    if (le == literal_elem_.end()) return t;
+    int errors = diags_.error_count();
+    assign_compatible(types::scalar(elem), le->second, lit.range, what);
+    std::function<void(const Expr&)> each = [&](const Expr& x) {
+      if (x.kind == ExprKind::TensorLit) for (const auto& o : x.operands) each(*o);
+      else check_literal_fits(x, elem);
+    };
+    each(lit);
+    if (diags_.error_count() > errors) return types::error();
+    auto copy = std::make_shared<Type>(*t);
+    copy->scalar = elem;
+    return copy;
+  }
+
+  /// Elements of a tensor literal bind no indices, so every name in one must
+  /// be a value (elem_type leaves unknown names to the free-index pass,
+  /// which does not see literals). Reports each unknown name.
+  bool literal_names_known(const Expr& x, FnCtx& ctx) {
+    bool ok = true;
+    std::function<void(const Expr&)> walk = [&](const Expr& n) {
+      if (n.kind == ExprKind::Reduce) return;  // binds its own indices
+      if (n.kind == ExprKind::Name && !ctx.scope.count(n.name) && !out_.int_consts.count(n.name) &&
+          !out_.float_consts.count(n.name)) {
+        diags_.report(DiagKind::UnknownName, n.range, n.name);
+        ok = false;
+      }
+      for (const auto& o : n.operands) walk(*o);
+    };
+    walk(x);
+    return ok;
+  }
+
+  /// True when some extent of the field depends on an outer index or a length array.
+  static bool is_ragged_field(const CouplingField& f) {
+    if (f.type->kind != TypeKind::Tensor) return false;
+    if (f.type->groups.size() > 1) return true;
+    for (const auto& g : f.type->groups)
+      for (const auto& d : g.dims)
+        if (d.extent && sym::is_ragged(d.extent)) return true;
+    return false;
+  }
+
+  /// The value of an integer literal (`3`, `-3`), if `e` is one.
+  static std::optional<int64_t> int_literal_value(const Expr& e) {
+    if (e.kind == ExprKind::Unary && e.op == "-" && !e.operands.empty()) {
+      auto v = int_literal_value(*e.operands[0]);
+      if (v) return -*v;
+      return std::nullopt;
+    }
+    if (e.kind != ExprKind::Int) return std::nullopt;
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(e.text, &used);
+      if (used == e.text.size()) return v;
+    } catch (...) {
+    }
+    return std::nullopt;
+  }
+
+  /// A ragged field of a construction given as a nested literal, one list
+  /// per sequence (`data: [[1.0, 2.0], [3.0]], seqlen: [2, 1]`). The length
+  /// arrays its extents read must be literals of the same construction; every
+  /// list must have exactly the number of elements its extent gives there.
+  /// Returns the field's type with the sizes the literal fixes, or an error.
+  TypePtr ragged_literal_type(const CouplingField& f, const Expr& lit, const TypePtr& want,
+                              const std::map<std::string, const ast::FieldInit*>& given, Bindings& b, FnCtx& ctx) {
+    std::map<std::string, int64_t> sizes;  // size parameters with known values
+    for (const auto& [n, v] : b.sizes)
+      if (v.first->kind == SymKind::Const) sizes[n] = v.first->value;
+    std::map<const IndexVar*, int64_t> env;
+    std::vector<std::pair<std::string, int64_t>> outer;  // named indices, for messages
+    bool failed = false;
+    auto fail = [&](SourceRange at, const std::string& msg) {
+      if (!failed) diags_.report(DiagKind::ConstructionMismatch, at, "field " + code(f.name) + ": " + msg);
+      failed = true;
+      return std::nullopt;
+    };
+    std::function<std::optional<int64_t>(const SymPtr&)> eval = [&](const SymPtr& e) -> std::optional<int64_t> {
+      switch (e->kind) {
+        case SymKind::Const: return e->value;
+        case SymKind::Size: {
+          auto it = sizes.find(e->name);
+          if (it != sizes.end()) return it->second;
+          if (auto c = out_.int_consts.find(e->name); c != out_.int_consts.end()) return c->second;
+          return fail(lit.range, "the size " + code(e->name) + " is not known where this literal needs it");
+        }
+        case SymKind::Var: {
+          auto it = env.find(e->var.get());
+          if (it != env.end()) return it->second;
+          return fail(lit.range, "the extent " + code(sym::str(e)) + " cannot be evaluated in a literal");
+        }
+        case SymKind::Read: {
+          auto g = given.find(e->name);
+          const Expr* x = g != given.end() && g->second->value ? g->second->value.get() : nullptr;
+          if (!x || x->kind != ExprKind::TensorLit)
+            return fail(lit.range, "a ragged tensor literal needs " + code(e->name) +
+                                       " written as a literal in the same construction (`" + e->name + ": [...]`)");
+          for (const auto& a : e->args) {
+            auto i = eval(a);
+            if (!i) return std::nullopt;
+            if (x->kind != ExprKind::TensorLit || *i < 0 || *i >= static_cast<int64_t>(x->operands.size()))
+              return fail(lit.range, fmt::format("the extent `{}` reads {} at {}, which the literal {} does not have",
+                                                 sym::str(e), e->name, *i, code(e->name)));
+            x = x->operands[static_cast<size_t>(*i)].get();
+          }
+          auto v = int_literal_value(*x);
+          if (!v) return fail(x->range, "a length used by a ragged tensor literal must be an integer literal");
+          return v;
+        }
+        case SymKind::Add:
+        case SymKind::Sub:
+        case SymKind::Mul:
+        case SymKind::Div:
+        case SymKind::Mod:
+        case SymKind::Min:
+        case SymKind::Max: {
+          auto x = eval(e->args[0]);
+          auto y = x ? eval(e->args[1]) : std::nullopt;
+          if (!y) return std::nullopt;
+          if ((e->kind == SymKind::Div || e->kind == SymKind::Mod) && *y == 0)
+            return fail(lit.range, "the extent " + code(sym::str(e)) + " divides by zero");
+          int64_t r = 0;
+          bool overflow = false;
+          switch (e->kind) {
+            case SymKind::Add: overflow = __builtin_add_overflow(*x, *y, &r); break;
+            case SymKind::Sub: overflow = __builtin_sub_overflow(*x, *y, &r); break;
+            case SymKind::Mul: overflow = __builtin_mul_overflow(*x, *y, &r); break;
+            case SymKind::Div:
+            case SymKind::Mod:
+              overflow = *x == INT64_MIN && *y == -1;
+              if (!overflow) r = e->kind == SymKind::Div ? *x / *y : *x % *y;
+              break;
+            case SymKind::Min: r = std::min(*x, *y); break;
+            default: r = std::max(*x, *y); break;
+          }
+          if (overflow) return fail(lit.range, "the extent " + code(sym::str(e)) + " overflows 64 bits");
+          return r;
+        }
+        default: return fail(lit.range, "the extent " + code(sym::str(e)) + " cannot be evaluated in a literal");
+      }
+    };
+    std::vector<const DimT*> dims;
+    for (const auto& g : f.type->groups)
+      for (const auto& d : g.dims) dims.push_back(&d);
+    Scalar elem = f.type->scalar;
+    std::function<void(const Expr&, size_t)> walk = [&](const Expr& x, size_t d) {
+      if (failed) return;
+      if (d == dims.size()) {
+        if (x.kind == ExprKind::TensorLit) {
+          fail(x.range, "a value is expected here, found a list (the literal has more levels than the field)");
+          return;
+        }
+        RhsCtx rc;
+        TypePtr t = literal_names_known(x, ctx) ? elem_type(x, ctx, rc) : types::error();
+        if (t->kind == TypeKind::Error) {
+          failed = true;
+          return;
+        }
+        if (t->kind != TypeKind::Scalar && t->kind != TypeKind::IntValue && t->kind != TypeKind::FloatValue) {
+          diags_.report(DiagKind::TypeMismatch, x.range, "tensor literal elements must be scalars");
+          failed = true;
+          return;
+        }
+        int errors = diags_.error_count();
+        assign_compatible(types::scalar(elem), t, x.range, f.name, &x);
+        if (diags_.error_count() > errors) failed = true;
+        return;
+      }
+      const DimT& dim = *dims[d];
+      std::string there;
+      for (const auto& [n, v] : outer) there += fmt::format("{}{} = {}", there.empty() ? " for " : ", ", n, v);
+      if (x.kind != ExprKind::TensorLit) {
+        fail(x.range, "a list is expected here (dimension " + std::to_string(d + 1) + " of the field)");
+        return;
+      }
+      int64_t n = static_cast<int64_t>(x.operands.size());
+      if (!dim.extent) {
+        fail(x.range, "a `?` extent cannot be given as a literal");
+        return;
+      }
+      std::optional<int64_t> extent;
+      if (dim.extent->kind == SymKind::Size && !sizes.count(dim.extent->name) &&
+          !out_.int_consts.count(dim.extent->name)) {
+        sizes[dim.extent->name] = n;  // the literal fixes a size nothing else gives
+        extent = n;
+      } else {
+        extent = eval(dim.extent);
+      }
+      if (!extent) return;
+      if (*extent != n) {
+        fail(x.range, fmt::format("this list has {} element(s) but the extent `{}` is {}{}", n,
+                                  sym::str(dim.extent), *extent, there));
+        return;
+      }
+      for (int64_t i = 0; i < n && !failed; ++i) {
+        if (dim.index) {
+          env[dim.index.get()] = i;
+          outer.push_back({dim.index->name, i});
+        }
+        walk(*x.operands[static_cast<size_t>(i)], d + 1);
+        if (dim.index) outer.pop_back();
+      }
+    };
+    walk(lit, 0);
+    if (failed) return types::error();
+    sym::Subst fixed;
+    for (const auto& [n, v] : sizes) fixed.sizes[n] = sym::constant(v);
+    return types::substitute(want, fixed);
   }
 
   TypePtr literal_type(const Expr& e, FnCtx& ctx) {
@@ -2353,6 +2594,10 @@ class Checker {
         return;
       }
       RhsCtx rc;
+      if (!literal_names_known(x, ctx)) {
+        ok = false;
+        return;
+      }
       TypePtr t = elem_type(x, ctx, rc);
       if (t->kind == TypeKind::Error) {
         ok = false;

@@ -1,0 +1,19 @@
+// The LLVM IR of a lowered program as text (`:emit llvm` in `dccc repl`).
+//
+// The module is generated and optimized exactly as the ORC JIT compiles it
+// (codegen.h's emit_llvm, then the O2 pipeline with the host CPU's cost
+// model), so what is shown is what runs.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ir/ir.h"
+
+namespace dccc::backend {
+
+/// The optimized LLVM IR of every function of `m` (storage-lowered) for the
+/// host CPU; nullopt and `error` set when code generation fails.
+std::optional<std::string> llvm_ir_text(const ir::Module& m, std::string& error);
+
+}  // namespace dccc::backend
