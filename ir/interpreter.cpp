@@ -365,6 +365,9 @@ void Interpreter::exec(const Stmt& s) {
       if (eval(s->value).i) exec(s->body[0]);
       else if (s->body.size() > 1) exec(s->body[1]);
       return;
+    case StmtKind::Assert:
+      if (!eval(s->value).i) throw InterpError("`where` constraint violated: " + s->text);
+      return;
     case StmtKind::Print:
       if (s->buffer) {
         print_buffer(s->buffer.get());

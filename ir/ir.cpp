@@ -191,6 +191,12 @@ Stmt print(std::string label, std::vector<Expr> values) {
   s->args = std::move(values);
   return s;
 }
+Stmt assert_that(Expr cond, std::string text) {
+  auto s = snode(StmtKind::Assert);
+  s->value = std::move(cond);
+  s->text = std::move(text);
+  return s;
+}
 Expr flat_load(const Buffer& b, Expr offset) {
   auto e = std::make_shared<ExprNode>();
   e->kind = ExprKind::Load;

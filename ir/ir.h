@@ -50,7 +50,8 @@ using Buffer = std::shared_ptr<BufferNode>;
   X(Store)                    \
   X(Seq)                      \
   X(IfThenElse)               \
-  X(Print)
+  X(Print)                    \
+  X(Assert)
 
 enum class ExprKind {
 #define X(k) k,
@@ -111,9 +112,10 @@ struct StmtNode {
   LoopKind loop = LoopKind::Serial;
   Buffer buffer;               // Store
   std::vector<Expr> args;      // Store: indices; Print: values
-  Expr value;                  // Store: value; IfThenElse: condition
+  Expr value;                  // Store: value; IfThenElse, Assert: condition
   std::vector<Stmt> body;      // For, IfThenElse: body[0] then, body[1] else (optional); Seq: items
-  std::string text;            // Print: text printed before the values
+  std::string text;            // Print: text printed before the values; Assert: the
+                               // constraint as written, for the run-time error
   bool newline = true;         // Print: end with a newline
   bool flat = false;           // Store: args[0] is a storage offset (after storage lowering)
 };
@@ -208,6 +210,9 @@ Stmt store(const Buffer& b, std::vector<Expr> idx, Expr value);
 Stmt seq(std::vector<Stmt> items);
 Stmt if_then_else(Expr c, Stmt then_s, Stmt else_s = nullptr);
 Stmt print(std::string label, std::vector<Expr> values);
+/// Stops the program with the run-time error "`where` constraint violated:
+/// TEXT" unless `cond` holds (a callee's `where`, checked at an inlined call).
+Stmt assert_that(Expr cond, std::string text);
 Expr flat_load(const Buffer& b, Expr offset);
 Stmt flat_store(const Buffer& b, Expr offset, Expr value);
 }  // namespace build

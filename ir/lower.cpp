@@ -7,6 +7,7 @@
 #include <limits>
 #include <functional>
 #include <map>
+#include <set>
 
 namespace dccc::ir {
 namespace {
@@ -16,27 +17,170 @@ using ast::ExprKind;
 /// Thrown to abandon one function after an [Unsupported] diagnostic.
 struct Abandon {};
 
+/// A whole value: what an inlined call gives its caller, or an argument.
+struct Value {
+  enum Kind { None, Coupling, Tensor, Scalar } kind = None;
+  std::map<std::string, Buffer> fields;  // Coupling: field name -> buffer
+  Buffer buffer;                          // Tensor, Scalar
+};
+
+/// Lowers one function. A call to another `.toy` function is inlined by a
+/// child lowerer of the callee that writes into the caller's Func: the
+/// arguments' buffers stand for the callee's parameters (scalars are copied
+/// into fresh scalars), the callee's size parameters are the caller's
+/// expressions the checker unified them with, its `where` constraints become
+/// run-time assertions, its locals fresh buffers, and its `return` the value
+/// of the call.
 class FuncLowerer {
  public:
-  FuncLowerer(const CheckedProgram& cp, const CheckedFunction& cf, DiagnosticEngine& diags)
-      : cp_(cp), cf_(cf), diags_(diags) {
+  FuncLowerer(const CheckedProgram& cp, const CheckedFunction& cf, DiagnosticEngine& diags,
+              std::set<std::pair<int, int>>& reported)
+      : cp_(cp), cf_(cf), diags_(diags), f_(&own_), reported_(&reported) {
     for (const auto& s : cf.stmts) infos_[s.stmt] = &s;
+    for (size_t i = 0; i < cp.functions.size(); ++i) by_name_[cp.functions[i].decl->name.name] = &cp.functions[i];
   }
 
   Func run() {
-    f_.name = cf_.decl->name.name;
-    for (const auto& s : cf_.size_params) f_.sizes.push_back({s});
+    f_->name = cf_.decl->name.name;
+    for (const auto& s : cf_.size_params) f_->sizes.push_back({s});
     for (size_t i = 0; i < cf_.params.size(); ++i) lower_param(cf_.params[i].first, cf_.params[i].second);
-    for (const auto& fact : cf_.entry_facts) lower_check(fact);
+    for (const auto& fact : cf_.entry_facts) f_->checks.push_back(lower_check(fact));
     std::vector<Stmt> body;
     for (const auto& s : cf_.decl->body) body.push_back(lower_stmt(*s));
-    f_.body = build::seq(std::move(body));
-    return std::move(f_);
+    f_->body = build::seq(std::move(body));
+    return std::move(own_);
   }
 
  private:
+  /// A child that inlines `callee` into `parent`'s function.
+  FuncLowerer(FuncLowerer& parent, const CheckedFunction& callee)
+      : cp_(parent.cp_), cf_(callee), diags_(parent.diags_), f_(parent.f_), reported_(parent.reported_), parent_(&parent),
+        by_name_(parent.by_name_) {
+    for (const auto& s : callee.stmts) infos_[s.stmt] = &s;
+    for (FuncLowerer* p = &parent; p; p = p->parent_) ++depth_;
+    prefix_ = fmt::format("{}{}.", parent.prefix_, callee.decl->name.name);
+  }
+
+  /// Inlines the call `e` (whose arguments the caller has turned into
+  /// `args`); the statements go to `out`, the result is returned.
+  Value inline_call(const ast::Expr& e, const CheckedFunction& callee, const std::vector<Value>& args,
+                    std::vector<Stmt>& out) {
+    for (FuncLowerer* p = this; p; p = p->parent_)
+      if (&p->cf_ == &callee || p->depth_ > 64)
+        unsupported(e.range, "the recursive call of `" + e.name + "` (calls are inlined)");
+    FuncLowerer child(*this, callee);
+    auto cs = cp_.call_sizes.find(&e);
+    std::vector<std::pair<std::string, std::string>> defined_by_callee;  // callee size -> fresh caller size
+    for (const auto& n : callee.size_params) {
+      SymPtr v = cs != cp_.call_sizes.end() && cs->second.count(n) ? cs->second.at(n) : nullptr;
+      if (!v) unsupported(e.range, "calling `" + e.name + "` here (its size `" + n + "` is not known)");
+      const std::string fresh_prefix = e.name + "#", fresh_suffix = "." + n;
+      bool fresh = v->kind == SymKind::Size && v->name.size() > fresh_prefix.size() + fresh_suffix.size() &&
+                   v->name.compare(0, fresh_prefix.size(), fresh_prefix) == 0 &&
+                   v->name.compare(v->name.size() - fresh_suffix.size(), fresh_suffix.size(), fresh_suffix) == 0;
+      if (fresh) defined_by_callee.push_back({n, v->name});
+      else child.size_subst_[n] = sym_expr(v, e.range);
+    }
+    for (size_t i = 0; i < callee.params.size(); ++i) {
+      const auto& [name, t] = callee.params[i];
+      const Value& a = args[i];
+      if (t->kind == TypeKind::Coupling && a.kind == Value::Coupling) {
+        for (const auto& f : t->coupling->fields) {
+          auto it = a.fields.find(f.name);
+          if (it == a.fields.end()) unsupported(e.operands[i]->range, "this argument");
+          child.arrays_[identity_of(t, f.name, name)] = it->second;
+        }
+        child.couplings_[name] = a.fields;
+      } else if (t->kind == TypeKind::Tensor && a.kind == Value::Tensor) {
+        child.arrays_[name] = a.buffer;
+      } else if (t->kind == TypeKind::Scalar && a.kind == Value::Scalar) {
+        child.scalars_[name] = a.buffer;
+      } else {
+        unsupported(e.operands[i]->range, "an argument of type `" + types::str(t) + "`");
+      }
+    }
+    for (const auto& fact : callee.entry_facts) {
+      EntryCheck c = child.lower_check(fact);
+      c.text += " (calling `" + e.name + "`)";
+      out.push_back(child.assertion(c));
+    }
+    for (const auto& s : callee.decl->body) {
+      out.push_back(child.lower_stmt(*s));
+      if (s->kind == ast::StmtKind::Return) break;
+    }
+    for (const auto& [n, fresh] : defined_by_callee) size_alias_[fresh] = child.sym_expr(sym::size(n), e.range);
+    return child.result_;
+  }
+
+  /// A `where` constraint of an inlined callee as statements.
+  Stmt assertion(const EntryCheck& c) {
+    Stmt s = build::assert_that(c.cond, c.text);
+    for (auto it = c.vars.rbegin(); it != c.vars.rend(); ++it) s = build::for_loop(it->first, it->second, s);
+    return build::seq({c.pre, s});
+  }
+
+  /// The whole value an argument expression denotes (a name, a field, or a
+  /// call, inlined here); scalars are evaluated into a fresh scalar.
+  Value value_of(const ast::Expr& a, const TypePtr& formal, const std::string& name, const StmtInfo& info,
+                 std::vector<Stmt>& out) {
+    if (formal->kind == TypeKind::Scalar) {
+      Value v;
+      v.kind = Value::Scalar;
+      v.buffer = scalar_buffer(name, formal->scalar);
+      out.push_back(build::store(v.buffer, {}, lower_expr(a, formal->scalar, info, out)));
+      return v;
+    }
+    if (a.kind == ExprKind::Call) {
+      auto it = by_name_.find(a.name);
+      if (it != by_name_.end()) return call_value(a, *it->second, info, out);
+    }
+    auto p = cp_.paths.find(&a);
+    if (p == cp_.paths.end() || (a.kind != ExprKind::Name && a.kind != ExprKind::Field))
+      unsupported(a.range, "this argument; bind it with `let` first");
+    Value v;
+    if (formal->kind == TypeKind::Tensor) {
+      v.kind = Value::Tensor;
+      v.buffer = array(p->second, a.range);
+      return v;
+    }
+    if (formal->kind == TypeKind::Coupling) {
+      auto c = couplings_.find(p->second);
+      if (c == couplings_.end()) unsupported(a.range, "this coupling argument");
+      v.kind = Value::Coupling;
+      v.fields = c->second;
+      return v;
+    }
+    unsupported(a.range, "an argument of type `" + types::str(formal) + "`");
+  }
+
+  /// Inlines a call to a `.toy` function.
+  Value call_value(const ast::Expr& e, const CheckedFunction& callee, const StmtInfo& info, std::vector<Stmt>& out) {
+    if (e.operands.size() != callee.params.size()) unsupported(e.range, "this call");
+    std::vector<Value> args;
+    for (size_t i = 0; i < e.operands.size(); ++i)
+      args.push_back(value_of(*e.operands[i], callee.params[i].second, e.name + "." + callee.params[i].first, info, out));
+    return inline_call(e, callee, args, out);
+  }
+
+  Buffer scalar_buffer(const std::string& name, Scalar t) {
+    auto b = std::make_shared<BufferNode>();
+    b->name = prefix_ + name;
+    b->type = t;
+    b->kind = BufferKind::Scalar;
+    f_->buffers.push_back(b);
+    return b;
+  }
+
+  /// The fields of a coupling value named `base` of type `t`.
+  std::map<std::string, Buffer> coupling_fields(const TypePtr& t, const std::string& base, SourceRange at) {
+    std::map<std::string, Buffer> out;
+    for (const auto& f : t->coupling->fields) out[f.name] = array(identity_of(t, f.name, base), at);
+    return out;
+  }
+
   [[noreturn]] void unsupported(SourceRange at, const std::string& what) {
-    diags_.report(DiagKind::Unsupported, at, what);
+    // A callee inlined into several functions is reported once.
+    if (reported_->insert({at.line, at.col}).second) diags_.report(DiagKind::Unsupported, at, what);
     throw Abandon{};
   }
 
@@ -44,7 +188,7 @@ class FuncLowerer {
   Buffer new_buffer(const std::string& name, const std::string& identity, const TypePtr& t, BufferKind kind,
                     SourceRange at) {
     auto b = std::make_shared<BufferNode>();
-    b->name = name;
+    b->name = prefix_ + name;
     b->kind = kind;
     if (t->kind == TypeKind::Scalar) {
       b->type = t->scalar;
@@ -67,7 +211,7 @@ class FuncLowerer {
     } else {
       unsupported(at, "a value of type `" + types::str(t) + "`");
     }
-    f_.buffers.push_back(b);
+    f_->buffers.push_back(b);
     if (!identity.empty()) arrays_[identity] = b;
     return b;
   }
@@ -132,6 +276,7 @@ class FuncLowerer {
         by_field[f.name] = new_buffer(id, id, field_type(t, f, name), BufferKind::Input, at);
       }
       for (const auto& f : t->coupling->fields) p.fields.push_back({f.name, by_field[f.name]});
+      couplings_[name] = by_field;
       coupling_sizes(t, p, at);
     } else if (t->kind == TypeKind::Tensor) {
       p.fields.push_back({"data", new_buffer(name, name, t, BufferKind::Input, at)});
@@ -143,10 +288,10 @@ class FuncLowerer {
     } else {
       unsupported(at, "a parameter of type `" + types::str(t) + "`");
     }
-    f_.params.push_back(std::move(p));
+    f_->params.push_back(std::move(p));
   }
 
-  void lower_check(const Fact& fact) {
+  EntryCheck lower_check(const Fact& fact) {
     SourceRange at = cf_.decl->name.range;
     EntryCheck c;
     std::vector<Stmt> pre;
@@ -162,7 +307,7 @@ class FuncLowerer {
     c.cond = sym_bool(fact.body, at);
     c.text = sym::str(fact.body);
     if (!pre.empty()) c.pre = build::seq(std::move(pre));
-    f_.checks.push_back(std::move(c));
+    return c;
   }
 
   Expr sym_bool(const SymPtr& s, SourceRange at) {
@@ -186,8 +331,10 @@ class FuncLowerer {
       case SymKind::Const: return build::int_imm(s->value);
       case SymKind::Size: {
         if (auto c = cp_.int_consts.find(s->name); c != cp_.int_consts.end()) return build::int_imm(c->second);
+        if (auto a = size_alias_.find(s->name); a != size_alias_.end()) return a->second;
+        if (auto a = size_subst_.find(s->name); a != size_subst_.end()) return a->second;
         if (auto b = scalars_.find(s->name); b != scalars_.end()) return build::cast(Scalar::I64, build::load(b->second, {}));
-        if (std::find(cf_.size_params.begin(), cf_.size_params.end(), s->name) == cf_.size_params.end())
+        if (parent_ || std::find(cf_.size_params.begin(), cf_.size_params.end(), s->name) == cf_.size_params.end())
           unsupported(at, "size `" + s->name + "`");
         return build::size(s->name);
       }
@@ -204,10 +351,10 @@ class FuncLowerer {
           Buffer a = array(s->name.substr(0, s->name.size() - suffix.size()), at);
           if (a->dims.size() != 1) unsupported(at, "`sum` of a multi-dimensional array");
           auto acc = std::make_shared<BufferNode>();
-          acc->name = "sum_" + a->name;
+          acc->name = prefix_ + "sum_" + a->name;
           acc->type = Scalar::I64;
           acc->kind = BufferKind::Scalar;
-          f_.buffers.push_back(acc);
+          f_->buffers.push_back(acc);
           Var k = make_var("k");
           check_pre_->push_back(build::store(acc, {}, build::int_imm(0)));
           check_pre_->push_back(build::for_loop(
@@ -249,22 +396,34 @@ class FuncLowerer {
     const std::string& name = s.name.name;
     const TypePtr& t = info.value_type;
     const ast::Expr* v = s.value.get();
+    if (v && v->kind == ExprKind::Call && by_name_.count(v->name)) {
+      std::vector<Stmt> out;
+      Value r = call_value(*v, *by_name_.at(v->name), info, out);
+      if (t->kind == TypeKind::Coupling && r.kind == Value::Coupling) {
+        for (const auto& f : t->coupling->fields) arrays_[identity_of(t, f.name, name)] = r.fields.at(f.name);
+        couplings_[name] = coupling_fields(t, name, v->range);
+        return build::seq(std::move(out));
+      }
+      if (t->kind == TypeKind::Tensor && r.kind == Value::Tensor) {
+        arrays_[name] = r.buffer;
+        return build::seq(std::move(out));
+      }
+      if (r.kind != Value::Scalar) unsupported(v->range, "binding this call");
+      Buffer b = new_buffer(name, "", t, BufferKind::Local, s.range);
+      scalars_[name] = b;
+      out.push_back(build::store(b, {}, build::cast(b->type, build::load(r.buffer, {}))));
+      return build::seq(std::move(out));
+    }
     if (t->kind == TypeKind::Coupling) {
       if (!v || v->kind != ExprKind::Construct) {
-        if (v && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) return nullptr;  // shares arrays
+        if (v && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) {  // shares arrays
+          couplings_[name] = coupling_fields(t, name, v->range);
+          return nullptr;
+        }
         unsupported(s.range, "a coupling value that is not constructed here");
       }
-      // Fields given as literals (`seqlen: [3, 1]`, `data: [[1.0, 2.0, 3.0], [4.0]]`)
-      // are stored in dependency order, lengths before what they shape.
       std::vector<Stmt> stores;
-      for (size_t idx : t->coupling->order) {
-        const CouplingField& f = t->coupling->fields[idx];
-        std::string id = identity_of(t, f.name, name);
-        if (!arrays_.count(id)) new_buffer(id, id, field_type(t, f, name), BufferKind::Local, v->range);
-        for (const auto& fi : v->fields)
-          if (fi.name.name == f.name && fi.value && fi.value->kind == ExprKind::TensorLit)
-            stores.push_back(lower_literal(arrays_.at(id), *fi.value));
-      }
+      construct(t, name, name, *v, stores);
       return build::seq(std::move(stores));
     }
     if (t->kind == TypeKind::Tensor) {
@@ -287,6 +446,24 @@ class FuncLowerer {
       return build::seq(std::move(pre));
     }
     unsupported(s.range, "a `let` of type `" + types::str(t) + "`");
+  }
+
+  /// Allocates the fresh fields of construction `v` of type `t` whose
+  /// arrays are named `base.FIELD` unless bound, and records the value as
+  /// `name`. Fields given as literals (`seqlen: [3, 1]`, `data: [[1.0, 2.0,
+  /// 3.0], [4.0]]`) are stored (to `stores`) in dependency order, lengths
+  /// before what they shape.
+  std::map<std::string, Buffer> construct(const TypePtr& t, const std::string& name, const std::string& base,
+                                          const ast::Expr& v, std::vector<Stmt>& stores) {
+    for (size_t idx : t->coupling->order) {
+      const CouplingField& f = t->coupling->fields[idx];
+      std::string id = identity_of(t, f.name, base);
+      if (!arrays_.count(id)) new_buffer(name + "." + f.name, id, field_type(t, f, base), BufferKind::Local, v.range);
+      for (const auto& fi : v.fields)
+        if (fi.name.name == f.name && fi.value && fi.value->kind == ExprKind::TensorLit)
+          stores.push_back(lower_literal(arrays_.at(id), *fi.value));
+    }
+    return couplings_[name] = coupling_fields(t, base, v.range);
   }
 
   Stmt lower_literal(const Buffer& b, const ast::Expr& lit) {
@@ -333,49 +510,92 @@ class FuncLowerer {
 
   Stmt lower_return(const ast::Stmt& s, const StmtInfo& info) {
     const ast::Expr* v = s.value.get();
+    if (!v) return nullptr;
     const TypePtr& t = info.value_type;
+    std::vector<Stmt> out;
+    Value r;
+    if (v->kind == ExprKind::Call && by_name_.count(v->name) && t->kind != TypeKind::Scalar && t->kind != TypeKind::IntValue) {
+      r = call_value(*v, *by_name_.at(v->name), info, out);
+    } else if (t->kind == TypeKind::Coupling && v->kind == ExprKind::Construct) {
+      r.kind = Value::Coupling;
+      r.fields = construct(t, "result", cp_.paths.count(v) ? cp_.paths.at(v) : "result", *v, out);
+    } else if (t->kind == TypeKind::Coupling && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) {
+      r.kind = Value::Coupling;
+      std::string base = cp_.paths.at(v);
+      r.fields = couplings_.count(base) ? couplings_.at(base) : coupling_fields(t, base, v->range);
+    } else if (t->kind == TypeKind::Tensor && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) {
+      r.kind = Value::Tensor;
+      r.buffer = array(cp_.paths.at(v), v->range);
+    } else if (t->kind == TypeKind::Scalar || t->kind == TypeKind::IntValue) {
+      r.kind = Value::Scalar;
+      r.buffer = scalar_buffer(parent_ ? "result" : "value", t->kind == TypeKind::Scalar ? t->scalar : Scalar::I64);
+      out.push_back(build::store(r.buffer, {}, lower_expr(*v, r.buffer->type, info, out)));
+    } else {
+      unsupported(v->range, "returning this value");
+    }
+    if (parent_) {
+      result_ = r;
+      return build::seq(std::move(out));
+    }
+    // The function's result: locals become outputs; an input returned
+    // unchanged stays an input, and the result's field points to it.
     const TypePtr& ret = cf_.ret;
-    Param r;
-    r.name = "result";
+    Param p;
+    p.name = "result";
     auto output = [&](Buffer b) {
       if (b->kind == BufferKind::Local) b->kind = BufferKind::Output;
+      if (b->kind == BufferKind::Scalar) b->kind = BufferKind::Output;
       return b;
     };
-    if (t->kind == TypeKind::Coupling && v->kind == ExprKind::Name) {
-      std::string base = cp_.paths.at(v);
-      r.kind = Param::Coupling;
-      r.type_name = t->coupling->name;
-      for (const auto& f : t->coupling->fields) r.fields.push_back({f.name, output(array(identity_of(t, f.name, base), v->range))});
-      coupling_sizes(ret->kind == TypeKind::Coupling ? ret : t, r, v->range);
-      f_.results.push_back(std::move(r));
-      return nullptr;
+    if (r.kind == Value::Coupling) {
+      p.kind = Param::Coupling;
+      p.type_name = (ret->kind == TypeKind::Coupling ? ret : t)->coupling->name;
+      for (const auto& f : t->coupling->fields) p.fields.push_back({f.name, output(r.fields.at(f.name))});
+      coupling_sizes(ret->kind == TypeKind::Coupling ? ret : t, p, v->range);
+    } else if (r.kind == Value::Tensor) {
+      p.fields.push_back({"data", output(r.buffer)});
+      tensor_sizes(ret->kind == TypeKind::Tensor ? ret : t, p, v->range);
+    } else {
+      // A scalar result gets its own buffer, so that a scalar local returned
+      // keeps its kind.
+      Buffer b = scalar_buffer("result", r.buffer->type);
+      b->kind = BufferKind::Output;
+      out.push_back(build::store(b, {}, build::load(r.buffer, {})));
+      p.kind = Param::Scalar;
+      p.fields.push_back({"value", b});
     }
-    if (t->kind == TypeKind::Coupling) unsupported(v->range, "returning a construction directly; bind it with `let` first");
-    if (t->kind == TypeKind::Tensor && (v->kind == ExprKind::Name || v->kind == ExprKind::Field)) {
-      Buffer b = array(cp_.paths.at(v), v->range);
-      if (b->kind == BufferKind::Input) unsupported(v->range, "returning an input unchanged");
-      r.fields.push_back({"data", output(b)});
-      tensor_sizes(ret->kind == TypeKind::Tensor ? ret : t, r, v->range);
-      f_.results.push_back(std::move(r));
-      return nullptr;
-    }
-    if (t->kind == TypeKind::Scalar || t->kind == TypeKind::IntValue) {
-      Buffer b = new_buffer("result", "", t->kind == TypeKind::Scalar ? t : types::scalar(Scalar::I64), BufferKind::Output, s.range);
-      std::vector<Stmt> pre;
-      pre.push_back(build::store(b, {}, lower_expr(*v, b->type, info, pre)));
-      r.kind = Param::Scalar;
-      r.fields.push_back({"value", b});
-      f_.results.push_back(std::move(r));
-      return build::seq(std::move(pre));
-    }
-    unsupported(v->range, "returning this value");
+    f_->results.push_back(std::move(p));
+    return build::seq(std::move(out));
   }
 
   Stmt lower_print(const ast::Stmt& s, const StmtInfo& info) {
     const ast::Expr& call = *s.value;
-    if (call.name != "print") unsupported(call.range, "calling `" + call.name + "` (function calls are inlined in a later version)");
+    if (call.name != "print") {
+      auto callee = by_name_.find(call.name);
+      if (callee == by_name_.end()) unsupported(call.range, "calling `" + call.name + "` here");
+      std::vector<Stmt> out;
+      call_value(call, *callee->second, info, out);  // the value, if any, is unused
+      return build::seq(std::move(out));
+    }
     std::vector<Stmt> out;
     for (const auto& a : call.operands) {
+      if (a->kind == ExprKind::Call && by_name_.count(a->name)) {
+        std::vector<Stmt> pre;
+        Value r = call_value(*a, *by_name_.at(a->name), info, pre);
+        if (r.kind == Value::Tensor) {
+          auto st = std::make_shared<StmtNode>();
+          st->kind = StmtKind::Print;
+          st->buffer = r.buffer;
+          st->text = a->name;
+          pre.push_back(st);
+        } else if (r.kind == Value::Scalar) {
+          pre.push_back(build::print("", {build::load(r.buffer, {})}));
+        } else {
+          unsupported(a->range, "printing a whole coupling; print its fields");
+        }
+        out.push_back(build::seq(std::move(pre)));
+        continue;
+      }
       auto p = cp_.paths.find(a.get());
       if (p != cp_.paths.end() && arrays_.count(p->second) && !scalars_.count(a->name)) {
         auto st = std::make_shared<StmtNode>();
@@ -446,7 +666,7 @@ class FuncLowerer {
         if (auto c = cp_.float_consts.find(e.name); c != cp_.float_consts.end()) return build::float_imm(c->second, t);
         if (auto b = scalars_.find(e.name); b != scalars_.end()) return build::cast(t, build::load(b->second, {}));
         if (std::find(cf_.size_params.begin(), cf_.size_params.end(), e.name) != cf_.size_params.end())
-          return build::cast(t, build::size(e.name));
+          return build::cast(t, sym_expr(sym::size(e.name), e.range));
         unsupported(e.range, "the value `" + e.name + "` here");
       }
       case ExprKind::Index: {
@@ -506,17 +726,21 @@ class FuncLowerer {
       Scalar from = type_in(a, is_float(*s) ? *s : Scalar::I64);
       return build::cast(*s, lower_expr(a, from, info, pre));
     }
-    unsupported(e.range, "calling `" + n + "` (function calls are inlined in a later version)");
+    auto callee = by_name_.find(n);
+    if (callee == by_name_.end()) unsupported(e.range, "calling `" + n + "` here");
+    Value r = call_value(e, *callee->second, info, pre);
+    if (r.kind != Value::Scalar) unsupported(e.range, "using the value of `" + n + "` here");
+    return build::cast(t, build::load(r.buffer, {}));
   }
 
   Expr lower_reduce(const ast::Expr& e, Scalar t, const StmtInfo& info, std::vector<Stmt>& pre) {
     // 16-bit floats accumulate in f32.
     Scalar acc_t = (t == Scalar::F16 || t == Scalar::BF16) ? Scalar::F32 : t;
     auto acc = std::make_shared<BufferNode>();
-    acc->name = fmt::format("acc{}", acc_counter_++);
+    acc->name = fmt::format("{}acc{}", prefix_, acc_counter_++);
     acc->type = acc_t;
     acc->kind = BufferKind::Scalar;
-    f_.buffers.push_back(acc);
+    f_->buffers.push_back(acc);
     std::vector<const IndexInfo*> vars;
     for (const auto& ii : info.indices)
       if (ii.reduced && ii.reduce_expr == &e) vars.push_back(&ii);
@@ -555,13 +779,23 @@ class FuncLowerer {
   const CheckedProgram& cp_;
   const CheckedFunction& cf_;
   DiagnosticEngine& diags_;
-  Func f_;
   std::map<const ast::Stmt*, const StmtInfo*> infos_;
   std::map<std::string, Buffer> arrays_;
   std::map<std::string, Buffer> scalars_;
   std::map<const IndexVar*, Var> vars_;
   int acc_counter_ = 0;
   std::vector<Stmt>* check_pre_ = nullptr;  // while lowering a `where` check
+  Func own_;
+  Func* f_;                                // own_, or the function a call is inlined into
+  std::set<std::pair<int, int>>* reported_;  // where [Unsupported] was reported
+  FuncLowerer* parent_ = nullptr;          // the caller, while inlining
+  int depth_ = 0;                          // calls being inlined around this one
+  std::string prefix_;                     // buffer names of an inlined callee: `f.`
+  std::map<std::string, const CheckedFunction*> by_name_;
+  std::map<std::string, Expr> size_subst_;  // a callee's size parameters, in the caller's terms
+  std::map<std::string, Expr> size_alias_;  // `f#N.S`: sizes defined by an inlined callee's body
+  std::map<std::string, std::map<std::string, Buffer>> couplings_;  // coupling values by name: field -> buffer
+  Value result_;                           // what the inlined callee returned
 };
 
 }  // namespace
@@ -569,9 +803,10 @@ class FuncLowerer {
 std::optional<Module> lower(const CheckedProgram& program, DiagnosticEngine& diags) {
   Module m;
   bool ok = true;
+  std::set<std::pair<int, int>> reported;
   for (const auto& cf : program.functions) {
     try {
-      m.funcs.push_back(FuncLowerer(program, cf, diags).run());
+      m.funcs.push_back(FuncLowerer(program, cf, diags, reported).run());
     } catch (const Abandon&) {
       ok = false;
     }

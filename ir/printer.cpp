@@ -145,6 +145,12 @@ class Printer {
         }
         out += pad + "}\n";
         return;
+      case StmtKind::Assert: {
+        std::string text;
+        for (char c : s->text) text += c == '\n' ? std::string("\\n") : c == '"' ? std::string("\\\"") : std::string(1, c);
+        out += fmt::format("{}assert {} \"{}\";\n", pad, expr(s->value), text);
+        return;
+      }
       case StmtKind::Print:
         {
           std::string text;

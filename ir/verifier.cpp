@@ -118,6 +118,10 @@ class Verifier {
         if (s->value && s->value->type != Scalar::Bool) fail("an `if` whose condition is not a boolean");
         for (const auto& c : s->body) stmt(c);
         return;
+      case StmtKind::Assert:
+        expr(s->value, "an assertion");
+        if (s->value && s->value->type != Scalar::Bool) fail("an `assert` whose condition is not a boolean");
+        return;
       case StmtKind::Print:
         if (s->buffer && !owned_.count(s->buffer.get())) fail("a print of a buffer not in the function");
         for (const auto& a : s->args) expr(a, "a printed value");

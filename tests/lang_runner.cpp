@@ -15,6 +15,10 @@
 //   EXPECT-NOTE[@loc] [Kind]? message-substring  notes are checked only when a
 //                                                file has at least one EXPECT-NOTE
 //   EXPECT-STDOUT: text                          one line of the expected stdout
+//   EXPECT-RUNTIME-ERROR: text                   (RUN: run only) the program must
+//                                                stop with a run-time error: exit 3
+//                                                and `dccc: run-time error: ...text...`
+//                                                on stderr, the same from every engine
 // where @loc is @+N / @-N (relative to the comment's line) or @LINE, each
 // optionally followed by :COL, or @:COL (a column on the comment's line).
 //
@@ -22,7 +26,8 @@
 // internal error (exit 70, death by signal, "internal error" on stderr), an
 // expected diagnostic that is missing, an error or warning that is not
 // expected, a stdout mismatch, and a file named fail_* that does not expect
-// an error (or the reverse). fail_* files must exit 1, the others 0.
+// an error (or the reverse). fail_* files must exit 1, files that expect a
+// run-time error 3, the others 0.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -93,8 +98,9 @@ struct TestSpec {
   bool has_stdout = false;
   std::vector<std::string> stdout_lines;
   bool has_note = false;
+  std::string runtime_error;  // EXPECT-RUNTIME-ERROR text; empty: none expected
   std::vector<std::string> problems;  // malformed directives
-  bool any_expectation() const { return expect_ok || !diags.empty() || has_stdout; }
+  bool any_expectation() const { return expect_ok || !diags.empty() || has_stdout || !runtime_error.empty(); }
   bool expects_error() const {
     return std::any_of(diags.begin(), diags.end(), [](const ExpectedDiag& d) { return d.sev == Sev::Error; });
   }
@@ -196,6 +202,14 @@ void parse_comment(std::string_view comment, int line_no, TestSpec& spec) {
     if (!line.empty() && line[0] == ' ') line.remove_prefix(1);
     spec.has_stdout = true;
     spec.stdout_lines.push_back(rtrim(line));
+    return;
+  }
+  if (word == "EXPECT-RUNTIME-ERROR") {
+    if (!starts_with(rest, ":")) return problem("`EXPECT-RUNTIME-ERROR` must be followed by `:`");
+    std::string want = trim(std::string_view(rest).substr(1));
+    if (want.empty()) return problem("EXPECT-RUNTIME-ERROR needs the text the error message must contain");
+    if (!spec.runtime_error.empty()) return problem("more than one EXPECT-RUNTIME-ERROR directive");
+    spec.runtime_error = want;
     return;
   }
   Sev sev;
@@ -442,9 +456,14 @@ int run_test(const std::string& dccc, const std::string& path) {
   for (const auto& p : spec.problems) failures.push_back("bad directive, " + p);
   if (!spec.any_expectation())
     failures.push_back("the file states no expectation (EXPECT-OK, EXPECT-ERROR, EXPECT-WARNING, "
-                       "EXPECT-NOTE or EXPECT-STDOUT)");
+                       "EXPECT-NOTE, EXPECT-STDOUT or EXPECT-RUNTIME-ERROR)");
   if (spec.expect_ok && spec.expects_error())
     failures.push_back("EXPECT-OK contradicts the file's EXPECT-ERROR directives");
+  const bool expects_runtime_error = !spec.runtime_error.empty();
+  if (expects_runtime_error && spec.mode != "run")
+    failures.push_back("EXPECT-RUNTIME-ERROR needs `RUN: run`");
+  if (expects_runtime_error && (spec.expect_ok || spec.expects_error()))
+    failures.push_back("EXPECT-RUNTIME-ERROR contradicts EXPECT-OK / EXPECT-ERROR: the program must check and then fail when run");
 
   std::string base = fs::path(path).filename().string();
   bool named_fail = starts_with(base, "fail_");
@@ -474,10 +493,21 @@ int run_test(const std::string& dccc, const std::string& path) {
     if (r.err.find("internal error") != std::string::npos || r.out.find("internal error") != std::string::npos)
       failures.push_back("dccc reported an internal error");
     if (!r.timed_out && !r.signal && r.exit_code != 70) {
-      int want = must_fail ? 1 : 0;
+      int want = must_fail ? 1 : expects_runtime_error ? 3 : 0;
       if (r.exit_code != want)
         failures.push_back("dccc exited with " + std::to_string(r.exit_code) + ", expected " + std::to_string(want) +
-                           (must_fail ? " (the file expects errors)" : " (the file expects no errors)"));
+                           (must_fail              ? " (the file expects errors)"
+                            : expects_runtime_error ? " (the file expects a run-time error)"
+                                                    : " (the file expects no errors)"));
+    }
+    if (expects_runtime_error && !r.timed_out && !r.signal) {
+      const std::string prefix = "dccc: run-time error: ";
+      size_t at = r.err.find(prefix);
+      std::string got = at == std::string::npos ? "" : r.err.substr(at + prefix.size(), r.err.find('\n', at) - at - prefix.size());
+      if (at == std::string::npos)
+        failures.push_back("expected a run-time error containing \"" + spec.runtime_error + "\", but dccc reported none");
+      else if (got.find(spec.runtime_error) == std::string::npos)
+        failures.push_back("the run-time error \"" + got + "\" does not contain \"" + spec.runtime_error + "\"");
     }
 
     std::vector<std::string> stray;
@@ -513,7 +543,8 @@ int run_test(const std::string& dccc, const std::string& path) {
       failures.push_back(std::string("unexpected ") + sev_name(p.sev) + ": " + p.text);
     }
     for (const auto& s : stray)
-      if (s.find("error") != std::string::npos || s.find("warning") != std::string::npos)
+      if ((s.find("error") != std::string::npos || s.find("warning") != std::string::npos) &&
+          !(expects_runtime_error && starts_with(s, "dccc: run-time error: ")))
         failures.push_back("unexpected output on stderr: " + s);
 
     if (spec.has_stdout) {
@@ -549,6 +580,9 @@ int run_test(const std::string& dccc, const std::string& path) {
                            ", the JIT with " + std::to_string(r.exit_code));
       else if (o.out != r.out)
         failures.push_back(std::string("`dccc run ") + engine + "` printed something else than the JIT:\n" + o.out);
+      else if (expects_runtime_error && o.err.find(spec.runtime_error) == std::string::npos)
+        failures.push_back(std::string("`dccc run ") + engine + "` stopped without a run-time error containing \"" +
+                           spec.runtime_error + "\":\n" + o.err);
     }
   }
 

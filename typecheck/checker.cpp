@@ -2215,6 +2215,7 @@ class Checker {
     for (const auto& [n, v] : b.sizes) s.sizes[n] = v.first;
     for (const auto& n : callee.size_params)
       if (!s.sizes.count(n)) s.sizes[n] = sym::size(fmt::format("{}#{}.{}", e.name, ++fresh_counter_, n));
+    out_.call_sizes[&e] = s.sizes;
     TypePtr ret = types::substitute(callee.ret, s);
     if (ret->kind == TypeKind::Coupling) {
       auto copy = std::make_shared<Type>(*ret);

@@ -61,6 +61,11 @@ struct CheckedProgram {
   std::map<const ast::Expr*, IndexVarPtr> index_refs;
   /// Name/Field nodes that denote values: the array identity ("q.seqlen").
   std::map<const ast::Expr*, std::string> paths;
+  /// Calls to `.toy` functions that take or return whole values: each of the
+  /// callee's size parameters in the caller's terms. A size only the callee's
+  /// body defines (it appears in the return type alone) is a fresh size
+  /// `f#N.S`, the name the caller's types use for it.
+  std::map<const ast::Expr*, std::map<std::string, SymPtr>> call_sizes;
   int solver_calls = 0;
 };
 

@@ -141,6 +141,7 @@ bool scalars_private(const ir::Stmt& s, std::set<const BufferNode*>& written, co
       if (is_scalar_buffer(s->buffer.get())) written.insert(s->buffer.get());
       return ok;
     case StmtKind::Print:
+    case StmtKind::Assert:
       return false;
   }
   return ok;
@@ -461,6 +462,7 @@ class FuncEmitter {
         out += pad + "}\n";
         return;
       case StmtKind::Print: unsupported("`print` in a kernel");
+      case StmtKind::Assert: unsupported("the `where` of an inlined call checked in a kernel");
     }
   }
 

@@ -435,6 +435,9 @@ class FuncEmitter {
         b_.SetInsertPoint(done);
         return;
       }
+      case StmtKind::Assert:
+        fail_if(b_.CreateNot(emit(s->value)), kInvalidArgument, "`where` constraint violated: " + s->text);
+        return;
       case StmtKind::Print: {
         if (s->buffer) throw EmitError{"print of a whole buffer was not expanded"};
         auto* ptr = llvm::PointerType::getUnqual(ctx_);
