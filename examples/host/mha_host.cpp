@@ -1,0 +1,170 @@
+// Host program for examples/mha.toy (multi-head attention over packed
+// sequences): includes the generated header, links the generated library,
+// runs attention on random ragged data — queries and keys with their own
+// lengths per sequence, zero-length ones included — and checks it against a
+// float64 reference written here, independently of the compiler. Also
+// checks that bad arguments are rejected with a status and leave the
+// output untouched.
+//
+//   dccc examples/mha.toy -o mha.so
+//   c++ -std=c++17 -I. mha_host.cpp ./mha.so -o mha_host && ./mha_host
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "mha.h"
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, const char* what) {
+  if (!ok) {
+    std::printf("FAIL: %s (dcc_last_error: %s)\n", what, dcc_last_error());
+    ++failures;
+  }
+}
+
+/// Per sequence b, head h and query row i: softmax over the key rows j of
+/// q[i, h, :] . k[j, h, :] / sqrt(D), then the weighted sum of v[j, h, :].
+/// A query row with no key rows divides 0 by 0: NaN, as the program does.
+std::vector<double> reference(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                              const std::vector<int32_t>& ql, const std::vector<int32_t>& kl, int H, int D) {
+  std::vector<double> out(q.size());
+  size_t qoff = 0, koff = 0;  // rows before sequence b
+  auto at = [&](size_t row, int h, int d) { return row * H * D + size_t(h) * D + d; };
+  for (size_t b = 0; b < ql.size(); ++b) {
+    for (int i = 0; i < ql[b]; ++i) {
+      for (int h = 0; h < H; ++h) {
+        std::vector<double> s(kl[b]);
+        double m = -INFINITY;
+        for (int j = 0; j < kl[b]; ++j) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d) dot += double(q[at(qoff + i, h, d)]) * double(k[at(koff + j, h, d)]);
+          s[j] = dot / std::sqrt(double(D));
+          m = std::max(m, s[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j < kl[b]; ++j) sum += std::exp(s[j] - m);
+        for (int d = 0; d < D; ++d) {
+          double acc = 0;
+          for (int j = 0; j < kl[b]; ++j) acc += std::exp(s[j] - m) * double(v[at(koff + j, h, d)]);
+          out[at(qoff + i, h, d)] = acc / sum;
+        }
+      }
+    }
+    qoff += ql[b];
+    koff += kl[b];
+  }
+  return out;
+}
+
+void run_case(std::mt19937& rng, std::vector<int32_t> qlens, std::vector<int32_t> klens, int H, int D) {
+  int B = static_cast<int>(qlens.size());
+  int64_t qtotal = 0, ktotal = 0;
+  for (int32_t l : qlens) qtotal += l;
+  for (int32_t l : klens) ktotal += l;
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> qd(qtotal * H * D), kd(ktotal * H * D), vd(ktotal * H * D);
+  for (auto& x : qd) x = u(rng);
+  for (auto& x : kd) x = u(rng);
+  for (auto& x : vd) x = u(rng);
+  PackedQueries q{qd.data(), (int64_t)qd.size(), qlens.data(), B, B, H, D};
+  PackedKV kv{kd.data(), (int64_t)kd.size(), vd.data(), (int64_t)vd.size(), klens.data(), B, B, H, D};
+  PackedQueries out{};
+  expect(mha_meta(&q, &kv, &out) == DCC_OK, "meta succeeds");
+  expect(out.data_len == qtotal * H * D && out.seqlen == qlens.data() && out.seqlen_len == B && out.B == B &&
+             out.H == H && out.D == D,
+         "meta fills the result: the queries' lengths, their element count");
+  std::vector<float> od(out.data_len, 0.f);
+  out.data = od.data();
+  expect(mha(&q, &kv, &out) == DCC_OK, "mha succeeds");
+  std::vector<double> ref = reference(qd, kd, vd, qlens, klens, H, D);
+  double worst = 0;
+  int nans = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isnan(ref[i])) {
+      ++nans;
+      expect(std::isnan(od[i]), "a query row without keys gives NaN (0 / 0)");
+      continue;
+    }
+    double err = std::fabs(od[i] - ref[i]) / std::max(1.0, std::fabs(ref[i]));
+    worst = std::max(worst, err);
+  }
+  std::printf("B=%d H=%d D=%d query rows=%lld key rows=%lld: max relative error %.2e%s\n", B, H, D,
+              (long long)qtotal, (long long)ktotal, worst, nans ? " (rows without keys: NaN)" : "");
+  expect(worst < 1e-5, "matches the float64 reference within 1e-5");
+}
+
+void bad_inputs() {
+  const int H = 2, D = 4;
+  std::vector<int32_t> ql{2, 3}, kl{1, 2}, bad{2, -1}, three{2, 3, 1};
+  std::vector<float> qd(5 * H * D, 0.5f), kd(3 * H * D, 0.25f), vd(3 * H * D, 1.f), o(5 * H * D, 7.f);
+  auto untouched = [&] { return std::all_of(o.begin(), o.end(), [](float x) { return x == 7.f; }); };
+  PackedQueries q{qd.data(), (int64_t)qd.size(), ql.data(), 2, 2, H, D};
+  PackedKV kv{kd.data(), (int64_t)kd.size(), vd.data(), (int64_t)vd.size(), kl.data(), 2, 2, H, D};
+  PackedQueries out{o.data(), (int64_t)o.size(), nullptr, 0, 0, 0, 0};
+  // The good call works (so the failures below are the arguments' fault).
+  std::vector<float> good(5 * H * D);
+  PackedQueries gout{good.data(), (int64_t)good.size(), nullptr, 0, 0, 0, 0};
+  expect(mha(&q, &kv, &gout) == DCC_OK, "the unbroken arguments are accepted");
+  // A negative key length.
+  PackedKV kvn = kv;
+  kvn.seqlen = bad.data();
+  expect(mha(&q, &kvn, &out) == DCC_ERR_NEGATIVE_LENGTH && untouched(), "negative length rejected");
+  // B of q disagrees with B of kv.
+  PackedKV kv3 = kv;
+  kv3.seqlen = three.data();
+  kv3.seqlen_len = 3;
+  kv3.B = 3;
+  expect(mha(&q, &kv3, &out) == DCC_ERR_SIZE_MISMATCH && untouched(), "B mismatch rejected");
+  // H of q disagrees with H of kv.
+  PackedKV kvh = kv;
+  kvh.H = 1;
+  expect(mha(&q, &kvh, &out) == DCC_ERR_SIZE_MISMATCH && untouched(), "H mismatch rejected");
+  // A length array of the wrong size.
+  PackedKV kvl = kv;
+  kvl.seqlen_len = 1;
+  expect(mha(&q, &kvl, &out) == DCC_ERR_SIZE_MISMATCH && untouched(), "wrong seqlen_len rejected");
+  // v's element count disagrees with the key lengths.
+  PackedKV kvv = kv;
+  kvv.v_len -= 1;
+  expect(mha(&q, &kvv, &out) == DCC_ERR_SIZE_MISMATCH && untouched(), "wrong v_len rejected");
+  // Null pointers.
+  expect(mha(&q, nullptr, &out) == DCC_ERR_NULL_POINTER && untouched(), "null argument rejected");
+  PackedKV kvz = kv;
+  kvz.v = nullptr;
+  expect(mha(&q, &kvz, &out) == DCC_ERR_NULL_POINTER && untouched(), "null v rejected");
+  expect(mha(&q, &kv, nullptr) == DCC_ERR_NULL_POINTER && untouched(), "null result rejected");
+  // Output too small.
+  PackedQueries small{o.data(), (int64_t)o.size() - 1, nullptr, 0, 0, 0, 0};
+  expect(mha(&q, &kv, &small) == DCC_ERR_SIZE_MISMATCH && untouched(), "small output rejected");
+  // Lengths whose element count overflows int64.
+  std::vector<int32_t> huge{2147483647, 2147483647};
+  PackedQueries qo{qd.data(), (int64_t)qd.size(), huge.data(), 2, 2, INT64_C(1) << 40, D};
+  PackedKV kvo{kd.data(), (int64_t)kd.size(), vd.data(), (int64_t)vd.size(), huge.data(), 2, 2, INT64_C(1) << 40, D};
+  expect(mha(&qo, &kvo, &out) == DCC_ERR_OVERFLOW && untouched(), "overflowing lengths rejected");
+  std::printf("bad inputs: last message: %s\n", dcc_last_error());
+}
+
+}  // namespace
+
+int main() {
+  std::mt19937 rng(11);
+  run_case(rng, {5, 0, 12, 1}, {7, 3, 9, 1}, 2, 8);   // a zero-length query sequence
+  run_case(rng, {4, 0, 3}, {6, 0, 2}, 3, 4);          // a sequence with no queries and no keys
+  run_case(rng, {2, 3}, {0, 4}, 2, 4);                // queries without keys: NaN rows
+  run_case(rng, {17}, {9}, 8, 16);                    // B = 1
+  run_case(rng, {1, 2, 70, 3}, {2, 80, 1, 3}, 2, 4);  // one long sequence each
+  std::uniform_int_distribution<int> len(0, 20);
+  std::vector<int32_t> ql(32), kl(32);
+  for (auto& l : ql) l = len(rng);
+  for (auto& l : kl) l = 1 + len(rng);
+  run_case(rng, ql, kl, 8, 64);                       // H = 8, D = 64
+  bad_inputs();
+  std::printf("%s\n", failures ? "mha host check: FAILED" : "mha host check: OK");
+  return failures ? 1 : 0;
+}
