@@ -1,5 +1,7 @@
 #include "ir/ir.h"
 
+#include <algorithm>
+
 namespace dccc::ir {
 
 Var make_var(std::string name) { return std::make_shared<VarNode>(VarNode{std::move(name)}); }
@@ -253,6 +255,20 @@ Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m) {
   auto copy = std::make_shared<ExprNode>(*e);
   copy->args = std::move(args);
   return copy;
+}
+
+std::vector<Buffer> prelude_aux(const Func& f) {
+  std::vector<const BufferNode*> stored;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!s) return;
+    if (s->kind == StmtKind::Store && s->buffer && s->buffer->kind == BufferKind::Aux) stored.push_back(s->buffer.get());
+    for (const auto& c : s->body) walk(c);
+  };
+  walk(f.prelude);
+  std::vector<Buffer> out;
+  for (const auto& b : f.buffers)
+    if (std::find(stored.begin(), stored.end(), b.get()) != stored.end()) out.push_back(b);
+  return out;
 }
 
 Stmt rewrite(const Stmt& s, const std::function<Expr(const Expr&)>& fe) {

@@ -221,6 +221,10 @@ Stmt flat_store(const Buffer& b, Expr offset, Expr value);
 /// buffers they shape).
 std::vector<Buffer> input_buffers(const Func& f);
 
+/// The aux buffers the prelude fills (stores to), in Func::buffers order;
+/// other aux buffers are filled by the body (offsets of local lengths).
+std::vector<Buffer> prelude_aux(const Func& f);
+
 /// True when `e` mentions `v`.
 bool mentions(const Expr& e, const Var& v);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -208,6 +209,38 @@ std::set<const BufferNode*> length_buffers(const ir::Func& f) {
   return out;
 }
 
+/// Input buffers the prelude reads (length arrays, scalar arguments), in
+/// Func::buffers order: with the sizes, what the prelude's result depends on.
+std::vector<Buffer> prelude_inputs(const ir::Func& f) {
+  std::set<const BufferNode*> read;
+  std::function<void(const ir::Expr&)> ex = [&](const ir::Expr& e) {
+    if (!e) return;
+    if (e->kind == ExprKind::Load && e->buffer->kind == BufferKind::Input) read.insert(e->buffer.get());
+    for (const auto& a : e->args) ex(a);
+  };
+  std::function<void(const ir::Stmt&)> st = [&](const ir::Stmt& s) {
+    if (!s) return;
+    ex(s->extent);
+    ex(s->value);
+    for (const auto& a : s->args) ex(a);
+    for (const auto& c : s->body) st(c);
+  };
+  st(f.prelude);
+  for (const auto& b : f.buffers)
+    if (b->kind == BufferKind::Aux) ex(b->total);
+  std::vector<Buffer> out;
+  for (const auto& b : f.buffers)
+    if (read.count(b.get())) out.push_back(b);
+  return out;
+}
+
+/// FNV-1a, 64 bits: the prelude cache's `kind` of a generated prelude.
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
 bool reads_aux(const ir::Expr& e) {
   if (!e) return false;
   if (e->kind == ExprKind::Load && e->buffer->kind == BufferKind::Aux) return true;
@@ -220,17 +253,24 @@ std::string fail(const std::string& status, const std::string& fmt_text, const s
   return fmt::format("st = dcc__fail({}, {}{});", status, fmt_text, args.empty() ? "" : ", " + args);
 }
 
+/// A C string literal of the printf format `s` (its `%` directives kept).
 std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
-    if (c == '%') out += '%';
     out += c;
   }
   return out + "\"";
 }
 
-void emit_prepare(const ir::Func& f, Target target, std::string& out) {
+/// Text that a printf format shows as is (`%` doubled).
+std::string literal(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '%' ? std::string("%%") : std::string(1, c);
+  return out;
+}
+
+void emit_prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks) {
   const bool cuda = target == Target::Cuda;
   CEmitter c;
   std::string fn = f.name;
@@ -349,20 +389,113 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out) {
     if (reads_aux(b->total)) later.push_back(b);
     else check_input(b);
   }
-  // The prelude (offset arrays), with overflow checks.
-  for (const auto& b : f.buffers) {
-    if (b->kind != BufferKind::Aux) continue;
-    out += fmt::format("  ovf = 0;\n  {{\n    const int64_t n = {};\n", c.expr(b->total));
-    out += fmt::format("    if (ovf || n < 0 || (uint64_t)n > SIZE_MAX / 8) {{ {} goto done; }}\n",
-                       fail("DCC_ERR_OVERFLOW", quote(fn + ": offset array size overflows")));
-    out += fmt::format("    {} = (int64_t*)dcc_alloc((size_t)(n > 0 ? n : 1) * 8);\n", ident(b->name));
-    out += fmt::format("    if (!{}) {{ st = DCC_ERR_OUT_OF_MEMORY; goto done; }}\n  }}\n", ident(b->name));
+  // The prelude (offset arrays), with overflow checks. When everything it
+  // reads is validated by now, it comes from the process-wide prelude cache,
+  // keyed by the sizes and the contents of the length arrays it reads, and
+  // is computed (by FN__prelude, below) only for a pattern not seen before.
+  std::vector<Buffer> all_aux, aux = ir::prelude_aux(f);  // aux: those the prelude fills
+  for (const auto& b : f.buffers)
+    if (b->kind == BufferKind::Aux) all_aux.push_back(b);
+  std::vector<Buffer> keyed = prelude_inputs(f);
+  bool cached = !cuda && f.prelude && !aux.empty();  // CUDA: lengths are staged per call
+  for (const auto& b : keyed)
+    if (reads_aux(b->total) || (!where.count(b.get()) && !b->dims.empty())) cached = false;
+  for (const auto& b : all_aux) {
+    out += fmt::format("  ovf = 0;\n  const int64_t n_{} = {};\n", ident(b->name), c.expr(b->total));
+    out += fmt::format("  if (ovf || n_{0} < 0 || (uint64_t)n_{0} > SIZE_MAX / 8 / {1}) {{ {2} goto done; }}\n",
+                       ident(b->name), all_aux.size() + 1, fail("DCC_ERR_OVERFLOW", quote(fn + ": offset array size overflows")));
   }
-  if (f.prelude) {
-    out += "  ovf = 0;\n";
-    c.stmt(f.prelude, 1, out);
-    out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
-                       fail("DCC_ERR_OVERFLOW", quote(fn + ": the lengths make an offset overflow")));
+  if (cached) {
+    // The computation, as a callback of dcc_prelude_get.
+    std::string cb;
+    cb += fmt::format("struct {}__prelude_ctx {{\n", fn);
+    for (const auto& s : f.sizes) cb += fmt::format("  int64_t s_{};\n", ident(s.name));
+    for (const auto& p : f.params) {
+      if (p.kind == Param::Scalar) cb += fmt::format("  {} {};\n", c_type(p.fields[0].second->type), ident(p.name));
+      else cb += fmt::format("  const {}* {};\n", struct_name(f, p), ident(p.name));
+    }
+    for (const auto& b : aux) cb += fmt::format("  int64_t n_{};\n", ident(b->name));
+    cb += "};\n\n";
+    cb += fmt::format("static dcc_status {0}__prelude(void* ctx, void* out, size_t out_bytes) {{\n"
+                      "  const struct {0}__prelude_ctx* pc = (const struct {0}__prelude_ctx*)ctx;\n"
+                      "  int ovf = 0;\n  (void)out_bytes;\n", fn);
+    for (const auto& s : f.sizes) cb += fmt::format("  const int64_t s_{0} = pc->s_{0};\n  (void)s_{0};\n", ident(s.name));
+    for (const auto& p : f.params) {
+      if (p.kind == Param::Scalar) cb += fmt::format("  const {0} {1} = pc->{1};\n  (void){1};\n", c_type(p.fields[0].second->type), ident(p.name));
+      else cb += fmt::format("  const {0}* {1} = pc->{1};\n  (void){1};\n", struct_name(f, p), ident(p.name));
+    }
+    std::string prev = "(int64_t*)out";
+    for (const auto& b : aux) {
+      cb += fmt::format("  int64_t* const {} = {};\n", ident(b->name), prev);
+      prev = fmt::format("{} + pc->n_{}", ident(b->name), ident(b->name));
+    }
+    CEmitter pe;
+    pe.buffers = c.buffers;
+    pe.stmt(f.prelude, 1, cb);
+    cb += fmt::format("  if (ovf) return {};\n  return DCC_OK;\n}}\n\n",
+                      fmt::format("dcc__fail(DCC_ERR_OVERFLOW, {})", quote(fn + ": the lengths make an offset overflow")));
+    // The key: the sizes, then each array's element count and contents.
+    std::string key_layout = "sizes";
+    for (const auto& s : f.sizes) key_layout += " " + s.name;
+    for (const auto& b : keyed) key_layout += fmt::format(" {}:{}:{}", b->name, scalar_name(b->type), b->dims.size());
+    uint64_t kind = fnv1a(cb + key_layout);
+    prelude_callbacks += cb;
+
+    out += "  {\n    ovf = 0;\n    int64_t key_bytes = INT64_C(8) * " + std::to_string(f.sizes.size() + 1) + ";\n";
+    for (const auto& b : keyed) {
+      std::string n = b->dims.empty() ? "INT64_C(1)" : c.expr(b->total);
+      out += fmt::format("    key_bytes = dcc__add(key_bytes, dcc__add(INT64_C(8), dcc__mul({}, (int64_t)sizeof({}), &ovf), &ovf), &ovf);\n",
+                         n, b->dims.empty() ? c.buffers.at(b.get()) : "*" + c.buffers.at(b.get()));
+    }
+    out += "    int64_t aux_elems = 0;\n";
+    for (const auto& b : aux) out += fmt::format("    aux_elems = dcc__add(aux_elems, n_{}, &ovf);\n", ident(b->name));
+    out += fmt::format("    if (ovf || (uint64_t)key_bytes > SIZE_MAX || (uint64_t)aux_elems > SIZE_MAX / 8) {{ {} goto done; }}\n",
+                       fail("DCC_ERR_OVERFLOW", quote(fn + ": the prelude's key or size overflows")));
+    out += "    unsigned char* key = (unsigned char*)dcc_alloc((size_t)key_bytes);\n"
+           "    if (!key) { st = DCC_ERR_OUT_OF_MEMORY; goto done; }\n"
+           "    size_t at = 0;\n"
+           "    int64_t w;\n";
+    out += "    w = " + std::to_string(f.sizes.size()) + ";\n    memcpy(key + at, &w, 8);\n    at += 8;\n";
+    for (const auto& s : f.sizes) out += fmt::format("    memcpy(key + at, &s_{}, 8);\n    at += 8;\n", ident(s.name));
+    for (const auto& b : keyed) {
+      std::string ptr = c.buffers.at(b.get());
+      if (b->dims.empty()) {
+        out += fmt::format("    w = 1;\n    memcpy(key + at, &w, 8);\n    at += 8;\n    memcpy(key + at, &{0}, sizeof {0});\n    at += sizeof {0};\n", ptr);
+      } else {
+        out += fmt::format("    w = {};\n    memcpy(key + at, &w, 8);\n    at += 8;\n", c.expr(b->total));
+        out += fmt::format("    if (w > 0) memcpy(key + at, {0}, (size_t)w * sizeof *{0});\n    at += (size_t)w * sizeof *{0};\n", ptr);
+      }
+    }
+    out += fmt::format("    struct {}__prelude_ctx pc = {{", fn);
+    for (const auto& s : f.sizes) out += "s_" + ident(s.name) + ", ";
+    for (const auto& p : f.params) out += ident(p.name) + ", ";
+    for (const auto& b : aux) out += "n_" + ident(b->name) + ", ";
+    out += "};\n    const void* pre = NULL;\n";
+    out += fmt::format("    st = dcc_prelude_get(dcc_default_prelude_cache(), UINT64_C({}), key, at, (size_t)aux_elems * 8, "
+                       "{}__prelude, &pc, &pre);\n", kind, fn);
+    out += "    dcc_free(key);\n    if (st != DCC_OK) goto done;\n";
+    std::string prev2 = "(int64_t*)pre";
+    for (const auto& b : aux) {
+      out += fmt::format("    {} = {};\n", ident(b->name), prev2);
+      prev2 = fmt::format("{} + n_{}", ident(b->name), ident(b->name));
+    }
+    out += "  }\n";
+  }
+  // The other aux arrays (all of them without the cache) are the wrapper's own.
+  std::vector<Buffer> owned;
+  for (const auto& b : all_aux)
+    if (!cached || std::find(aux.begin(), aux.end(), b) == aux.end()) owned.push_back(b);
+  for (const auto& b : owned) {
+    out += fmt::format("  {0} = (int64_t*)dcc_alloc((size_t)(n_{0} > 0 ? n_{0} : 1) * 8);\n", ident(b->name));
+    out += fmt::format("  if (!{}) {{ st = DCC_ERR_OUT_OF_MEMORY; goto done; }}\n", ident(b->name));
+  }
+  if (!cached) {
+    if (f.prelude) {
+      out += "  ovf = 0;\n";
+      c.stmt(f.prelude, 1, out);
+      out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
+                         fail("DCC_ERR_OVERFLOW", quote(fn + ": the lengths make an offset overflow")));
+    }
   }
   for (const auto& b : later) check_input(b);
   // `where` constraints.
@@ -375,9 +508,9 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out) {
       out += fmt::format("  for (int64_t {} = 0; {} < {}; ++{}) ", vn, vn, c.expr(e), vn);
     }
     out += fmt::format("  if (!({})) {{ {} goto done; }}\n", c.expr(chk.cond),
-                       fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + ": the arguments break `where { " + chk.text + " }`")));
+                       fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + ": the arguments break `where { " + literal(chk.text) + " }`")));
     out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
-                       fail("DCC_ERR_OVERFLOW", quote(fn + ": overflow while checking `where { " + chk.text + " }`")));
+                       fail("DCC_ERR_OVERFLOW", quote(fn + ": overflow while checking `where { " + literal(chk.text) + " }`")));
   }
   // The result: sizes, fresh fields' element counts, bound fields' pointers.
   if (!f.results.empty()) {
@@ -425,6 +558,10 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out) {
     else e = "(void*)" + e;
     out += e + ", ";
   }
+  // The aux arrays computed (or taken from the cache) above: the kernel
+  // does not compute the prelude again.
+  if (!cuda)
+    for (const auto& b : aux) out += "(void*)" + ident(b->name) + ", ";
   out += "NULL};\n";
   if (cuda) {
     out += "    void* const host[] = {" + host_views + "NULL};\n";
@@ -434,8 +571,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out) {
   }
   out += "done:\n";
   for (const auto& h : staged) out += fmt::format("  dcc_free({});\n", h);
-  for (const auto& b : f.buffers)
-    if (b->kind == BufferKind::Aux) out += fmt::format("  dcc_free({});\n", ident(b->name));
+  for (const auto& b : owned) out += fmt::format("  dcc_free({});\n", ident(b->name));
   out += "  return st;\n}\n\n";
 }
 
@@ -473,7 +609,7 @@ std::string emit_header(const ir::Module& m, const std::string& source_name, con
 std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Target target) {
   std::string out = fmt::format(
       "/* Generated by dccc: argument checks around the kernels. */\n"
-      "#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n\n#include \"{}\"\n\n"
+      "#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n\n#include \"{}\"\n\n"
       "#include <stdarg.h>\n"
       "static dcc_status dcc__fail(dcc_status st, const char* fmt, ...) __attribute__((format(printf, 2, 3)));\n"
       "static dcc_status dcc__fail(dcc_status st, const char* fmt, ...) {{\n"
@@ -497,7 +633,9 @@ std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Ta
       out += fmt::format("int32_t {}__cuda(const int64_t* sizes, void* const* dev, void* const* host);\n\n", f.name);
     else
       out += fmt::format("int32_t {}__kernel(const int64_t* sizes, void* const* buffers);\n\n", f.name);
-    emit_prepare(f, target, out);
+    std::string prepare, callbacks;
+    emit_prepare(f, target, prepare, callbacks);
+    out += callbacks + prepare;
     auto call_args = [&]() {
       std::string a;
       for (const auto& p : f.params) a += ident(p.name) + ", ";

@@ -76,13 +76,46 @@ class FuncEmitter {
     }
     // Aux arrays for the prelude, then the prelude, then the body, allocating
     // locals just before the first top-level statement that touches them.
-    if (f_.prelude) emit_with_allocations(f_.prelude);
+    // A caller that has the aux arrays already (the C wrapper, from the
+    // prelude cache) passes them after the inputs and outputs; NULL there,
+    // or a NULL `buffers`, makes the kernel compute them.
+    std::vector<const BufferNode*> aux;
+    for (const auto& buf : ir::prelude_aux(f_)) aux.push_back(buf.get());
+    llvm::AllocaInst* borrowed = b_.CreateAlloca(b_.getInt1Ty(), nullptr, "aux.borrowed");
+    b_.CreateStore(b_.getFalse(), borrowed);
+    if (f_.prelude && !aux.empty()) {
+      auto* check = llvm::BasicBlock::Create(ctx_, "aux.check", fn_);
+      auto* given = llvm::BasicBlock::Create(ctx_, "aux.given", fn_);
+      auto* compute = llvm::BasicBlock::Create(ctx_, "prelude", fn_);
+      auto* done = llvm::BasicBlock::Create(ctx_, "prelude.done", fn_);
+      b_.CreateCondBr(b_.CreateIsNull(fn_->getArg(1)), compute, check);
+      b_.SetInsertPoint(check);
+      llvm::Value* first = b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, fn_->getArg(1), slot));
+      b_.CreateCondBr(b_.CreateIsNull(first), compute, given);
+      b_.SetInsertPoint(given);
+      for (size_t k = 0; k < aux.size(); ++k)
+        b_.CreateStore(b_.CreateLoad(ptr, b_.CreateConstInBoundsGEP1_64(ptr, fn_->getArg(1), slot + k)), slot_.at(aux[k]));
+      b_.CreateStore(b_.getTrue(), borrowed);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(compute);
+      emit_with_allocations(f_.prelude);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      for (const BufferNode* a : aux) allocated_.insert(a);
+    } else if (f_.prelude) {
+      emit_with_allocations(f_.prelude);
+    }
     emit_with_allocations(f_.body);
     b_.CreateBr(cleanup_);
 
     b_.SetInsertPoint(cleanup_);
     auto free_fn = mod_.getOrInsertFunction("dcc_free", llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false));
-    for (const auto& [buf, s] : slot_) b_.CreateCall(free_fn, {b_.CreateLoad(ptr, s)});
+    llvm::Value* keep = b_.CreateLoad(b_.getInt1Ty(), borrowed);
+    for (const auto& [buf, s] : slot_) {
+      llvm::Value* p = b_.CreateLoad(ptr, s);
+      if (buf->kind == BufferKind::Aux) p = b_.CreateSelect(keep, llvm::ConstantPointerNull::get(ptr), p);
+      b_.CreateCall(free_fn, {p});
+    }
     b_.CreateRet(b_.CreateLoad(i32, status_));
   }
 

@@ -4,7 +4,10 @@
 //   int32_t NAME(const int64_t* sizes, void* const* buffers)
 // where `sizes` holds the function's size parameters in Func::sizes order
 // and `buffers` one pointer per input and output buffer in Func::buffers
-// order. Local tensors and the prelude's aux arrays are allocated inside
+// order, then one per aux array the prelude fills (ir::prelude_aux) when the caller has
+// them (the C wrapper takes them from the prelude cache), or one NULL, or
+// nothing when `buffers` is NULL: then the kernel computes the prelude
+// itself. Local tensors and aux arrays it computes are allocated inside
 // (dcc_alloc/dcc_free); accumulators live on the stack. The result is 0 on
 // success or a dcc_status (integer division by zero, allocation failure),
 // with the text available from dcc_last_error(). Float-to-integer casts

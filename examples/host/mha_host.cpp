@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -62,7 +63,10 @@ std::vector<double> reference(const std::vector<float>& q, const std::vector<flo
   return out;
 }
 
-void run_case(std::mt19937& rng, std::vector<int32_t> qlens, std::vector<int32_t> klens, int H, int D) {
+/// Runs mha on random data with these lengths (through mha_meta first when
+/// `meta`, else allocating the output from the host's own count) and checks
+/// it against the reference; returns whether it matched.
+bool run_case(std::mt19937& rng, std::vector<int32_t> qlens, std::vector<int32_t> klens, int H, int D, bool meta = true) {
   int B = static_cast<int>(qlens.size());
   int64_t qtotal = 0, ktotal = 0;
   for (int32_t l : qlens) qtotal += l;
@@ -75,10 +79,14 @@ void run_case(std::mt19937& rng, std::vector<int32_t> qlens, std::vector<int32_t
   PackedQueries q{qd.data(), (int64_t)qd.size(), qlens.data(), B, B, H, D};
   PackedKV kv{kd.data(), (int64_t)kd.size(), vd.data(), (int64_t)vd.size(), klens.data(), B, B, H, D};
   PackedQueries out{};
-  expect(mha_meta(&q, &kv, &out) == DCC_OK, "meta succeeds");
-  expect(out.data_len == qtotal * H * D && out.seqlen == qlens.data() && out.seqlen_len == B && out.B == B &&
-             out.H == H && out.D == D,
-         "meta fills the result: the queries' lengths, their element count");
+  if (meta) {
+    expect(mha_meta(&q, &kv, &out) == DCC_OK, "meta succeeds");
+    expect(out.data_len == qtotal * H * D && out.seqlen == qlens.data() && out.seqlen_len == B && out.B == B &&
+               out.H == H && out.D == D,
+           "meta fills the result: the queries' lengths, their element count");
+  } else {
+    out.data_len = qtotal * H * D;
+  }
   std::vector<float> od(out.data_len, 0.f);
   out.data = od.data();
   expect(mha(&q, &kv, &out) == DCC_OK, "mha succeeds");
@@ -97,6 +105,51 @@ void run_case(std::mt19937& rng, std::vector<int32_t> qlens, std::vector<int32_t
   std::printf("B=%d H=%d D=%d query rows=%lld key rows=%lld: max relative error %.2e%s\n", B, H, D,
               (long long)qtotal, (long long)ktotal, worst, nans ? " (rows without keys: NaN)" : "");
   expect(worst < 1e-5, "matches the float64 reference within 1e-5");
+  return worst < 1e-5;
+}
+
+struct CacheStats {
+  uint64_t hits = 0, misses = 0;
+};
+CacheStats cache_stats() {
+  CacheStats s;
+  expect(dcc_prelude_cache_stats(dcc_default_prelude_cache(), &s.hits, &s.misses, nullptr) == DCC_OK, "cache stats");
+  return s;
+}
+
+/// The offset arrays come from the runtime's prelude cache, keyed by the
+/// length arrays' contents: a second call with equal lengths (in other
+/// arrays) reuses them, different lengths (even with the same totals) and
+/// other sizes compute new ones, and results stay right either way.
+void prelude_cache(std::mt19937& rng) {
+  const int H = 2, D = 8;
+  CacheStats s0 = cache_stats();
+  expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, D, false), "first call with a new length pattern");
+  CacheStats s1 = cache_stats();
+  expect(s1.misses == s0.misses + 1 && s1.hits == s0.hits, "a new length pattern computes the prelude");
+  expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, D, false), "second call with the same lengths");
+  CacheStats s2 = cache_stats();
+  expect(s2.hits == s1.hits + 1 && s2.misses == s1.misses, "the same lengths (other arrays, other data) reuse it");
+  expect(run_case(rng, {4, 0, 4}, {2, 4, 1}, H, D, false), "call with other query lengths, same total");
+  CacheStats s3 = cache_stats();
+  expect(s3.misses == s2.misses + 1 && s3.hits == s2.hits, "other lengths with the same total compute it again");
+  expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, 4, false), "call with the same lengths and another D");
+  CacheStats s4 = cache_stats();
+  expect(s4.misses == s3.misses + 1 && s4.hits == s3.hits, "another size computes it again");
+  expect(run_case(rng, {4, 0, 4}, {2, 4, 1}, H, D), "meta and call with a pattern seen before");
+  CacheStats s5 = cache_stats();
+  expect(s5.hits == s4.hits + 2 && s5.misses == s4.misses, "mha_meta and mha both reuse a cached pattern");
+  // Arguments rejected before the prelude leave the cache alone.
+  std::vector<int32_t> ql{2, -1}, kl{1, 1};
+  std::vector<float> d(64), o(64, 7.f);
+  PackedQueries q{d.data(), 0, ql.data(), 2, 2, H, D};
+  PackedKV kv{d.data(), 2 * H * D, d.data(), 2 * H * D, kl.data(), 2, 2, H, D};
+  PackedQueries out{o.data(), (int64_t)o.size(), nullptr, 0, 0, 0, 0};
+  expect(mha(&q, &kv, &out) == DCC_ERR_NEGATIVE_LENGTH, "negative length rejected");
+  CacheStats s6 = cache_stats();
+  expect(s6.hits == s5.hits && s6.misses == s5.misses, "a rejected call does not touch the cache");
+  std::printf("prelude cache: %llu hits, %llu misses in the checks above\n", (unsigned long long)(s6.hits - s0.hits),
+              (unsigned long long)(s6.misses - s0.misses));
 }
 
 void bad_inputs() {
@@ -133,6 +186,8 @@ void bad_inputs() {
   PackedKV kvv = kv;
   kvv.v_len -= 1;
   expect(mha(&q, &kvv, &out) == DCC_ERR_SIZE_MISMATCH && untouched(), "wrong v_len rejected");
+  expect(std::strcmp(dcc_last_error(), "mha: kv.v_len is 23 but its sizes and lengths give 24 elements") == 0,
+         "the message names the field and both counts");
   // Null pointers.
   expect(mha(&q, nullptr, &out) == DCC_ERR_NULL_POINTER && untouched(), "null argument rejected");
   PackedKV kvz = kv;
@@ -165,6 +220,7 @@ int main() {
   for (auto& l : kl) l = 1 + len(rng);
   run_case(rng, ql, kl, 8, 64);                       // H = 8, D = 64
   bad_inputs();
+  prelude_cache(rng);
   std::printf("%s\n", failures ? "mha host check: FAILED" : "mha host check: OK");
   return failures ? 1 : 0;
 }
