@@ -151,11 +151,14 @@ struct SizeParam {
 /// How a host sees one parameter or the result: a coupling is a struct with
 /// one pointer and one element count per field plus its size parameters; a
 /// tensor is a struct with `data`, `data_len` and its sizes; a scalar is a
-/// value (a pointer for the result).
+/// value (a pointer for the result). A list (parameters only) has fields
+/// `data`, the elements packed into one ragged buffer [b: count][len[b], ...]
+/// (the host passes one pointer per element; the C wrapper packs them), and
+/// `len`, the elements' first extents; its sizes start with `count`.
 struct Param {
   std::string name;
   std::string type_name;  // the coupling's name, or empty for tensors and scalars
-  enum Kind { Coupling, Tensor, Scalar } kind = Tensor;
+  enum Kind { Coupling, Tensor, Scalar, List } kind = Tensor;
   /// Fields in declaration order: C name and buffer. A result field whose
   /// buffer is an input aliases that input (e.g. `seqlen: q.seqlen`).
   std::vector<std::pair<std::string, Buffer>> fields;

@@ -42,7 +42,29 @@ class FuncLowerer {
 
   Func run() {
     f_->name = cf_.decl->name.name;
-    for (const auto& s : cf_.size_params) f_->sizes.push_back({s});
+    // Sizes the arguments carry; those only the return type names (`B` of
+    // `let B = len(xs)`) are values the body computes.
+    std::set<std::string> carried;
+    std::function<void(const SymPtr&)> walk = [&](const SymPtr& s) {
+      if (!s) return;
+      if (s->kind == SymKind::Size) carried.insert(s->name);
+      for (const auto& a : s->args) walk(a);
+    };
+    std::function<void(const TypePtr&)> walk_type = [&](const TypePtr& t) {
+      if (!t) return;
+      for (const auto& g : t->groups)
+        for (const auto& d : g.dims) walk(d.extent);
+      if (t->kind == TypeKind::Coupling)
+        for (const auto& sp : t->coupling->size_params) {
+          auto it = t->instance.sizes.find(sp);
+          if (it != t->instance.sizes.end()) walk(it->second);
+          else carried.insert(sp);
+        }
+      walk_type(t->element);
+    };
+    for (const auto& [n, t] : cf_.params) walk_type(t);
+    for (const auto& s : cf_.size_params)
+      if (carried.count(s)) f_->sizes.push_back({s});
     for (size_t i = 0; i < cf_.params.size(); ++i) lower_param(cf_.params[i].first, cf_.params[i].second);
     for (const auto& fact : cf_.entry_facts) f_->checks.push_back(lower_check(fact));
     std::vector<Stmt> body;
@@ -285,10 +307,73 @@ class FuncLowerer {
       p.kind = Param::Scalar;
       p.fields.push_back({"value", new_buffer(name, name, t, BufferKind::Input, at)});
       scalars_[name] = p.fields.back().second;
+    } else if (t->kind == TypeKind::List && t->element && t->element->kind == TypeKind::Tensor && !parent_) {
+      lower_list_param(name, t->element, p, at);
     } else {
       unsupported(at, "a parameter of type `" + types::str(t) + "`");
     }
     f_->params.push_back(std::move(p));
+  }
+
+  /// `xs: list[[?, H, D]f32]`: size `xs.count` (`len(xs)`), an input length
+  /// array `xs.len` [xs.count]i32 (the `?` extents, `len(xs[b])`) and the
+  /// elements as one ragged input [b: xs.count][xs.len[b], H, D]f32.
+  void lower_list_param(const std::string& name, const TypePtr& elem, Param& p, SourceRange at) {
+    p.kind = Param::List;
+    const std::string count = name + ".count";  // the checker's `len(xs)`
+    f_->sizes.push_back({count});
+    list_sizes_["len(" + name + ")"] = count;
+    p.sizes.push_back({"count", build::size(count)});
+    auto len = std::make_shared<BufferNode>();
+    len->name = name + ".len";
+    len->type = Scalar::I32;
+    len->kind = BufferKind::Input;
+    len->dims.push_back({make_var("d0"), build::size(count)});
+    len->pad.push_back(1);
+    f_->buffers.push_back(len);
+    arrays_[len->name] = len;
+    auto data = std::make_shared<BufferNode>();
+    data->name = name;
+    data->type = elem->scalar;
+    data->kind = BufferKind::Input;
+    Var b = make_var("b");
+    data->dims.push_back({b, build::size(count)});
+    data->pad.push_back(1);
+    bool first = true;
+    for (const auto& g : elem->groups) {
+      for (const auto& d : g.dims) {
+        Expr extent;
+        if (first && !d.extent) extent = build::cast(Scalar::I64, build::load(len, {build::var(b)}));
+        else if (!d.extent) unsupported(at, "a `?` extent other than the first of a list element");
+        else extent = sym_expr(d.extent, at);
+        first = false;
+        data->dims.push_back({d.index ? var_for(d.index) : make_var(fmt::format("d{}", data->dims.size())), extent});
+        data->pad.push_back(1);
+      }
+    }
+    f_->buffers.push_back(data);
+    arrays_[name] = data;
+    p.fields.push_back({"data", data});
+    p.fields.push_back({"len", len});
+    tensor_sizes(elem, p, at);
+  }
+
+  static bool mentions_var(const Expr& e) {
+    if (!e) return false;
+    if (e->kind == ir::ExprKind::VarRef) return true;
+    for (const auto& a : e->args)
+      if (mentions_var(a)) return true;
+    return false;
+  }
+
+  /// An expression whose value cannot change while the function runs: sizes,
+  /// constants, loop variables and reads of the function's own inputs.
+  static bool invariant(const Expr& e) {
+    if (!e) return true;
+    if (e->kind == ir::ExprKind::Load && e->buffer->kind != BufferKind::Input) return false;
+    for (const auto& a : e->args)
+      if (!invariant(a)) return false;
+    return true;
   }
 
   EntryCheck lower_check(const Fact& fact) {
@@ -333,6 +418,8 @@ class FuncLowerer {
         if (auto c = cp_.int_consts.find(s->name); c != cp_.int_consts.end()) return build::int_imm(c->second);
         if (auto a = size_alias_.find(s->name); a != size_alias_.end()) return a->second;
         if (auto a = size_subst_.find(s->name); a != size_subst_.end()) return a->second;
+        if (auto l = list_sizes_.find(s->name); l != list_sizes_.end()) return build::size(l->second);
+        if (auto v = size_values_.find(s->name); v != size_values_.end()) return v->second;
         if (auto b = scalars_.find(s->name); b != scalars_.end()) return build::cast(Scalar::I64, build::load(b->second, {}));
         if (parent_ || std::find(cf_.size_params.begin(), cf_.size_params.end(), s->name) == cf_.size_params.end())
           unsupported(at, "size `" + s->name + "`");
@@ -365,7 +452,16 @@ class FuncLowerer {
         }
         std::vector<Expr> args;
         for (const auto& a : s->args) args.push_back(sym_expr(a, at));
-        return build::cast(Scalar::I64, build::load(array(s->name, at), std::move(args)));
+        Buffer arr = array(s->name, at);
+        // An int array defined element-wise from inputs (`seqlen[b] =
+        // len(xs[b])`): extents read the definition, so the offsets that
+        // depend on them are computed from inputs, before the body runs.
+        if (auto d = defs_.find(arr.get()); d != defs_.end() && d->second.first.size() == args.size()) {
+          std::map<const VarNode*, Expr> m;
+          for (size_t k = 0; k < args.size(); ++k) m[d->second.first[k].get()] = args[k];
+          return build::cast(Scalar::I64, substitute(d->second.second, m));
+        }
+        return build::cast(Scalar::I64, build::load(arr, std::move(args)));
       }
       case SymKind::Add: return build::binary(BinOp::Add, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
       case SymKind::Sub: return build::binary(BinOp::Sub, sym_expr(s->args[0], at), sym_expr(s->args[1], at));
@@ -442,6 +538,10 @@ class FuncLowerer {
       if (!v) return nullptr;
       std::vector<Stmt> pre;
       Expr value = lower_expr(*v, b->type, info, pre);
+      // An integer `let` used as a size (`let B = len(xs)`): extents use its
+      // definition when that reads only sizes and inputs.
+      if (t->kind == TypeKind::IntValue && pre.empty() && invariant(value) && !mentions_var(value))
+        size_values_[name] = build::cast(Scalar::I64, value);
       pre.push_back(build::store(b, {}, value));
       return build::seq(std::move(pre));
     }
@@ -501,11 +601,29 @@ class FuncLowerer {
     for (const IndexInfo* ii : lhs) idx.push_back(build::var(var_for(ii->var)));
     std::vector<Stmt> pre;
     Expr value = lower_expr(*s.value, target->type, info, pre);
+    defs_.erase(target.get());
+    if (target->kind == BufferKind::Local && is_int(target->type) && !target->dims.empty() &&
+        lhs.size() == target->dims.size() && pre.empty() && invariant(value) && plain_indices(s)) {
+      std::vector<Var> vs;
+      for (const IndexInfo* ii : lhs) vs.push_back(var_for(ii->var));
+      defs_[target.get()] = {vs, value};
+    }
     pre.push_back(build::store(target, idx, value));
     Stmt body = build::seq(std::move(pre));
     for (auto it = lhs.rbegin(); it != lhs.rend(); ++it)
       body = build::for_loop(var_for((*it)->var), sym_expr((*it)->extent, s.range), body);
     return body;
+  }
+
+  /// The left side indexes with distinct plain variables (`a[b, i]`, not
+  /// `a[0]` or `a[i + 1]`), so the statement defines every element.
+  bool plain_indices(const ast::Stmt& s) {
+    auto [base, groups] = ast::index_chain(*s.target);
+    std::set<std::string> seen;
+    for (const auto& g : groups)
+      for (const ast::Expr* ix : g)
+        if (ix->kind != ExprKind::Name || !cp_.index_refs.count(ix) || !seen.insert(ix->name).second) return false;
+    return true;
   }
 
   Stmt lower_return(const ast::Stmt& s, const StmtInfo& info) {
@@ -726,6 +844,17 @@ class FuncLowerer {
       Scalar from = type_in(a, is_float(*s) ? *s : Scalar::I64);
       return build::cast(*s, lower_expr(a, from, info, pre));
     }
+    if (n == "len" && e.operands.size() == 1) {
+      const ast::Expr& a = *e.operands[0];
+      if (auto p = cp_.paths.find(&a); p != cp_.paths.end() && list_sizes_.count("len(" + p->second + ")"))
+        return build::cast(t, build::size(list_sizes_.at("len(" + p->second + ")")));
+      if (a.kind == ExprKind::Index && a.operands.size() == 2) {
+        auto p = cp_.paths.find(a.operands[0].get());
+        if (p != cp_.paths.end() && arrays_.count(p->second + ".len"))
+          return build::cast(t, build::load(arrays_.at(p->second + ".len"), {lower_expr(*a.operands[1], Scalar::I64, info, pre)}));
+      }
+      unsupported(e.range, "this `len`");
+    }
     auto callee = by_name_.find(n);
     if (callee == by_name_.end()) unsupported(e.range, "calling `" + n + "` here");
     Value r = call_value(e, *callee->second, info, pre);
@@ -796,6 +925,10 @@ class FuncLowerer {
   std::map<std::string, Expr> size_alias_;  // `f#N.S`: sizes defined by an inlined callee's body
   std::map<std::string, std::map<std::string, Buffer>> couplings_;  // coupling values by name: field -> buffer
   Value result_;                           // what the inlined callee returned
+  std::map<std::string, std::string> list_sizes_;  // `len(xs)` of a list parameter -> size `xs.count`
+  std::map<std::string, Expr> size_values_;  // integer lets whose value reads only sizes and inputs
+  /// Int arrays defined element-wise from inputs: the left side's variables and the value.
+  std::map<const BufferNode*, std::pair<std::vector<Var>, Expr>> defs_;
 };
 
 }  // namespace

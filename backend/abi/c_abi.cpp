@@ -73,6 +73,22 @@ void emit_struct(const ir::Func& f, const Param& p, std::set<std::string>& done,
   if (p.kind == Param::Scalar) return;
   std::string name = struct_name(f, p);
   if (!done.insert(name).second) return;
+  if (p.kind == Param::List) {
+    const BufferNode& data = *p.fields[0].second;
+    std::string row = "len[b]";
+    for (size_t k = 2; k < data.dims.size(); ++k) {
+      row += " * " + (data.dims[k].extent->kind == ExprKind::SizeRef ? data.dims[k].extent->name
+                                                                     : std::to_string(data.dims[k].extent->int_value));
+    }
+    out += fmt::format("/* list {} of {}: count tensors, tensor b holding {} {} elements, row-major */\n", p.name, f.name,
+                       row, c_type(data.type));
+    out += fmt::format("typedef struct {} {{\n", name);
+    out += fmt::format("  const {}* const* data;  /* data[b]: tensor b; may be NULL when it has no elements */\n", c_type(data.type));
+    out += "  const int32_t* len;  /* count elements: the first extent of each tensor */\n";
+    for (const auto& [size, e] : p.sizes) out += fmt::format("  int64_t {};\n", ident(size));
+    out += fmt::format("}} {};\n\n", name);
+    return;
+  }
   out += p.kind == Param::Coupling ? fmt::format("/* coupling {} */\n", p.type_name)
                                    : fmt::format("/* tensor {} of {}: {} */\n", p.name, f.name, dims_text(*p.fields[0].second));
   out += fmt::format("typedef struct {} {{\n", name);
@@ -291,6 +307,15 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     }
     out += fmt::format("  if (!{}) return {}\n", ident(p.name),
                        fail("DCC_ERR_NULL_POINTER", quote(fn + ": argument `" + p.name + "` is NULL")));
+    if (p.kind == Param::List) {
+      // The elements are packed into one buffer before the kernel runs.
+      const Buffer& data = p.fields[0].second;
+      c.buffers[data.get()] = ident(p.name) + "__packed";
+      c.buffers[p.fields[1].second.get()] = ident(p.name) + "->len";
+      out += fmt::format("  {}* {}__packed = NULL;\n  int64_t {}__rows = 0, {}__row = 1;\n", c_type(data->type),
+                         ident(p.name), ident(p.name), ident(p.name));
+      continue;
+    }
     for (const auto& [field, buf] : p.fields) {
       c.buffers[buf.get()] = ident(p.name) + "->" + ident(field);
       where[buf.get()] = {p.name, field};
@@ -347,6 +372,28 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     out += fmt::format("  if (!have_{}) {{ {} goto done; }}\n", ident(s.name),
                        fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + ": no argument carries size `" + s.name + "`")));
 
+  // List arguments: pointers, lengths, the packed element count.
+  for (const auto& p : f.params) {
+    if (p.kind != Param::List) continue;
+    const Buffer& data = p.fields[0].second;
+    std::string a = ident(p.name), count = c.expr(p.sizes[0].second);
+    out += fmt::format("  if ({} > 0 && (!{}->len || !{}->data)) {{ {} goto done; }}\n", count, a, a,
+                       fail("DCC_ERR_NULL_POINTER", quote(fn + ": " + p.name + ".len or " + p.name + ".data is NULL")));
+    out += "  ovf = 0;\n";
+    for (size_t k = 2; k < data->dims.size(); ++k)
+      out += fmt::format("  {0}__row = dcc__mul({0}__row, {1}, &ovf);\n", a, c.expr(data->dims[k].extent));
+    out += fmt::format("  for (int64_t k = 0; k < {}; ++k) {{\n", count);
+    out += fmt::format("    if ({}->len[k] < 0) {{ {} goto done; }}\n", a,
+                       fail("DCC_ERR_NEGATIVE_LENGTH", quote(fn + ": " + p.name + ".len[%lld] is %lld; lengths must be >= 0"),
+                            "(long long)k, (long long)" + a + "->len[k]"));
+    out += fmt::format("    {0}__rows = dcc__add({0}__rows, {0}->len[k], &ovf);\n", a);
+    out += fmt::format("    if (!{0}->data[k] && {0}->len[k] > 0 && {0}__row > 0) {{ {1} goto done; }}\n  }}\n", a,
+                       fail("DCC_ERR_NULL_POINTER", quote(fn + ": " + p.name + ".data[%lld] is NULL"), "(long long)k"));
+    out += fmt::format("  (void)dcc__mul({0}__rows, {0}__row, &ovf);\n", a);
+    out += fmt::format("  if (ovf || (uint64_t)({0}__rows * {0}__row) > SIZE_MAX / sizeof *{0}__packed) {{ {1} goto done; }}\n", a,
+                       fail("DCC_ERR_OVERFLOW", quote(fn + ": the element count of " + p.name + " overflows")));
+  }
+
   // Inputs: element counts, then lengths must be non-negative. Buffers whose
   // totals need the prelude are checked after it.
   auto lengths = length_buffers(f);
@@ -385,7 +432,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   };
   std::vector<Buffer> later;
   for (const auto& b : ir::input_buffers(f)) {
-    if (b->dims.empty()) continue;
+    if (b->dims.empty() || !where.count(b.get())) continue;  // scalars; lists, checked above
     if (reads_aux(b->total)) later.push_back(b);
     else check_input(b);
   }
@@ -399,7 +446,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   std::vector<Buffer> keyed = prelude_inputs(f);
   bool cached = !cuda && f.prelude && !aux.empty();  // CUDA: lengths are staged per call
   for (const auto& b : keyed)
-    if (reads_aux(b->total) || (!where.count(b.get()) && !b->dims.empty())) cached = false;
+    if (reads_aux(b->total) || (!c.buffers.count(b.get()) && !b->dims.empty())) cached = false;
   for (const auto& b : all_aux) {
     out += fmt::format("  ovf = 0;\n  const int64_t n_{} = {};\n", ident(b->name), c.expr(b->total));
     out += fmt::format("  if (ovf || n_{0} < 0 || (uint64_t)n_{0} > SIZE_MAX / 8 / {1}) {{ {2} goto done; }}\n",
@@ -543,6 +590,18 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     }
   }
   out += "  if (!run) goto done;\n";
+  // List arguments: pack the elements (libdccrt's dcc_pack).
+  for (const auto& p : f.params) {
+    if (p.kind != Param::List) continue;
+    std::string a = ident(p.name);
+    out += fmt::format("  if ({0}__rows > 0 && {0}__row > 0) {{\n"
+                       "    {0}__packed = dcc_alloc((size_t)({0}__rows * {0}__row) * sizeof *{0}__packed);\n"
+                       "    if (!{0}__packed) {{ st = DCC_ERR_OUT_OF_MEMORY; goto done; }}\n"
+                       "    st = dcc_pack((const void* const*){0}->data, {0}->len, {1}, {0}__row, sizeof *{0}__packed, "
+                       "{0}__packed, {0}__rows);\n"
+                       "    if (st != DCC_OK) goto done;\n  }}\n",
+                       a, c.expr(p.sizes[0].second));
+  }
   // The kernel: sizes and the input/output buffers in Func::buffers order.
   out += "  {\n    const int64_t sizes[] = {";
   for (const auto& s : f.sizes) out += "s_" + ident(s.name) + ", ";
@@ -572,6 +631,8 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   out += "done:\n";
   for (const auto& h : staged) out += fmt::format("  dcc_free({});\n", h);
   for (const auto& b : owned) out += fmt::format("  dcc_free({});\n", ident(b->name));
+  for (const auto& p : f.params)
+    if (p.kind == Param::List) out += fmt::format("  dcc_free({}__packed);\n", ident(p.name));
   out += "  return st;\n}\n\n";
 }
 
