@@ -288,6 +288,10 @@ std::string literal(const std::string& s) {
 
 void emit_prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks) {
   const bool cuda = target == Target::Cuda;
+  for (const auto& p : f.params)
+    if (cuda && p.kind == Param::List)
+      throw std::runtime_error("the CUDA target does not support `list` parameters (`" + p.name + "` of `" + f.name +
+                               "`) yet");
   CEmitter c;
   std::string fn = f.name;
   out += "static dcc_status " + fn + "__prepare(";
