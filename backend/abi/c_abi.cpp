@@ -564,6 +564,33 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
                        fail("DCC_ERR_OVERFLOW", quote(fn + ": overflow while checking `where { " + literal(chk.text) + " }`")));
   }
   // The result: sizes, fresh fields' element counts, bound fields' pointers.
+  // They must follow from the arguments (and the prelude): a size or a
+  // length the body computes cannot size the host's buffers beforehand.
+  if (!f.results.empty() && f.results[0].kind != Param::Scalar) {
+    std::function<bool(const ir::Expr&)> before = [&](const ir::Expr& e) {
+      if (!e) return true;
+      if (e->kind == ExprKind::Load) {
+        const BufferNode* b = e->buffer.get();
+        bool ok = b->kind == BufferKind::Input ||
+                  (b->kind == BufferKind::Aux && std::find(aux.begin(), aux.end(), e->buffer) != aux.end());
+        if (!ok) return false;
+      }
+      for (const auto& a : e->args)
+        if (!before(a)) return false;
+      return true;
+    };
+    const Param& r = f.results[0];
+    for (const auto& [size, e] : r.sizes)
+      if (!before(e))
+        throw std::runtime_error("`" + fn + "`: the result's size `" + size +
+                                 "` is computed by the function's body, so the C ABI cannot give it before the call; "
+                                 "define it from the arguments' sizes and lengths");
+    for (const auto& [field, buf] : r.fields)
+      if (buf->kind == BufferKind::Output && !before(buf->total))
+        throw std::runtime_error("`" + fn + "`: the length of result field `" + field +
+                                 "` depends on values the function's body computes, so the C ABI cannot give it "
+                                 "before the call; define the lengths from the arguments");
+  }
   if (!f.results.empty()) {
     const Param& r = f.results[0];
     if (r.kind != Param::Scalar) {
