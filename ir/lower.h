@@ -4,7 +4,10 @@
 // ones as vloops whose extent reads a length buffer), each `reduce` an
 // accumulator with its own nest inside, in the order the checker bound
 // them. `let` and construction allocate buffers; a coupling contributes one
-// buffer per field, fields bound to another value share its buffer.
+// buffer per field, fields bound to another value share its buffer. Calls
+// to other `.toy` functions are inlined (the callee's `where` becomes
+// run-time `assert`s); a `list` parameter becomes a size `xs.count`, a
+// length array `xs.len` and one packed ragged input.
 #pragma once
 
 #include <optional>
