@@ -810,6 +810,10 @@ class FuncLowerer {
         Scalar ot = logical ? Scalar::Bool : operand_type(*e.operands[0], *e.operands[1], t);
         Expr a = lower_expr(*e.operands[0], ot, info, pre);
         Expr b = lower_expr(*e.operands[1], ot, info, pre);
+        // An index expression (i64) next to an i32 element, or a size next
+        // to a float: both operands in the shared type.
+        if (a->type != ot) a = build::cast(ot, a);
+        if (b->type != ot) b = build::cast(ot, b);
         if (swap) std::swap(a, b);
         return build::binary(ops.at(e.op), a, b);
       }
