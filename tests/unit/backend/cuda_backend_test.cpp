@@ -62,19 +62,13 @@ TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
   std::filesystem::create_directories(dir);
   int compared = 0, functions = 0;
   bool checked_gpu = false;
-  for (const auto& entry : std::filesystem::directory_iterator(path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR))) {
-    if (entry.path().extension() != ".toy") continue;
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string name = entry.path().filename().string();
-    Program p = compile(name, text.str());
+  for (auto& [name, stem, p] : testing::compile_examples(path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR))) {
     if (!p.module) continue;  // uses something the code generators do not handle yet
     std::string error;
     auto jit = JitProgram::compile(*p.module, error);
     ASSERT_TRUE(jit) << name << ": " << error;
     std::string log;
-    void* lib = build(nvcc, emit_cuda(*p.module), dir, entry.path().stem().string(), log);
+    void* lib = build(nvcc, emit_cuda(*p.module), dir, stem, log);
     ASSERT_NE(lib, nullptr) << name << ": " << log;
     if (!checked_gpu) {
       auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));

@@ -10,7 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <sstream>
@@ -162,6 +165,30 @@ inline double relative_tolerance(Scalar t) {
     case Scalar::F16: return 4 * 4.9e-4;
     default: return is_float(t) ? 1e-5 : 0.0;
   }
+}
+
+/// One example program, compiled through storage lowering (`program.module`
+/// is empty when it uses something the code generators do not handle yet).
+struct Example {
+  std::string file;  // e.g. "mha.toy"
+  std::string stem;  // e.g. "mha"
+  Program program;
+};
+
+/// Every `*.toy` in `dir`, in file-name order (so that runs are repeatable).
+inline std::vector<Example> compile_examples(const std::string& dir) {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().extension() == ".toy") paths.push_back(entry.path());
+  std::sort(paths.begin(), paths.end());
+  std::vector<Example> out;
+  for (const auto& path : paths) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    out.push_back(Example{path.filename().string(), path.stem().string(), compile(path.filename().string(), text.str())});
+  }
+  return out;
 }
 
 /// A kernel with the CPU backend's signature (codegen.h), by name.

@@ -20,13 +20,7 @@ using testing::Program;
 
 TEST(LlvmBackend, ExamplesMatchFloat64Reference) {
   int compared = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(DCCC_EXAMPLES_DIR)) {
-    if (entry.path().extension() != ".toy") continue;
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string name = entry.path().filename().string();
-    Program p = compile(name, text.str());
+  for (auto& [name, stem, p] : testing::compile_examples(DCCC_EXAMPLES_DIR)) {
     if (!p.module) continue;  // uses something the code generator does not handle yet
     std::string error;
     auto jit = JitProgram::compile(*p.module, error);
