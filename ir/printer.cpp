@@ -12,11 +12,19 @@ namespace {
 class Printer {
  public:
   std::string func(const Func& f) {
+    // Variables and buffers never take a size's name or a word that reads as
+    // a literal, so that ir_parser.cpp reads every name back unambiguously.
+    for (const char* w : kReserved) used_.insert(w);
+    for (const auto& s : f.sizes) used_.insert(s.name);
     std::string out = "func " + f.name + "(";
     auto param = [&](const Param& p) {
-      std::string t = p.name + " = {";
-      for (size_t k = 0; k < p.fields.size(); ++k) t += (k ? ", " : "") + buf_name(p.fields[k].second);
-      return t + "}";
+      const char* kind = p.kind == Param::Coupling ? "coupling" : p.kind == Param::Tensor ? "tensor" : "scalar";
+      std::string t = p.name + ": " + kind + (p.type_name.empty() ? "" : " " + p.type_name) + " = {";
+      for (size_t k = 0; k < p.fields.size(); ++k) t += (k ? ", " : "") + p.fields[k].first + ": " + buf_name(p.fields[k].second);
+      t += "}";
+      for (size_t k = 0; k < p.sizes.size(); ++k)
+        t += (k ? ", " : " sizes(") + p.sizes[k].first + " = " + expr(p.sizes[k].second);
+      return t + (p.sizes.empty() ? "" : ")");
     };
     for (size_t i = 0; i < f.params.size(); ++i) out += (i ? ", " : "") + param(f.params[i]);
     out += ")";
@@ -29,7 +37,7 @@ class Printer {
     }
     for (const auto& b : f.buffers) out += "  " + buffer_decl(b) + ";\n";
     for (const auto& c : f.checks) {
-      out += "  check `" + c.text + "` {\n";
+      out += "  check `" + escape(c.text, '`') + "` {\n";
       if (c.pre) stmt(c.pre, 2, out);
       std::string vars;
       for (const auto& [v, e] : c.vars) vars += (vars.empty() ? "" : ", ") + var_name(v) + " in 0 .. " + expr(e);
@@ -78,6 +86,7 @@ class Printer {
       return fmt::format("{}{}", e->int_value, scalar_name(e->type));
     }
     if (std::isinf(e->float_value)) return fmt::format("{}({}inf)", scalar_name(e->type), e->float_value < 0 ? "-" : "");
+    if (std::isnan(e->float_value)) return fmt::format("{}(nan)", scalar_name(e->type));
     std::string s = fmt::format("{}", e->float_value);
     if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
     return s + scalar_name(e->type);
@@ -95,7 +104,12 @@ class Printer {
           return fmt::format("{}({}, {})", op_text(e->binop), expr(e->args[0]), expr(e->args[1]));
         return fmt::format("({} {} {})", expr(e->args[0]), op_text(e->binop), expr(e->args[1]));
       case ExprKind::Unary:
-        if (e->unop == UnOp::Neg || e->unop == UnOp::Not) return fmt::format("{}{}", op_text(e->unop), expr(e->args[0]));
+        if (e->unop == UnOp::Neg || e->unop == UnOp::Not) {
+          // `-(5)`: `-5` is the literal.
+          std::string a = expr(e->args[0]);
+          if (a[0] >= '0' && a[0] <= '9') return fmt::format("{}({})", op_text(e->unop), a);
+          return fmt::format("{}{}", op_text(e->unop), a);
+        }
         return fmt::format("{}({})", op_text(e->unop), expr(e->args[0]));
       case ExprKind::Select:
         return fmt::format("select({}, {}, {})", expr(e->args[0]), expr(e->args[1]), expr(e->args[2]));
@@ -153,8 +167,7 @@ class Printer {
       }
       case StmtKind::Print:
         {
-          std::string text;
-          for (char c : s->text) text += c == '\n' ? std::string("\\n") : c == '"' ? std::string("\\\"") : std::string(1, c);
+          std::string text = escape(s->text, '"');
           out += fmt::format("{}print{} \"{}\"{}{};\n", pad, s->newline ? "ln" : "", text,
                              s->buffer ? " " + buf_name(s->buffer) : std::string(),
                              s->args.empty() ? "" : " (" + list(s->args) + ")");
@@ -162,6 +175,22 @@ class Printer {
         return;
     }
   }
+
+  /// `text` between `quote`s: \n \t \\ \xHH and the quote escaped.
+  static std::string escape(const std::string& text, char quote) {
+    std::string out;
+    for (char c : text) {
+      if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\\' || c == quote) out += std::string("\\") + c;
+      else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+      else out += c;
+    }
+    return out;
+  }
+
+  /// Bare, these would read as literals (ir_parser.cpp).
+  static constexpr const char* kReserved[] = {"true", "false", "inf", "nan"};
 
   std::map<const void*, std::string> var_names_, buf_names_;
   std::set<std::string> used_;

@@ -10,6 +10,9 @@
 //   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
 //   LLVM codegen     -> the JIT runs `fn main()` (`dccc run`), or
 //   AOT + C ABI      -> prog.so and prog.h (`dccc prog.toy -o prog.so`)
+// A FILE.vloop is IR text as --emit=vloop prints it: it is parsed
+// (ir/ir_parser.h) instead of the first four stages, and the IR passes it
+// has not been through run on it.
 // Later stages (schedules, storage lowering, LLVM and CUDA backends) extend this list.
 
 #include <sys/wait.h>
@@ -22,6 +25,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -33,6 +37,7 @@
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
 #include "ir/interpreter.h"
+#include "ir/ir_parser.h"
 #include "ir/lower.h"
 #include "ir/printer.h"
 #include "ir/storage_lowering.h"
@@ -53,12 +58,20 @@ const char* kUsage = R"(usage: dccc [options] FILE.toy
        dccc FILE.toy -o PROG.so
        dccc run [options] FILE.toy
        dccc repl [options]
+       dccc [--check | --emit=vloop | run] [options] FILE.vloop
 
 Checks a DCC program (.toy) whose ragged tensors are `coupling` types.
 `dccc run` JIT-compiles the program for this CPU (LLVM ORC) and calls its
 `fn main()`; what `print` shows is documented in docs/language.md.
 `dccc repl` evaluates declarations and expressions typed one at a time
 (`dccc repl --help`; docs/repl.md).
+
+A FILE.vloop holds vloop IR as --emit=vloop prints it (docs/vloop.md), for
+example a reproducer edited by hand: dccc parses it instead of a program,
+runs the IR passes it has not been through (storage lowering, unless it has
+a `prelude` or --no-storage-lowering is given) and goes on as for a .toy
+file. IR text has not been through the checker's proofs, so `dccc run`
+executes it with the reference interpreter, which checks every access.
 
 options:
   --check            check the program; exit 0 when it is valid (the default)
@@ -70,6 +83,8 @@ options:
   --emit=cuda        print the CUDA C++ that --target=cuda compiles
   --interpret        dccc run: execute with the reference interpreter of the
                      storage-lowered vloop IR instead of the JIT
+  --jit              dccc run FILE.vloop: JIT-compile the IR instead of
+                     interpreting it (accesses are then not checked)
   --no-storage-lowering
                      stop before storage lowering (--emit=vloop shows the
                      multi-index IR; run uses the layout-free interpreter)
@@ -99,6 +114,8 @@ struct Options {
   bool run = false;
   bool storage = true;  // run storage-lowered IR (off: the layout-free oracle)
   bool interpret = false;  // run with the reference interpreter instead of the JIT
+  bool jit = false;        // --jit: JIT-compile a .vloop file
+  bool from_vloop = false;  // FILE.vloop: IR text
   std::string output;      // -o PROG.so
   std::string target = "cpu";  // --target=cpu|cuda
 #ifdef NDEBUG
@@ -139,6 +156,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.verify_each = true;
     } else if (a == "--interpret") {
       o.interpret = true;
+    } else if (a == "--jit") {
+      o.jit = true;
     } else if (a == "--no-storage-lowering") {
       o.storage = false;
       o.interpret = true;
@@ -176,6 +195,16 @@ int parse_args(int argc, char** argv, Options& o) {
     }
   }
   if (o.file.empty()) return usage_error("no input file");
+  o.from_vloop = std::filesystem::path(o.file).extension() == ".vloop";
+  if (o.jit && (!o.run || !o.from_vloop)) return usage_error("--jit applies to `dccc run FILE.vloop`");
+  if (o.jit && o.interpret) return usage_error("--jit contradicts --interpret and --no-storage-lowering");
+  if (o.from_vloop) {
+    if (o.emit == "ast" || o.emit == "typed" || o.summary)
+      return usage_error("--emit=ast, --emit=typed and --summary need a .toy program, not IR text");
+    if (!o.output.empty()) return usage_error("-o needs a .toy program: IR text has not been checked");
+    if (!o.check.defines.empty()) return usage_error("-D applies to .toy programs, not IR text");
+    if (!o.jit) o.interpret = true;
+  }
   return kExitOk;
 }
 
@@ -193,6 +222,16 @@ int run(const Options& o) {
   dccc::DiagnosticEngine diags(&file);
   diags.set_error_limit(o.max_errors);
 
+  std::optional<dccc::ir::Module> module;
+  if (o.from_vloop) {
+    module = dccc::ir::parse_vloop(file, diags);
+    diags.print(std::cerr);
+    if (!module || diags.has_errors()) {
+      std::cerr << diags.error_count() << " error(s) generated.\n";
+      return kExitErrors;
+    }
+    if (o.emit != "vloop" && !o.run) return kExitOk;
+  } else {
   auto program = dccc::parse(file, diags);
   if (program && o.emit == "ast") {
     diags.print(std::cerr);
@@ -210,11 +249,12 @@ int run(const Options& o) {
   if (o.summary) std::cout << dccc::summarize(*checked);
   if (o.emit != "vloop" && o.emit != "cuda" && !o.run && o.output.empty()) return kExitOk;
 
-  auto module = dccc::ir::lower(*checked, diags);
+  module = dccc::ir::lower(*checked, diags);
   if (!module) {
     diags.print(std::cerr);
     std::cerr << diags.error_count() << " error(s) generated.\n";
     return kExitErrors;
+  }
   }
   // The IR passes, each followed by the verifier when asked for.
   auto verified = [&](const char* pass) {
@@ -227,11 +267,14 @@ int run(const Options& o) {
     return true;
   };
   if (!verified("lowering")) return kExitInternal;
-  for (auto& f : module->funcs) dccc::ir::expand_prints(f);
+  // IR text may have been through the passes already (a `prelude` means
+  // storage-lowered, and whole-tensor prints are expanded before that).
+  for (auto& f : module->funcs)
+    if (!f.storage_lowered) dccc::ir::expand_prints(f);
   if (!verified("expand-prints")) return kExitInternal;
   if (o.storage) {
     for (auto& f : module->funcs)
-      if (!dccc::ir::lower_storage(f, diags)) {
+      if (!f.storage_lowered && !dccc::ir::lower_storage(f, diags)) {
         diags.print(std::cerr);
         std::cerr << diags.error_count() << " error(s) generated.\n";
         return kExitErrors;
@@ -258,9 +301,19 @@ int run(const Options& o) {
     return kExitErrors;
   }
   if (!o.interpret) {
+    if (o.from_vloop && (!main_fn->params.empty() || !main_fn->results.empty() || !dccc::ir::input_buffers(*main_fn).empty())) {
+      std::cerr << "dccc: error: `main` in `" << o.file << "` takes parameters or returns a value; the JIT runs only a "
+                   "`main` without either\n";
+      return kExitErrors;
+    }
     std::cout.flush();
     std::string error;
     int status = dccc::backend::jit_run_main(*module, error);
+    if (status < 0 && o.from_vloop) {
+      // Hand-written IR may hold what the code generator does not handle.
+      std::cerr << "dccc: error: the LLVM backend cannot compile `" << o.file << "`: " << error << "\n";
+      return kExitErrors;
+    }
     if (status < 0) {
       std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
       return kExitInternal;
