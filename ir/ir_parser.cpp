@@ -310,7 +310,11 @@ class Parser {
     throw Failed{};
   }
   [[noreturn]] void expected(const std::string& what) {
-    syntax(cur(), fmt::format("expected {}, found {}", what, describe(cur())));
+    const Token& t = cur();
+    std::string hint;
+    if (what[0] == '`' && t.kind == Tok::Punct && infix_from(t.text))
+      hint = fmt::format(" (a binary operation is written in parentheses, as in `(a {} b)`)", t.text);
+    syntax(t, fmt::format("expected {}, found {}{}", what, describe(t), hint));
   }
 
   void expect(std::string_view p) {

@@ -1,5 +1,7 @@
 // lang_runner: runs one language test (a .toy file whose `//` comments state
-// what dccc must do with it) and reports every way the result differs.
+// what dccc must do with it) and reports every way the result differs. A
+// .vloop file (IR text, which dccc reads instead of a program) is run the
+// same way.
 //
 //   lang_runner DCCC_BINARY FILE.toy
 //   lang_runner --kinds-covered DIR      (every non-note diagnostic kind is
@@ -608,14 +610,14 @@ int run_test(const std::string& dccc, const std::string& path) {
 }
 
 /// `--kinds-covered DIR`: every error and warning kind appears in some
-/// EXPECT-ERROR / EXPECT-WARNING directive of a .toy file under DIR.
+/// EXPECT-ERROR / EXPECT-WARNING directive of a .toy or .vloop file under DIR.
 int kinds_covered(const std::string& dir) {
   std::map<std::string, std::vector<std::string>> used;  // kind -> files
   size_t files = 0;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
        it.increment(ec)) {
-    if (!it->is_regular_file() || it->path().extension() != ".toy") continue;
+    if (!it->is_regular_file() || (it->path().extension() != ".toy" && it->path().extension() != ".vloop")) continue;
     ++files;
     std::string text;
     if (!read_file(it->path().string(), text)) continue;

@@ -58,7 +58,7 @@ const char* kUsage = R"(usage: dccc [options] FILE.toy
        dccc FILE.toy -o PROG.so
        dccc run [options] FILE.toy
        dccc repl [options]
-       dccc [--check | --emit=vloop | run] [options] FILE.vloop
+       dccc [--check | --emit=vloop | --emit=cuda | run] [options] FILE.vloop
 
 Checks a DCC program (.toy) whose ragged tensors are `coupling` types.
 `dccc run` JIT-compiles the program for this CPU (LLVM ORC) and calls its
@@ -230,7 +230,7 @@ int run(const Options& o) {
       std::cerr << diags.error_count() << " error(s) generated.\n";
       return kExitErrors;
     }
-    if (o.emit != "vloop" && !o.run) return kExitOk;
+    if (o.emit != "vloop" && o.emit != "cuda" && !o.run) return kExitOk;
   } else {
   auto program = dccc::parse(file, diags);
   if (program && o.emit == "ast") {

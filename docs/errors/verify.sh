@@ -3,10 +3,11 @@
 #
 #   docs/errors/verify.sh path/to/dccc
 #
-# For every diagnostic kind K with a file K.toy in this directory:
+# For every diagnostic kind K with a file K.toy (or K.vloop, IR text, for
+# the kinds of the IR parser) in this directory:
 #   - `dccc K.toy` must report `[K]`, exit 1 (exit 0 when K is a warning in
 #     support/diagnostic_kinds.def), and not report an internal error;
-#   - `dccc K.fixed.toy` must exit 0 and print nothing on stderr (in the
+#   - `dccc K.fixed.toy` (K.fixed.vloop) must exit 0 and print nothing on stderr (in the
 #     default --check mode it prints nothing at all).
 # An example whose first line is `// dccc-args: ARGS` is run as
 # `dccc ARGS FILE` instead (Unsupported.toy uses `// dccc-args: run`, since
@@ -78,17 +79,19 @@ failed() {
 if [ -f "$def" ]; then
   for k in $(sed -n 's/^DIAG(\([A-Za-z]*\), *\(Error\|Warning\),.*/\1/p' "$def"); do
     case "$k" in ExpressionTooLong | ProofUnknown) continue ;; esac
-    [ -f "$here/$k.toy" ] || failed "$k: no example $k.toy"
+    [ -f "$here/$k.toy" ] || [ -f "$here/$k.vloop" ] || failed "$k: no example $k.toy (or $k.vloop)"
   done
 else
   echo "note: $def not found; not checking that every kind has an example"
 fi
 
-for bad in "$here"/*.toy; do
-  name=$(basename "$bad" .toy)
+for bad in "$here"/*.toy "$here"/*.vloop; do
+  [ -f "$bad" ] || continue
+  ext=${bad##*.}
+  name=$(basename "$bad" ".$ext")
   case "$name" in *.fixed) continue ;; esac
   kind=$name
-  fixed="$here/$kind.fixed.toy"
+  fixed="$here/$kind.fixed.$ext"
   if is_excluded "$kind"; then
     echo "SKIP $kind (excluded; see the comment at the top of verify.sh)"
     skipped=$((skipped + 1))
@@ -106,23 +109,23 @@ for bad in "$here"/*.toy; do
   args=$(args_of "$bad")
   run_dccc "$bad" "$args"
   if [ $rc -ge 2 ] || printf '%s' "$out" | grep -q "internal error"; then
-    failed "$kind.toy: dccc crashed or failed (exit $rc)" "$out"; ok=0
+    failed "$kind.$ext: dccc crashed or failed (exit $rc)" "$out"; ok=0
   elif ! printf '%s' "$out" | grep -qF "[$kind]"; then
-    failed "$kind.toy: no [$kind] diagnostic (exit $rc)" "$out"; ok=0
+    failed "$kind.$ext: no [$kind] diagnostic (exit $rc)" "$out"; ok=0
   elif [ $rc -ne $want_rc ]; then
-    failed "$kind.toy: exit $rc, expected $want_rc" "$out"; ok=0
+    failed "$kind.$ext: exit $rc, expected $want_rc" "$out"; ok=0
   fi
 
   if [ ! -f "$fixed" ]; then
-    failed "$kind: no fixed example $kind.fixed.toy"; ok=0
+    failed "$kind: no fixed example $kind.fixed.$ext"; ok=0
   else
     run_dccc "$fixed" "$args"
     if [ $rc -ne 0 ]; then
-      failed "$kind.fixed.toy: exit $rc, expected 0" "$out"; ok=0
+      failed "$kind.fixed.$ext: exit $rc, expected 0" "$out"; ok=0
     elif [ -n "$err" ]; then
-      failed "$kind.fixed.toy: exit 0 but dccc printed diagnostics" "$out"; ok=0
+      failed "$kind.fixed.$ext: exit 0 but dccc printed diagnostics" "$out"; ok=0
     elif [ -z "$args" ] && [ -n "$out" ]; then
-      failed "$kind.fixed.toy: exit 0 but dccc printed output" "$out"; ok=0
+      failed "$kind.fixed.$ext: exit 0 but dccc printed output" "$out"; ok=0
     fi
   fi
   if [ $ok = 1 ]; then
@@ -132,9 +135,11 @@ for bad in "$here"/*.toy; do
 done
 
 # A fixed example without its bad example is a leftover.
-for fixed in "$here"/*.fixed.toy; do
-  kind=$(basename "$fixed" .fixed.toy)
-  [ -f "$here/$kind.toy" ] || failed "$kind.fixed.toy: no matching $kind.toy"
+for fixed in "$here"/*.fixed.toy "$here"/*.fixed.vloop; do
+  [ -f "$fixed" ] || continue
+  ext=${fixed##*.}
+  kind=$(basename "$fixed" ".fixed.$ext")
+  [ -f "$here/$kind.$ext" ] || failed "$kind.fixed.$ext: no matching $kind.$ext"
 done
 
 echo "verify.sh: $pass passed, $fail failed, $skipped skipped"

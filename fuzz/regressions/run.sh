@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs `dccc --check` on every hostile input in this folder (listed with its
+# Runs `dccc --check` on every hostile input in this folder (.toy programs and
+# .vloop IR text, listed with its
 # expected exit status and diagnostic kind in expected.txt) and on a few
 # larger ones generated here, and fails unless each ends in a diagnostic of
 # the form `FILE:LINE:COL: error|warning: message [Kind]` with the expected
@@ -62,7 +63,8 @@ while read -r file want kind; do
   fi
   check "$HERE/$file" "$want" "$kind"
 done <"$HERE/expected.txt"
-for f in "$HERE"/*.toy; do
+for f in "$HERE"/*.toy "$HERE"/*.vloop; do
+  [[ -f "$f" ]] || continue
   if [[ -z "${listed[$(basename "$f")]:-}" ]]; then
     echo "FAIL $(basename "$f"): not listed in expected.txt"
     failures=$((failures + 1))
