@@ -221,6 +221,19 @@ class Lexer {
 /// (a statement `for i ...` versus a store `for[i] = ...`).
 bool reserved(const std::string& n) { return n == "true" || n == "false" || n == "inf" || n == "nan"; }
 
+/// The name an object had before the printer made it unique (`i.1`: the
+/// second object named `i`). Names from programs never end in `.DIGITS`, so
+/// objects keep their own names and the backends name things as they would
+/// for the program; printing again gives back the same suffixes.
+std::string base_name(const std::string& printed) {
+  std::string n = printed;
+  for (size_t dot = n.rfind('.'); dot != std::string::npos && dot > 0 && dot + 1 < n.size() &&
+                                  n.find_first_not_of("0123456789", dot + 1) == std::string::npos;
+       dot = n.rfind('.'))
+    n.resize(dot);
+  return n;
+}
+
 std::optional<BufferKind> buffer_kind_from(const std::string& w) {
   for (BufferKind k : {BufferKind::Input, BufferKind::Output, BufferKind::Local, BufferKind::Scalar, BufferKind::Aux})
     if (w == buffer_kind_name(k)) return k;
@@ -374,7 +387,8 @@ class Parser {
         if (reserved(name.text)) invalid(name.range(), fmt::format("`{}` is a reserved word, not a buffer name", name.text));
         if (buffers_.count(name.text)) invalid(name.range(), fmt::format("buffer `{}` is declared twice", name.text));
         auto b = std::make_shared<BufferNode>();
-        b->name = name.text;
+        b->name = base_name(name.text);
+        printed_[b.get()] = name.text;
         b->kind = *buffer_kind_from(toks_[p].text);
         b->type = *scalar_from_name(toks_[p + 3].text);
         buffers_[name.text] = b;
@@ -400,6 +414,7 @@ class Parser {
     buffers_.clear();
     declared_.clear();
     decl_at_.clear();
+    printed_.clear();
     sizes_.clear();
     vars_.clear();
     scope_.clear();
@@ -499,7 +514,8 @@ class Parser {
     Buffer& b = buffers_[name.text];
     if (!b) {  // a declaration the prescan could not read: nothing refers to it yet
       b = std::make_shared<BufferNode>();
-      b->name = name.text;
+      b->name = base_name(name.text);
+      printed_[b.get()] = name.text;
       b->kind = kind;
       b->type = *scalar_from_name(type.text);
     }
@@ -908,7 +924,7 @@ class Parser {
     if (sizes_.count(t.text)) invalid(t.range(), fmt::format("`{}` is a size of the function, not a variable", t.text));
     if (buffers_.count(t.text)) invalid(t.range(), fmt::format("`{}` is a buffer, not a variable", t.text));
     Var& v = vars_[t.text];
-    if (!v) v = make_var(t.text);
+    if (!v) v = make_var(base_name(t.text));
     if (std::find(scope_.begin(), scope_.end(), v.get()) != scope_.end())
       invalid(t.range(), fmt::format("variable `{}` is bound again inside the loop that binds it", t.text));
     return v;
@@ -930,27 +946,29 @@ class Parser {
   void check_accesses(const Func& f) {
     for (const Access& a : accesses_) {
       const BufferNode& b = *a.buffer;
+      const std::string& name = printed_[a.buffer];
       if (b.dims.empty()) {
-        if (a.flat) invalid(a.at, fmt::format("`{}` is a scalar: it is read as `{}[]`, not by a flat offset", b.name, b.name));
-        if (a.count != 0) invalid(a.at, fmt::format("`{}` is a scalar and takes no index (`{}[]`)", b.name, b.name));
+        if (a.flat) invalid(a.at, fmt::format("`{}` is a scalar: it is read as `{}[]`, not by a flat offset", name, name));
+        if (a.count != 0) invalid(a.at, fmt::format("`{}` is a scalar and takes no index (`{}[]`)", name, name));
         continue;
       }
       if (a.flat) {
         if (!f.storage_lowered)
           invalid(a.at, fmt::format("flat offset into `{}` in a function that is not storage-lowered (it has no "
-                                    "`prelude` block)", b.name));
+                                    "`prelude` block)", name));
         continue;
       }
       if (a.count != b.dims.size())
-        invalid(a.at, fmt::format("`{}` has {} dimension(s) but {} index(es) here", b.name, b.dims.size(), a.count));
+        invalid(a.at, fmt::format("`{}` has {} dimension(s) but {} index(es) here", name, b.dims.size(), a.count));
       if (f.storage_lowered && a.in_statement)
         invalid(a.at, fmt::format("a storage-lowered function (one with a `prelude` block) accesses tensor `{}` by "
-                                  "a flat offset, `{}@(...)`", b.name, b.name));
+                                  "a flat offset, `{}@(...)`", name, name));
     }
     if (f.storage_lowered)
       for (const auto& b : f.buffers)
         if (!b->dims.empty() && !b->total)
-          invalid(decl_at_[b->name], fmt::format("tensor `{}` needs a `total` in a storage-lowered function", b->name));
+          invalid(decl_at_[printed_[b.get()]],
+                  fmt::format("tensor `{}` needs a `total` in a storage-lowered function", printed_[b.get()]));
   }
 
   std::vector<Token> toks_;
@@ -962,6 +980,7 @@ class Parser {
   std::map<std::string, Buffer> buffers_;
   std::set<std::string> declared_;
   std::map<std::string, SourceRange> decl_at_;
+  std::map<const BufferNode*, std::string> printed_;  // the name as written (`x.1`)
   std::set<std::string> sizes_;
   std::map<std::string, Var> vars_;
   std::vector<const VarNode*> scope_;

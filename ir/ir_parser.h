@@ -7,7 +7,8 @@
 // object of a function a distinct name (`i`, `i.1`), so the parser makes
 // one Var per variable name and one Buffer per buffer name of a function,
 // and a name that appears twice denotes the same object (a loop variable
-// that is also a buffer's dimension variable stays one Var). A variable is
+// that is also a buffer's dimension variable stays one Var). Objects get
+// the names they had before printing (`i` for `i.1`). A variable is
 // in scope only inside what binds it: its `for` loop, the later dimensions
 // of its buffer, or its entry check. A function is storage-lowered exactly when it has a
 // `prelude` block (possibly empty).

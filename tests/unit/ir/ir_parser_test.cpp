@@ -123,7 +123,19 @@ TEST(IrParser, RoundTripsEveryExampleAndRunProgram) {
         const Func& f = p.module->funcs[i];
         EXPECT_EQ(verify(f, "parsing"), std::vector<std::string>{}) << f.name;
         EXPECT_EQ(f.storage_lowered, m->funcs[i].storage_lowered) << f.name;
-        EXPECT_EQ(f.buffers.size(), m->funcs[i].buffers.size()) << f.name;
+        ASSERT_EQ(f.buffers.size(), m->funcs[i].buffers.size()) << f.name;
+        // Objects keep their own names (`b`, not the printed `b.1`), so the
+        // backends name things alike for the program and its IR text.
+        for (size_t k = 0; k < f.buffers.size(); ++k) {
+          const BufferNode& x = *f.buffers[k];
+          const BufferNode& y = *m->funcs[i].buffers[k];
+          EXPECT_EQ(x.name, y.name);
+          EXPECT_EQ(x.kind, y.kind) << x.name;
+          EXPECT_EQ(x.type, y.type) << x.name;
+          ASSERT_EQ(x.dims.size(), y.dims.size()) << x.name;
+          for (size_t d = 0; d < x.dims.size(); ++d) EXPECT_EQ(x.dims[d].var->name, y.dims[d].var->name) << x.name;
+          EXPECT_EQ(x.pad, y.pad) << x.name;
+        }
       }
       ++modules;
     }
