@@ -215,10 +215,11 @@ class Lexer {
   int line_ = 1, col_ = 1;
 };
 
-/// Names the printer never gives a variable, a buffer or a size, since a
-/// bare name there would read as a literal (`true`, `f32(inf)`). The other
-/// words of the text form are keywords only where a name cannot stand
-/// (a statement `for i ...` versus a store `for[i] = ...`).
+/// Names the printer never gives a variable (nor can a size have them), since
+/// a bare name would read as a literal (`true`, `f32(inf)`). A buffer may
+/// have them: it is always followed by `[` or `@`. The other words of the
+/// text form are keywords only where a name cannot stand (a statement
+/// `for i ...` versus a store `for[i] = ...`).
 bool reserved(const std::string& n) { return n == "true" || n == "false" || n == "inf" || n == "nan"; }
 
 /// The name an object had before the printer made it unique (`i.1`: the
@@ -384,7 +385,6 @@ class Parser {
       const Token& name = toks_[p + 1];
       if (name.kind == Tok::Ident && punct(toks_[p + 2], ":") && toks_[p + 3].kind == Tok::Ident &&
           scalar_from_name(toks_[p + 3].text)) {
-        if (reserved(name.text)) invalid(name.range(), fmt::format("`{}` is a reserved word, not a buffer name", name.text));
         if (buffers_.count(name.text)) invalid(name.range(), fmt::format("buffer `{}` is declared twice", name.text));
         auto b = std::make_shared<BufferNode>();
         b->name = base_name(name.text);
@@ -509,7 +509,6 @@ class Parser {
     const Token& type = ident("an element type");
     if (!scalar_from_name(type.text))
       syntax(type, fmt::format("expected an element type (f16, bf16, f32, f64, i32, i64, bool), found {}", describe(type)));
-    if (reserved(name.text)) invalid(name.range(), fmt::format("`{}` is a reserved word, not a buffer name", name.text));
     if (declared_.count(name.text)) invalid(name.range(), fmt::format("buffer `{}` is declared twice", name.text));
     Buffer& b = buffers_[name.text];
     if (!b) {  // a declaration the prescan could not read: nothing refers to it yet
@@ -826,14 +825,7 @@ class Parser {
   }
 
   Expr named(const Token& t) {
-    if (t.text == "true" || t.text == "false") {
-      ++pos_;
-      auto e = node(ExprKind::IntImm, Scalar::Bool);
-      std::const_pointer_cast<ExprNode>(e)->int_value = t.text == "true";
-      return e;
-    }
     const Token& next = peek_tok(1);
-    if (punct(next, "(")) return call(t);
     if (punct(next, "[") || punct(next, "@")) {
       ++pos_;
       Buffer b = buffer_ref(t);
@@ -844,6 +836,13 @@ class Parser {
       record(b, n->args.size(), n->flat, t);
       return e;
     }
+    if (t.text == "true" || t.text == "false") {
+      ++pos_;
+      auto e = node(ExprKind::IntImm, Scalar::Bool);
+      std::const_pointer_cast<ExprNode>(e)->int_value = t.text == "true";
+      return e;
+    }
+    if (punct(next, "(")) return call(t);
     ++pos_;
     if (auto v = vars_.find(t.text); v != vars_.end()) {
       if (std::find(scope_.begin(), scope_.end(), v->second.get()) == scope_.end())

@@ -12,10 +12,11 @@ namespace {
 class Printer {
  public:
   std::string func(const Func& f) {
-    // Variables and buffers never take a size's name or a word that reads as
-    // a literal, so that ir_parser.cpp reads every name back unambiguously.
-    for (const char* w : kReserved) used_.insert(w);
-    for (const auto& s : f.sizes) used_.insert(s.name);
+    // A variable, which stands bare in expressions, never takes a size's
+    // name or a word that reads as a literal, so that ir_parser.cpp reads
+    // every name back unambiguously (a buffer is always followed by `[`, `@`).
+    for (const char* w : kReserved) var_reserved_.insert(w);
+    for (const auto& s : f.sizes) var_reserved_.insert(s.name);
     std::string out = "func " + f.name + "(";
     auto param = [&](const Param& p) {
       const char* kind = p.kind == Param::Coupling ? "coupling" : p.kind == Param::Tensor ? "tensor" : "scalar";
@@ -68,16 +69,17 @@ class Printer {
     return out;
   }
 
-  std::string unique(const void* key, const std::string& base, std::map<const void*, std::string>& names) {
+  std::string unique(const void* key, const std::string& base, std::map<const void*, std::string>& names,
+                     bool var) {
     auto it = names.find(key);
     if (it != names.end()) return it->second;
     std::string n = base;
-    for (int k = 1; used_.count(n); ++k) n = fmt::format("{}.{}", base, k);
+    for (int k = 1; used_.count(n) || (var && var_reserved_.count(n)); ++k) n = fmt::format("{}.{}", base, k);
     used_.insert(n);
     return names[key] = n;
   }
-  std::string var_name(const Var& v) { return unique(v.get(), v->name, var_names_); }
-  std::string buf_name(const Buffer& b) { return unique(b.get(), b->name, buf_names_); }
+  std::string var_name(const Var& v) { return unique(v.get(), v->name, var_names_, true); }
+  std::string buf_name(const Buffer& b) { return unique(b.get(), b->name, buf_names_, false); }
 
   std::string literal(const Expr& e) {
     if (e->kind == ExprKind::IntImm) {
@@ -193,7 +195,7 @@ class Printer {
   static constexpr const char* kReserved[] = {"true", "false", "inf", "nan"};
 
   std::map<const void*, std::string> var_names_, buf_names_;
-  std::set<std::string> used_;
+  std::set<std::string> used_, var_reserved_;
   std::vector<Var> open_;
 };
 

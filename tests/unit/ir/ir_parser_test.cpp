@@ -295,7 +295,11 @@ Func corner_cases() {
   y->kind = BufferKind::Output;
   y->dims = {{make_var("d0"), build::size("N")}};
   y->pad = {1};
-  f.buffers = {x, y};
+  auto flag = std::make_shared<BufferNode>();
+  flag->name = "inf";  // reads as a literal bare, but a buffer never stands bare
+  flag->type = Scalar::Bool;
+  flag->kind = BufferKind::Scalar;
+  f.buffers = {x, y, flag};
   Param px;
   px.name = "x";
   px.kind = Param::Tensor;
@@ -317,6 +321,7 @@ Func corner_cases() {
                                   build::print("a \"quoted\"\\ line\n\ttab", {build::var(n), build::var(i)}),
                                   LoopKind::Vectorized)}),
       LoopKind::Parallel));
+  body.push_back(build::store(flag, {}, build::load(flag, {})));
   body.push_back(build::print("", {build::float_imm(std::nan(""), Scalar::F32),
                                    build::float_imm(-INFINITY, Scalar::F64), neg(build::float_imm(INFINITY, Scalar::F32)),
                                    neg(build::float_imm(-1.5, Scalar::F32)), neg(build::float_imm(2.5, Scalar::BF16)),
@@ -339,6 +344,7 @@ TEST(IrParser, RoundTripsWhatTheExamplesLack) {
   EXPECT_NE(text.find("parallel max in 0 .. N {"), std::string::npos) << text;
   EXPECT_NE(text.find("vectorized N.1 in 0 .. 2 {"), std::string::npos) << text;
   EXPECT_NE(text.find("for[max] = (-5i32 + -(5i32));"), std::string::npos) << text;
+  EXPECT_NE(text.find("  inf[] = inf[];\n"), std::string::npos) << text;
   Parsed p = parse_text(text);
   ASSERT_TRUE(p.module) << p.diagnostics << text;
   EXPECT_EQ(print(*p.module), text);
@@ -359,7 +365,9 @@ TEST(IrParser, RoundTripsWhatTheExamplesLack) {
   const Stmt& inner = loop->body[0]->body[1];
   EXPECT_EQ(inner->loop, LoopKind::Vectorized);
   EXPECT_EQ(inner->body[0]->body[0]->text, "a \"quoted\"\\ line\n\ttab");
-  const auto& values = f.body->body[1]->args;
+  EXPECT_EQ(f.body->body[1]->buffer, f.buffers[2]);
+  EXPECT_EQ(f.body->body[1]->value->buffer, f.buffers[2]);
+  const auto& values = f.body->body[2]->args;
   ASSERT_EQ(values.size(), 8u);
   EXPECT_TRUE(std::isnan(values[0]->float_value));
   EXPECT_EQ(values[1]->float_value, -INFINITY);
@@ -383,6 +391,7 @@ TEST(IrParser, PrintsParametersInFull) {
                       "  sizes N;\n"
                       "  input x: f32 [max: N pad 4];\n"
                       "  output for: i32 [d0: N];\n"
+                      "  scalar inf: bool;\n"
                       "  check `x \\`quoted\\` \\\\ here` {\n"
                       "    require true;\n"
                       "  }\n"),
