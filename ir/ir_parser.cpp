@@ -469,11 +469,12 @@ class Parser {
     Param p;
     p.name = ident("a parameter name").text;
     expect(":");
-    const Token& kind = ident("`coupling`, `tensor` or `scalar`");
+    const Token& kind = ident("`coupling`, `tensor`, `scalar` or `list`");
     if (kind.text == "coupling") p.kind = Param::Coupling;
     else if (kind.text == "tensor") p.kind = Param::Tensor;
     else if (kind.text == "scalar") p.kind = Param::Scalar;
-    else syntax(kind, fmt::format("expected `coupling`, `tensor` or `scalar`, found {}", describe(kind)));
+    else if (kind.text == "list") p.kind = Param::List;
+    else syntax(kind, fmt::format("expected `coupling`, `tensor`, `scalar` or `list`, found {}", describe(kind)));
     if (cur().kind == Tok::Ident) p.type_name = toks_[pos_++].text;
     expect("=");
     expect("{");
@@ -671,6 +672,18 @@ class Parser {
         s->body.push_back(seq_of(block()));
         expect("}");
       }
+      return s;
+    }
+    if (word(t, "assert")) {
+      // assert COND "the `where` constraint it checks";
+      s->kind = StmtKind::Assert;
+      ++pos_;
+      const Token& at = cur();
+      s->value = expr();
+      if (s->value->type != Scalar::Bool) invalid(at.range(), "an `assert` condition must be a `bool`");
+      if (cur().kind != Tok::String) expected("the asserted constraint's text in quotes");
+      s->text = toks_[pos_++].text;
+      expect(";");
       return s;
     }
     if (word(t, "print") || word(t, "println")) {

@@ -19,7 +19,10 @@ class Printer {
     for (const auto& s : f.sizes) var_reserved_.insert(s.name);
     std::string out = "func " + f.name + "(";
     auto param = [&](const Param& p) {
-      const char* kind = p.kind == Param::Coupling ? "coupling" : p.kind == Param::Tensor ? "tensor" : "scalar";
+      const char* kind = p.kind == Param::Coupling ? "coupling"
+                         : p.kind == Param::Tensor ? "tensor"
+                         : p.kind == Param::List   ? "list"
+                                                   : "scalar";
       std::string t = p.name + ": " + kind + (p.type_name.empty() ? "" : " " + p.type_name) + " = {";
       for (size_t k = 0; k < p.fields.size(); ++k) t += (k ? ", " : "") + p.fields[k].first + ": " + buf_name(p.fields[k].second);
       t += "}";
@@ -161,12 +164,9 @@ class Printer {
         }
         out += pad + "}\n";
         return;
-      case StmtKind::Assert: {
-        std::string text;
-        for (char c : s->text) text += c == '\n' ? std::string("\\n") : c == '"' ? std::string("\\\"") : std::string(1, c);
-        out += fmt::format("{}assert {} \"{}\";\n", pad, expr(s->value), text);
+      case StmtKind::Assert:
+        out += fmt::format("{}assert {} \"{}\";\n", pad, expr(s->value), escape(s->text, '"'));
         return;
-      }
       case StmtKind::Print:
         {
           std::string text = escape(s->text, '"');

@@ -322,6 +322,7 @@ Func corner_cases() {
                                   LoopKind::Vectorized)}),
       LoopKind::Parallel));
   body.push_back(build::store(flag, {}, build::load(flag, {})));
+  body.push_back(build::assert_that(build::binary(BinOp::LT, build::int_imm(0), build::size("N")), "0 < N \"\\"));
   body.push_back(build::print("", {build::float_imm(std::nan(""), Scalar::F32),
                                    build::float_imm(-INFINITY, Scalar::F64), neg(build::float_imm(INFINITY, Scalar::F32)),
                                    neg(build::float_imm(-1.5, Scalar::F32)), neg(build::float_imm(2.5, Scalar::BF16)),
@@ -345,6 +346,7 @@ TEST(IrParser, RoundTripsWhatTheExamplesLack) {
   EXPECT_NE(text.find("vectorized N.1 in 0 .. 2 {"), std::string::npos) << text;
   EXPECT_NE(text.find("for[max] = (-5i32 + -(5i32));"), std::string::npos) << text;
   EXPECT_NE(text.find("  inf[] = inf[];\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  assert (0 < N) \"0 < N \\\"\\\\\";\n"), std::string::npos) << text;
   Parsed p = parse_text(text);
   ASSERT_TRUE(p.module) << p.diagnostics << text;
   EXPECT_EQ(print(*p.module), text);
@@ -367,7 +369,10 @@ TEST(IrParser, RoundTripsWhatTheExamplesLack) {
   EXPECT_EQ(inner->body[0]->body[0]->text, "a \"quoted\"\\ line\n\ttab");
   EXPECT_EQ(f.body->body[1]->buffer, f.buffers[2]);
   EXPECT_EQ(f.body->body[1]->value->buffer, f.buffers[2]);
-  const auto& values = f.body->body[2]->args;
+  ASSERT_EQ(f.body->body[2]->kind, StmtKind::Assert);
+  EXPECT_EQ(f.body->body[2]->text, "0 < N \"\\");
+  EXPECT_EQ(f.body->body[2]->value->binop, BinOp::LT);
+  const auto& values = f.body->body[3]->args;
   ASSERT_EQ(values.size(), 8u);
   EXPECT_TRUE(std::isnan(values[0]->float_value));
   EXPECT_EQ(values[1]->float_value, -INFINITY);
