@@ -7,8 +7,11 @@
 //   check            -> CheckedProgram        (--emit=typed, --check)
 //   lower            -> ir::Module            (--emit=vloop)
 //   expand prints    -> whole-tensor prints become loops of scalar prints
+//   mark parallel    -> outer loops whose iterations are independent become
+//                       `parallel` (run on the runtime's thread pool)
 //   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
-//   LLVM codegen     -> the JIT runs `fn main()` (`dccc run`), or
+//   LLVM codegen     -> O3 for the host CPU (--emit=llvm); the JIT runs
+//                       `fn main()` (`dccc run`), or
 //   AOT + C ABI      -> prog.so and prog.h (`dccc prog.toy -o prog.so`)
 // A FILE.vloop is IR text as --emit=vloop prints it: it is parsed
 // (ir/ir_parser.h) instead of the first four stages, and the IR passes it
@@ -34,11 +37,13 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
+#include "backend/llvm/llvm_text.h"
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
 #include "ir/interpreter.h"
 #include "ir/ir_parser.h"
 #include "ir/lower.h"
+#include "ir/mark_parallel.h"
 #include "ir/printer.h"
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
@@ -79,8 +84,11 @@ options:
   --emit=typed       print each statement with its index variables, their
                      ranges and which are reduced
   --emit=vloop       print the vloop IR after storage lowering (flat offsets,
-                     aux arrays and the prelude that fills them)
+                     aux arrays and the prelude that fills them; loops run on
+                     the thread pool print as `parallel`)
   --emit=cuda        print the CUDA C++ that --target=cuda compiles
+  --emit=llvm        print the LLVM IR after the O3 pipeline for this CPU
+                     (what `run` and `-o` compile for the CPU)
   --interpret        dccc run: execute with the reference interpreter of the
                      storage-lowered vloop IR instead of the JIT
   --jit              dccc run FILE.vloop: JIT-compile the IR instead of
@@ -146,8 +154,9 @@ int parse_args(int argc, char** argv, Options& o) {
       o.emit.clear();
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
-      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop or cuda");
+      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" &&
+          o.emit != "llvm")
+        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda or llvm");
     } else if (a.rfind("--target=", 0) == 0) {
       o.target = a.substr(9);
       if (o.target != "cpu" && o.target != "cuda")
@@ -230,7 +239,7 @@ int run(const Options& o) {
       std::cerr << diags.error_count() << " error(s) generated.\n";
       return kExitErrors;
     }
-    if (o.emit != "vloop" && o.emit != "cuda" && !o.run) return kExitOk;
+    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run) return kExitOk;
   } else {
   auto program = dccc::parse(file, diags);
   if (program && o.emit == "ast") {
@@ -247,7 +256,7 @@ int run(const Options& o) {
   }
   if (o.emit == "typed") std::cout << dccc::dump_typed(*checked);
   if (o.summary) std::cout << dccc::summarize(*checked);
-  if (o.emit != "vloop" && o.emit != "cuda" && !o.run && o.output.empty()) return kExitOk;
+  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run && o.output.empty()) return kExitOk;
 
   module = dccc::ir::lower(*checked, diags);
   if (!module) {
@@ -272,6 +281,10 @@ int run(const Options& o) {
   for (auto& f : module->funcs)
     if (!f.storage_lowered) dccc::ir::expand_prints(f);
   if (!verified("expand-prints")) return kExitInternal;
+  // IR text keeps the `parallel` marks it was printed with.
+  for (auto& f : module->funcs)
+    if (!f.storage_lowered) dccc::ir::mark_parallel(f);
+  if (!verified("mark-parallel")) return kExitInternal;
   if (o.storage) {
     for (auto& f : module->funcs)
       if (!f.storage_lowered && !dccc::ir::lower_storage(f, diags)) {
@@ -290,6 +303,17 @@ int run(const Options& o) {
       return kExitErrors;
     }
     if (o.output.empty()) return kExitOk;
+  }
+  if (o.emit == "llvm") {
+    if (!o.storage) return usage_error("--emit=llvm needs storage lowering");
+    std::string error;
+    auto text = dccc::backend::llvm_ir_text(*module, error);
+    if (!text) {
+      std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
+      return kExitInternal;
+    }
+    std::cout << *text;
+    if (o.output.empty() && !o.run) return kExitOk;
   }
   if (!o.output.empty()) return write_library(o, *module);
   if (!o.run) return kExitOk;
@@ -457,7 +481,7 @@ int write_library(const Options& o, const dccc::ir::Module& full) {
                     (cflags ? cflags : "") +
                     " -I" + shell_quote(out.parent_path().string()) + " -o " + shell_quote(out.string()) + " " +
                     shell_quote((tmp / "abi.c").string()) + " " + shell_quote(obj.string()) + " " +
-                    shell_quote(DCCC_RUNTIME_LIB) + " -lstdc++ -lm -lpthread";
+                    shell_quote(DCCC_RUNTIME_LIB) + " " + dccc::backend::host_link_flags() + " -lstdc++ -lm -lpthread";
   std::string log;
   int rc = run_command(cmd, log);
   if (rc != 0) {

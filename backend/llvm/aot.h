@@ -12,4 +12,8 @@ namespace dccc::backend {
 /// `error` on failure.
 bool emit_object(const ir::Module& m, const std::string& path, std::string& error);
 
+/// Libraries an object from emit_object needs besides libdccrt, libm and
+/// libpthread, as linker flags ("-lmvec" on x86-64 GNU/Linux; may be empty).
+std::string host_link_flags();
+
 }  // namespace dccc::backend

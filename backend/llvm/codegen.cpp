@@ -1,5 +1,6 @@
 #include "backend/llvm/codegen.h"
 
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/LLVMContext.h>
@@ -15,7 +16,9 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 namespace dccc::backend {
 namespace {
@@ -226,13 +229,375 @@ class FuncEmitter {
     auto* ok = llvm::BasicBlock::Create(ctx_, "ok", fn_);
     b_.CreateCondBr(cond, fail, ok, llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
     b_.SetInsertPoint(fail);
-    auto* ptr = llvm::PointerType::getUnqual(ctx_);
-    auto set = mod_.getOrInsertFunction("dcc_set_error",
-                                        llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty(), ptr}, false));
-    b_.CreateCall(set, {b_.getInt32(status), b_.CreateGlobalStringPtr(message)});
+    if (message_) {
+      // Inside a parallel body: the message is handed to the calling thread
+      // (see emit_parallel); dcc_set_error here would set the worker's.
+      b_.CreateStore(b_.CreateGlobalStringPtr(message), message_);
+    } else {
+      b_.CreateCall(set_error_fn(), {b_.getInt32(status), b_.CreateGlobalStringPtr(message)});
+    }
     b_.CreateStore(b_.getInt32(status), status_);
     b_.CreateBr(cleanup_);
     b_.SetInsertPoint(ok);
+  }
+
+  llvm::FunctionCallee set_error_fn() {
+    auto* ptr = llvm::PointerType::getUnqual(ctx_);
+    return mod_.getOrInsertFunction("dcc_set_error",
+                                    llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt32Ty(), ptr}, false));
+  }
+
+  /// A loop marked Parallel (ir/mark_parallel.h): its body is outlined into
+  ///   internal void NAME__parK(ptr ctx, i64 begin, i64 end)
+  /// and run by dcc_parallel_for. `ctx` points to a struct on the caller's
+  /// stack: { i32 status, ptr message, captured values... }, the captures
+  /// being the sizes, buffer base pointers, scalars and loop variables the
+  /// body may read. Scalars get a private copy per chunk (the marking pass
+  /// guarantees each iteration writes a scalar before reading it). The
+  /// first chunk to fail stores its status and message there with a
+  /// compare-and-swap; the caller then records the error on its own thread
+  /// (dcc_last_error is thread-local) and returns the status.
+  void emit_parallel(const ir::StmtNode& s) {
+    auto* ptr = llvm::PointerType::getUnqual(ctx_);
+    auto* i64 = b_.getInt64Ty();
+    llvm::Value* n = emit(s.extent);
+    n = b_.CreateSelect(b_.CreateICmpSLT(n, b_.getInt64(0)), b_.getInt64(0), n);
+
+    // What the body may read, in a fixed order.
+    std::vector<llvm::Value*> values;
+    std::vector<std::function<void(llvm::Value*)>> rebind;  // run in the body function
+    for (auto& [name, v] : sizes_) {
+      values.push_back(v);
+      rebind.push_back([this, key = name](llvm::Value* x) { sizes_[key] = x; });
+    }
+    for (auto& [buf, v] : base_) {
+      values.push_back(v);
+      rebind.push_back([this, key = buf](llvm::Value* x) { base_[key] = x; });
+    }
+    for (auto& [buf, slot] : slot_) {
+      values.push_back(b_.CreateLoad(ptr, slot));
+      rebind.push_back([this, ptr, key = buf](llvm::Value* x) {
+        auto* a = b_.CreateAlloca(ptr, nullptr, key->name + ".slot");
+        b_.CreateStore(x, a);
+        slot_[key] = a;
+      });
+    }
+    for (auto& [buf, slot] : scalar_) {
+      values.push_back(b_.CreateLoad(slot->getAllocatedType(), slot));
+      rebind.push_back([this, key = buf, type = slot->getAllocatedType()](llvm::Value* x) {
+        auto* a = b_.CreateAlloca(type, nullptr, key->name);
+        b_.CreateStore(x, a);
+        scalar_[key] = a;
+      });
+    }
+    for (auto& [var, v] : vars_) {
+      values.push_back(v);
+      rebind.push_back([this, key = var](llvm::Value* x) { vars_[key] = x; });
+    }
+    std::vector<llvm::Type*> fields{b_.getInt32Ty(), ptr};
+    for (llvm::Value* v : values) fields.push_back(v->getType());
+    auto* ctx_type = llvm::StructType::get(ctx_, fields);
+
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    llvm::AllocaInst* ctx = entry.CreateAlloca(ctx_type, nullptr, "par.ctx");
+    b_.CreateStore(b_.getInt32(0), b_.CreateStructGEP(ctx_type, ctx, 0));
+    b_.CreateStore(llvm::ConstantPointerNull::get(ptr), b_.CreateStructGEP(ctx_type, ctx, 1));
+    for (size_t k = 0; k < values.size(); ++k) b_.CreateStore(values[k], b_.CreateStructGEP(ctx_type, ctx, k + 2));
+
+    // The body function.
+    auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64}, false);
+    auto* body_fn = llvm::Function::Create(body_type, llvm::Function::InternalLinkage,
+                                           f_.name + "__par" + std::to_string(parallel_count_++), mod_);
+    body_fn->addFnAttr(llvm::Attribute::NoUnwind);
+    {
+      // Swap in the body function's state; restored when this scope ends.
+      auto saved_ip = b_.saveIP();
+      auto saved = std::make_tuple(fn_, cleanup_, status_, message_, sizes_, base_, slot_, scalar_, vars_);
+      fn_ = body_fn;
+      llvm::Value* pctx = body_fn->getArg(0);
+      llvm::Value* begin = body_fn->getArg(1);
+      llvm::Value* end = body_fn->getArg(2);
+      auto* entry_bb = llvm::BasicBlock::Create(ctx_, "entry", body_fn);
+      cleanup_ = llvm::BasicBlock::Create(ctx_, "cleanup", body_fn);
+      b_.SetInsertPoint(entry_bb);
+      status_ = b_.CreateAlloca(b_.getInt32Ty(), nullptr, "status");
+      b_.CreateStore(b_.getInt32(0), status_);
+      message_ = b_.CreateAlloca(ptr, nullptr, "message");
+      b_.CreateStore(llvm::ConstantPointerNull::get(ptr), message_);
+      for (size_t k = 0; k < values.size(); ++k)
+        rebind[k](b_.CreateLoad(fields[k + 2], b_.CreateStructGEP(ctx_type, pctx, k + 2)));
+      // Another chunk failed already: skip this one.
+      auto* shared_status = b_.CreateStructGEP(ctx_type, pctx, 0);
+      auto* failed = b_.CreateLoad(b_.getInt32Ty(), shared_status);
+      llvm::cast<llvm::LoadInst>(failed)->setAtomic(llvm::AtomicOrdering::Monotonic);
+      auto* start = llvm::BasicBlock::Create(ctx_, "start", body_fn);
+      b_.CreateCondBr(b_.CreateICmpNE(failed, b_.getInt32(0)), cleanup_, start);
+      b_.SetInsertPoint(start);
+      emit_loop(s, begin, end);
+      b_.CreateBr(cleanup_);
+
+      b_.SetInsertPoint(cleanup_);
+      llvm::Value* st = b_.CreateLoad(b_.getInt32Ty(), status_);
+      auto* publish = llvm::BasicBlock::Create(ctx_, "publish", body_fn);
+      auto* store_message = llvm::BasicBlock::Create(ctx_, "store.message", body_fn);
+      auto* done = llvm::BasicBlock::Create(ctx_, "done", body_fn);
+      b_.CreateCondBr(b_.CreateICmpNE(st, b_.getInt32(0)), publish, done);
+      b_.SetInsertPoint(publish);
+      auto* cas = b_.CreateAtomicCmpXchg(shared_status, b_.getInt32(0), st, llvm::MaybeAlign(4),
+                                         llvm::AtomicOrdering::SequentiallyConsistent,
+                                         llvm::AtomicOrdering::SequentiallyConsistent);
+      b_.CreateCondBr(b_.CreateExtractValue(cas, 1), store_message, done);
+      b_.SetInsertPoint(store_message);
+      // Read by the caller after dcc_parallel_for returns, which orders it.
+      b_.CreateStore(b_.CreateLoad(ptr, message_), b_.CreateStructGEP(ctx_type, pctx, 1));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      b_.CreateRetVoid();
+
+      std::tie(fn_, cleanup_, status_, message_, sizes_, base_, slot_, scalar_, vars_) = saved;
+      b_.restoreIP(saved_ip);
+    }
+
+    // The call, and the error hand-over.
+    bool has_inner_loop = false;
+    std::function<void(const ir::Stmt&)> find = [&](const ir::Stmt& x) {
+      if (!x) return;
+      has_inner_loop |= x->kind == StmtKind::For;
+      for (const auto& c : x->body) find(c);
+    };
+    find(s.body[0]);
+    auto par_for = mod_.getOrInsertFunction(
+        "dcc_parallel_for", llvm::FunctionType::get(b_.getInt32Ty(), {i64, i64, ptr, ptr}, false));
+    // Iterations holding loops get claimed one at a time (ragged ones differ
+    // much in cost); flat loops let the runtime pick a grain.
+    llvm::Value* rt = b_.CreateCall(par_for, {n, b_.getInt64(has_inner_loop ? 1 : 0), body_fn, ctx});
+    auto* rt_fail = llvm::BasicBlock::Create(ctx_, "par.rt.fail", fn_);
+    auto* rt_ok = llvm::BasicBlock::Create(ctx_, "par.rt.ok", fn_);
+    b_.CreateCondBr(b_.CreateICmpNE(rt, b_.getInt32(0)), rt_fail, rt_ok);
+    b_.SetInsertPoint(rt_fail);
+    b_.CreateStore(rt, status_);  // the runtime has recorded its message on this thread
+    b_.CreateBr(cleanup_);
+    b_.SetInsertPoint(rt_ok);
+    llvm::Value* st = b_.CreateLoad(b_.getInt32Ty(), b_.CreateStructGEP(ctx_type, ctx, 0));
+    auto* body_fail = llvm::BasicBlock::Create(ctx_, "par.fail", fn_);
+    auto* ok = llvm::BasicBlock::Create(ctx_, "par.ok", fn_);
+    b_.CreateCondBr(b_.CreateICmpNE(st, b_.getInt32(0)), body_fail, ok,
+                    llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
+    b_.SetInsertPoint(body_fail);
+    b_.CreateCall(set_error_fn(), {st, b_.CreateLoad(ptr, b_.CreateStructGEP(ctx_type, ctx, 1))});
+    b_.CreateStore(st, status_);
+    b_.CreateBr(cleanup_);
+    b_.SetInsertPoint(ok);
+  }
+
+  /// The step `acc = acc op x` of a float `reduce` (an accumulator is a
+  /// Scalar buffer; ir/lower.cpp): emitted with the `reassoc` flag, which
+  /// lets the loop vectorizer split the sum into vector lanes. So compiled
+  /// float reductions may round differently from the interpreter's
+  /// left-to-right order (docs/language.md). Null when `s` is not such a step.
+  llvm::Value* reduction_step(const ir::StmtNode& s) {
+    const ir::Expr& v = s.value;
+    if (!scalar_.count(s.buffer.get()) || v->kind != ExprKind::Binary || !is_float(v->type) || s.buffer->type != v->type)
+      return nullptr;
+    if (v->binop != BinOp::Add && v->binop != BinOp::Mul && v->binop != BinOp::Max && v->binop != BinOp::Min)
+      return nullptr;
+    const ir::Expr& acc = v->args[0];
+    if (acc->kind != ExprKind::Load || acc->buffer != s.buffer || !acc->args.empty()) return nullptr;
+    if (v->type == Scalar::BF16 || v->type == Scalar::F16) return nullptr;  // accumulators are f32/f64
+    llvm::Value* a = emit(acc);
+    llvm::Value* x = emit(v->args[1]);
+    llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
+    llvm::FastMathFlags fmf;
+    fmf.setAllowReassoc();
+    b_.setFastMathFlags(fmf);
+    switch (v->binop) {
+      case BinOp::Add: return b_.CreateFAdd(a, x);
+      case BinOp::Mul: return b_.CreateFMul(a, x);
+      case BinOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, x);
+      default: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, x);
+    }
+  }
+
+  // ---- Reduction interchange ------------------------------------------
+  //
+  // `for d { acc = init; for j { acc = acc op x(j, d) }; t[.., d] = f(acc) }`
+  // reads x with the reduction index j innermost. When x reads some buffer
+  // with unit stride in d but a larger stride in j (`p[i, h, j] * v[j, h, d]`:
+  // v's rows are H * D apart) and nothing the other way round, the loops are
+  // swapped, with one accumulator per d in a stack array:
+  //   for d { tmp[d] = init }; for j { for d { tmp[d] = tmp[d] op x(j, d) } };
+  //   for d { t[.., d] = f(tmp[d]) }
+  // so the inner loop walks memory contiguously and vectorizes. Each tmp[d]
+  // sees the same operations in the same order as acc did, so results are
+  // unchanged. Taken at run time when the d extent is at most
+  // kInterchangeMax (the stack array's size); the original loop otherwise.
+  static constexpr int64_t kInterchangeMax = 1024;
+
+  struct InterchangePlan {
+    ir::Stmt init;
+    ir::Stmt red;   // the j loop
+    ir::Stmt step;  // acc = acc op x
+    ir::Stmt fin;
+  };
+
+  enum class Stride { Zero, One, Other };
+
+  static Stride stride(const ir::Expr& e, const ir::Var& v) {
+    if (!ir::mentions(e, v)) return Stride::Zero;
+    switch (e->kind) {
+      case ExprKind::VarRef: return Stride::One;
+      case ExprKind::Cast: return is_int(e->type) && is_int(e->args[0]->type) ? stride(e->args[0], v) : Stride::Other;
+      case ExprKind::Binary: {
+        Stride a = stride(e->args[0], v), c = stride(e->args[1], v);
+        if (e->binop == BinOp::Add) return a == Stride::Zero ? c : c == Stride::Zero ? a : Stride::Other;
+        if (e->binop == BinOp::Sub) return c == Stride::Zero ? a : Stride::Other;
+        if (e->binop == BinOp::Mul) {
+          auto one = [](const ir::Expr& x) { return x->kind == ExprKind::IntImm && x->int_value == 1; };
+          if (a == Stride::Zero) return one(e->args[0]) ? c : Stride::Other;
+          if (c == Stride::Zero) return one(e->args[1]) ? a : Stride::Other;
+        }
+        return Stride::Other;
+      }
+      default: return Stride::Other;
+    }
+  }
+
+  static bool loads_buffer(const ir::Expr& e, const BufferNode* b) {
+    if (!e) return false;
+    if (e->kind == ExprKind::Load && e->buffer.get() == b) return true;
+    for (const auto& a : e->args)
+      if (loads_buffer(a, b)) return true;
+    return false;
+  }
+
+  std::optional<InterchangePlan> interchange_plan(const ir::StmtNode& s) {
+    const ir::Stmt& body = s.body[0];
+    if (!body || body->kind != StmtKind::Seq || body->body.size() != 3) return std::nullopt;
+    const ir::Stmt& init = body->body[0];
+    const ir::Stmt& red = body->body[1];
+    const ir::Stmt& fin = body->body[2];
+    if (init->kind != StmtKind::Store || red->kind != StmtKind::For || fin->kind != StmtKind::Store)
+      return std::nullopt;
+    const BufferNode* acc = init->buffer.get();
+    if (!scalar_.count(acc) || loads_buffer(init->value, acc)) return std::nullopt;
+    if (red->loop != ir::LoopKind::Serial || ir::mentions(red->extent, s.var) || loads_buffer(red->extent, acc))
+      return std::nullopt;
+    ir::Stmt step = red->body[0];
+    if (step && step->kind == StmtKind::Seq && step->body.size() == 1) step = step->body[0];
+    if (!step) return std::nullopt;
+    if (step->kind != StmtKind::Store || step->buffer.get() != acc) return std::nullopt;
+    const ir::Expr& v = step->value;
+    if (v->kind != ExprKind::Binary || v->args[0]->kind != ExprKind::Load || v->args[0]->buffer.get() != acc ||
+        loads_buffer(v->args[1], acc))
+      return std::nullopt;
+    const BufferNode* t = fin->buffer.get();
+    if (t == acc || t->dims.empty() || !loads_buffer(fin->value, acc)) return std::nullopt;
+    if (loads_buffer(fin->value, t) || loads_buffer(v->args[1], t) || loads_buffer(init->value, t)) return std::nullopt;
+    for (const auto& a : fin->args)
+      if (loads_buffer(a, t) || loads_buffer(a, acc)) return std::nullopt;
+    // Profitable: a load contiguous in d and strided in j; none the other way.
+    bool gain = false, loss = false;
+    std::function<void(const ir::Expr&)> look = [&](const ir::Expr& e) {
+      if (e->kind == ExprKind::Load && !e->args.empty()) {
+        Stride in_d = stride(e->args[0], s.var), in_j = stride(e->args[0], red->var);
+        gain |= in_d == Stride::One && in_j == Stride::Other;
+        loss |= in_j == Stride::One && in_d == Stride::Other;
+      }
+      for (const auto& a : e->args) look(a);
+    };
+    look(v->args[1]);
+    if (!gain || loss) return std::nullopt;
+    return InterchangePlan{init, red, step, fin};
+  }
+
+  /// `for var in [0, n) { fn(var) }`.
+  void counted_loop(const std::string& name, llvm::Value* n, const std::function<void(llvm::Value*)>& fn) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, name + ".loop", fn_);
+    auto* body = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, name);
+    i->addIncoming(b_.getInt64(0), pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, n), body, exit);
+    b_.SetInsertPoint(body);
+    fn(i);
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+  }
+
+  void emit_interchanged(const ir::StmtNode& s, const InterchangePlan& plan) {
+    llvm::Value* n = emit(s.extent);
+    const BufferNode* acc = plan.init->buffer.get();
+    llvm::AllocaInst* acc_slot = scalar_.at(acc);
+    llvm::Type* acc_type = acc_slot->getAllocatedType();
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    llvm::AllocaInst* tmp = entry.CreateAlloca(llvm::ArrayType::get(acc_type, kInterchangeMax), nullptr, acc->name + ".lanes");
+    tmp->setAlignment(llvm::Align(64));
+
+    auto* swapped = llvm::BasicBlock::Create(ctx_, s.var->name + ".swapped", fn_);
+    auto* original = llvm::BasicBlock::Create(ctx_, s.var->name + ".original", fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, s.var->name + ".done", fn_);
+    b_.CreateCondBr(b_.CreateICmpSLE(n, b_.getInt64(kInterchangeMax)), swapped, original);
+
+    b_.SetInsertPoint(original);
+    emit_loop(s, b_.getInt64(0), n);
+    b_.CreateBr(done);
+
+    b_.SetInsertPoint(swapped);
+    auto lane = [&](llvm::Value* d) { return b_.CreateInBoundsGEP(acc_type, tmp, {d}); };
+    const ir::Var& dv = s.var;
+    counted_loop(dv->name + ".init", n, [&](llvm::Value* d) {
+      vars_[dv.get()] = d;
+      emit(plan.init);
+      b_.CreateStore(b_.CreateLoad(acc_type, acc_slot), lane(d));
+      vars_.erase(dv.get());
+    });
+    llvm::Value* m = emit(plan.red->extent);
+    const ir::Var& jv = plan.red->var;
+    counted_loop(jv->name, m, [&](llvm::Value* j) {
+      vars_[jv.get()] = j;
+      counted_loop(dv->name + ".lane", n, [&](llvm::Value* d) {
+        vars_[dv.get()] = d;
+        b_.CreateStore(b_.CreateLoad(acc_type, lane(d)), acc_slot);
+        emit(plan.step);
+        b_.CreateStore(b_.CreateLoad(acc_type, acc_slot), lane(d));
+        vars_.erase(dv.get());
+      });
+      vars_.erase(jv.get());
+    });
+    counted_loop(dv->name + ".fin", n, [&](llvm::Value* d) {
+      vars_[dv.get()] = d;
+      b_.CreateStore(b_.CreateLoad(acc_type, lane(d)), acc_slot);
+      emit(plan.fin);
+      vars_.erase(dv.get());
+    });
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  /// `for var in [begin, end) { body }` at the insert point.
+  void emit_loop(const ir::StmtNode& s, llvm::Value* begin, llvm::Value* n) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, s.var->name + ".loop", fn_);
+    auto* body = llvm::BasicBlock::Create(ctx_, s.var->name + ".body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, s.var->name + ".exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, s.var->name);
+    i->addIncoming(begin, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, n), body, exit);
+    b_.SetInsertPoint(body);
+    vars_[s.var.get()] = i;
+    emit(s.body[0]);
+    vars_.erase(s.var.get());
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
+    i->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
   }
 
   llvm::Value* base_pointer(const BufferNode* buf) {
@@ -426,28 +791,22 @@ class FuncEmitter {
         for (const auto& c : s->body) emit(c);
         return;
       case StmtKind::For: {
+        // A Parallel loop inside an outlined body (none today) runs serially.
+        if (s->loop == ir::LoopKind::Parallel && !message_) {
+          emit_parallel(*s);
+          return;
+        }
+        if (auto plan = interchange_plan(*s)) {
+          emit_interchanged(*s, *plan);
+          return;
+        }
         llvm::Value* n = emit(s->extent);
-        llvm::BasicBlock* pre = b_.GetInsertBlock();
-        auto* head = llvm::BasicBlock::Create(ctx_, s->var->name + ".loop", fn_);
-        auto* body = llvm::BasicBlock::Create(ctx_, s->var->name + ".body", fn_);
-        auto* exit = llvm::BasicBlock::Create(ctx_, s->var->name + ".exit", fn_);
-        b_.CreateBr(head);
-        b_.SetInsertPoint(head);
-        llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, s->var->name);
-        i->addIncoming(b_.getInt64(0), pre);
-        b_.CreateCondBr(b_.CreateICmpSLT(i, n), body, exit);
-        b_.SetInsertPoint(body);
-        vars_[s->var.get()] = i;
-        emit(s->body[0]);
-        vars_.erase(s->var.get());
-        llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
-        i->addIncoming(next, b_.GetInsertBlock());
-        b_.CreateBr(head);
-        b_.SetInsertPoint(exit);
+        emit_loop(*s, b_.getInt64(0), n);
         return;
       }
       case StmtKind::Store: {
-        llvm::Value* v = emit(s->value);
+        llvm::Value* v = reduction_step(*s);
+        if (!v) v = emit(s->value);
         v = cast(v, s->value->type, s->buffer->type);
         llvm::Value* addr = address(s->buffer.get(), s->args, s->flat);
         b_.CreateStore(to_mem(v, s->buffer->type), addr);
@@ -510,6 +869,8 @@ class FuncEmitter {
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* cleanup_ = nullptr;
   llvm::AllocaInst* status_ = nullptr;
+  llvm::AllocaInst* message_ = nullptr;  // inside a parallel body only: the failure's message
+  int parallel_count_ = 0;
   std::map<std::string, llvm::Value*> sizes_;
   std::map<const BufferNode*, llvm::Value*> base_;
   std::map<const BufferNode*, llvm::AllocaInst*> slot_;
@@ -546,13 +907,32 @@ void optimize(llvm::Module& m, llvm::TargetMachine* tm) {
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
+  // glibc's vector math library (libmvec) gives the loop vectorizer vector
+  // exp, log, sin, ... (the .so links -lmvec; the JIT loads libmvec.so.1).
+  llvm::Triple triple(m.getTargetTriple());
+  llvm::TargetLibraryInfoImpl tlii(triple);
+  if (uses_libmvec(triple)) tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   llvm::PassBuilder pb(tm);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+}
+
+bool uses_libmvec(const llvm::Triple& triple) {
+  return triple.getArch() == llvm::Triple::x86_64 && triple.isOSLinux() && triple.isGNUEnvironment();
+}
+
+std::string host_features() {
+  std::string out;
+  for (const auto& f : llvm::sys::getHostCPUFeatures()) {
+    if (!out.empty()) out += ',';
+    out += (f.second ? "+" : "-") + f.first().str();
+  }
+  return out;
 }
 
 }  // namespace dccc::backend

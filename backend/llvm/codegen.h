@@ -23,6 +23,7 @@ namespace llvm {
 class LLVMContext;
 class Module;
 class TargetMachine;
+class Triple;
 }  // namespace llvm
 
 namespace dccc::backend {
@@ -31,7 +32,15 @@ namespace dccc::backend {
 /// LLVM module; returns null and sets `error` when the IR is malformed.
 std::unique_ptr<llvm::Module> emit_llvm(const ir::Module& m, llvm::LLVMContext& ctx, std::string& error);
 
-/// Runs the O2 pipeline over the module, with `tm`'s cost model (may be null).
+/// Runs the O3 pipeline (loop and SLP vectorizers on) over the module, with
+/// `tm`'s cost model (may be null).
 void optimize(llvm::Module& m, llvm::TargetMachine* tm);
+
+/// True when optimize() lets the vectorizer call glibc's libmvec (x86-64
+/// GNU/Linux): code for `triple` must then be linked with -lmvec.
+bool uses_libmvec(const llvm::Triple& triple);
+
+/// The host CPU's features in LLVM's "+avx2,-avx512f,..." form.
+std::string host_features();
 
 }  // namespace dccc::backend

@@ -6,7 +6,10 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <cstdio>
@@ -56,6 +59,7 @@ std::unique_ptr<JitProgram> JitProgram::compile(const ir::Module& m, std::string
   add("dcc_alloc", &dcc_alloc);
   add("dcc_free", &dcc_free);
   add("dcc_set_error", &dcc_set_error);
+  add("dcc_parallel_for", &dcc_parallel_for);
   add("dccc_print_text", &dccc_print_text);
   add("dccc_print_f32", &dccc_print_f32);
   add("dccc_print_f64", &dccc_print_f64);
@@ -64,6 +68,13 @@ std::unique_ptr<JitProgram> JitProgram::compile(const ir::Module& m, std::string
   if (auto err = jd.define(llvm::orc::absoluteSymbols(std::move(symbols)))) {
     error = llvm::toString(std::move(err));
     return nullptr;
+  }
+  if (uses_libmvec(llvm::Triple(llvm::sys::getProcessTriple()))) {
+    std::string why;
+    if (llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1", &why)) {
+      error = "cannot load glibc's vector math library libmvec.so.1: " + why;
+      return nullptr;
+    }
   }
   auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess((*jit)->getDataLayout().getGlobalPrefix());
   if (!gen) {

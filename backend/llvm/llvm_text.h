@@ -1,8 +1,9 @@
-// The LLVM IR of a lowered program as text (`:emit llvm` in `dccc repl`).
+// The LLVM IR of a lowered program as text (`dccc --emit=llvm`, `:emit llvm`
+// in `dccc repl`).
 //
 // The module is generated and optimized exactly as the ORC JIT compiles it
-// (codegen.h's emit_llvm, then the O2 pipeline with the host CPU's cost
-// model), so what is shown is what runs.
+// (codegen.h's emit_llvm, then optimize(): the O3 pipeline with the host
+// CPU's cost model), so what is shown is what runs.
 #pragma once
 
 #include <optional>

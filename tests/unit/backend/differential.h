@@ -22,6 +22,7 @@
 #include "ir/expand_prints.h"
 #include "ir/interpreter.h"
 #include "ir/lower.h"
+#include "ir/mark_parallel.h"
 #include "ir/storage_lowering.h"
 #include "typecheck/checker.h"
 
@@ -35,7 +36,9 @@ struct Program {
   std::optional<ir::Module> module;
 };
 
-inline Program compile(const std::string& name, const std::string& text) {
+/// `cpu_passes`: also the passes the driver runs for the CPU target only
+/// (mark_parallel), as the LLVM backend's tests need.
+inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false) {
   Program p;
   p.file = std::make_unique<SourceFile>(name, text);
   p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
@@ -47,6 +50,7 @@ inline Program compile(const std::string& name, const std::string& text) {
   if (!p.module) return p;
   for (auto& f : p.module->funcs) {
     ir::expand_prints(f);
+    if (cpu_passes) ir::mark_parallel(f);
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();
       return p;

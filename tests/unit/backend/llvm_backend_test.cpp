@@ -2,7 +2,12 @@
 // is JIT-compiled and run on random length patterns (random lengths,
 // zero-length sequences, B = 1, one very long sequence); its f32 results
 // must match a float64 reference within 1e-5 relative error. The harness
-// (differential.h) is shared with the CUDA backend's test.
+// (differential.h) is shared with the CUDA backend's test. Loops are marked
+// parallel as in the driver, and further tests run kernels on several
+// threads (dcc_set_num_threads) against one thread and the reference, and
+// check that an error raised inside a parallel loop body comes back as the
+// kernel's status with its message.
+#include <dccrt.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,9 +19,11 @@
 namespace dccc::backend {
 namespace {
 
-using testing::compile;
 using testing::Engine;
+using testing::HostBuffer;
 using testing::Program;
+
+Program compile(const std::string& name, const std::string& text) { return testing::compile(name, text, true); }
 
 TEST(LlvmBackend, ExamplesMatchFloat64Reference) {
   int compared = 0;
@@ -85,6 +92,200 @@ fn weighted(q: Seqs, w: [H]f32) Seqs {
     testing::run_differential(f, {Engine{"llvm", kernel}}, "calls.toy", compared);
   }
   EXPECT_GT(compared, 200);
+}
+
+/// Runs `kernel` (function `f`) on `inputs`; outputs are sized by `ref`,
+/// which has run on the same inputs. Host buffers in f.buffers order
+/// (inputs and outputs only). Returns the kernel's status.
+int32_t run_kernel(JitProgram::Kernel kernel, const ir::Func& f, const std::map<std::string, int64_t>& sizes,
+                   const std::map<const ir::BufferNode*, std::vector<double>>& inputs, ir::Interpreter& ref,
+                   std::vector<HostBuffer>& host) {
+  std::vector<void*> ptrs;
+  host.clear();
+  host.reserve(f.buffers.size());
+  for (const auto& b : f.buffers) {
+    if (b->kind != ir::BufferKind::Input && b->kind != ir::BufferKind::Output) continue;
+    HostBuffer h{b->type, {}};
+    std::vector<double> data = b->kind == ir::BufferKind::Input ? inputs.at(b.get()) : ref.packed(b.get());
+    if (b->dims.empty() && b->kind == ir::BufferKind::Output) data = {0};
+    h.bytes.assign(std::max<size_t>(1, data.size()) * HostBuffer::elem(b->type), 0);
+    if (b->kind == ir::BufferKind::Input)
+      for (size_t k = 0; k < data.size(); ++k) h.set(k, data[k]);
+    host.push_back(std::move(h));
+  }
+  for (auto& h : host) ptrs.push_back(h.bytes.data());
+  ptrs.push_back(nullptr);  // no aux arrays: the kernel computes its prelude
+  std::vector<int64_t> size_values;
+  for (const auto& sz : f.sizes) size_values.push_back(sizes.at(sz.name));
+  size_values.push_back(0);
+  return kernel(size_values.data(), ptrs.data());
+}
+
+std::string read_example(const std::string& file) {
+  std::ifstream in(std::filesystem::path(DCCC_EXAMPLES_DIR) / file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const ir::Func& func_named(const ir::Module& m, const std::string& name) {
+  for (const auto& f : m.funcs)
+    if (f.name == name) return f;
+  throw std::runtime_error("no function " + name);
+}
+
+int count_parallel(const ir::Stmt& s) {
+  if (!s) return 0;
+  int n = s->kind == ir::StmtKind::For && s->loop == ir::LoopKind::Parallel;
+  for (const auto& c : s->body) n += count_parallel(c);
+  return n;
+}
+
+// The five assignments of mha.toy (scores, row_max, p, row_sum, out.data)
+// each get their outer `b` loop marked, and nothing else: the reduction
+// loops (d, j) and the inner left-side loops (i, h, j, d) stay serial.
+TEST(LlvmBackend, MhaOuterLoopsAreParallel) {
+  Program p = compile("mha.toy", read_example("mha.toy"));
+  ASSERT_TRUE(p.module);
+  const ir::Func& f = func_named(*p.module, "mha");
+  EXPECT_EQ(count_parallel(f.body), 5);
+  for (const auto& item : f.body->body)
+    if (item->kind == ir::StmtKind::For) {
+      EXPECT_EQ(item->loop, ir::LoopKind::Parallel);
+      EXPECT_EQ(item->var->name, "b");
+      EXPECT_EQ(count_parallel(item->body[0]), 0);
+    }
+}
+
+// mha on random ragged lengths (zero-length sequences included, B = 1,
+// B = 32) on 4 threads: bit-identical to the same kernel on one thread
+// (every iteration computes the same way whichever thread runs it), and
+// within 1e-5 of the float64 reference.
+TEST(LlvmBackend, MhaOnSeveralThreadsMatchesOneThread) {
+  Program p = compile("mha.toy", read_example("mha.toy"));
+  ASSERT_TRUE(p.module);
+  std::string error;
+  auto jit = JitProgram::compile(*p.module, error);
+  ASSERT_TRUE(jit) << error;
+  const ir::Func& f = func_named(*p.module, "mha");
+  auto kernel = jit->kernel("mha");
+  ASSERT_NE(kernel, nullptr);
+  int checked = 0;
+  for (int64_t batch : {1, 2, 7, 32}) {
+    SCOPED_TRACE("B = " + std::to_string(batch));
+    std::mt19937 rng(static_cast<unsigned>(batch));
+    std::map<std::string, int64_t> sizes{{"B", batch}, {"H", 3}, {"D", 8}};
+    auto gen = [&](const ir::BufferNode* b, int64_t k) -> double {
+      if (is_int(b->type)) {
+        if (batch == 1) return 19;
+        return k % 4 == 1 ? 0 : std::uniform_int_distribution<int>(0, 40)(rng);
+      }
+      return static_cast<float>(std::uniform_real_distribution<double>(-1.0, 1.0)(rng));
+    };
+    auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
+    std::ostringstream sink;
+    ir::Interpreter ref(sink);
+    ref.set_float64_reference(true);
+    ref.run(f, sizes, inputs);
+    std::vector<HostBuffer> one, many;
+    dcc_set_num_threads(1);
+    ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, one), 0) << dcc_last_error();
+    dcc_set_num_threads(4);
+    ASSERT_EQ(dcc_get_num_threads(), 4);
+    ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, many), 0) << dcc_last_error();
+    size_t slot = 0;
+    for (const auto& b : f.buffers) {
+      if (b->kind != ir::BufferKind::Input && b->kind != ir::BufferKind::Output) continue;
+      const size_t k = slot++;
+      if (b->kind != ir::BufferKind::Output || b->type != Scalar::F32) continue;
+      EXPECT_EQ(one[k].bytes, many[k].bytes) << b->name;
+      std::vector<double> want = ref.packed(b.get());
+      ASSERT_EQ(many[k].size(), std::max<size_t>(1, want.size()));
+      for (size_t e = 0; e < want.size(); ++e, ++checked)
+        if (std::isnan(want[e]))  // a query row whose keys are empty: 0 / 0
+          ASSERT_TRUE(std::isnan(many[k].get(e))) << b->name << "[" << e << "]";
+        else
+          ASSERT_LE(std::fabs(many[k].get(e) - want[e]), 1e-5 * std::max(1.0, std::fabs(want[e]))) << b->name << "[" << e << "]";
+    }
+  }
+  dcc_set_num_threads(0);
+  EXPECT_GT(checked, 10000);
+}
+
+// An integer division by zero in a parallel loop body, on a worker thread
+// or the caller, comes back as the kernel's status (DCC_ERR_INVALID_ARGUMENT)
+// with its message on the calling thread; without the zero the results are
+// the quotients, computed here independently.
+TEST(LlvmBackend, ErrorInParallelBodyIsReturned) {
+  const char* text = R"(
+type Ragged = coupling {
+    data: [b: B][len[b]]i32,
+    len: [B]i32
+}
+fn dense_div(x: [N]i32, y: [N]i32) [N]i32 {
+    let z: [N]i32;
+    z[i] = x[i] / y[i];
+    return z;
+}
+fn ragged_div(x: Ragged) Ragged {
+    let out = Ragged { data: [b: B][x.len[b]]i32, len: x.len };
+    out.data[b][i] = 1000 / x.data[b][i];
+    return out;
+}
+)";
+  Program p = compile("div.toy", text);
+  ASSERT_TRUE(p.module) << "the test program does not compile";
+  std::string error;
+  auto jit = JitProgram::compile(*p.module, error);
+  ASSERT_TRUE(jit) << error;
+  for (const char* name : {"dense_div", "ragged_div"}) {
+    SCOPED_TRACE(name);
+    const ir::Func& f = func_named(*p.module, name);
+    ASSERT_EQ(count_parallel(f.body), 1);
+    auto kernel = jit->kernel(name);
+    ASSERT_NE(kernel, nullptr);
+    const bool dense = std::string(name) == "dense_div";
+    std::map<std::string, int64_t> sizes = dense ? std::map<std::string, int64_t>{{"N", 5000}}
+                                                 : std::map<std::string, int64_t>{{"B", 64}};
+    auto gen = [&](const ir::BufferNode* b, int64_t k) -> double {
+      if (!dense && b->dims.size() == 1) return k % 5 == 0 ? 0 : 10 + k % 7;  // lengths
+      return 1 + k % 9;
+    };
+    auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
+    std::ostringstream sink;
+    ir::Interpreter ref(sink);
+    ref.run(f, sizes, inputs);
+    // dense_div: inputs x, y (both 1 + k % 9); ragged_div: lengths, data.
+    std::vector<const ir::BufferNode*> in;
+    for (const auto& b : f.buffers)
+      if (b->kind == ir::BufferKind::Input) in.push_back(b.get());
+    ASSERT_EQ(in.size(), 2u);
+    const ir::BufferNode* divisor = dense ? in[1] : (in[0]->dims.size() > 1 ? in[0] : in[1]);
+    for (int threads : {1, 4}) {
+      dcc_set_num_threads(threads);
+      std::vector<HostBuffer> host;
+      dcc_clear_error();
+      ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, host), 0) << dcc_last_error();
+      // The quotient, by hand: x / y = 1 (dense), 1000 / data[k] (ragged).
+      const HostBuffer& out = host.back();
+      const std::vector<double>& den = inputs.at(divisor);
+      ASSERT_GT(den.size(), 100u);
+      for (size_t k = 0; k < den.size(); ++k) {
+        double want = dense ? 1 : static_cast<double>(1000 / static_cast<int>(den[k]));
+        ASSERT_EQ(out.get(k), want) << k;
+      }
+      for (size_t zero_at : {size_t{0}, inputs.at(divisor).size() * 3 / 4, inputs.at(divisor).size() - 1}) {
+        auto bad = inputs;
+        bad.at(divisor)[zero_at] = 0;
+        dcc_clear_error();
+        EXPECT_EQ(run_kernel(kernel, f, sizes, bad, ref, host), DCC_ERR_INVALID_ARGUMENT) << "threads " << threads;
+        EXPECT_EQ(dcc_last_status(), DCC_ERR_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(dcc_last_error()).find("integer division by zero"), std::string::npos)
+            << dcc_last_error();
+      }
+    }
+  }
+  dcc_set_num_threads(0);
 }
 
 }  // namespace

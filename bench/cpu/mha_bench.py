@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Multi-head attention on the CPU: dccc's generated kernel against PyTorch.
+
+Runs examples/mha.toy, compiled by `dccc mha.toy -o mha.so`, through its C
+ABI (ctypes, docs/abi.md) on ragged batches whose lengths come from
+/work/shared/bench/seqlens/<name>.txt (the line for B), and in the same
+process PyTorch 1.13 (Debian's python3-torch, which has no
+scaled_dot_product_attention) in two forms:
+
+  padded:   softmax(q @ k^T / sqrt(D) + mask) @ v on the zero-padded batch
+            [B, H, S_max, D], mask = -inf on padded keys;
+  per-seq:  the same per sequence, in a Python loop over the batch.
+
+All three get the same random data (float32, uniform in [-1, 1)); before
+timing, outputs are cross-checked (max abs error over the valid rows) and
+the run stops if they disagree by more than 1e-4. Each form is run
+--warmup times, then timed --repeat times; the table shows medians. Both
+sides use --threads threads (torch.set_num_threads, dcc_set_num_threads).
+GFLOP/s counts useful work only: 4 * H * D * sum_b len_b^2 (q k^T and p v,
+a multiply-add counting 2), the same for every form.
+"""
+import argparse
+import ctypes
+import math
+import os
+import statistics
+import sys
+import time
+
+
+def threads_from_argv():
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return "2"
+
+
+# PyTorch's BLAS (OpenBLAS) and OpenMP read these when they load: set them
+# before importing torch so that every library uses --threads threads.
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = threads_from_argv()
+
+import torch  # noqa: E402
+
+
+def read_lengths(path, batch):
+    """The lengths on the line `batch: l0 l1 ...` of a seqlens file."""
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, _, rest = line.partition(":")
+            if int(key) == batch:
+                lengths = [int(x) for x in rest.split()]
+                if len(lengths) != batch:
+                    sys.exit(f"{path}: line {batch} has {len(lengths)} lengths")
+                return lengths
+    sys.exit(f"{path}: no line for B = {batch}")
+
+
+class PackedQueries(ctypes.Structure):
+    _fields_ = [("data", ctypes.POINTER(ctypes.c_float)), ("data_len", ctypes.c_int64),
+                ("seqlen", ctypes.POINTER(ctypes.c_int32)), ("seqlen_len", ctypes.c_int64),
+                ("B", ctypes.c_int64), ("H", ctypes.c_int64), ("D", ctypes.c_int64)]
+
+
+class PackedKV(ctypes.Structure):
+    _fields_ = [("k", ctypes.POINTER(ctypes.c_float)), ("k_len", ctypes.c_int64),
+                ("v", ctypes.POINTER(ctypes.c_float)), ("v_len", ctypes.c_int64),
+                ("seqlen", ctypes.POINTER(ctypes.c_int32)), ("seqlen_len", ctypes.c_int64),
+                ("B", ctypes.c_int64), ("H", ctypes.c_int64), ("D", ctypes.c_int64)]
+
+
+def fptr(t):
+    return ctypes.cast(t.data_ptr(), ctypes.POINTER(ctypes.c_float))
+
+
+def iptr(t):
+    return ctypes.cast(t.data_ptr(), ctypes.POINTER(ctypes.c_int32))
+
+
+def timed(fn, warmup, repeat):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True, help="mha.so written by `dccc examples/mha.toy -o mha.so`")
+    ap.add_argument("--seqlens", default="/work/shared/bench/seqlens")
+    ap.add_argument("--datasets", default="race,squad,mnli,cola")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+
+    torch.set_num_threads(a.threads)
+    lib = ctypes.CDLL(os.path.abspath(a.lib))
+    lib.mha.argtypes = [ctypes.POINTER(PackedQueries), ctypes.POINTER(PackedKV), ctypes.POINTER(PackedQueries)]
+    lib.mha_meta.argtypes = lib.mha.argtypes
+    lib.mha.restype = lib.mha_meta.restype = ctypes.c_int
+    lib.dcc_last_error.restype = ctypes.c_char_p
+    lib.dcc_set_num_threads.argtypes = [ctypes.c_int]
+    lib.dcc_set_num_threads(a.threads)
+    lib.dcc_get_num_threads.restype = ctypes.c_int
+    dcc_threads = lib.dcc_get_num_threads()
+
+    H, D = a.heads, a.dim
+    blas = "?"
+    try:
+        blas = next(line.split("=", 1)[1].strip() for line in torch.__config__.show().splitlines()
+                    if "BLAS_INFO" in line).split(",")[0]
+    except StopIteration:
+        pass
+    print(f"# mha, H = {H}, D = {D}, f32, B = {a.batch}; threads: dccc {dcc_threads}, torch "
+          f"{torch.get_num_threads()}; torch {torch.__version__} (BLAS_INFO {blas}, libblas.so.3 -> "
+          f"{os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}); medians of {a.repeat} runs "
+          f"after {a.warmup} warm-up runs")
+    header = (f"{'batch':<7}{'mean len':>9}{'dccc ms':>10}{'padded ms':>11}{'loop ms':>10}"
+              f"{'dccc GF/s':>11}{'pad GF/s':>10}{'loop GF/s':>11}{'pad/dccc':>10}{'loop/dccc':>11}{'max err':>10}")
+    print(header)
+    all_faster = True
+    for name in a.datasets.split(","):
+        lengths = read_lengths(os.path.join(a.seqlens, name + ".txt"), a.batch)
+        B, total, smax = len(lengths), sum(lengths), max(lengths)
+        gen = torch.Generator().manual_seed(a.seed)
+        q, k, v = (torch.rand(total, H, D, generator=gen) * 2 - 1 for _ in range(3))
+        seqlen = torch.tensor(lengths, dtype=torch.int32)
+        offsets = [0]
+        for n in lengths:
+            offsets.append(offsets[-1] + n)
+
+        # dccc: the packed buffers themselves (no copy).
+        out = torch.empty(total, H, D)
+        qs = PackedQueries(fptr(q), q.numel(), iptr(seqlen), B, B, H, D)
+        kvs = PackedKV(fptr(k), k.numel(), fptr(v), v.numel(), iptr(seqlen), B, B, H, D)
+        res = PackedQueries()
+        if lib.mha_meta(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res)) != 0:
+            sys.exit("mha_meta: " + lib.dcc_last_error().decode())
+        assert res.data_len == out.numel(), (res.data_len, out.numel())
+        res.data = fptr(out)
+
+        def run_dccc():
+            if lib.mha(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res)) != 0:
+                sys.exit("mha: " + lib.dcc_last_error().decode())
+
+        # PyTorch, padded: [B, H, S, D] and an additive key mask.
+        def pad(x):
+            p = torch.zeros(B, smax, H, D)
+            for b in range(B):
+                p[b, :lengths[b]] = x[offsets[b]:offsets[b + 1]]
+            return p.transpose(1, 2).contiguous()
+
+        qp, kp, vp = pad(q), pad(k), pad(v)
+        mask = torch.zeros(B, 1, 1, smax)
+        for b in range(B):
+            mask[b, :, :, lengths[b]:] = float("-inf")
+        scale = 1.0 / math.sqrt(D)
+
+        def run_padded():
+            return torch.softmax(qp @ kp.transpose(-1, -2) * scale + mask, dim=-1) @ vp
+
+        # PyTorch, per sequence: [H, len, D] views of the packed data.
+        qh = [q[offsets[b]:offsets[b + 1]].transpose(0, 1) for b in range(B)]
+        kh = [k[offsets[b]:offsets[b + 1]].transpose(0, 1) for b in range(B)]
+        vh = [v[offsets[b]:offsets[b + 1]].transpose(0, 1) for b in range(B)]
+
+        def run_loop():
+            return [torch.softmax(qh[b] @ kh[b].transpose(-1, -2) * scale, dim=-1) @ vh[b] for b in range(B)]
+
+        with torch.no_grad():
+            run_dccc()
+            padded = run_padded()
+            looped = run_loop()
+            err = 0.0
+            for b in range(B):
+                mine = out[offsets[b]:offsets[b + 1]]  # [len, H, D]
+                err = max(err, (mine - padded[b, :, :lengths[b]].transpose(0, 1)).abs().max().item() if lengths[b] else 0,
+                          (mine - looped[b].transpose(0, 1)).abs().max().item() if lengths[b] else 0)
+            if not err <= 1e-4:
+                sys.exit(f"{name}: outputs disagree, max abs error {err}")
+            t_dccc = timed(run_dccc, a.warmup, a.repeat)
+            t_pad = timed(run_padded, a.warmup, a.repeat)
+            t_loop = timed(run_loop, a.warmup, a.repeat)
+        flops = 4.0 * H * D * sum(n * n for n in lengths)
+        gf = lambda t: flops / t / 1e9
+        all_faster &= t_dccc < t_pad and t_dccc < t_loop
+        print(f"{name:<7}{total / B:>9.1f}{t_dccc * 1e3:>10.2f}{t_pad * 1e3:>11.2f}{t_loop * 1e3:>10.2f}"
+              f"{gf(t_dccc):>11.2f}{gf(t_pad):>10.2f}{gf(t_loop):>11.2f}{t_pad / t_dccc:>10.2f}"
+              f"{t_loop / t_dccc:>11.2f}{err:>10.1e}")
+    print("# ratios > 1: dccc is faster. aim (faster than both forms on every batch): "
+          + ("met" if all_faster else "NOT met"))
+
+
+if __name__ == "__main__":
+    main()

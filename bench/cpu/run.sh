@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# CPU multi-head attention benchmark: dccc's generated kernel against
+# PyTorch on the CPU, in one run (bench/cpu/mha_bench.py; bench/README.md).
+#
+#   bench/cpu/run.sh [--threads N] [--repeat N] [--datasets race,squad,...]
+#
+# Runs Debian's /usr/bin/python3 (not a python3 earlier on PATH) and installs
+# its python3-torch (PyTorch 1.13) when it is missing — the
+# benchmark's own dependency, not the compiler's, so scripts/setup.sh and CI
+# do not install it — builds dccc in build/ if needed, compiles
+# examples/mha.toy to build/bench-cpu/mha.so and runs the comparison.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  echo "bench/cpu: installing python3-torch (Debian) ..." >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch
+fi
+
+[ -x build/tools/dccc ] || scripts/build.sh default build dccc
+mkdir -p build/bench-cpu
+build/tools/dccc examples/mha.toy -o build/bench-cpu/mha.so
+exec /usr/bin/python3 bench/cpu/mha_bench.py --lib build/bench-cpu/mha.so "$@"
