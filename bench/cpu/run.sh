@@ -5,19 +5,19 @@
 #   bench/cpu/run.sh [--threads N] [--repeat N] [--datasets race,squad,...]
 #
 # Runs Debian's /usr/bin/python3 (not a python3 earlier on PATH) and installs
-# its python3-torch (PyTorch 1.13) when it is missing — the
-# benchmark's own dependency, not the compiler's, so scripts/setup.sh and CI
+# its python3-torch (PyTorch 1.13) with libopenblas0, the BLAS the package
+# recommends, when they are missing — the benchmark's own dependencies, not the compiler's, so scripts/setup.sh and CI
 # do not install it — builds dccc in build/ if needed, compiles
 # examples/mha.toy to build/bench-cpu/mha.so and runs the comparison.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 
-if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  echo "bench/cpu: installing python3-torch (Debian) ..." >&2
+if ! /usr/bin/python3 -c "import torch" 2>/dev/null || ! dpkg -s libopenblas0 >/dev/null 2>&1; then
+  echo "bench/cpu: installing python3-torch and libopenblas0 (Debian) ..." >&2
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch libopenblas0
 fi
 
 [ -x build/tools/dccc ] || scripts/build.sh default build dccc
