@@ -427,10 +427,11 @@ class FuncEmitter {
   // swapped, with one accumulator per d in a stack array:
   //   for d { tmp[d] = init }; for j { for d { tmp[d] = tmp[d] op x(j, d) } };
   //   for d { t[.., d] = f(tmp[d]) }
-  // so the inner loop walks memory contiguously and vectorizes. Each tmp[d]
-  // sees the same operations in the same order as acc did, so results are
-  // unchanged. Taken at run time when the d extent is at most
-  // kInterchangeMax (the stack array's size); the original loop otherwise.
+  // so the inner loop walks memory contiguously and vectorizes; each pass
+  // over the lanes takes kJam steps of j, so tmp is loaded and stored once
+  // per kJam terms. Each tmp[d] sees the terms in the same j order as acc
+  // did. Taken at run time when the d extent is at most kInterchangeMax
+  // (the stack array's size); the original loop otherwise.
   static constexpr int64_t kInterchangeMax = 1024;
 
   struct InterchangePlan {
@@ -470,7 +471,7 @@ class FuncEmitter {
     return false;
   }
 
-  std::optional<InterchangePlan> interchange_plan(const ir::StmtNode& s) {
+  std::optional<InterchangePlan> reduction_plan(const ir::StmtNode& s) {
     const ir::Stmt& body = s.body[0];
     if (!body || body->kind != StmtKind::Seq || body->body.size() != 3) return std::nullopt;
     const ir::Stmt& init = body->body[0];
@@ -495,23 +496,50 @@ class FuncEmitter {
     if (loads_buffer(fin->value, t) || loads_buffer(v->args[1], t) || loads_buffer(init->value, t)) return std::nullopt;
     for (const auto& a : fin->args)
       if (loads_buffer(a, t) || loads_buffer(a, acc)) return std::nullopt;
-    // Profitable: a load contiguous in d and strided in j; none the other way.
-    bool gain = false, loss = false;
+    return InterchangePlan{init, red, step, fin};
+  }
+
+  /// Calls fn(stride in the outer variable, stride in the reduction
+  /// variable) for every load in the reduction step's operand.
+  void each_load_stride(const ir::StmtNode& s, const InterchangePlan& plan,
+                        const std::function<void(Stride, Stride)>& fn) {
     std::function<void(const ir::Expr&)> look = [&](const ir::Expr& e) {
-      if (e->kind == ExprKind::Load && !e->args.empty()) {
-        Stride in_d = stride(e->args[0], s.var), in_j = stride(e->args[0], red->var);
-        gain |= in_d == Stride::One && in_j == Stride::Other;
-        loss |= in_j == Stride::One && in_d == Stride::Other;
-      }
+      if (e->kind == ExprKind::Load && !e->args.empty()) fn(stride(e->args[0], s.var), stride(e->args[0], plan.red->var));
       for (const auto& a : e->args) look(a);
     };
-    look(v->args[1]);
-    if (!gain || loss) return std::nullopt;
-    return InterchangePlan{init, red, step, fin};
+    look(plan.step->value->args[1]);
+  }
+
+  /// Interchange: a load contiguous in d and strided in j; none the other way.
+  bool interchange_pays(const ir::StmtNode& s, const InterchangePlan& plan) {
+    bool gain = false, loss = false;
+    each_load_stride(s, plan, [&](Stride in_outer, Stride in_red) {
+      gain |= in_outer == Stride::One && in_red == Stride::Other;
+      loss |= in_red == Stride::One && in_outer == Stride::Other;
+    });
+    return gain && !loss;
+  }
+
+  /// Unroll-and-jam: some load does not depend on the outer variable but
+  /// runs along the reduction (q[i, h, d] in q k^T), so kJam outer
+  /// iterations share it.
+  bool jam_pays(const ir::StmtNode& s, const InterchangePlan& plan) {
+    bool shared = false;
+    each_load_stride(s, plan, [&](Stride in_outer, Stride in_red) {
+      shared |= in_outer == Stride::Zero && in_red != Stride::Zero;
+    });
+    return shared;
   }
 
   /// `for var in [0, n) { fn(var) }`.
   void counted_loop(const std::string& name, llvm::Value* n, const std::function<void(llvm::Value*)>& fn) {
+    strided_loop(name, b_.getInt64(0), n, 1, fn);
+  }
+
+  /// `for (var = begin; var < end; var += step) { fn(var) }`.
+  void strided_loop(const std::string& name, llvm::Value* begin, llvm::Value* end, int64_t step,
+                    const std::function<void(llvm::Value*)>& fn) {
+    llvm::Value* n = end;
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     auto* head = llvm::BasicBlock::Create(ctx_, name + ".loop", fn_);
     auto* body = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
@@ -519,11 +547,11 @@ class FuncEmitter {
     b_.CreateBr(head);
     b_.SetInsertPoint(head);
     llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, name);
-    i->addIncoming(b_.getInt64(0), pre);
+    i->addIncoming(begin, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(i, n), body, exit);
     b_.SetInsertPoint(body);
     fn(i);
-    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", true, true);
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(step), "", true, true);
     i->addIncoming(next, b_.GetInsertBlock());
     b_.CreateBr(head);
     b_.SetInsertPoint(exit);
@@ -558,17 +586,23 @@ class FuncEmitter {
     });
     llvm::Value* m = emit(plan.red->extent);
     const ir::Var& jv = plan.red->var;
-    counted_loop(jv->name, m, [&](llvm::Value* j) {
-      vars_[jv.get()] = j;
+    // kJam steps of j per pass over the lanes (in j order), then the rest.
+    auto pass = [&](llvm::Value* j, int64_t steps) {
       counted_loop(dv->name + ".lane", n, [&](llvm::Value* d) {
         vars_[dv.get()] = d;
         b_.CreateStore(b_.CreateLoad(acc_type, lane(d)), acc_slot);
-        emit(plan.step);
+        for (int64_t u = 0; u < steps; ++u) {
+          vars_[jv.get()] = u == 0 ? j : b_.CreateAdd(j, b_.getInt64(u), "", true, true);
+          emit(plan.step);
+        }
         b_.CreateStore(b_.CreateLoad(acc_type, acc_slot), lane(d));
         vars_.erase(dv.get());
       });
       vars_.erase(jv.get());
-    });
+    };
+    llvm::Value* blocked = b_.CreateSub(m, b_.CreateSRem(m, b_.getInt64(kJam)));
+    strided_loop(jv->name + ".jam", b_.getInt64(0), blocked, kJam, [&](llvm::Value* j) { pass(j, kJam); });
+    strided_loop(jv->name, blocked, m, 1, [&](llvm::Value* j) { pass(j, 1); });
     counted_loop(dv->name + ".fin", n, [&](llvm::Value* d) {
       vars_[dv.get()] = d;
       b_.CreateStore(b_.CreateLoad(acc_type, lane(d)), acc_slot);
@@ -577,6 +611,63 @@ class FuncEmitter {
     });
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
+  }
+
+  // ---- Unroll-and-jam ----------------------------------------------------
+  //
+  // For the same shape when interchanging does not pay
+  // (`for j { acc = 0; for d { acc += q[i, h, d] * k[j, h, d] }; s[.., j] = acc }`),
+  // kJam consecutive j run together, each with its own accumulator:
+  //   for j in steps of kJam { acc_u = init; for d { acc_u = acc_u op x(j + u, d) };
+  //                            t[.., j + u] = f(acc_u) }, then the last j one by one.
+  // The d loop then loads q once for kJam dot products and vectorizes with
+  // kJam reductions. Each accumulator sees the same operations as before.
+  static constexpr int64_t kJam = 4;
+
+  void emit_jammed(const ir::StmtNode& s, const InterchangePlan& plan) {
+    llvm::Value* n = emit(s.extent);
+    const BufferNode* acc = plan.init->buffer.get();
+    llvm::AllocaInst* acc_slot = scalar_.at(acc);
+    llvm::Type* acc_type = acc_slot->getAllocatedType();
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    std::vector<llvm::AllocaInst*> accs;
+    for (int64_t u = 0; u < kJam; ++u) accs.push_back(entry.CreateAlloca(acc_type, nullptr, acc->name + ".jam"));
+    const ir::Var& jv = s.var;
+    // Blocks while j + kJam <= n; n - n % kJam iterations.
+    llvm::Value* blocked = b_.CreateSub(n, b_.CreateSRem(n, b_.getInt64(kJam)));
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, jv->name + ".jam.loop", fn_);
+    auto* body = llvm::BasicBlock::Create(ctx_, jv->name + ".jam.body", fn_);
+    auto* exit = llvm::BasicBlock::Create(ctx_, jv->name + ".jam.exit", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, jv->name + ".jam");
+    j->addIncoming(b_.getInt64(0), pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(j, blocked), body, exit);
+    b_.SetInsertPoint(body);
+    auto each = [&](const std::function<void()>& fn) {
+      for (int64_t u = 0; u < kJam; ++u) {
+        vars_[jv.get()] = b_.CreateAdd(j, b_.getInt64(u), "", true, true);
+        scalar_[acc] = accs[u];
+        fn();
+      }
+    };
+    each([&] { emit(plan.init); });
+    llvm::Value* m = emit(plan.red->extent);  // does not depend on j
+    const ir::Var& dv = plan.red->var;
+    counted_loop(dv->name + ".jam", m, [&](llvm::Value* d) {
+      vars_[dv.get()] = d;
+      each([&] { emit(plan.step); });
+      vars_.erase(dv.get());
+    });
+    each([&] { emit(plan.fin); });
+    scalar_[acc] = acc_slot;
+    vars_.erase(jv.get());
+    llvm::Value* next = b_.CreateAdd(j, b_.getInt64(kJam), "", true, true);
+    j->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(exit);
+    emit_loop(s, blocked, n);
   }
 
   /// `for var in [begin, end) { body }` at the insert point.
@@ -598,6 +689,28 @@ class FuncEmitter {
     i->addIncoming(next, b_.GetInsertBlock());
     b_.CreateBr(head);
     b_.SetInsertPoint(exit);
+  }
+
+  /// Type-based alias information for an element access of `buf`: every
+  /// buffer is only ever accessed with its element type, so a float store
+  /// (scores) does not clobber the i64 offset arrays or the i32 lengths that
+  /// index it, and LICM can hoist those loads out of inner loops.
+  void tag(llvm::Instruction* access, const BufferNode* buf) {
+    if (buf->dims.empty()) return;  // scalars: allocas (promoted) or result pointers
+    llvm::MDBuilder md(ctx_);
+    if (!tbaa_root_) tbaa_root_ = md.createTBAARoot("dccc element types");
+    const char* name = "";
+    switch (buf->type) {
+      case Scalar::F16: name = "f16"; break;
+      case Scalar::BF16: name = "bf16"; break;
+      case Scalar::F32: name = "f32"; break;
+      case Scalar::F64: name = "f64"; break;
+      case Scalar::I32: name = "i32"; break;
+      case Scalar::I64: name = "i64"; break;
+      case Scalar::Bool: name = "bool"; break;
+    }
+    llvm::MDNode* type = md.createTBAAScalarTypeNode(name, tbaa_root_);
+    access->setMetadata(llvm::LLVMContext::MD_tbaa, md.createTBAAStructTagNode(type, type, 0));
   }
 
   llvm::Value* base_pointer(const BufferNode* buf) {
@@ -680,7 +793,9 @@ class FuncEmitter {
       }
       case ExprKind::Load: {
         llvm::Value* addr = address(e->buffer.get(), e->args, e->flat);
-        return to_value(b_.CreateLoad(mem_type(e->buffer->type), addr), e->buffer->type);
+        auto* load = b_.CreateLoad(mem_type(e->buffer->type), addr);
+        tag(load, e->buffer.get());
+        return to_value(load, e->buffer->type);
       }
       case ExprKind::Cast: return cast(emit(e->args[0]), e->args[0]->type, e->type);
       case ExprKind::Select: {
@@ -796,8 +911,10 @@ class FuncEmitter {
           emit_parallel(*s);
           return;
         }
-        if (auto plan = interchange_plan(*s)) {
-          emit_interchanged(*s, *plan);
+        if (auto plan = reduction_plan(*s)) {
+          if (interchange_pays(*s, *plan)) emit_interchanged(*s, *plan);
+          else if (jam_pays(*s, *plan)) emit_jammed(*s, *plan);
+          else emit_loop(*s, b_.getInt64(0), emit(s->extent));
           return;
         }
         llvm::Value* n = emit(s->extent);
@@ -809,7 +926,7 @@ class FuncEmitter {
         if (!v) v = emit(s->value);
         v = cast(v, s->value->type, s->buffer->type);
         llvm::Value* addr = address(s->buffer.get(), s->args, s->flat);
-        b_.CreateStore(to_mem(v, s->buffer->type), addr);
+        tag(b_.CreateStore(to_mem(v, s->buffer->type), addr), s->buffer.get());
         return;
       }
       case StmtKind::IfThenElse: {
@@ -871,6 +988,7 @@ class FuncEmitter {
   llvm::AllocaInst* status_ = nullptr;
   llvm::AllocaInst* message_ = nullptr;  // inside a parallel body only: the failure's message
   int parallel_count_ = 0;
+  llvm::MDNode* tbaa_root_ = nullptr;
   std::map<std::string, llvm::Value*> sizes_;
   std::map<const BufferNode*, llvm::Value*> base_;
   std::map<const BufferNode*, llvm::AllocaInst*> slot_;
