@@ -281,4 +281,72 @@ Stmt rewrite(const Stmt& s, const std::function<Expr(const Expr&)>& fe) {
   return copy;
 }
 
+void each_expr(const Expr& e, const std::function<void(const ExprNode&)>& fn) {
+  if (!e) return;
+  fn(*e);
+  for (const auto& a : e->args) each_expr(a, fn);
+}
+
+void each_stmt(const Stmt& s, const std::function<void(const StmtNode&)>& fn) {
+  if (!s) return;
+  fn(*s);
+  for (const auto& c : s->body) each_stmt(c, fn);
+}
+
+void own_exprs(const StmtNode& s, const std::function<void(const ExprNode&)>& fn) {
+  each_expr(s.extent, fn);
+  each_expr(s.value, fn);
+  for (const auto& a : s.args) each_expr(a, fn);
+}
+
+bool loads_from(const Expr& e, const BufferNode* b) {
+  bool found = false;
+  each_expr(e, [&](const ExprNode& x) { found |= x.kind == ExprKind::Load && x.buffer.get() == b; });
+  return found;
+}
+
+bool touches(const Stmt& s, const BufferNode* b) {
+  bool found = false;
+  each_stmt(s, [&](const StmtNode& x) {
+    if (x.kind == StmtKind::Store && x.buffer.get() == b) found = true;
+    own_exprs(x, [&](const ExprNode& e) { found |= e.kind == ExprKind::Load && e.buffer.get() == b; });
+  });
+  return found;
+}
+
+bool written_before_read(const Stmt& s, const BufferNode* b) {
+  if (!s || !touches(s, b)) return true;
+  switch (s->kind) {
+    case StmtKind::Store:
+      return s->buffer.get() == b && !loads_from(s->value, b);
+    case StmtKind::For:
+      return !loads_from(s->extent, b) && written_before_read(s->body[0], b);
+    case StmtKind::IfThenElse:
+      if (loads_from(s->value, b)) return false;
+      for (const auto& c : s->body)
+        if (!written_before_read(c, b)) return false;
+      return true;
+    case StmtKind::Seq: {
+      std::vector<const Stmt*> using_items;
+      for (const auto& c : s->body)
+        if (touches(c, b)) using_items.push_back(&c);
+      if (using_items.size() == 1) return written_before_read(*using_items[0], b);
+      const Stmt& first = *using_items[0];
+      return first->kind == StmtKind::Store && first->buffer.get() == b && !loads_from(first->value, b);
+    }
+    case StmtKind::Print:
+    case StmtKind::Assert:  // only reads: touching b means reading it first
+      return false;
+  }
+  return false;
+}
+
+bool touches_outside(const Stmt& s, const StmtNode* loop, const BufferNode* b) {
+  if (!s || s.get() == loop) return false;
+  bool found = s->kind == StmtKind::Store && s->buffer.get() == b;
+  own_exprs(*s, [&](const ExprNode& e) { found |= e.kind == ExprKind::Load && e.buffer.get() == b; });
+  for (const auto& c : s->body) found |= touches_outside(c, loop, b);
+  return found;
+}
+
 }  // namespace dccc::ir

@@ -231,6 +231,24 @@ std::vector<Buffer> prelude_aux(const Func& f);
 /// True when `e` mentions `v`.
 bool mentions(const Expr& e, const Var& v);
 
+/// Visits `e` and every sub-expression.
+void each_expr(const Expr& e, const std::function<void(const ExprNode&)>& fn);
+/// Visits `s` and every statement inside it.
+void each_stmt(const Stmt& s, const std::function<void(const StmtNode&)>& fn);
+/// Visits the expressions `s` holds itself (extent, value, args), not its children's.
+void own_exprs(const StmtNode& s, const std::function<void(const ExprNode&)>& fn);
+/// True when `e` loads from `b`.
+bool loads_from(const Expr& e, const BufferNode* b);
+/// True when `s` loads from or stores to `b`.
+bool touches(const Stmt& s, const BufferNode* b);
+/// True when every execution of `s` stores scalar `b` before reading it (or
+/// never touches it): all uses lie in one sequence whose first use is a
+/// store that does not read `b`. A scalar written before read in a loop body
+/// is private to each iteration (a `reduce` accumulator).
+bool written_before_read(const Stmt& s, const BufferNode* b);
+/// True when `s` touches `b` outside the subtree rooted at `inner`.
+bool touches_outside(const Stmt& s, const StmtNode* inner, const BufferNode* b);
+
 /// Replace variables by expressions.
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m);
 

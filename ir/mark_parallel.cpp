@@ -5,78 +5,6 @@
 namespace dccc::ir {
 namespace {
 
-void each_expr(const Expr& e, const std::function<void(const ExprNode&)>& fn) {
-  if (!e) return;
-  fn(*e);
-  for (const auto& a : e->args) each_expr(a, fn);
-}
-
-void each_stmt(const Stmt& s, const std::function<void(const StmtNode&)>& fn) {
-  if (!s) return;
-  fn(*s);
-  for (const auto& c : s->body) each_stmt(c, fn);
-}
-
-/// Every expression directly held by `s` (not by its children).
-void own_exprs(const StmtNode& s, const std::function<void(const ExprNode&)>& fn) {
-  each_expr(s.extent, fn);
-  each_expr(s.value, fn);
-  for (const auto& a : s.args) each_expr(a, fn);
-}
-
-bool loads(const Expr& e, const BufferNode* b) {
-  bool found = false;
-  each_expr(e, [&](const ExprNode& x) { found |= x.kind == ExprKind::Load && x.buffer.get() == b; });
-  return found;
-}
-
-bool uses(const Stmt& s, const BufferNode* b) {
-  bool found = false;
-  each_stmt(s, [&](const StmtNode& x) {
-    if (x.kind == StmtKind::Store && x.buffer.get() == b) found = true;
-    own_exprs(x, [&](const ExprNode& e) { found |= e.kind == ExprKind::Load && e.buffer.get() == b; });
-  });
-  return found;
-}
-
-/// True when every execution of `s` stores scalar `b` before reading it,
-/// or never touches it (see the header).
-bool private_in(const Stmt& s, const BufferNode* b) {
-  if (!s || !uses(s, b)) return true;
-  switch (s->kind) {
-    case StmtKind::Store:
-      return s->buffer.get() == b && !loads(s->value, b);
-    case StmtKind::For:
-      return !loads(s->extent, b) && private_in(s->body[0], b);
-    case StmtKind::IfThenElse:
-      if (loads(s->value, b)) return false;
-      for (const auto& c : s->body)
-        if (!private_in(c, b)) return false;
-      return true;
-    case StmtKind::Seq: {
-      std::vector<const Stmt*> using_items;
-      for (const auto& c : s->body)
-        if (uses(c, b)) using_items.push_back(&c);
-      if (using_items.size() == 1) return private_in(*using_items[0], b);
-      const Stmt& first = *using_items[0];
-      return first->kind == StmtKind::Store && first->buffer.get() == b && !loads(first->value, b);
-    }
-    case StmtKind::Print:
-    case StmtKind::Assert:  // only reads: touching b means reading it first
-      return false;
-  }
-  return false;
-}
-
-/// Whether scalar `b` is used in `s` outside the subtree `loop`.
-bool used_outside(const Stmt& s, const StmtNode* loop, const BufferNode* b) {
-  if (!s || s.get() == loop) return false;
-  bool found = s->kind == StmtKind::Store && s->buffer.get() == b;
-  own_exprs(*s, [&](const ExprNode& e) { found |= e.kind == ExprKind::Load && e.buffer.get() == b; });
-  for (const auto& c : s->body) found |= used_outside(c, loop, b);
-  return found;
-}
-
 bool is_var(const Expr& e, const Var& v) { return e && e->kind == ExprKind::VarRef && e->var == v; }
 
 bool can_parallelize(const Func& f, const Stmt& loop) {
@@ -107,11 +35,11 @@ bool can_parallelize(const Func& f, const Stmt& loop) {
   });
   if (!ok) return false;
   for (const BufferNode* b : scalars) {
-    if (!private_in(body, b)) return false;
+    if (!written_before_read(body, b)) return false;
     // Used nowhere else: not before the loop, not after it, not in the prelude.
-    bool outside = f.prelude && uses(f.prelude, b);
-    for (const auto& c : f.checks) outside |= c.pre && uses(c.pre, b);
-    outside |= used_outside(f.body, loop.get(), b);
+    bool outside = f.prelude && touches(f.prelude, b);
+    for (const auto& c : f.checks) outside |= c.pre && touches(c.pre, b);
+    outside |= touches_outside(f.body, loop.get(), b);
     if (outside) return false;
   }
   return true;

@@ -9,6 +9,8 @@
 //   expand prints    -> whole-tensor prints become loops of scalar prints
 //   mark parallel    -> outer loops whose iterations are independent become
 //                       `parallel` (run on the runtime's thread pool)
+//   reorder loops    -> CPU only: swaps nested left-side loops so that a
+//                       reused slice (k[b][j, h, d] in attention) stays in cache
 //   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
 //   LLVM codegen     -> O3 for the host CPU (--emit=llvm); the JIT runs
 //                       `fn main()` (`dccc run`), or
@@ -45,6 +47,7 @@
 #include "ir/lower.h"
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
+#include "ir/reorder_loops.h"
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
 #include "support/large_stack.h"
@@ -285,6 +288,12 @@ int run(const Options& o) {
   for (auto& f : module->funcs)
     if (!f.storage_lowered) dccc::ir::mark_parallel(f);
   if (!verified("mark-parallel")) return kExitInternal;
+  // A CPU cache heuristic: the CUDA target maps loops to threads itself.
+  if (o.target != "cuda" && o.emit != "cuda") {
+    for (auto& f : module->funcs)
+      if (!f.storage_lowered) dccc::ir::reorder_loops(f);
+    if (!verified("reorder-loops")) return kExitInternal;
+  }
   if (o.storage) {
     for (auto& f : module->funcs)
       if (!f.storage_lowered && !dccc::ir::lower_storage(f, diags)) {

@@ -12,6 +12,19 @@
 // success or a dcc_status (integer division by zero, allocation failure),
 // with the text available from dcc_last_error(). Float-to-integer casts
 // saturate, so no input makes the generated code undefined.
+//
+// Performance (all of it keeps results independent of the thread count):
+// - A loop marked Parallel (ir/mark_parallel.h) is outlined into
+//   `internal void NAME__parK(void* ctx, int64_t begin, int64_t end)` and run
+//   by dcc_parallel_for; a failure inside it reaches the caller's status and
+//   dcc_last_error() through the context (see emit_parallel).
+// - optimize() runs LLVM's O3 pipeline for the host CPU with glibc's libmvec
+//   as vector math library; float `reduce` steps carry `reassoc`, so inner
+//   reductions vectorize; loads and stores carry type-based alias tags.
+// - A reduction nest `for o { acc = init; for r { acc = acc op x }; t[.., o] = f(acc) }`
+//   is interchanged (per-o accumulators in a stack array, inner loop over o)
+//   when x reads memory contiguously in o but strided in r, or else
+//   unrolled-and-jammed (4 o at once) when x has a load independent of o.
 #pragma once
 
 #include <memory>

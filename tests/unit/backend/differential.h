@@ -23,6 +23,7 @@
 #include "ir/interpreter.h"
 #include "ir/lower.h"
 #include "ir/mark_parallel.h"
+#include "ir/reorder_loops.h"
 #include "ir/storage_lowering.h"
 #include "typecheck/checker.h"
 
@@ -37,7 +38,7 @@ struct Program {
 };
 
 /// `cpu_passes`: also the passes the driver runs for the CPU target only
-/// (mark_parallel), as the LLVM backend's tests need.
+/// (mark_parallel, reorder_loops), as the LLVM backend's tests need.
 inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false) {
   Program p;
   p.file = std::make_unique<SourceFile>(name, text);
@@ -50,7 +51,10 @@ inline Program compile(const std::string& name, const std::string& text, bool cp
   if (!p.module) return p;
   for (auto& f : p.module->funcs) {
     ir::expand_prints(f);
-    if (cpu_passes) ir::mark_parallel(f);
+    if (cpu_passes) {
+      ir::mark_parallel(f);
+      ir::reorder_loops(f);
+    }
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();
       return p;
