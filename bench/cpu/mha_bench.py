@@ -14,7 +14,8 @@ scaled_dot_product_attention) in two forms:
 All three get the same random data (float32, uniform in [-1, 1)); before
 timing, outputs are cross-checked (max abs error over the valid rows) and
 the run stops if they disagree by more than 1e-4. Each form is run
---warmup times, then timed --repeat times; the table shows medians. Both
+--warmup times, then timed --repeat times, the three forms taking turns
+(one run of each per round); the table shows medians. Both
 sides use --threads threads (torch.set_num_threads, dcc_set_num_threads).
 GFLOP/s counts useful work only: 4 * H * D * sum_b len_b^2 (q k^T and p v,
 a multiply-add counting 2), the same for every form.
@@ -82,15 +83,19 @@ def iptr(t):
     return ctypes.cast(t.data_ptr(), ctypes.POINTER(ctypes.c_int32))
 
 
-def timed(fn, warmup, repeat):
+def timed(fns, warmup, repeat):
+    """Median seconds of each function; the runs are interleaved (one of
+    each per round), so a change in the machine's load hits all alike."""
     for _ in range(warmup):
-        fn()
-    times = []
+        for fn in fns:
+            fn()
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
 def main():
@@ -192,9 +197,7 @@ def main():
                           (mine - looped[b].transpose(0, 1)).abs().max().item() if lengths[b] else 0)
             if not err <= 1e-4:
                 sys.exit(f"{name}: outputs disagree, max abs error {err}")
-            t_dccc = timed(run_dccc, a.warmup, a.repeat)
-            t_pad = timed(run_padded, a.warmup, a.repeat)
-            t_loop = timed(run_loop, a.warmup, a.repeat)
+            t_dccc, t_pad, t_loop = timed([run_dccc, run_padded, run_loop], a.warmup, a.repeat)
         flops = 4.0 * H * D * sum(n * n for n in lengths)
         gf = lambda t: flops / t / 1e9
         all_faster &= t_dccc < t_pad and t_dccc < t_loop
