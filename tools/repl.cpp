@@ -21,6 +21,7 @@
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
 #include "ir/lower.h"
+#include "ir/mark_parallel.h"
 #include "ir/printer.h"
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
@@ -311,7 +312,8 @@ struct Session::Impl {
     return ok;
   }
 
-  /// Lowers, expands prints and lowers storage; false on errors.
+  /// Lowers, expands prints, marks parallel loops and lowers storage; false
+  /// on errors.
   bool back_end(Compiled& c, const std::shared_ptr<const SourceFile>& current) {
     c.module = ir::lower(*c.checked, *c.diags);
     if (!c.module) {
@@ -331,6 +333,10 @@ struct Session::Impl {
     if (!verified("lowering")) return false;
     for (auto& f : c.module->funcs) ir::expand_prints(f);
     if (!verified("expand-prints")) return false;
+    // As in the driver (tools/dccc.cpp). reorder_loops, a CPU-only heuristic
+    // the driver skips for CUDA, is left out so `:emit cuda` matches too.
+    for (auto& f : c.module->funcs) ir::mark_parallel(f);
+    if (!verified("mark-parallel")) return false;
     for (auto& f : c.module->funcs)
       if (!ir::lower_storage(f, *c.diags)) {
         report(c, current);
