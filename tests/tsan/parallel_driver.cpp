@@ -3,11 +3,14 @@
 // on a TSan build of libdccrt's pool. mha on 4 threads must equal 1 thread
 // bit for bit on ragged batches with empty sequences; a division by zero
 // inside a parallel body must come back as a status. With --race, two host
-// threads run mha into the same output at once: a real race that TSan must
-// report (proof that the kernels are instrumented).
+// threads run mha (on one pool thread each) into the same output at once: a
+// real race that TSan must report (proof that the kernels are instrumented). Kernels take their
+// buffers then a NULL: no aux arrays, the kernel computes its prelude
+// (backend/llvm/codegen.h).
 #include <dccrt.h>
 #include <cstdio>
 #include <cstring>
+#include <latch>
 #include <random>
 #include <string>
 #include <thread>
@@ -19,9 +22,20 @@ int race() {
   std::vector<int32_t> l(B, 20);
   std::vector<float> q(B * 20 * H * D, 0.5f), out(B * 20 * H * D);
   int64_t sizes[] = {B, H, D, 0};
-  void* bufs[] = {l.data(), q.data(), l.data(), q.data(), q.data(), out.data()};
-  std::thread a([&] { mha__kernel(sizes, bufs); });
-  std::thread b([&] { mha__kernel(sizes, bufs); });
+  void* bufs[] = {l.data(), q.data(), l.data(), q.data(), q.data(), out.data(), nullptr};
+  // One thread: each call runs its loops serially on its own host thread, so
+  // the pool's locks order nothing between the two calls' writes.
+  dcc_set_num_threads(1);
+  // Both threads start together and stay alive until both are done, so
+  // TSan cannot hand the first one's thread id to the second.
+  std::latch start(2), done(2);
+  auto call = [&] {
+    start.arrive_and_wait();
+    mha__kernel(sizes, bufs);
+    done.arrive_and_wait();
+  };
+  std::thread a(call);
+  std::thread b(call);
   a.join();
   b.join();
   return 0;
@@ -45,7 +59,7 @@ int main(int argc, char** argv) {
     int64_t sizes[] = {B, H, D, 0};
     for (int t : {1, 4}) {
       dcc_set_num_threads(t);
-      void* bufs[] = {ql.data(), q.data(), kl.data(), k.data(), v.data(), t == 1 ? out1.data() : out4.data()};
+      void* bufs[] = {ql.data(), q.data(), kl.data(), k.data(), v.data(), t == 1 ? out1.data() : out4.data(), nullptr};
       if (mha__kernel(sizes, bufs) != 0) { std::printf("mha failed: %s\n", dcc_last_error()); return 1; }
     }
     if (std::memcmp(out1.data(), out4.data(), out1.size() * 4) != 0) { std::printf("B=%ld: 4 threads differ\n", (long)B); bad = 1; }
@@ -58,7 +72,7 @@ int main(int argc, char** argv) {
     if (zero) data[data.size() * 2 / 3] = 0;
     out.assign(data.size() + 1, 0);
     int64_t sizes[] = {B, 0};
-    void* bufs[] = {len.data(), data.data(), out.data()};
+    void* bufs[] = {len.data(), data.data(), out.data(), nullptr};
     dcc_set_num_threads(4);
     dcc_clear_error();
     int32_t st = ragged_div__kernel(sizes, bufs);
