@@ -88,7 +88,8 @@ options:
                      ranges and which are reduced
   --emit=vloop       print the vloop IR after storage lowering (flat offsets,
                      aux arrays and the prelude that fills them; loops run on
-                     the thread pool print as `parallel`)
+                     the thread pool print as `parallel`; for --target, which
+                     changes it: the CPU's has its loops reordered)
   --emit=cuda        print the CUDA C++ that --target=cuda compiles
   --emit=llvm        print the LLVM IR after the O3 pipeline for this CPU
                      (what `run` and `-o` compile for the CPU)
