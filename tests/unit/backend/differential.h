@@ -163,6 +163,31 @@ struct HostBuffer {
   }
 };
 
+/// Host storage for `f`'s inputs and outputs, in Func::buffers order:
+/// inputs filled from `inputs`, outputs zeroed with the sizes the reference
+/// run `ref` gave them. `ptrs` receives their addresses and a trailing NULL
+/// (no aux arrays: the kernel computes its prelude), the kernel's `buffers`.
+inline std::vector<HostBuffer> host_buffers(const ir::Func& f,
+                                            const std::map<const ir::BufferNode*, std::vector<double>>& inputs,
+                                            ir::Interpreter& ref, std::vector<void*>& ptrs) {
+  std::vector<HostBuffer> host;
+  host.reserve(f.buffers.size());
+  for (const auto& b : f.buffers) {
+    if (b->kind != ir::BufferKind::Input && b->kind != ir::BufferKind::Output) continue;
+    HostBuffer h{b->type, {}};
+    std::vector<double> data = b->kind == ir::BufferKind::Input ? inputs.at(b.get()) : ref.packed(b.get());
+    if (b->dims.empty() && b->kind == ir::BufferKind::Output) data = {0};
+    h.bytes.assign(std::max<size_t>(1, data.size()) * HostBuffer::elem(b->type), 0);
+    if (b->kind == ir::BufferKind::Input)
+      for (size_t k = 0; k < data.size(); ++k) h.set(k, data[k]);
+    host.push_back(std::move(h));
+  }
+  ptrs.clear();
+  for (auto& h : host) ptrs.push_back(h.bytes.data());
+  ptrs.push_back(nullptr);
+  return host;
+}
+
 /// Allowed error against the float64 reference: 1e-5 for f32 and f64;
 /// 16-bit results are rounded after every operation (the reference is not),
 /// so a few units of their last place: bf16 has 8 significant bits (2^-8 =
@@ -249,20 +274,8 @@ inline void run_differential(const ir::Func& f, const std::vector<Engine>& engin
     // data, outputs sized by the reference.
     std::vector<std::vector<HostBuffer>> results;
     for (const auto& engine : engines) {
-      std::vector<HostBuffer> host;
       std::vector<void*> ptrs;
-      for (const auto& b : f.buffers) {
-        if (b->kind != ir::BufferKind::Input && b->kind != ir::BufferKind::Output) continue;
-        HostBuffer h{b->type, {}};
-        std::vector<double> data = b->kind == ir::BufferKind::Input ? inputs.at(b.get()) : ref.packed(b.get());
-        if (b->dims.empty() && b->kind == ir::BufferKind::Output) data = {0};
-        h.bytes.assign(std::max<size_t>(1, data.size()) * HostBuffer::elem(b->type), 0);
-        if (b->kind == ir::BufferKind::Input)
-          for (size_t k = 0; k < data.size(); ++k) h.set(k, data[k]);
-        host.push_back(std::move(h));
-      }
-      for (auto& h : host) ptrs.push_back(h.bytes.data());
-      ptrs.push_back(nullptr);  // no aux arrays: the kernel computes its prelude
+      std::vector<HostBuffer> host = host_buffers(f, inputs, ref, ptrs);
       ASSERT_EQ(engine.kernel(size_values.data(), ptrs.data()), 0) << engine.name;
       results.push_back(std::move(host));
     }

@@ -101,20 +101,7 @@ int32_t run_kernel(JitProgram::Kernel kernel, const ir::Func& f, const std::map<
                    const std::map<const ir::BufferNode*, std::vector<double>>& inputs, ir::Interpreter& ref,
                    std::vector<HostBuffer>& host) {
   std::vector<void*> ptrs;
-  host.clear();
-  host.reserve(f.buffers.size());
-  for (const auto& b : f.buffers) {
-    if (b->kind != ir::BufferKind::Input && b->kind != ir::BufferKind::Output) continue;
-    HostBuffer h{b->type, {}};
-    std::vector<double> data = b->kind == ir::BufferKind::Input ? inputs.at(b.get()) : ref.packed(b.get());
-    if (b->dims.empty() && b->kind == ir::BufferKind::Output) data = {0};
-    h.bytes.assign(std::max<size_t>(1, data.size()) * HostBuffer::elem(b->type), 0);
-    if (b->kind == ir::BufferKind::Input)
-      for (size_t k = 0; k < data.size(); ++k) h.set(k, data[k]);
-    host.push_back(std::move(h));
-  }
-  for (auto& h : host) ptrs.push_back(h.bytes.data());
-  ptrs.push_back(nullptr);  // no aux arrays: the kernel computes its prelude
+  host = testing::host_buffers(f, inputs, ref, ptrs);
   std::vector<int64_t> size_values;
   for (const auto& sz : f.sizes) size_values.push_back(sizes.at(sz.name));
   size_values.push_back(0);

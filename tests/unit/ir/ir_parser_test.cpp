@@ -26,6 +26,7 @@
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
 #include "ir/interpreter.h"
+#include "tests/unit/ir/test_support.h"
 #include "ir/lower.h"
 #include "ir/printer.h"
 #include "ir/storage_lowering.h"
@@ -145,22 +146,8 @@ TEST(IrParser, RoundTripsEveryExampleAndRunProgram) {
   EXPECT_GE(modules, 70);
 }
 
-enum class Pattern { Random, WithZeros, Single, OneLong };
-
-std::function<double(const BufferNode*, int64_t)> generator(Pattern p, std::mt19937& rng) {
-  return [p, &rng](const BufferNode* b, int64_t k) -> double {
-    if (is_int(b->type)) {
-      switch (p) {
-        case Pattern::Random: return std::uniform_int_distribution<int>(1, 6)(rng);
-        case Pattern::WithZeros: return k % 2 == 0 ? 0 : std::uniform_int_distribution<int>(1, 5)(rng);
-        case Pattern::Single: return std::uniform_int_distribution<int>(0, 7)(rng);
-        case Pattern::OneLong: return k == 1 ? 37 : std::uniform_int_distribution<int>(0, 2)(rng);
-      }
-    }
-    if (b->type == Scalar::Bool) return std::uniform_int_distribution<int>(0, 1)(rng);
-    return std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
-  };
-}
+using testing::generator;
+using testing::Pattern;
 
 bool same(double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); }
 

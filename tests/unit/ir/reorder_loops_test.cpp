@@ -6,17 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "ir/verifier.h"
+#include "tests/unit/ir/test_support.h"
 
 namespace dccc::ir {
 namespace {
 
-Buffer buffer(const std::string& name, BufferKind kind, int dims) {
-  auto b = std::make_shared<BufferNode>();
-  b->name = name;
-  b->kind = kind;
-  for (int d = 0; d < dims; ++d) b->dims.push_back({make_var(name + ".d" + std::to_string(d)), build::size("N")});
-  return b;
-}
+using testing::buffer;
 
 struct Nest {
   Func f;

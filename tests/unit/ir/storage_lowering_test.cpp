@@ -17,6 +17,7 @@
 
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
+#include "tests/unit/ir/test_support.h"
 #include "ir/lower.h"
 #include "ir/storage_lowering.h"
 #include "typecheck/checker.h"
@@ -51,23 +52,8 @@ Lowered lower_source(const std::string& name, const std::string& text) {
   return l;
 }
 
-enum class Pattern { Random, WithZeros, Single, OneLong };
-
-/// Lengths per pattern; data uniform in [-1, 1].
-std::function<double(const BufferNode*, int64_t)> generator(Pattern p, std::mt19937& rng) {
-  return [p, &rng](const BufferNode* b, int64_t k) -> double {
-    if (is_int(b->type)) {
-      switch (p) {
-        case Pattern::Random: return std::uniform_int_distribution<int>(1, 6)(rng);
-        case Pattern::WithZeros: return k % 2 == 0 ? 0 : std::uniform_int_distribution<int>(1, 5)(rng);
-        case Pattern::Single: return std::uniform_int_distribution<int>(0, 7)(rng);
-        case Pattern::OneLong: return k == 1 ? 37 : std::uniform_int_distribution<int>(0, 2)(rng);
-      }
-    }
-    if (b->type == Scalar::Bool) return std::uniform_int_distribution<int>(0, 1)(rng);
-    return std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
-  };
-}
+using testing::generator;
+using testing::Pattern;
 
 int ran_ = 0, skipped_ = 0;
 
