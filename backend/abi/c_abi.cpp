@@ -205,23 +205,25 @@ class CEmitter {
   }
 };
 
+/// The input buffers loaded anywhere in `e` or in `s`.
+void loaded_inputs(const ir::Expr& e, std::set<const BufferNode*>& out) {
+  ir::each_expr(e, [&](const ir::ExprNode& x) {
+    if (x.kind == ExprKind::Load && x.buffer->kind == BufferKind::Input) out.insert(x.buffer.get());
+  });
+}
+void loaded_inputs(const ir::Stmt& s, std::set<const BufferNode*>& out) {
+  ir::each_stmt(s, [&](const ir::StmtNode& x) {
+    ir::own_exprs(x, [&](const ir::ExprNode& e) {
+      if (e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Input) out.insert(e.buffer.get());
+    });
+  });
+}
+
 /// Buffers whose values are read by totals, the prelude or checks: lengths.
 std::set<const BufferNode*> length_buffers(const ir::Func& f) {
   std::set<const BufferNode*> out;
-  std::function<void(const ir::Expr&)> ex = [&](const ir::Expr& e) {
-    if (!e) return;
-    if (e->kind == ExprKind::Load && e->buffer->kind == BufferKind::Input) out.insert(e->buffer.get());
-    for (const auto& a : e->args) ex(a);
-  };
-  std::function<void(const ir::Stmt&)> st = [&](const ir::Stmt& s) {
-    if (!s) return;
-    ex(s->extent);
-    ex(s->value);
-    for (const auto& a : s->args) ex(a);
-    for (const auto& c : s->body) st(c);
-  };
-  for (const auto& b : f.buffers) ex(b->total);
-  st(f.prelude);
+  for (const auto& b : f.buffers) loaded_inputs(b->total, out);
+  loaded_inputs(f.prelude, out);
   return out;
 }
 
@@ -229,21 +231,9 @@ std::set<const BufferNode*> length_buffers(const ir::Func& f) {
 /// Func::buffers order: with the sizes, what the prelude's result depends on.
 std::vector<Buffer> prelude_inputs(const ir::Func& f) {
   std::set<const BufferNode*> read;
-  std::function<void(const ir::Expr&)> ex = [&](const ir::Expr& e) {
-    if (!e) return;
-    if (e->kind == ExprKind::Load && e->buffer->kind == BufferKind::Input) read.insert(e->buffer.get());
-    for (const auto& a : e->args) ex(a);
-  };
-  std::function<void(const ir::Stmt&)> st = [&](const ir::Stmt& s) {
-    if (!s) return;
-    ex(s->extent);
-    ex(s->value);
-    for (const auto& a : s->args) ex(a);
-    for (const auto& c : s->body) st(c);
-  };
-  st(f.prelude);
+  loaded_inputs(f.prelude, read);
   for (const auto& b : f.buffers)
-    if (b->kind == BufferKind::Aux) ex(b->total);
+    if (b->kind == BufferKind::Aux) loaded_inputs(b->total, read);
   std::vector<Buffer> out;
   for (const auto& b : f.buffers)
     if (read.count(b.get())) out.push_back(b);
