@@ -86,92 +86,31 @@ std::string float_literal(double v, Scalar t) {
   return t == Scalar::F16 ? "dcc_rf16(" + lit + ")" : lit;
 }
 
-/// Walks every expression and statement of a tree.
-void walk(const ir::Stmt& s, const std::function<void(const ir::Expr&)>& fe,
-          const std::function<void(const ir::Stmt&)>& fs = nullptr) {
-  if (!s) return;
-  if (fs) fs(s);
-  std::function<void(const ir::Expr&)> ex = [&](const ir::Expr& e) {
-    if (!e) return;
-    fe(e);
-    for (const auto& a : e->args) ex(a);
-  };
-  ex(s->extent);
-  ex(s->value);
-  for (const auto& a : s->args) ex(a);
-  for (const auto& c : s->body) walk(c, fe, fs);
-}
-
-bool is_scalar_buffer(const BufferNode* b) { return b->dims.empty(); }
-
-/// Upward-exposed scalar reads: false when some read of a scalar in
-/// `stored` can see a value from an earlier iteration, i.e. is not preceded
-/// in the same iteration by a write that always happens. `written` holds
-/// the scalars definitely written so far; writes inside a nested loop or a
-/// branch count within it but not after it (the loop may run zero times).
-bool scalars_private(const ir::Stmt& s, std::set<const BufferNode*>& written, const std::set<const BufferNode*>& stored) {
-  if (!s) return true;
-  bool ok = true;
-  std::function<void(const ir::Expr&)> reads = [&](const ir::Expr& x) {
-    if (!x) return;
-    if (x->kind == ExprKind::Load && is_scalar_buffer(x->buffer.get()) && stored.count(x->buffer.get()) &&
-        !written.count(x->buffer.get()))
-      ok = false;
-    for (const auto& a : x->args) reads(a);
-  };
-  switch (s->kind) {
-    case StmtKind::Seq:
-      for (const auto& c : s->body) ok = scalars_private(c, written, stored) && ok;
-      return ok;
-    case StmtKind::For: {
-      reads(s->extent);
-      std::set<const BufferNode*> inner = written;
-      return scalars_private(s->body[0], inner, stored) && ok;
-    }
-    case StmtKind::IfThenElse: {
-      reads(s->value);
-      std::set<const BufferNode*> a = written, b = written;
-      ok = scalars_private(s->body[0], a, stored) && ok;
-      if (s->body.size() > 1) ok = scalars_private(s->body[1], b, stored) && ok;
-      return ok;
-    }
-    case StmtKind::Store:
-      reads(s->value);
-      for (const auto& a : s->args) reads(a);
-      if (is_scalar_buffer(s->buffer.get())) written.insert(s->buffer.get());
-      return ok;
-    case StmtKind::Print:
-    case StmtKind::Assert:
-      return false;
-  }
-  return ok;
-}
-
 }  // namespace
 
 bool is_parallel_loop(const ir::Stmt& loop) {
   if (!loop || loop->kind != StmtKind::For) return false;
   bool ok = true;
-  std::set<const BufferNode*> stored;
-  walk(loop->body[0], [](const ir::Expr&) {}, [&](const ir::Stmt& s) {
-    if (s->kind == StmtKind::Print) ok = false;
-    if (s->kind != StmtKind::Store) return;
-    const BufferNode* b = s->buffer.get();
-    if (is_scalar_buffer(b)) {
+  std::set<const BufferNode*> scalars;
+  ir::each_stmt(loop->body[0], [&](const ir::StmtNode& s) {
+    if (s.kind == StmtKind::Print) ok = false;
+    if (s.kind != StmtKind::Store) return;
+    const BufferNode* b = s.buffer.get();
+    if (b->dims.empty()) {
       if (b->kind != BufferKind::Scalar) ok = false;  // a scalar result or input
-      stored.insert(b);
+      scalars.insert(b);
     } else {
       // Lowering binds each left-side index to its own dimension, so a store
       // whose offset mentions the loop variable writes a different element in
       // every iteration; one that does not would race.
       bool mentioned = false;
-      for (const auto& a : s->args) mentioned = mentioned || ir::mentions(a, loop->var);
+      for (const auto& a : s.args) mentioned = mentioned || ir::mentions(a, loop->var);
       if (!mentioned) ok = false;
     }
   });
-  if (!ok) return false;
-  std::set<const BufferNode*> written;
-  return scalars_private(loop->body[0], written, stored);
+  // Every scalar it writes must be private to an iteration.
+  for (const BufferNode* b : scalars) ok = ok && ir::written_before_read(loop->body[0], b);
+  return ok;
 }
 
 namespace {
@@ -223,7 +162,7 @@ class FuncEmitter {
     TilePlan plan;
     for (const auto& it : items) {
       bool has_loop = false;
-      walk(it, [](const ir::Expr&) {}, [&](const ir::Stmt& x) { has_loop = has_loop || x->kind == StmtKind::For; });
+      ir::each_stmt(it, [&](const ir::StmtNode& x) { has_loop = has_loop || x.kind == StmtKind::For; });
       if (it->kind == StmtKind::For) {
         if (plan.nest) return std::nullopt;
         plan.nest = it;
@@ -244,13 +183,19 @@ class FuncEmitter {
     }
     ir::Stmt innermost = levels.back()->body[0];
     bool only_private = true;
-    std::vector<ir::Expr> loads;
-    walk(innermost, [&](const ir::Expr& e) {
-      if (e->kind == ExprKind::Load && !e->buffer->dims.empty()) loads.push_back(e);
-    }, [&](const ir::Stmt& x) {
-      if (x->kind == StmtKind::For || x->kind == StmtKind::Print) only_private = false;
-      if (x->kind == StmtKind::Store && !private_.count(x->buffer.get())) only_private = false;
+    std::vector<const ir::ExprNode*> loads;
+    ir::each_stmt(innermost, [&](const ir::StmtNode& x) {
+      if (x.kind == StmtKind::For || x.kind == StmtKind::Print) only_private = false;
+      if (x.kind == StmtKind::Store && !private_.count(x.buffer.get())) only_private = false;
+      ir::own_exprs(x, [&](const ir::ExprNode& e) {
+        if (e.kind == ExprKind::Load && !e.buffer->dims.empty()) loads.push_back(&e);
+      });
     });
+    auto load_mentions = [](const ir::ExprNode* ld, const ir::Var& v) {
+      for (const auto& a : ld->args)
+        if (ir::mentions(a, v)) return true;
+      return false;
+    };
     if (!only_private) return std::nullopt;
     // Prefer Y = the innermost parallel loop (adjacent threads, adjacent y).
     for (int y = static_cast<int>(l.inner.size()) - 1; y >= 0; --y)
@@ -265,7 +210,7 @@ class FuncEmitter {
         if (!extents_ok) continue;
         bool reuse_x = false, reuse_y = false;
         for (const auto& ld : loads) {
-          bool mx = ir::mentions(ld, vx), my = ir::mentions(ld, vy);
+          bool mx = load_mentions(ld, vx), my = load_mentions(ld, vy);
           if (mx && !my) reuse_y = true;  // made once per x, used for every y
           if (my && !mx) reuse_x = true;
         }
@@ -492,8 +437,8 @@ class FuncEmitter {
         cur = next;
       }
       // Scalars written inside the parallel body are private to a thread.
-      walk(cur->body[0], [](const ir::Expr&) {}, [&](const ir::Stmt& s) {
-        if (s->kind == StmtKind::Store && s->buffer->dims.empty()) private_.insert(s->buffer.get());
+      ir::each_stmt(cur->body[0], [&](const ir::StmtNode& s) {
+        if (s.kind == StmtKind::Store && s.buffer->dims.empty()) private_.insert(s.buffer.get());
       });
       if (l.inner.empty()) {
         // One parallel loop: threads over it.
@@ -598,8 +543,8 @@ class FuncEmitter {
     // (so no register is read uninitialised); anything else only in range.
     for (const auto& st : plan.pre) {
       bool private_only = true;
-      walk(st, [](const ir::Expr&) {}, [&](const ir::Stmt& x) {
-        if (x->kind == StmtKind::Store && !private_.count(x->buffer.get())) private_only = false;
+      ir::each_stmt(st, [&](const ir::StmtNode& x) {
+        if (x.kind == StmtKind::Store && !private_.count(x.buffer.get())) private_only = false;
       });
       body += lanes(2, !private_only, [&](std::string& o, int d) { stmt(st, d, o); });
     }
@@ -658,19 +603,14 @@ class FuncEmitter {
   /// Every extent and total must be computable on the host: from sizes,
   /// input length arrays and aux arrays (not from arrays the body computes).
   void check_host_computable() {
-    auto host_ok = [&](const ir::Expr& e) {
-      std::function<void(const ir::Expr&)> ex = [&](const ir::Expr& x) {
-        if (!x) return;
-        if (x->kind == ExprKind::Load && x->buffer->kind != BufferKind::Input && x->buffer->kind != BufferKind::Aux)
-          unsupported("extents computed by the program itself (`" + x->buffer->name + "`)");
-        for (const auto& a : x->args) ex(a);
-      };
-      ex(e);
+    auto host_ok = [&](const ir::ExprNode& x) {
+      if (x.kind == ExprKind::Load && x.buffer->kind != BufferKind::Input && x.buffer->kind != BufferKind::Aux)
+        unsupported("extents computed by the program itself (`" + x.buffer->name + "`)");
     };
-    for (const auto& b : f_.buffers) host_ok(b->total);
-    walk(f_.prelude, host_ok);
-    walk(f_.body, [](const ir::Expr&) {}, [&](const ir::Stmt& s) {
-      if (s->kind == StmtKind::For) host_ok(s->extent);
+    for (const auto& b : f_.buffers) ir::each_expr(b->total, host_ok);
+    ir::each_stmt(f_.prelude, [&](const ir::StmtNode& s) { ir::own_exprs(s, host_ok); });
+    ir::each_stmt(f_.body, [&](const ir::StmtNode& s) {
+      if (s.kind == StmtKind::For) ir::each_expr(s.extent, host_ok);
     });
     // The wrapper passes host copies of every integer input array.
     for (const auto& b : f_.buffers)
