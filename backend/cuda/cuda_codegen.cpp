@@ -1,5 +1,7 @@
 #include "backend/cuda/cuda_codegen.h"
 
+#include "backend/abi/c_emit.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -22,20 +24,6 @@ using ir::UnOp;
 
 [[noreturn]] void unsupported(const std::string& what) {
   throw std::runtime_error("the CUDA target does not support " + what + " yet");
-}
-
-/// Type of a buffer element in memory.
-const char* mem_type(Scalar t) {
-  switch (t) {
-    case Scalar::F16:
-    case Scalar::BF16: return "uint16_t";
-    case Scalar::F32: return "float";
-    case Scalar::F64: return "double";
-    case Scalar::I32: return "int32_t";
-    case Scalar::I64: return "int64_t";
-    case Scalar::Bool: return "uint8_t";
-  }
-  return "void";
 }
 
 /// Type of a value in registers: 16-bit floats compute in f32 and are
@@ -123,6 +111,12 @@ class FuncEmitter {
   void run() {
     for (size_t k = 0; k < f_.buffers.size(); ++k) slot_[f_.buffers[k].get()] = static_cast<int>(k);
     for (size_t k = 0; k < f_.sizes.size(); ++k) size_index_[f_.sizes[k].name] = static_cast<int>(k);
+    // Host code reads the length arrays and offset arrays through `hp`.
+    for (size_t k = 0; k < f_.buffers.size(); ++k) {
+      const BufferNode* b = f_.buffers[k].get();
+      if (b->kind == BufferKind::Input && !b->dims.empty()) host_.buffers[b] = fmt::format("((const {}*)hp[{}])", c_type(b->type), k);
+      if (b->kind == BufferKind::Aux) host_.buffers[b] = fmt::format("((int64_t*)hp[{}])", k);
+    }
     check_host_computable();
     out_ += fmt::format("// ---- {} ----\nstruct {}__args {{\n  int64_t s[{}];\n  void* p[{}];\n  int* err;\n}};\n\n",
                         f_.name, f_.name, std::max<size_t>(1, f_.sizes.size()), std::max<size_t>(1, f_.buffers.size()));
@@ -230,13 +224,8 @@ class FuncEmitter {
     if (it != vars_.end()) return it->second;
     return vars_[v.get()] = fmt::format("v{}_{}", vars_.size(), ident(v->name));
   }
-  static std::string ident(const std::string& s) {
-    std::string out;
-    for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-    return out;
-  }
   std::string buf_ptr(const BufferNode* b) {
-    return fmt::format("(({}*)a.p[{}])", mem_type(b->type), slot_.at(b));
+    return fmt::format("(({}*)a.p[{}])", c_type(b->type), slot_.at(b));
   }
   std::string scalar_ref(const BufferNode* b) {
     if (private_.count(b)) return "r_" + ident(b->name) + (tiled_ ? "[dx][dy]" : "");
@@ -617,61 +606,12 @@ class FuncEmitter {
       if (b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) host_len_.insert(b.get());
   }
 
-  /// Host C++ for integer expressions (totals, extents, the prelude), with
-  /// overflow checks into `ovf`.
-  std::string host(const ir::Expr& e) {
-    switch (e->kind) {
-      case ExprKind::IntImm: return fmt::format("((int64_t){}LL)", e->int_value);
-      case ExprKind::SizeRef: return fmt::format("sizes[{}]", size_index_.at(e->name));
-      case ExprKind::VarRef: return "h" + var(e->var);
-      case ExprKind::Cast:
-        if (!is_int(e->type) || !is_int(e->args[0]->type)) break;
-        return fmt::format("((int64_t)({}))", host(e->args[0]));
-      case ExprKind::Load: {
-        const BufferNode* b = e->buffer.get();
-        if (b->dims.empty()) break;
-        return fmt::format("((const {}*)hp[{}])[{}]", mem_type(b->type), slot_.at(b), host(e->args[0]));
-      }
-      case ExprKind::Binary: {
-        std::string a = host(e->args[0]), c = host(e->args[1]);
-        switch (e->binop) {
-          case BinOp::Add: return fmt::format("dcc_h_add({}, {}, &ovf)", a, c);
-          case BinOp::Sub: return fmt::format("dcc_h_sub({}, {}, &ovf)", a, c);
-          case BinOp::Mul: return fmt::format("dcc_h_mul({}, {}, &ovf)", a, c);
-          case BinOp::Div: return fmt::format("dcc_h_div({}, {}, &ovf)", a, c);
-          case BinOp::Mod: return fmt::format("dcc_h_mod({}, {}, &ovf)", a, c);
-          case BinOp::Min: return fmt::format("std::min<int64_t>({}, {})", a, c);
-          case BinOp::Max: return fmt::format("std::max<int64_t>({}, {})", a, c);
-          default: break;
-        }
-        break;
-      }
-      default: break;
-    }
-    unsupported("the host computation of an extent of kind " + std::string(ir::kind_name(e->kind)));
-  }
-
-  void host_stmt(const ir::Stmt& s, int depth, std::string& out) {
-    if (!s) return;
-    std::string pad(depth * 2, ' ');
-    switch (s->kind) {
-      case StmtKind::Seq:
-        for (const auto& c : s->body) host_stmt(c, depth, out);
-        return;
-      case StmtKind::For: {
-        std::string v = "h" + var(s->var);
-        out += fmt::format("{}for (int64_t {} = 0, {}_n = {}; {} < {}_n; ++{}) {{\n", pad, v, v, host(s->extent), v, v, v);
-        host_stmt(s->body[0], depth + 1, out);
-        out += pad + "}\n";
-        return;
-      }
-      case StmtKind::Store:
-        if (s->buffer->kind != BufferKind::Aux || !s->flat) break;
-        out += fmt::format("{}((int64_t*)hp[{}])[{}] = {};\n", pad, slot_.at(s->buffer.get()), host(s->args[0]), host(s->value));
-        return;
-      default: break;
-    }
-    unsupported("this prelude statement");
+  /// The sizes by name (`s_B`), as host code refers to them.
+  std::string size_decls() const {
+    std::string o;
+    for (size_t k = 0; k < f_.sizes.size(); ++k)
+      o += fmt::format("  const int64_t s_{0} = sizes[{1}];\n  (void)s_{0};\n", ident(f_.sizes[k].name), k);
+    return o;
   }
 
   void emit_launcher(const std::vector<Launch>& launches) {
@@ -684,6 +624,7 @@ class FuncEmitter {
     o += "  std::vector<void*> host_owned;\n";
     o += fmt::format("  {}__args a;\n  std::memset(&a, 0, sizeof a);\n", fn);
     o += fmt::format("  for (int k = 0; k < {}; ++k) a.s[k] = sizes[k];\n", f_.sizes.size());
+    o += size_decls();
     o += "  int ovf = 0;\n  (void)ovf;\n  int32_t st = 0;\n  int err_host = 0;\n  (void)err_host;\n";
     // Stream-ordered allocations from the device's pool, which keeps freed
     // memory for the next call (dcc_cuda_init raises its release threshold).
@@ -706,7 +647,7 @@ class FuncEmitter {
           o += fmt::format("  if (!dalloc(8, &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n", k);
           if (b->kind == BufferKind::Input)
             o += fmt::format("  if (cudaMemcpy(a.p[{}], dev[{}], sizeof({}), cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n",
-                             k, dev_slot, mem_type(b->type));
+                             k, dev_slot, c_type(b->type));
         } else {
           o += fmt::format("  a.p[{}] = dev[{}];\n", k, dev_slot);
           if (host_len_.count(b.get())) o += fmt::format("  hp[{}] = host[{}];\n", k, dev_slot);
@@ -718,29 +659,29 @@ class FuncEmitter {
     for (const auto& b : f_.buffers) {
       if (b->kind != BufferKind::Aux) continue;
       int k = slot_.at(b.get());
-      o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", host(b->total));
+      o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", host_.expr(b->total));
       o += fmt::format("    if (ovf || n < 0) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: offset array size overflows\"); goto done; }}\n", fn);
       o += fmt::format("    hp[{}] = std::calloc((size_t)n + 1, 8);\n    host_owned.push_back(hp[{}]);\n", k, k);
       o += fmt::format("    if (!hp[{}]) {{ st = dcc_set_error(DCC_ERR_OUT_OF_MEMORY, \"{}: cannot allocate an offset array\"); goto done; }}\n  }}\n", k, fn);
     }
     if (f_.prelude) {
       o += "  ovf = 0;\n  {\n";
-      host_stmt(f_.prelude, 2, o);
+      host_.stmt(f_.prelude, 2, o);
       o += fmt::format("  }}\n  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
     }
     for (const auto& b : f_.buffers) {
       int k = slot_.at(b.get());
       if (b->kind == BufferKind::Aux) {
-        o += fmt::format("  {{\n    const int64_t n = {};\n", host(b->total));
+        o += fmt::format("  {{\n    const int64_t n = {};\n", host_.expr(b->total));
         o += fmt::format("    if (!dalloc((size_t)n * 8, &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n", k);
         o += fmt::format("    if (n > 0 && cudaMemcpy(a.p[{}], hp[{}], (size_t)n * 8, cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n  }}\n",
                          k, k);
       } else if (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar) {
-        o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host(b->total));
+        o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
         o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",
                          fn, b->name);
         o += fmt::format("    if (!dalloc((size_t)n * sizeof({}), &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n  }}\n",
-                         mem_type(b->type), k);
+                         c_type(b->type), k);
       }
     }
     // The kernels, in statement order on the default stream.
@@ -749,17 +690,17 @@ class FuncEmitter {
       if (!l.parallel) {
         o += fmt::format("    {}<<<1, 1>>>(a);\n", l.kernel);
       } else if (l.inner.empty()) {
-        o += fmt::format("    const int64_t n = {};\n", host(l.outer->extent));
+        o += fmt::format("    const int64_t n = {};\n", host_.expr(l.outer->extent));
         o += fmt::format("    if (n > 0) {}<<<(unsigned)std::min<int64_t>((n + 255) / 256, 65535), 256>>>(a);\n", l.kernel);
       } else {
-        std::string v0 = "h" + var(l.outer->var);
-        o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 0;\n", host(l.outer->extent));
+        std::string v0 = host_.var(l.outer->var);
+        o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 0;\n", host_.expr(l.outer->extent));
         o += fmt::format("    for (int64_t {} = 0; {} < n0; ++{}) {{\n      int64_t m = 1;\n", v0, v0, v0);
         for (size_t k = 0; k < l.inner.size(); ++k) {
-          std::string n = host(l.inner[k]->extent);
+          std::string n = host_.expr(l.inner[k]->extent);
           if (static_cast<int>(k) == l.tile_x || static_cast<int>(k) == l.tile_y)
             n = fmt::format("(({} + {}) / {})", n, kTile - 1, kTile);
-          o += fmt::format("      m = dcc_h_mul(m, {}, &ovf);\n", n);
+          o += fmt::format("      m = dcc__mul(m, {}, &ovf);\n", n);
         }
         o += "      most = std::max(most, m);\n    }\n";
         o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
@@ -782,7 +723,7 @@ class FuncEmitter {
       if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
       if (b->kind == BufferKind::Output && b->dims.empty())
         o += fmt::format("  if (cudaMemcpy(dev[{}], a.p[{}], sizeof({}), cudaMemcpyDeviceToHost) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n",
-                         dev_slot, slot_.at(b.get()), mem_type(b->type));
+                         dev_slot, slot_.at(b.get()), c_type(b->type));
       ++dev_slot;
     }
     o += "done:\n  for (void* p : owned) cudaFreeAsync(p, 0);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
@@ -794,6 +735,7 @@ class FuncEmitter {
     const std::string& fn = f_.name;
     std::string o;
     o += fmt::format("extern \"C\" int32_t {}__cuda_host(const int64_t* sizes, void* const* hb) {{\n", fn);
+    o += size_decls();
     o += fmt::format("  const int nb = {};\n", f_.buffers.size());
     o += "  std::vector<void*> hp(nb > 0 ? nb : 1, nullptr), host_owned, owned;\n";
     o += "  std::vector<void*> dev, host;\n  int ovf = 0;\n  (void)ovf;\n  int32_t st = 0;\n";
@@ -808,11 +750,11 @@ class FuncEmitter {
       if (b->kind != BufferKind::Aux) continue;
       int k = slot_.at(b.get());
       o += fmt::format("  {{\n    const int64_t n = {};\n    hp[{}] = std::calloc((size_t)n + 1, 8);\n    host_owned.push_back(hp[{}]);\n  }}\n",
-                       host(b->total), k, k);
+                       host_.expr(b->total), k, k);
     }
     if (f_.prelude) {
       o += "  {\n";
-      host_stmt(f_.prelude, 2, o);
+      host_.stmt(f_.prelude, 2, o);
       o += "  }\n";
     }
     slot = 0;
@@ -822,7 +764,7 @@ class FuncEmitter {
       if (b->dims.empty()) {
         o += fmt::format("  dev.push_back(hb[{}]);\n  host.push_back(nullptr);\n", slot);
       } else {
-        o += fmt::format("  {{\n    const size_t bytes = (size_t){} * sizeof({});\n    void* p = nullptr;\n", host(b->total), mem_type(b->type));
+        o += fmt::format("  {{\n    const size_t bytes = (size_t){} * sizeof({});\n    void* p = nullptr;\n", host_.expr(b->total), c_type(b->type));
         o += "    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) { st = dcc_cuda_fail(cudaGetLastError(), \"cudaMalloc\"); goto done; }\n";
         o += "    owned.push_back(p);\n";
         if (b->kind == BufferKind::Input)
@@ -830,7 +772,7 @@ class FuncEmitter {
         o += fmt::format("    dev.push_back(p);\n    host.push_back(hb[{}]);\n  }}\n", slot);
         if (b->kind == BufferKind::Output)
           copy_back += fmt::format("  {{\n    const size_t bytes = (size_t){} * sizeof({});\n    if (bytes) cudaMemcpy(hb[{}], dev[{}], bytes, cudaMemcpyDeviceToHost);\n  }}\n",
-                                   host(b->total), mem_type(b->type), slot, slot);
+                                   host_.expr(b->total), c_type(b->type), slot, slot);
       }
       ++slot;
     }
@@ -844,6 +786,7 @@ class FuncEmitter {
   std::string& out_;
   std::map<const BufferNode*, int> slot_;
   std::map<std::string, int> size_index_;
+  CEmitter host_;  // host code: totals, the prelude, launch sizes
   std::map<const ir::VarNode*, std::string> vars_;
   std::set<const BufferNode*> private_;
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
@@ -933,11 +876,6 @@ struct DccProfile {
   ~DccProfile() { if (a) { cudaEventDestroy(a); cudaEventDestroy(b); } }
 };
 
-static inline int64_t dcc_h_add(int64_t a, int64_t b, int* ovf) { int64_t r; if (__builtin_add_overflow(a, b, &r)) *ovf = 1; return r; }
-static inline int64_t dcc_h_sub(int64_t a, int64_t b, int* ovf) { int64_t r; if (__builtin_sub_overflow(a, b, &r)) *ovf = 1; return r; }
-static inline int64_t dcc_h_mul(int64_t a, int64_t b, int* ovf) { int64_t r; if (__builtin_mul_overflow(a, b, &r)) *ovf = 1; return r; }
-static inline int64_t dcc_h_div(int64_t a, int64_t b, int* ovf) { if (b == 0 || (a == INT64_MIN && b == -1)) { *ovf = 1; return 0; } return a / b; }
-static inline int64_t dcc_h_mod(int64_t a, int64_t b, int* ovf) { if (b == 0 || (a == INT64_MIN && b == -1)) { *ovf = 1; return 0; } return a % b; }
 
 // bf16 is rounded to nearest even exactly as on the CPU target; NaN stays NaN.
 __device__ __forceinline__ float dcc_bf16_load(uint16_t h) { return __uint_as_float(((uint32_t)h) << 16); }
@@ -975,6 +913,8 @@ template <typename T> __device__ __forceinline__ T dcc_iabs(T a) { return a < 0 
 
 std::string emit_cuda(const ir::Module& m) {
   std::string out = kPrologue;
+  out += kCheckedIntHelpers;
+  out += "\n";
   for (const auto& f : m.funcs) {
     if (f.name == "main") continue;
     if (!f.storage_lowered) throw std::runtime_error("function `" + f.name + "` is not storage-lowered");
