@@ -134,6 +134,8 @@ class FuncEmitter {
     ir::Stmt outer;                  // the loop on blockIdx.y (or on x when `inner` is empty)
     std::vector<ir::Stmt> inner;     // loops flattened over threads
     int tile_x = -1, tile_y = -1;    // indices into `inner` of the register-tiled loops
+    bool block_tiles = false;        // a block per kBlock x kBlock tile (emit_gemm_kernel)
+    bool warp_rows = false;          // a warp per iteration (emit_warp_rows_kernel)
   };
 
   /// Register tiling (unroll-and-jam) of a contraction: each thread computes
@@ -217,6 +219,141 @@ class FuncEmitter {
     return std::nullopt;
   }
 
+  /// Shared-memory tiling of a contraction (a GEMM inside a loop nest): when
+  /// the register-tiling plan's reduction nest is one loop r whose body is
+  /// `acc = acc + [cast](P * Q)`, P ignoring Y and Q ignoring X, a block of
+  /// 256 threads computes a kBlock x kBlock tile of (X, Y). Each step stages
+  /// P over (x, r) and Q over (y, r) for kStep values of r in shared memory,
+  /// threads taking adjacent elements along the operand's unit-stride index
+  /// (coalesced), and every thread accumulates 4 x 4 outputs from there.
+  /// Elements outside the iteration space are staged as zeros: 0 * 0 adds
+  /// exactly +0 to a sum, so the results are those of the plain loop.
+  static constexpr int kBlock = 64, kStep = 16;
+  struct GemmPlan {
+    ir::Expr p, q;                        // the factors: p ignores Y, q ignores X
+    ir::Stmt update;                      // acc = acc + [cast](p * q)
+    bool p_r_fast = true, q_r_fast = true;  // unit stride along r (else along x or y)
+  };
+  /// True when the flat offset of some load in `e` is `... + v` (so adjacent
+  /// values of v are adjacent in memory).
+  static bool unit_stride(const ir::Expr& e, const ir::Var& v) {
+    bool found = false;
+    ir::each_expr(e, [&](const ir::ExprNode& x) {
+      if (x.kind != ExprKind::Load || !x.flat || x.args.empty()) return;
+      std::vector<const ir::ExprNode*> terms{x.args[0].get()};
+      while (!terms.empty()) {
+        const ir::ExprNode* t = terms.back();
+        terms.pop_back();
+        if (t->kind == ExprKind::Binary && t->binop == BinOp::Add) {
+          terms.push_back(t->args[0].get());
+          terms.push_back(t->args[1].get());
+        } else if (t->kind == ExprKind::VarRef && t->var == v) {
+          found = true;
+        }
+      }
+    });
+    return found;
+  }
+  std::optional<GemmPlan> plan_gemm(const Launch& l, const TilePlan& t) {
+    if (t.nest->kind != StmtKind::For || only_loop(t.nest->body[0])) return std::nullopt;
+    ir::Stmt st = t.nest->body[0];
+    while (st && st->kind == StmtKind::Seq && st->body.size() == 1) st = st->body[0];
+    if (!st || st->kind != StmtKind::Store || !private_.count(st->buffer.get()) || !is_float(st->buffer->type))
+      return std::nullopt;
+    const ir::Expr& v = st->value;
+    if (v->kind != ExprKind::Binary || v->binop != BinOp::Add) return std::nullopt;
+    auto is_acc = [&](const ir::Expr& e) { return e->kind == ExprKind::Load && e->buffer == st->buffer; };
+    ir::Expr prod = is_acc(v->args[0]) ? v->args[1] : is_acc(v->args[1]) ? v->args[0] : nullptr;
+    if (!prod) return std::nullopt;
+    if (prod->kind == ExprKind::Cast && is_float(prod->type)) prod = prod->args[0];
+    if (prod->kind != ExprKind::Binary || prod->binop != BinOp::Mul || !is_float(prod->type)) return std::nullopt;
+    const ir::Var& vx = l.inner[t.x]->var;
+    const ir::Var& vy = l.inner[t.y]->var;
+    GemmPlan g;
+    g.update = st;
+    g.p = prod->args[0];
+    g.q = prod->args[1];
+    if (ir::mentions(g.p, vy) || ir::mentions(g.q, vx)) std::swap(g.p, g.q);
+    if (ir::mentions(g.p, vy) || ir::mentions(g.q, vx)) return std::nullopt;
+    for (const BufferNode* b : private_)
+      if (ir::loads_from(g.p, b) || ir::loads_from(g.q, b)) return std::nullopt;
+    const ir::Var& vr = t.nest->var;
+    g.p_r_fast = unit_stride(g.p, vr) || !unit_stride(g.p, vx);
+    g.q_r_fast = unit_stride(g.q, vr) || !unit_stride(g.q, vy);
+    return g;
+  }
+
+  /// A row reduction with a warp per row: the innermost parallel body is
+  /// `acc = identity; for r { acc = acc OP e }; post` with OP one of +, max,
+  /// min on floats. Lane l folds r = l, l + 32, ...; the lanes' partial
+  /// results are combined by shuffles and lane 0 runs `post`. Adjacent lanes
+  /// read adjacent r (coalesced when r is the unit-stride index). Sums are
+  /// reassociated (a different rounding from the serial loop, well within
+  /// the tests' tolerance); max and min are exact.
+  struct WarpPlan {
+    std::vector<ir::Stmt> pre, post;
+    ir::Stmt loop;          // the reduction loop
+    ir::Stmt update;        // acc = OP(acc, e)
+    ir::Expr operand;       // e
+  };
+  std::optional<WarpPlan> plan_warp_rows(const ir::Stmt& body) {
+    std::vector<ir::Stmt> items = body->kind == StmtKind::Seq ? body->body : std::vector<ir::Stmt>{body};
+    WarpPlan w;
+    for (const auto& it : items) {
+      bool has_loop = false;
+      ir::each_stmt(it, [&](const ir::StmtNode& x) { has_loop = has_loop || x.kind == StmtKind::For; });
+      if (it->kind == StmtKind::For) {
+        if (w.loop) return std::nullopt;
+        w.loop = it;
+      } else if (has_loop) {
+        return std::nullopt;
+      } else {
+        (w.loop ? w.post : w.pre).push_back(it);
+      }
+    }
+    if (!w.loop || only_loop(w.loop->body[0])) return std::nullopt;
+    ir::Stmt st = w.loop->body[0];
+    while (st && st->kind == StmtKind::Seq && st->body.size() == 1) st = st->body[0];
+    if (!st || st->kind != StmtKind::Store || !st->buffer->dims.empty() || !private_.count(st->buffer.get()) ||
+        !is_float(st->buffer->type))
+      return std::nullopt;
+    const BufferNode* acc = st->buffer.get();
+    const ir::Expr& v = st->value;
+    if (v->kind != ExprKind::Binary) return std::nullopt;
+    double identity;
+    switch (v->binop) {
+      case BinOp::Add: identity = 0; break;
+      case BinOp::Max: identity = -INFINITY; break;
+      case BinOp::Min: identity = INFINITY; break;
+      default: return std::nullopt;
+    }
+    auto is_acc = [&](const ir::Expr& e) { return e->kind == ExprKind::Load && e->buffer.get() == acc; };
+    w.operand = is_acc(v->args[0]) ? v->args[1] : is_acc(v->args[1]) ? v->args[0] : nullptr;
+    if (!w.operand || ir::loads_from(w.operand, acc)) return std::nullopt;
+    w.update = st;
+    // acc starts at the identity of OP (so every lane can start there), and
+    // nothing else before the loop touches it.
+    int inits = 0;
+    for (const auto& p : w.pre) {
+      if (p->kind == StmtKind::Store && p->buffer.get() == acc) {
+        if (p->value->kind != ExprKind::FloatImm || p->value->float_value != identity) return std::nullopt;
+        ++inits;
+      } else {
+        bool touches = false;
+        ir::each_stmt(p, [&](const ir::StmtNode& x) {
+          touches = touches || (x.kind == StmtKind::Store && x.buffer.get() == acc);
+          ir::own_exprs(x, [&](const ir::ExprNode& e) { touches = touches || (e.kind == ExprKind::Load && e.buffer.get() == acc); });
+        });
+        if (touches) return std::nullopt;
+      }
+    }
+    if (inits != 1) return std::nullopt;
+    // Other private scalars would need a value in every lane: keep it simple.
+    for (const BufferNode* b : private_)
+      if (b != acc) return std::nullopt;
+    return w;
+  }
+
   // ---- device code ----
 
   std::string var(const ir::Var& v) {
@@ -261,6 +398,7 @@ class FuncEmitter {
   }
 
   std::string expr(const ir::Expr& e) {
+    if (auto it = override_.find(e.get()); it != override_.end()) return it->second;
     switch (e->kind) {
       case ExprKind::IntImm:
         if (e->type == Scalar::Bool) return e->int_value ? "true" : "false";
@@ -444,14 +582,21 @@ class FuncEmitter {
       } else if (auto plan = plan_tiling(l, cur->body[0])) {
         l.tile_x = plan->x;
         l.tile_y = plan->y;
-        emit_tiled_kernel(l, *plan);
+        if (auto g = plan_gemm(l, *plan)) {
+          l.block_tiles = true;
+          emit_gemm_kernel(l, *plan, *g);
+        } else {
+          emit_tiled_kernel(l, *plan);
+        }
+      } else if (auto w = plan_warp_rows(cur->body[0])) {
+        l.warp_rows = true;
+        emit_warp_rows_kernel(l, *w);
       } else {
         std::string v0 = var(item->var);
         std::string body = "    int64_t t_rest = t;\n";
         for (size_t k = l.inner.size(); k-- > 0;) {
           std::string v = var(l.inner[k]->var);
-          body += fmt::format("    const int64_t {} = t_rest % {}_n;\n", v, v);
-          if (k) body += fmt::format("    t_rest /= {}_n;\n", v);
+          body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
         }
         declare_private(body, 2);
         stmt(l.inner.back()->body[0], 2, body);
@@ -497,46 +642,19 @@ class FuncEmitter {
       if (static_cast<int>(k) != plan.x && static_cast<int>(k) != plan.y) total += " * " + var(l.inner[k]->var) + "_n";
     total += " * sx * sy";
     std::string body = "    int64_t t_rest = t;\n";
-    body += "    const int64_t ty = t_rest % sy;\n    t_rest /= sy;\n    const int64_t tx = t_rest % sx;\n    t_rest /= sx;\n";
+    body += "    const int64_t ty = dcc_divmod(t_rest, sy);\n    const int64_t tx = dcc_divmod(t_rest, sx);\n";
     for (size_t k = l.inner.size(); k-- > 0;) {
       if (static_cast<int>(k) == plan.x || static_cast<int>(k) == plan.y) continue;
       std::string v = var(l.inner[k]->var);
-      body += fmt::format("    const int64_t {} = t_rest % {}_n;\n    t_rest /= {}_n;\n", v, v, v);
+      body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
     }
     for (const BufferNode* b : private_)
       body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTile, kTile);
     tiled_ = true;
-    // x and y of lane (dx, dy), clamped into range so that loads stay in
-    // bounds; stores happen only where both are in range.
     auto lanes = [&](int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
-      std::string pad(depth * 2, ' ');
-      std::string o;
-      o += fmt::format("{}#pragma unroll\n{}for (int dx = 0; dx < {}; ++dx) {{\n", pad, pad, kTile);
-      o += fmt::format("{}  const bool ok_x = tx + dx * sx < {}_n;\n", pad, vx);
-      o += fmt::format("{}  const int64_t {} = ok_x ? tx + dx * sx : {}_n - 1;\n", pad, vx, vx);
-      o += fmt::format("{}  #pragma unroll\n{}  for (int dy = 0; dy < {}; ++dy) {{\n", pad, pad, kTile);
-      o += fmt::format("{}    const bool ok_y = ty + dy * sy < {}_n;\n", pad, vy);
-      o += fmt::format("{}    const int64_t {} = ok_y ? ty + dy * sy : {}_n - 1;\n", pad, vy, vy);
-      o += fmt::format("{}    (void)ok_x;\n{}    (void)ok_y;\n", pad, pad);
-      if (guard) {
-        o += pad + "    if (ok_x && ok_y) {\n";
-        inner(o, depth + 3);
-        o += pad + "    }\n";
-      } else {
-        inner(o, depth + 2);
-      }
-      o += pad + "  }\n" + pad + "}\n";
-      return o;
+      return tile_lanes(vx, "tx + dx * sx", vy, "ty + dy * sy", depth, guard, inner);
     };
-    // Statements before the nest: private initialisations run in every lane
-    // (so no register is read uninitialised); anything else only in range.
-    for (const auto& st : plan.pre) {
-      bool private_only = true;
-      ir::each_stmt(st, [&](const ir::StmtNode& x) {
-        if (x.kind == StmtKind::Store && !private_.count(x.buffer.get())) private_only = false;
-      });
-      body += lanes(2, !private_only, [&](std::string& o, int d) { stmt(st, d, o); });
-    }
+    emit_pre(plan, lanes, body);
     // The reduction nest once, with the lanes inside its innermost body.
     std::vector<ir::Stmt> levels;
     ir::Stmt cur = plan.nest;
@@ -567,6 +685,237 @@ class FuncEmitter {
         "    const int64_t t_n = {};\n"
         "    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < t_n;"
         " t += (int64_t)gridDim.x * blockDim.x) {{\n{}    }}\n  }}\n}}\n\n",
+        l.kernel, f_.name, v0, expr(item->extent), v0, v0, v0, v0, extents, total, indent(body, 2));
+  }
+
+  /// The lanes (dx, dy) of a kTile x kTile register tile: x and y from
+  /// the given formulas of dx and dy, clamped into range so that loads stay
+  /// in bounds; with `guard`, `inner` runs only where both are in range.
+  std::string tile_lanes(const std::string& vx, const std::string& xf, const std::string& vy, const std::string& yf,
+                         int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
+    std::string pad(depth * 2, ' ');
+    std::string o;
+    o += fmt::format("{}#pragma unroll\n{}for (int dx = 0; dx < {}; ++dx) {{\n", pad, pad, kTile);
+    o += fmt::format("{}  const bool ok_x = {} < {}_n;\n", pad, xf, vx);
+    o += fmt::format("{}  const int64_t {} = ok_x ? {} : {}_n - 1;\n", pad, vx, xf, vx);
+    o += fmt::format("{}  #pragma unroll\n{}  for (int dy = 0; dy < {}; ++dy) {{\n", pad, pad, kTile);
+    o += fmt::format("{}    const bool ok_y = {} < {}_n;\n", pad, yf, vy);
+    o += fmt::format("{}    const int64_t {} = ok_y ? {} : {}_n - 1;\n", pad, vy, yf, vy);
+    o += fmt::format("{}    (void)ok_x;\n{}    (void)ok_y;\n", pad, pad);
+    if (guard) {
+      o += pad + "    if (ok_x && ok_y) {\n";
+      inner(o, depth + 3);
+      o += pad + "    }\n";
+    } else {
+      inner(o, depth + 2);
+    }
+    o += pad + "  }\n" + pad + "}\n";
+    return o;
+  }
+
+  /// The statements before a tiled reduction nest: private initialisations
+  /// run in every lane (so no register is read uninitialised), anything else
+  /// only in range.
+  void emit_pre(const TilePlan& plan, const std::function<std::string(int, bool, const std::function<void(std::string&, int)>&)>& lanes,
+                std::string& body) {
+    for (const auto& st : plan.pre) {
+      bool private_only = true;
+      ir::each_stmt(st, [&](const ir::StmtNode& x) {
+        if (x.kind == StmtKind::Store && !private_.count(x.buffer.get())) private_only = false;
+      });
+      body += lanes(2, !private_only, [&](std::string& o, int d) { stmt(st, d, o); });
+    }
+  }
+
+  /// True when `e` is affine in `v` under wrapping 64-bit arithmetic: built
+  /// from +, - and * (one side free of v) over v itself, with v in no load
+  /// and no cast. Then e(v) = e(0) + v * (e(1) - e(0)) exactly.
+  static bool affine_in(const ir::Expr& e, const ir::Var& v) {
+    if (!ir::mentions(e, v)) return true;
+    if (e->type != Scalar::I64) return false;
+    switch (e->kind) {
+      case ExprKind::VarRef: return true;
+      case ExprKind::Binary:
+        if (e->binop == BinOp::Add || e->binop == BinOp::Sub) return affine_in(e->args[0], v) && affine_in(e->args[1], v);
+        if (e->binop == BinOp::Mul)
+          return (!ir::mentions(e->args[0], v) && affine_in(e->args[1], v)) ||
+                 (!ir::mentions(e->args[1], v) && affine_in(e->args[0], v));
+        return false;
+      default: return false;
+    }
+  }
+
+  /// A contraction staged through shared memory (see GemmPlan). Blocks
+  /// stride over (other inner loops) x X tiles x Y tiles; thread (tx, ty)
+  /// of 16 x 16 owns x = x0 + 4 ty + dx, y = y0 + 4 tx + dy. The next step's
+  /// operands are loaded into registers while the current step computes.
+  /// The offset of a staged load that is affine in r is computed once per
+  /// tile as base + r * stride.
+  void emit_gemm_kernel(const Launch& l, const TilePlan& plan, const GemmPlan& g) {
+    const ir::Stmt& item = l.outer;
+    std::string v0 = var(item->var);
+    std::string vx = var(l.inner[plan.x]->var), vy = var(l.inner[plan.y]->var), vr = var(plan.nest->var);
+    std::string tp = value_type(g.p->type), tq = value_type(g.q->type);
+    std::string extents, total = "(int64_t)1";
+    for (size_t k = 0; k < l.inner.size(); ++k)
+      extents += fmt::format("    const int64_t {}_n = {};\n", var(l.inner[k]->var), expr(l.inner[k]->extent));
+    extents += fmt::format("    const int64_t nbx = ({}_n + {} - 1) / {};\n    const int64_t nby = ({}_n + {} - 1) / {};\n", vx,
+                           kBlock, kBlock, vy, kBlock, kBlock);
+    for (size_t k = 0; k < l.inner.size(); ++k)
+      if (static_cast<int>(k) != plan.x && static_cast<int>(k) != plan.y) total += " * " + var(l.inner[k]->var) + "_n";
+    total += " * nbx * nby";
+    std::string body = "    int64_t t_rest = t;\n";
+    body += fmt::format("    const int64_t y0 = dcc_divmod(t_rest, nby) * {};\n", kBlock);
+    body += fmt::format("    const int64_t x0 = dcc_divmod(t_rest, nbx) * {};\n", kBlock);
+    for (size_t k = l.inner.size(); k-- > 0;) {
+      if (static_cast<int>(k) == plan.x || static_cast<int>(k) == plan.y) continue;
+      std::string v = var(l.inner[k]->var);
+      body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
+    }
+    body += "    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n";
+    for (const BufferNode* b : private_)
+      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTile, kTile);
+    tiled_ = true;
+    auto lanes = [&](int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
+      return tile_lanes(vx, "x0 + 4 * ty + dx", vy, "y0 + 4 * tx + dy", depth, guard, inner);
+    };
+    emit_pre(plan, lanes, body);
+    body += fmt::format("    const int64_t {0}_n = {1};\n", vr, expr(plan.nest->extent));
+    // Staging: element u of this thread is e = threadIdx.x + 256 u of the
+    // kStep x kBlock slab; adjacent threads take adjacent addresses.
+    constexpr int kPer = kStep * kBlock / 256;
+    struct Operand {
+      const char* name;
+      std::string type;
+      ir::Expr e;
+      std::string vo, o0;
+      bool r_fast;
+      std::vector<const ir::ExprNode*> affine;  // offsets hoisted as base + r * stride
+    };
+    Operand ops[2] = {{"p", tp, g.p, vx, "x0", g.p_r_fast, {}}, {"q", tq, g.q, vy, "y0", g.q_r_fast, {}}};
+    auto coords = [&](const Operand& o) {
+      return o.r_fast ? fmt::format("const int e = threadIdx.x + 256 * u, lr = e % {0}, lo = e / {0};", kStep)
+                      : fmt::format("const int e = threadIdx.x + 256 * u, lo = e % {0}, lr = e / {0};", kBlock);
+    };
+    for (auto& o : ops) {
+      ir::each_expr(o.e, [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::Load && x.flat && ir::mentions(x.args[0], plan.nest->var) && affine_in(x.args[0], plan.nest->var))
+          o.affine.push_back(x.args[0].get());
+      });
+      body += fmt::format("    bool {}_ok[{}];\n", o.name, kPer);
+      for (size_t k = 0; k < o.affine.size(); ++k)
+        body += fmt::format("    int64_t {0}_base{1}[{2}], {0}_step{1}[{2}];\n", o.name, k, kPer);
+      body += fmt::format("    #pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      {}\n", kPer, coords(o));
+      body += fmt::format("      {}_ok[u] = {} + lo < {}_n;\n", o.name, o.o0, o.vo);
+      body += fmt::format("      const int64_t {0} = {1}_ok[u] ? {2} + lo : {0}_n - 1;\n      (void)lr;\n", o.vo, o.name, o.o0);
+      for (size_t k = 0; k < o.affine.size(); ++k) {
+        ir::Expr off;
+        ir::each_expr(o.e, [&](const ir::ExprNode& x) {
+          if (x.kind == ExprKind::Load && x.flat && x.args[0].get() == o.affine[k]) off = x.args[0];
+        });
+        body += fmt::format("      {{\n        const int64_t {} = 0;\n        {}_base{}[u] = {};\n      }}\n", vr, o.name, k, expr(off));
+        body += fmt::format("      {{\n        const int64_t {} = 1;\n        {}_step{}[u] = (int64_t)((uint64_t)({}) - (uint64_t){}_base{}[u]);\n      }}\n",
+                            vr, o.name, k, expr(off), o.name, k);
+      }
+      body += "    }\n";
+      body += fmt::format("    {} {}_next[{}];\n", o.type, o.name, kPer);
+    }
+    // Loads step r0 of both operands into registers.
+    auto load_step = [&](const std::string& r0, int depth) {
+      std::string pad(depth * 2, ' '), s;
+      for (auto& o : ops) {
+        s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n{}  {}\n", pad, pad, kPer, pad, coords(o));
+        s += fmt::format("{}  const int64_t {} = {} + lr;\n", pad, vr, r0);
+        s += fmt::format("{0}  const int64_t {1} = {2}_ok[u] ? {3} + lo : {1}_n - 1;\n{0}  (void){1};\n", pad, o.vo, o.name, o.o0);
+        for (size_t k = 0; k < o.affine.size(); ++k)
+          override_[o.affine[k]] = fmt::format("((int64_t)((uint64_t){0}_base{1}[u] + (uint64_t){2} * (uint64_t){0}_step{1}[u]))", o.name, k, vr);
+        s += fmt::format("{}  {}_next[u] = ({}_ok[u] && {} < {}_n) ? ({}) : ({})0;\n{}}}\n", pad, o.name, o.name, vr, vr,
+                         expr(o.e), o.type, pad);
+        override_.clear();
+      }
+      return s;
+    };
+    body += load_step("0", 2);
+    body += fmt::format("    for (int64_t r0 = 0; r0 < {}_n; r0 += {}) {{\n", vr, kStep);
+    for (auto& o : ops)
+      body += fmt::format("      #pragma unroll\n      for (int u = 0; u < {}; ++u) {{\n        {}\n        s{}[lr][lo] = {}_next[u];\n      }}\n",
+                          kPer, coords(o), o.name, o.name);
+    body += "      __syncthreads();\n";
+    body += fmt::format("      if (r0 + {} < {}_n) {{\n", kStep, vr);
+    body += load_step(fmt::format("r0 + {}", kStep), 4);
+    body += "      }\n";
+    body += fmt::format("      #pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n", kStep);
+    for (auto& o : ops) {
+      const char* idx = o.name[0] == 'p' ? "ty" : "tx";
+      std::string arr = o.name[0] == 'p' ? "pa" : "qb";
+      body += fmt::format("        {} {}[4];\n", o.type, arr);
+      if (o.type == "float")
+        body += fmt::format("        {{\n          const float4 w = *reinterpret_cast<const float4*>(&s{0}[k][4 * {2}]);\n"
+                            "          {1}[0] = w.x;\n          {1}[1] = w.y;\n          {1}[2] = w.z;\n          {1}[3] = w.w;\n        }}\n",
+                            o.name, arr, idx);
+      else
+        body += fmt::format("        #pragma unroll\n        for (int d = 0; d < 4; ++d) {}[d] = s{}[k][4 * {} + d];\n", arr, o.name, idx);
+    }
+    override_[g.p.get()] = "pa[dx]";
+    override_[g.q.get()] = "qb[dy]";
+    body += "        #pragma unroll\n        for (int dx = 0; dx < 4; ++dx) {\n";
+    body += "          #pragma unroll\n          for (int dy = 0; dy < 4; ++dy) {\n";
+    stmt(g.update, 6, body);
+    body += "          }\n        }\n      }\n      __syncthreads();\n    }\n";
+    override_.clear();
+    for (const auto& st : plan.post) body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
+    tiled_ = false;
+    out_ += fmt::format(
+        "__global__ void __launch_bounds__(256) {}({}__args a) {{\n"
+        "  __shared__ __align__(16) {} sp[{}][{}];\n"
+        "  __shared__ __align__(16) {} sq[{}][{}];\n"
+        "  const int64_t {}_n = {};\n"
+        "  for (int64_t {} = blockIdx.y; {} < {}_n; {} += gridDim.y) {{\n{}"
+        "    const int64_t t_n = {};\n"
+        "    for (int64_t t = blockIdx.x; t < t_n; t += gridDim.x) {{\n{}    }}\n  }}\n}}\n\n",
+        l.kernel, f_.name, tp, kStep, kBlock + 4, tq, kStep, kBlock + 4, v0, expr(item->extent), v0, v0, v0, v0, extents,
+        total, indent(body, 2));
+  }
+
+  /// See WarpPlan: warps stride over the flattened inner loops.
+  void emit_warp_rows_kernel(const Launch& l, const WarpPlan& w) {
+    const ir::Stmt& item = l.outer;
+    std::string v0 = var(item->var);
+    std::string extents, total = "(int64_t)1";
+    for (const auto& in : l.inner) {
+      std::string v = var(in->var);
+      extents += fmt::format("    const int64_t {}_n = {};\n", v, expr(in->extent));
+      total = fmt::format("{} * {}_n", total, v);
+    }
+    std::string body = "    int64_t t_rest = t;\n";
+    for (size_t k = l.inner.size(); k-- > 0;) {
+      std::string v = var(l.inner[k]->var);
+      body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
+    }
+    declare_private(body, 2);
+    for (const auto& p : w.pre) stmt(p, 2, body);
+    std::string vr = var(w.loop->var);
+    body += fmt::format("    for (int64_t {0} = lane, {0}_n = {1}; {0} < {0}_n; {0} += 32) {{\n", vr, expr(w.loop->extent));
+    stmt(w.loop->body[0], 3, body);
+    body += "    }\n";
+    const BufferNode* acc = w.update->buffer.get();
+    body += "    #pragma unroll\n    for (int off = 16; off > 0; off /= 2) {\n";
+    body += fmt::format("      const {} other = __shfl_xor_sync(0xffffffffu, {}, off);\n", value_type(acc->type), scalar_ref(acc));
+    override_[w.operand.get()] = "other";
+    stmt(w.update, 3, body);
+    override_.clear();
+    body += "    }\n    if (lane == 0) {\n";
+    for (const auto& p : w.post) stmt(p, 3, body);
+    body += "    }\n";
+    // t is the same in every lane of a warp, so all 32 take part in each shuffle.
+    out_ += fmt::format(
+        "__global__ void __launch_bounds__(256) {}({}__args a) {{\n"
+        "  const int lane = threadIdx.x & 31;\n"
+        "  const int64_t {}_n = {};\n"
+        "  for (int64_t {} = blockIdx.y; {} < {}_n; {} += gridDim.y) {{\n{}"
+        "    const int64_t t_n = {};\n"
+        "    for (int64_t t = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; t < t_n;"
+        " t += (int64_t)gridDim.x * blockDim.x / 32) {{\n{}    }}\n  }}\n}}\n\n",
         l.kernel, f_.name, v0, expr(item->extent), v0, v0, v0, v0, extents, total, indent(body, 2));
   }
 
@@ -698,14 +1047,18 @@ class FuncEmitter {
         o += fmt::format("    for (int64_t {} = 0; {} < n0; ++{}) {{\n      int64_t m = 1;\n", v0, v0, v0);
         for (size_t k = 0; k < l.inner.size(); ++k) {
           std::string n = host_.expr(l.inner[k]->extent);
+          int tile = l.block_tiles ? kBlock : kTile;
           if (static_cast<int>(k) == l.tile_x || static_cast<int>(k) == l.tile_y)
-            n = fmt::format("(({} + {}) / {})", n, kTile - 1, kTile);
+            n = fmt::format("(({} + {}) / {})", n, tile - 1, tile);
           o += fmt::format("      m = dcc__mul(m, {}, &ovf);\n", n);
         }
         o += "      most = std::max(most, m);\n    }\n";
         o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
         o += "    if (n0 > 0 && most > 0) {\n";
-        o += "      dim3 grid((unsigned)std::min<int64_t>((most + 255) / 256, 4096), (unsigned)std::min<int64_t>(n0, 65535));\n";
+        // Threads over the flattened space, or (block_tiles) a block per tile.
+        o += fmt::format("      dim3 grid((unsigned)std::min<int64_t>({}, {}), (unsigned)std::min<int64_t>(n0, 65535));\n",
+                         l.block_tiles ? "most" : l.warp_rows ? "(most + 7) / 8" : "(most + 255) / 256",
+                         l.block_tiles ? 65535 : 4096);
         o += fmt::format("      {}<<<grid, 256>>>(a);\n    }}\n", l.kernel);
       }
       o += fmt::format("    prof.stop(\"{}\");\n", l.kernel);
@@ -790,6 +1143,7 @@ class FuncEmitter {
   std::map<const ir::VarNode*, std::string> vars_;
   std::set<const BufferNode*> private_;
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
+  std::map<const ir::ExprNode*, std::string> override_;  // expressions already in registers
   std::set<const BufferNode*> host_len_;
 };
 
@@ -902,6 +1256,18 @@ __device__ __forceinline__ T dcc_imod(T a, T b, int* err) {
   if (b == 0) { atomicCAS(err, 0, 1); return 0; }
   if (b == (T)-1 && a == (T)((T)1 << (sizeof(T) * 8 - 1))) { atomicCAS(err, 0, 2); return 0; }
   return a % b;
+}
+// Returns t % n and sets t to t / n, in 32 bits where both fit (64-bit
+// division is many times slower); n > 0.
+__device__ __forceinline__ int64_t dcc_divmod(int64_t& t, int64_t n) {
+  if (((uint64_t)t | (uint64_t)n) <= 0xffffffffu) {
+    const uint32_t q = (uint32_t)t / (uint32_t)n, r = (uint32_t)t - q * (uint32_t)n;
+    t = q;
+    return r;
+  }
+  const int64_t q = t / n, r = t - q * n;
+  t = q;
+  return r;
 }
 template <typename T> __device__ __forceinline__ T dcc_imin(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ __forceinline__ T dcc_imax(T a, T b) { return a > b ? a : b; }
