@@ -354,6 +354,49 @@ class FuncEmitter {
     return w;
   }
 
+  /// Loads of read-only integer arrays (length arrays, offset arrays the
+  /// prelude fills) whose index depends only on the outer loop variable are
+  /// made once per outer iteration, into registers: otherwise the compiler
+  /// must reload them after every store, which may alias them.
+  void hoist_outer_loads(const ir::Stmt& item) {
+    hoisted_.clear();
+    outer_prefix_.clear();
+    std::set<const BufferNode*> stored;
+    ir::each_stmt(f_.body, [&](const ir::StmtNode& s) {
+      if (s.kind == StmtKind::Store) stored.insert(s.buffer.get());
+    });
+    auto read_only = [&](const BufferNode* b) {
+      return (b->kind == BufferKind::Input || b->kind == BufferKind::Aux) && !b->dims.empty() && is_int(b->type) &&
+             !stored.count(b);
+    };
+    std::vector<ir::Expr> found;
+    std::function<void(const ir::Expr&)> visit = [&](const ir::Expr& e) {
+      if (!e) return;
+      for (const auto& a : e->args) visit(a);  // inner loads first: they are declared first
+      if (e->kind != ExprKind::Load || !e->flat || !read_only(e->buffer.get())) return;
+      bool ok = true;
+      ir::each_expr(e->args[0], [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::VarRef && x.var != item->var) ok = false;
+        if (x.kind == ExprKind::Load && !read_only(x.buffer.get())) ok = false;
+      });
+      if (ok) found.push_back(e);
+    };
+    ir::each_stmt(item->body[0], [&](const ir::StmtNode& s) {
+      visit(s.extent);
+      visit(s.value);
+      for (const auto& a : s.args) visit(a);
+    });
+    std::set<std::string> names;
+    for (const auto& e : found) {
+      std::string v = expr(e);  // the same load seen again reads as its name
+      if (hoisted_.count(v) || names.count(v)) continue;
+      std::string name = fmt::format("h{}", hoisted_.size());
+      outer_prefix_ += fmt::format("    const {} {} = {};\n", value_type(e->type), name, v);
+      hoisted_[v] = name;
+      names.insert(name);
+    }
+  }
+
   // ---- device code ----
 
   std::string var(const ir::Var& v) {
@@ -416,7 +459,9 @@ class FuncEmitter {
         const BufferNode* b = e->buffer.get();
         if (b->dims.empty()) return private_.count(b) ? scalar_ref(b) : load_value(b, scalar_ref(b));
         if (!e->flat) unsupported("an access that was not storage-lowered");
-        return load_value(b, fmt::format("{}[{}]", buf_ptr(b), expr(e->args[0])));
+        std::string v = load_value(b, fmt::format("{}[{}]", buf_ptr(b), expr(e->args[0])));
+        if (auto it = hoisted_.find(v); it != hoisted_.end()) return it->second;
+        return v;
       }
       case ExprKind::Cast: return cast(expr(e->args[0]), e->args[0]->type, e->type);
       case ExprKind::Select:
@@ -563,6 +608,7 @@ class FuncEmitter {
         l.inner.push_back(next);
         cur = next;
       }
+      if (!l.inner.empty()) hoist_outer_loads(item);
       // Scalars written inside the parallel body are private to a thread.
       ir::each_stmt(cur->body[0], [&](const ir::StmtNode& s) {
         if (s.kind == StmtKind::Store && s.buffer->dims.empty()) private_.insert(s.buffer.get());
@@ -600,7 +646,7 @@ class FuncEmitter {
         }
         declare_private(body, 2);
         stmt(l.inner.back()->body[0], 2, body);
-        std::string extents, total = "(int64_t)1";
+        std::string extents = outer_prefix_, total = "(int64_t)1";
         for (const auto& in : l.inner) {
           std::string v = var(in->var);
           extents += fmt::format("    const int64_t {}_n = {};\n", v, expr(in->extent));
@@ -622,6 +668,8 @@ class FuncEmitter {
                           l.kernel, f_.name, body);
     }
     private_.clear();
+    hoisted_.clear();
+    outer_prefix_.clear();
     return l;
   }
 
@@ -629,7 +677,7 @@ class FuncEmitter {
     const ir::Stmt& item = l.outer;
     std::string v0 = var(item->var);
     std::string vx = var(l.inner[plan.x]->var), vy = var(l.inner[plan.y]->var);
-    std::string extents, total = "(int64_t)1";
+    std::string extents = outer_prefix_, total = "(int64_t)1";
     for (size_t k = 0; k < l.inner.size(); ++k) {
       std::string v = var(l.inner[k]->var);
       extents += fmt::format("    const int64_t {}_n = {};\n", v, expr(l.inner[k]->extent));
@@ -745,6 +793,59 @@ class FuncEmitter {
     }
   }
 
+  /// d e / d v for an expression affine in v (affine_in), built from e's
+  /// own sub-expressions: it does not mention v.
+  static ir::Expr coefficient(const ir::Expr& e, const ir::Var& v) {
+    if (!ir::mentions(e, v)) return ir::build::int_imm(0);
+    if (e->kind == ExprKind::VarRef) return ir::build::int_imm(1);
+    const ir::Expr &a = e->args[0], &b = e->args[1];
+    if (e->binop == BinOp::Add) return ir::build::binary(BinOp::Add, coefficient(a, v), coefficient(b, v));
+    if (e->binop == BinOp::Sub) return ir::build::binary(BinOp::Sub, coefficient(a, v), coefficient(b, v));
+    if (!ir::mentions(a, v)) return ir::build::binary(BinOp::Mul, a, coefficient(b, v));
+    return ir::build::binary(BinOp::Mul, coefficient(a, v), b);
+  }
+
+  /// The offsets of the flat loads in `e` (inner ones first) and, for a
+  /// statement, of its flat store.
+  static void flat_offsets(const ir::Expr& e, std::vector<ir::Expr>& out) {
+    if (!e) return;
+    for (const auto& a : e->args) flat_offsets(a, out);
+    if (e->kind == ExprKind::Load && e->flat) out.push_back(e->args[0]);
+  }
+  static void flat_offsets(const ir::Stmt& st, std::vector<ir::Expr>& out) {
+    ir::each_stmt(st, [&](const ir::StmtNode& x) {
+      flat_offsets(x.extent, out);
+      flat_offsets(x.value, out);
+      for (const auto& a : x.args) flat_offsets(a, out);
+      if (x.kind == StmtKind::Store && x.flat) out.push_back(x.args[0]);
+    });
+  }
+
+  /// Offsets affine in two loop variables are computed once per tile as
+  /// base + u * cu + w * cw (wrapping, as every offset). For each of the
+  /// `offsets` that mentions u or w and is affine in both,
+  /// declares NAMEk_b (the offset at u = U0, w = W0, C expressions), NAMEk_u
+  /// and NAMEk_w, and returns the offset nodes with their names.
+  std::vector<std::pair<const ir::ExprNode*, std::string>> hoist_affine(const std::vector<ir::Expr>& offsets, const ir::Var& u,
+                                                                      const std::string& u0, const ir::Var& w,
+                                                                      const std::string& w0, const std::string& name,
+                                                                      std::string& decl) {
+    std::vector<std::pair<const ir::ExprNode*, std::string>> out;
+    for (const auto& off : offsets) {
+      if (!(ir::mentions(off, u) || ir::mentions(off, w)) || !affine_in(off, u) || !affine_in(off, w)) continue;
+      bool seen = false;
+      for (const auto& [node, _] : out) seen = seen || node == off.get();
+      if (seen) continue;
+      std::string n = fmt::format("{}{}", name, out.size());
+      decl += fmt::format("    int64_t {0}_b;\n    {{\n      const int64_t {1} = {2}, {3} = {4};\n      (void){1};\n      (void){3};\n"
+                          "      {0}_b = {5};\n    }}\n",
+                          n, var(u), u0, var(w), w0, expr(off));
+      decl += fmt::format("    const int64_t {0}_u = {1}, {0}_w = {2};\n", n, expr(coefficient(off, u)), expr(coefficient(off, w)));
+      out.emplace_back(off.get(), n);
+    }
+    return out;
+  }
+
   /// A contraction staged through shared memory (see GemmPlan). Blocks
   /// stride over (other inner loops) x X tiles x Y tiles; thread (tx, ty)
   /// of 16 x 16 owns x = x0 + 4 ty + dx, y = y0 + 4 tx + dy. The next step's
@@ -756,7 +857,7 @@ class FuncEmitter {
     std::string v0 = var(item->var);
     std::string vx = var(l.inner[plan.x]->var), vy = var(l.inner[plan.y]->var), vr = var(plan.nest->var);
     std::string tp = value_type(g.p->type), tq = value_type(g.q->type);
-    std::string extents, total = "(int64_t)1";
+    std::string extents = outer_prefix_, total = "(int64_t)1";
     for (size_t k = 0; k < l.inner.size(); ++k)
       extents += fmt::format("    const int64_t {}_n = {};\n", var(l.inner[k]->var), expr(l.inner[k]->extent));
     extents += fmt::format("    const int64_t nbx = ({}_n + {} - 1) / {};\n    const int64_t nby = ({}_n + {} - 1) / {};\n", vx,
@@ -788,49 +889,35 @@ class FuncEmitter {
       const char* name;
       std::string type;
       ir::Expr e;
-      std::string vo, o0;
+      const ir::Var* vo;
+      std::string o0;
       bool r_fast;
-      std::vector<const ir::ExprNode*> affine;  // offsets hoisted as base + r * stride
+      std::vector<std::pair<const ir::ExprNode*, std::string>> affine;  // offset = b + lo * u + r * w
     };
-    Operand ops[2] = {{"p", tp, g.p, vx, "x0", g.p_r_fast, {}}, {"q", tq, g.q, vy, "y0", g.q_r_fast, {}}};
+    Operand ops[2] = {{"p", tp, g.p, &l.inner[plan.x]->var, "x0", g.p_r_fast, {}},
+                      {"q", tq, g.q, &l.inner[plan.y]->var, "y0", g.q_r_fast, {}}};
     auto coords = [&](const Operand& o) {
       return o.r_fast ? fmt::format("const int e = threadIdx.x + 256 * u, lr = e % {0}, lo = e / {0};", kStep)
                       : fmt::format("const int e = threadIdx.x + 256 * u, lo = e % {0}, lr = e / {0};", kBlock);
     };
     for (auto& o : ops) {
-      ir::each_expr(o.e, [&](const ir::ExprNode& x) {
-        if (x.kind == ExprKind::Load && x.flat && ir::mentions(x.args[0], plan.nest->var) && affine_in(x.args[0], plan.nest->var))
-          o.affine.push_back(x.args[0].get());
-      });
-      body += fmt::format("    bool {}_ok[{}];\n", o.name, kPer);
-      for (size_t k = 0; k < o.affine.size(); ++k)
-        body += fmt::format("    int64_t {0}_base{1}[{2}], {0}_step{1}[{2}];\n", o.name, k, kPer);
-      body += fmt::format("    #pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      {}\n", kPer, coords(o));
-      body += fmt::format("      {}_ok[u] = {} + lo < {}_n;\n", o.name, o.o0, o.vo);
-      body += fmt::format("      const int64_t {0} = {1}_ok[u] ? {2} + lo : {0}_n - 1;\n      (void)lr;\n", o.vo, o.name, o.o0);
-      for (size_t k = 0; k < o.affine.size(); ++k) {
-        ir::Expr off;
-        ir::each_expr(o.e, [&](const ir::ExprNode& x) {
-          if (x.kind == ExprKind::Load && x.flat && x.args[0].get() == o.affine[k]) off = x.args[0];
-        });
-        body += fmt::format("      {{\n        const int64_t {} = 0;\n        {}_base{}[u] = {};\n      }}\n", vr, o.name, k, expr(off));
-        body += fmt::format("      {{\n        const int64_t {} = 1;\n        {}_step{}[u] = (int64_t)((uint64_t)({}) - (uint64_t){}_base{}[u]);\n      }}\n",
-                            vr, o.name, k, expr(off), o.name, k);
-      }
-      body += "    }\n";
+      std::vector<ir::Expr> offsets;
+      flat_offsets(o.e, offsets);
+      o.affine = hoist_affine(offsets, *o.vo, o.o0, plan.nest->var, "0", fmt::format("{}_off", o.name), body);
       body += fmt::format("    {} {}_next[{}];\n", o.type, o.name, kPer);
     }
     // Loads step r0 of both operands into registers.
     auto load_step = [&](const std::string& r0, int depth) {
       std::string pad(depth * 2, ' '), s;
       for (auto& o : ops) {
+        std::string vo = var(*o.vo);
         s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n{}  {}\n", pad, pad, kPer, pad, coords(o));
         s += fmt::format("{}  const int64_t {} = {} + lr;\n", pad, vr, r0);
-        s += fmt::format("{0}  const int64_t {1} = {2}_ok[u] ? {3} + lo : {1}_n - 1;\n{0}  (void){1};\n", pad, o.vo, o.name, o.o0);
-        for (size_t k = 0; k < o.affine.size(); ++k)
-          override_[o.affine[k]] = fmt::format("((int64_t)((uint64_t){0}_base{1}[u] + (uint64_t){2} * (uint64_t){0}_step{1}[u]))", o.name, k, vr);
-        s += fmt::format("{}  {}_next[u] = ({}_ok[u] && {} < {}_n) ? ({}) : ({})0;\n{}}}\n", pad, o.name, o.name, vr, vr,
-                         expr(o.e), o.type, pad);
+        s += fmt::format("{0}  const bool ok = {2} + lo < {1}_n && {3} < {3}_n;\n", pad, vo, o.o0, vr);
+        s += fmt::format("{0}  const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n{0}  (void){1};\n", pad, vo, o.o0);
+        for (const auto& [node, n] : o.affine)
+          override_[node] = fmt::format("((int64_t)((uint64_t){0}_b + (uint64_t)lo * (uint64_t){0}_u + (uint64_t){1} * (uint64_t){0}_w))", n, vr);
+        s += fmt::format("{}  {}_next[u] = ok ? ({}) : ({})0;\n{}}}\n", pad, o.name, expr(o.e), o.type, pad);
         override_.clear();
       }
       return s;
@@ -863,10 +950,17 @@ class FuncEmitter {
     stmt(g.update, 6, body);
     body += "          }\n        }\n      }\n      __syncthreads();\n    }\n";
     override_.clear();
+    // The epilogue: offsets affine in x and y from the thread's first lane.
+    std::vector<ir::Expr> post_offsets;
+    for (const auto& st : plan.post) flat_offsets(st, post_offsets);
+    for (const auto& [node, n] : hoist_affine(post_offsets, l.inner[plan.x]->var, "x0 + 4 * ty", l.inner[plan.y]->var,
+                                              "y0 + 4 * tx", "out_off", body))
+      override_[node] = fmt::format("((int64_t)((uint64_t){0}_b + (uint64_t)dx * (uint64_t){0}_u + (uint64_t)dy * (uint64_t){0}_w))", n);
     for (const auto& st : plan.post) body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
+    override_.clear();
     tiled_ = false;
     out_ += fmt::format(
-        "__global__ void __launch_bounds__(256) {}({}__args a) {{\n"
+        "__global__ void __launch_bounds__(256, 2) {}({}__args a) {{\n"
         "  __shared__ __align__(16) {} sp[{}][{}];\n"
         "  __shared__ __align__(16) {} sq[{}][{}];\n"
         "  const int64_t {}_n = {};\n"
@@ -881,7 +975,7 @@ class FuncEmitter {
   void emit_warp_rows_kernel(const Launch& l, const WarpPlan& w) {
     const ir::Stmt& item = l.outer;
     std::string v0 = var(item->var);
-    std::string extents, total = "(int64_t)1";
+    std::string extents = outer_prefix_, total = "(int64_t)1";
     for (const auto& in : l.inner) {
       std::string v = var(in->var);
       extents += fmt::format("    const int64_t {}_n = {};\n", v, expr(in->extent));
@@ -1144,6 +1238,8 @@ class FuncEmitter {
   std::set<const BufferNode*> private_;
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
   std::map<const ir::ExprNode*, std::string> override_;  // expressions already in registers
+  std::map<std::string, std::string> hoisted_;           // loads made once per outer iteration
+  std::string outer_prefix_;                              // their declarations
   std::set<const BufferNode*> host_len_;
 };
 
