@@ -45,6 +45,7 @@
 #include "ir/interpreter.h"
 #include "ir/ir_parser.h"
 #include "ir/lower.h"
+#include "ir/fuse_elementwise.h"
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
 #include "ir/reorder_loops.h"
@@ -294,6 +295,12 @@ int run(const Options& o) {
     for (auto& f : module->funcs)
       if (!f.storage_lowered) dccc::ir::reorder_loops(f);
     if (!verified("reorder-loops")) return kExitInternal;
+  }
+  // Kernel fusion of element-wise producers into their readers: on the GPU
+  // a read recomputes in registers what a load would fetch from memory.
+  if (o.target == "cuda" || o.emit == "cuda") {
+    for (auto& f : module->funcs) dccc::ir::fuse_elementwise(f);
+    if (!verified("fuse-elementwise")) return kExitInternal;
   }
   if (o.storage) {
     for (auto& f : module->funcs)

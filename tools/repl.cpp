@@ -21,6 +21,7 @@
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
 #include "ir/lower.h"
+#include "ir/fuse_elementwise.h"
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
 #include "ir/storage_lowering.h"
@@ -314,7 +315,8 @@ struct Session::Impl {
 
   /// Lowers, expands prints, marks parallel loops and lowers storage; false
   /// on errors.
-  bool back_end(Compiled& c, const std::shared_ptr<const SourceFile>& current) {
+  /// `cuda`: the CUDA target's passes too (fusion), for `:emit cuda`.
+  bool back_end(Compiled& c, const std::shared_ptr<const SourceFile>& current, bool cuda = false) {
     c.module = ir::lower(*c.checked, *c.diags);
     if (!c.module) {
       report(c, current);
@@ -337,6 +339,10 @@ struct Session::Impl {
     // the driver skips for CUDA, is left out so `:emit cuda` matches too.
     for (auto& f : c.module->funcs) ir::mark_parallel(f);
     if (!verified("mark-parallel")) return false;
+    if (cuda) {
+      for (auto& f : c.module->funcs) ir::fuse_elementwise(f);
+      if (!verified("fuse-elementwise")) return false;
+    }
     for (auto& f : c.module->funcs)
       if (!ir::lower_storage(f, *c.diags)) {
         report(c, current);
@@ -576,7 +582,7 @@ struct Session::Impl {
     auto current = std::make_shared<const SourceFile>("<emit>", args);
     Compiled c;
     c.synth = synthesize(nullptr, [](Synthetic&) {});
-    if (!front_end(c, current) || !back_end(c, current)) return false;
+    if (!front_end(c, current) || !back_end(c, current, target == "cuda")) return false;
     ir::Module m;
     for (const auto& f : c.module->funcs)
       if (f.name == fname && f.name != kEntry) m.funcs.push_back(f);

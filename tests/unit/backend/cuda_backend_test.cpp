@@ -62,13 +62,25 @@ TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
   std::filesystem::create_directories(dir);
   int compared = 0, functions = 0;
   bool checked_gpu = false;
-  for (auto& [name, stem, p] : testing::compile_examples(path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR))) {
+  // The CPU side as the CPU target compiles it, the GPU side as the CUDA
+  // target does (with element-wise producers fused into their readers).
+  std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
+  auto cpu_side = testing::compile_examples(examples);
+  auto gpu_side = testing::compile_examples(examples, /*cuda_passes=*/true);
+  ASSERT_EQ(cpu_side.size(), gpu_side.size());
+  int fused = 0;
+  for (size_t k = 0; k < cpu_side.size(); ++k) {
+    auto& [name, stem, p] = cpu_side[k];
+    const auto& g = gpu_side[k].program;
     if (!p.module) continue;  // uses something the code generators do not handle yet
+    ASSERT_TRUE(g.module) << name;
+    for (size_t fi = 0; fi < p.module->funcs.size(); ++fi)
+      fused += p.module->funcs[fi].buffers.size() != g.module->funcs[fi].buffers.size();
     std::string error;
     auto jit = JitProgram::compile(*p.module, error);
     ASSERT_TRUE(jit) << name << ": " << error;
     std::string log;
-    void* lib = build(nvcc, emit_cuda(*p.module), dir, stem, log);
+    void* lib = build(nvcc, emit_cuda(*g.module), dir, stem, log);
     ASSERT_NE(lib, nullptr) << name << ": " << log;
     if (!checked_gpu) {
       auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));
@@ -89,6 +101,7 @@ TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
   }
   std::filesystem::remove_all(dir);
   EXPECT_GE(functions, 8);
+  EXPECT_GE(fused, 2) << "functions with fused tensors (mha's p, softmax's)";
   EXPECT_GT(compared, 10000);
 }
 

@@ -20,6 +20,7 @@
 
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
+#include "ir/fuse_elementwise.h"
 #include "ir/interpreter.h"
 #include "ir/lower.h"
 #include "ir/mark_parallel.h"
@@ -39,7 +40,11 @@ struct Program {
 
 /// `cpu_passes`: also the passes the driver runs for the CPU target only
 /// (mark_parallel, reorder_loops), as the LLVM backend's tests need.
-inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false) {
+/// The front end, lowering and storage lowering; with `cpu_passes` the CPU
+/// target's loop passes, with `cuda_passes` the CUDA target's fusion (as
+/// tools/dccc.cpp runs them).
+inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false,
+                       bool cuda_passes = false) {
   Program p;
   p.file = std::make_unique<SourceFile>(name, text);
   p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
@@ -55,6 +60,7 @@ inline Program compile(const std::string& name, const std::string& text, bool cp
       ir::mark_parallel(f);
       ir::reorder_loops(f);
     }
+    if (cuda_passes) ir::fuse_elementwise(f);
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();
       return p;
@@ -209,7 +215,7 @@ struct Example {
 };
 
 /// Every `*.toy` in `dir`, in file-name order (so that runs are repeatable).
-inline std::vector<Example> compile_examples(const std::string& dir) {
+inline std::vector<Example> compile_examples(const std::string& dir, bool cuda_passes = false) {
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(dir))
     if (entry.path().extension() == ".toy") paths.push_back(entry.path());
@@ -219,7 +225,7 @@ inline std::vector<Example> compile_examples(const std::string& dir) {
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();
-    out.push_back(Example{path.filename().string(), path.stem().string(), compile(path.filename().string(), text.str())});
+    out.push_back(Example{path.filename().string(), path.stem().string(), compile(path.filename().string(), text.str(), false, cuda_passes)});
   }
   return out;
 }

@@ -15,89 +15,22 @@
 #include <random>
 #include <sstream>
 
-#include "frontend/parser.h"
 #include "ir/interpreter.h"
-#include "tests/unit/ir/test_support.h"
-#include "ir/lower.h"
 #include "ir/storage_lowering.h"
-#include "typecheck/checker.h"
+#include "tests/unit/ir/test_support.h"
 
 namespace dccc::ir {
 namespace {
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Lowered {
-  std::unique_ptr<SourceFile> file;
-  std::unique_ptr<DiagnosticEngine> diags;
-  std::unique_ptr<ast::Program> program;
-  std::unique_ptr<CheckedProgram> checked;
-  std::optional<Module> module;
-};
-
-Lowered lower_source(const std::string& name, const std::string& text) {
-  Lowered l;
-  l.file = std::make_unique<SourceFile>(name, text);
-  l.diags = std::make_unique<DiagnosticEngine>(l.file.get());
-  l.program = parse(*l.file, *l.diags);
-  if (!l.program) return l;
-  l.checked = check(*l.program, *l.diags);
-  if (l.diags->has_errors()) return l;
-  l.module = lower(*l.checked, *l.diags);
-  return l;
-}
-
-using testing::generator;
-using testing::Pattern;
+using testing::compare_transformed;
+using testing::lower_source;
+using testing::Lowered;
+using testing::read_file;
 
 int ran_ = 0, skipped_ = 0;
 
 void compare_runs(const std::string& name, const std::string& text) {
-  Lowered plain = lower_source(name, text);
-  ASSERT_TRUE(plain.module) << name << " does not lower";
-  Lowered flat = lower_source(name, text);
-  ASSERT_TRUE(flat.module);
-  for (size_t fi = 0; fi < plain.module->funcs.size(); ++fi) {
-    Func& pf = plain.module->funcs[fi];
-    Func& ff = flat.module->funcs[fi];
-    ASSERT_TRUE(lower_storage(ff, *flat.diags)) << name << ": " << pf.name;
-    for (Pattern pattern : {Pattern::Random, Pattern::WithZeros, Pattern::Single, Pattern::OneLong}) {
-      std::mt19937 rng(1234 + static_cast<int>(pattern));
-      std::map<std::string, int64_t> sizes;
-      for (const auto& s : pf.sizes) sizes[s.name] = pattern == Pattern::Single && s.name == pf.sizes[0].name ? 1 : 3;
-      std::mt19937 rng2 = rng;
-      auto inputs = Interpreter::make_inputs(pf, sizes, generator(pattern, rng));
-      auto inputs2 = Interpreter::make_inputs(ff, sizes, generator(pattern, rng2));
-      std::ostringstream out1, out2;
-      Interpreter a(out1), b(out2);
-      try {
-        a.run(pf, sizes, inputs);
-      } catch (const InterpError& e) {
-        // The lengths break the function's `where` contract (e.g. an empty
-        // sequence where `seqlen[b] > 0` is promised): the oracle's bounds
-        // checks reject them, and there is nothing to compare.
-        ++skipped_;
-        continue;
-      }
-      ++ran_;
-      b.run(ff, sizes, inputs2);
-      EXPECT_EQ(out1.str(), out2.str());
-      for (size_t bi = 0; bi < pf.buffers.size(); ++bi) {
-        if (pf.buffers[bi]->kind != BufferKind::Output) continue;
-        auto x = a.packed(pf.buffers[bi].get());
-        auto y = b.packed(ff.buffers[bi].get());
-        ASSERT_EQ(x.size(), y.size()) << name << ": " << pf.name << " " << pf.buffers[bi]->name;
-        // NaN is a legitimate result (softmax over an empty sequence) and must match NaN.
-        for (size_t k = 0; k < x.size(); ++k)
-          ASSERT_TRUE(x[k] == y[k] || (std::isnan(x[k]) && std::isnan(y[k]))) << x[k] << " vs " << y[k] << " " << name << ": " << pf.name << " " << pf.buffers[bi]->name << "[" << k << "]";
-      }
-    }
-  }
+  compare_transformed(name, text, [](Func& f, DiagnosticEngine& d) { return lower_storage(f, d); }, ran_, skipped_);
 }
 
 TEST(StorageLowering, ExamplesAgreeWithLayoutFreeInterpreter) {

@@ -3,11 +3,23 @@
 // sequence) under which lowered programs are run.
 #pragma once
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 
+#include <gtest/gtest.h>
+
+#include "frontend/parser.h"
+#include "ir/interpreter.h"
 #include "ir/ir.h"
+#include "ir/lower.h"
+#include "typecheck/checker.h"
 
 namespace dccc::ir::testing {
 
@@ -36,6 +48,89 @@ inline std::function<double(const BufferNode*, int64_t)> generator(Pattern p, st
     if (b->type == Scalar::Bool) return std::uniform_int_distribution<int>(0, 1)(rng);
     return std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
   };
+}
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// A program through the front end and lowering (no IR passes).
+struct Lowered {
+  std::unique_ptr<SourceFile> file;
+  std::unique_ptr<DiagnosticEngine> diags;
+  std::unique_ptr<ast::Program> program;
+  std::unique_ptr<CheckedProgram> checked;
+  std::optional<Module> module;
+};
+
+inline Lowered lower_source(const std::string& name, const std::string& text) {
+  Lowered l;
+  l.file = std::make_unique<SourceFile>(name, text);
+  l.diags = std::make_unique<DiagnosticEngine>(l.file.get());
+  l.program = parse(*l.file, *l.diags);
+  if (!l.program) return l;
+  l.checked = check(*l.program, *l.diags);
+  if (l.diags->has_errors()) return l;
+  l.module = lower(*l.checked, *l.diags);
+  return l;
+}
+
+/// Lowers `text` twice, applies `transform` to every function of the second
+/// copy, and runs both in the interpreter on the four length patterns: the
+/// printed output and every result (matched by name) must be identical bit
+/// for bit. Counts runs, and runs skipped because the lengths break a
+/// function's `where` contract.
+inline void compare_transformed(const std::string& name, const std::string& text,
+                                const std::function<bool(Func&, DiagnosticEngine&)>& transform, int& ran,
+                                int& skipped) {
+  Lowered plain = lower_source(name, text);
+  ASSERT_TRUE(plain.module) << name << " does not lower";
+  Lowered other = lower_source(name, text);
+  ASSERT_TRUE(other.module);
+  for (size_t fi = 0; fi < plain.module->funcs.size(); ++fi) {
+    Func& pf = plain.module->funcs[fi];
+    Func& ff = other.module->funcs[fi];
+    ASSERT_TRUE(transform(ff, *other.diags)) << name << ": " << pf.name;
+    for (Pattern pattern : {Pattern::Random, Pattern::WithZeros, Pattern::Single, Pattern::OneLong}) {
+      std::mt19937 rng(1234 + static_cast<int>(pattern));
+      std::map<std::string, int64_t> sizes;
+      for (const auto& s : pf.sizes) sizes[s.name] = pattern == Pattern::Single && s.name == pf.sizes[0].name ? 1 : 3;
+      std::mt19937 rng2 = rng;
+      auto inputs = Interpreter::make_inputs(pf, sizes, generator(pattern, rng));
+      auto inputs2 = Interpreter::make_inputs(ff, sizes, generator(pattern, rng2));
+      std::ostringstream out1, out2;
+      Interpreter a(out1), b(out2);
+      try {
+        a.run(pf, sizes, inputs);
+      } catch (const InterpError& e) {
+        // The lengths break the function's `where` contract (e.g. an empty
+        // sequence where `seqlen[b] > 0` is promised): the oracle's bounds
+        // checks reject them, and there is nothing to compare.
+        ++skipped;
+        continue;
+      }
+      ++ran;
+      b.run(ff, sizes, inputs2);
+      EXPECT_EQ(out1.str(), out2.str());
+      for (const auto& pb : pf.buffers) {
+        if (pb->kind != BufferKind::Output) continue;
+        const BufferNode* fb = nullptr;
+        for (const auto& c : ff.buffers)
+          if (c->kind == BufferKind::Output && c->name == pb->name) fb = c.get();
+        ASSERT_NE(fb, nullptr) << name << ": " << pf.name << " lost result " << pb->name;
+        auto x = a.packed(pb.get());
+        auto y = b.packed(fb);
+        ASSERT_EQ(x.size(), y.size()) << name << ": " << pf.name << " " << pb->name;
+        // NaN is a legitimate result (softmax over an empty sequence) and must match NaN.
+        for (size_t k = 0; k < x.size(); ++k)
+          ASSERT_TRUE(x[k] == y[k] || (std::isnan(x[k]) && std::isnan(y[k])))
+              << x[k] << " vs " << y[k] << " " << name << ": " << pf.name << " " << pb->name << "[" << k << "]";
+      }
+    }
+  }
 }
 
 }  // namespace dccc::ir::testing

@@ -1,0 +1,180 @@
+#include "ir/fuse_elementwise.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace dccc::ir {
+namespace {
+
+constexpr int kMaxLoads = 3;
+constexpr int kMaxNodes = 24;
+
+bool same(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  if (a->kind != b->kind || a->type != b->type || a->args.size() != b->args.size() || a->flat != b->flat) return false;
+  switch (a->kind) {
+    case ExprKind::IntImm:
+      if (a->int_value != b->int_value) return false;
+      break;
+    case ExprKind::FloatImm:
+      if (a->float_value != b->float_value) return false;
+      break;
+    case ExprKind::VarRef:
+      if (a->var != b->var) return false;
+      break;
+    case ExprKind::SizeRef:
+      if (a->name != b->name) return false;
+      break;
+    case ExprKind::Binary:
+      if (a->binop != b->binop) return false;
+      break;
+    case ExprKind::Unary:
+      if (a->unop != b->unop) return false;
+      break;
+    case ExprKind::Load:
+      if (a->buffer != b->buffer) return false;
+      break;
+    case ExprKind::Select:
+    case ExprKind::Cast: break;
+  }
+  for (size_t k = 0; k < a->args.size(); ++k)
+    if (!same(a->args[k], b->args[k])) return false;
+  return true;
+}
+
+std::vector<Stmt> items_of(const Stmt& body) {
+  if (!body) return {};
+  if (body->kind == StmtKind::Seq) return body->body;
+  return {body};
+}
+
+bool stores_to(const Stmt& s, const BufferNode* b) {
+  bool found = false;
+  each_stmt(s, [&](const StmtNode& x) { found |= x.kind == StmtKind::Store && x.buffer.get() == b; });
+  return found;
+}
+
+/// The producer of `p` in `item`: the loops of a perfect nest around its
+/// only statement, a store of every element of `p`; null otherwise.
+const StmtNode* producer_store(const Stmt& item, const Buffer& p, std::vector<const StmtNode*>& loops) {
+  Stmt s = item;
+  loops.clear();
+  while (true) {
+    while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
+    if (!s || s->kind != StmtKind::For) break;
+    loops.push_back(s.get());
+    s = s->body[0];
+  }
+  if (!s || s->kind != StmtKind::Store || s->buffer != p || s->flat) return nullptr;
+  if (loops.size() != p->dims.size() || s->args.size() != loops.size()) return nullptr;
+  std::map<const VarNode*, Expr> dim_to_loop;
+  for (size_t k = 0; k < loops.size(); ++k) {
+    const Expr& a = s->args[k];
+    if (a->kind != ExprKind::VarRef || a->var != loops[k]->var) return nullptr;
+    dim_to_loop[p->dims[k].var.get()] = build::var(loops[k]->var);
+  }
+  for (size_t k = 0; k < loops.size(); ++k)
+    if (!same(loops[k]->extent, substitute(p->dims[k].extent, dim_to_loop))) return nullptr;
+  return s.get();
+}
+
+/// Loads, stores or prints (as a whole) `b`.
+bool uses(const Stmt& s, const BufferNode* b) {
+  bool found = touches(s, b);
+  each_stmt(s, [&](const StmtNode& x) { found |= x.kind == StmtKind::Print && x.buffer.get() == b; });
+  return found;
+}
+
+bool cheap(const Expr& value) {
+  int nodes = 0, loads = 0;
+  each_expr(value, [&](const ExprNode& x) {
+    ++nodes;
+    if (x.kind == ExprKind::Load) ++loads;
+  });
+  return nodes <= kMaxNodes && loads <= kMaxLoads;
+}
+
+/// Replaces every load of `p` in `e` by `value` with the loop variables
+/// bound to the load's indices.
+Expr inline_loads(const Expr& e, const Buffer& p, const std::vector<const StmtNode*>& loops, const Expr& value) {
+  if (!e) return e;
+  std::vector<Expr> args;
+  bool changed = false;
+  for (const auto& a : e->args) {
+    args.push_back(inline_loads(a, p, loops, value));
+    changed |= args.back() != a;
+  }
+  if (e->kind == ExprKind::Load && e->buffer == p) {
+    std::map<const VarNode*, Expr> bind;
+    for (size_t k = 0; k < loops.size(); ++k) bind[loops[k]->var.get()] = args[k];
+    return substitute(value, bind);
+  }
+  if (!changed) return e;
+  auto copy = std::make_shared<ExprNode>(*e);
+  copy->args = std::move(args);
+  return copy;
+}
+
+bool fuse_one(Func& f, const Buffer& p) {
+  std::vector<Stmt> items = items_of(f.body);
+  int producer = -1;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (!uses(items[k], p.get())) continue;
+    if (producer < 0) {
+      producer = static_cast<int>(k);
+      continue;
+    }
+    if (stores_to(items[k], p.get())) return false;  // a second writer
+  }
+  if (producer < 0) return false;
+  std::vector<const StmtNode*> loops;
+  const StmtNode* st = producer_store(items[producer], p, loops);
+  if (!st || !cheap(st->value)) return false;
+  bool ok = true;
+  each_expr(st->value, [&](const ExprNode& x) {
+    if (x.kind != ExprKind::Load) return;
+    if (x.buffer == p || x.buffer->dims.empty()) ok = false;
+    for (size_t k = producer + 1; k < items.size(); ++k)
+      if (stores_to(items[k], x.buffer.get())) ok = false;
+  });
+  // Every read names one element (a whole-tensor print before expand_prints does not).
+  for (size_t k = producer + 1; k < items.size(); ++k)
+    each_stmt(items[k], [&](const StmtNode& x) {
+      if (x.kind == StmtKind::Print && x.buffer == p) ok = false;
+      own_exprs(x, [&](const ExprNode& e) {
+        if (e.kind == ExprKind::Load && e.buffer == p && (e.flat || e.args.size() != loops.size())) ok = false;
+      });
+    });
+  if (!ok) return false;
+  // A store converts its value to the buffer's type; so does a read of it.
+  Expr value = st->value->type == p->type ? st->value : build::cast(p->type, st->value);
+  std::vector<Stmt> out;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (static_cast<int>(k) == producer) continue;
+    if (static_cast<int>(k) < producer) {
+      out.push_back(items[k]);
+      continue;
+    }
+    out.push_back(rewrite(items[k], [&](const Expr& e) { return inline_loads(e, p, loops, value); }));
+  }
+  f.body = out.size() == 1 ? out[0] : build::seq(std::move(out));
+  f.buffers.erase(std::remove(f.buffers.begin(), f.buffers.end(), p), f.buffers.end());
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> fuse_elementwise(Func& f) {
+  std::vector<std::string> fused;
+  if (f.storage_lowered) return fused;
+  std::vector<Buffer> candidates;
+  for (const auto& b : f.buffers)
+    if (b->kind == BufferKind::Local && !b->dims.empty()) candidates.push_back(b);
+  for (const auto& b : candidates)
+    if (fuse_one(f, b)) fused.push_back(b->name);
+  return fused;
+}
+
+}  // namespace dccc::ir
