@@ -24,6 +24,7 @@
 #include "ir/lower.h"
 #include "ir/mark_parallel.h"
 #include "ir/reorder_loops.h"
+#include "ir/tile_contractions.h"
 #include "ir/storage_lowering.h"
 #include "typecheck/checker.h"
 
@@ -38,7 +39,7 @@ struct Program {
 };
 
 /// `cpu_passes`: also the passes the driver runs for the CPU target only
-/// (mark_parallel, reorder_loops), as the LLVM backend's tests need.
+/// (mark_parallel, reorder_loops, tile_contractions), as the LLVM backend's tests need.
 inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false) {
   Program p;
   p.file = std::make_unique<SourceFile>(name, text);
@@ -54,6 +55,7 @@ inline Program compile(const std::string& name, const std::string& text, bool cp
     if (cpu_passes) {
       ir::mark_parallel(f);
       ir::reorder_loops(f);
+      ir::tile_contractions(f);
     }
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();
