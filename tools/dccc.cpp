@@ -11,6 +11,8 @@
 //                       `parallel` (run on the runtime's thread pool)
 //   reorder loops    -> CPU only: swaps nested left-side loops so that a
 //                       reused slice (k[b][j, h, d] in attention) stays in cache
+//   tile contractions-> CPU only: a 4 x 4 tile of a contraction's outputs per
+//                       pass of its reduction (ir/tile_contractions.h)
 //   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
 //   LLVM codegen     -> O3 for the host CPU (--emit=llvm); the JIT runs
 //                       `fn main()` (`dccc run`), or
@@ -49,6 +51,7 @@
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
 #include "ir/reorder_loops.h"
+#include "ir/tile_contractions.h"
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
 #include "support/large_stack.h"
@@ -295,6 +298,9 @@ int run(const Options& o) {
     for (auto& f : module->funcs)
       if (!f.storage_lowered) dccc::ir::reorder_loops(f);
     if (!verified("reorder-loops")) return kExitInternal;
+    for (auto& f : module->funcs)
+      if (!f.storage_lowered) dccc::ir::tile_contractions(f);
+    if (!verified("tile-contractions")) return kExitInternal;
   }
   // Kernel fusion of element-wise producers into their readers: on the GPU
   // a read recomputes in registers what a load would fetch from memory.

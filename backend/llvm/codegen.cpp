@@ -432,13 +432,19 @@ class FuncEmitter {
   // per kJam terms. Each tmp[d] sees the terms in the same j order as acc
   // did. Taken at run time when the d extent is at most kInterchangeMax
   // (the stack array's size); the original loop otherwise.
+  //
+  // The body may also hold several accumulators (a tile of rows from
+  // ir/tile_contractions.h: `acc_u = init_u` for every u, one j loop with
+  // `acc_u = acc_u op x_u` for every u, then `t[..] = f_u(acc_u)` for every
+  // u): each gets its own stack array, and the inner loop over d updates all
+  // of them, so a load shared by the x_u (v[j, h, d]) is read once for all.
   static constexpr int64_t kInterchangeMax = 1024;
 
   struct InterchangePlan {
-    ir::Stmt init;
-    ir::Stmt red;   // the j loop
-    ir::Stmt step;  // acc = acc op x
-    ir::Stmt fin;
+    std::vector<ir::Stmt> inits;
+    ir::Stmt red;                  // the j loop
+    std::vector<ir::Stmt> steps;   // acc_u = acc_u op x_u
+    std::vector<ir::Stmt> fins;
   };
 
   enum class Stride { Zero, One, Other };
@@ -473,30 +479,61 @@ class FuncEmitter {
 
   std::optional<InterchangePlan> reduction_plan(const ir::StmtNode& s) {
     const ir::Stmt& body = s.body[0];
-    if (!body || body->kind != StmtKind::Seq || body->body.size() != 3) return std::nullopt;
-    const ir::Stmt& init = body->body[0];
-    const ir::Stmt& red = body->body[1];
-    const ir::Stmt& fin = body->body[2];
-    if (init->kind != StmtKind::Store || red->kind != StmtKind::For || fin->kind != StmtKind::Store)
+    if (!body || body->kind != StmtKind::Seq || body->body.size() < 3 || body->body.size() % 2 == 0)
       return std::nullopt;
-    const BufferNode* acc = init->buffer.get();
-    if (!scalar_.count(acc) || loads_buffer(init->value, acc)) return std::nullopt;
-    if (red->loop != ir::LoopKind::Serial || ir::mentions(red->extent, s.var) || loads_buffer(red->extent, acc))
+    size_t k = (body->body.size() - 1) / 2;
+    InterchangePlan plan;
+    plan.inits.assign(body->body.begin(), body->body.begin() + k);
+    plan.red = body->body[k];
+    plan.fins.assign(body->body.begin() + k + 1, body->body.end());
+    if (plan.red->kind != StmtKind::For || plan.red->loop != ir::LoopKind::Serial || ir::mentions(plan.red->extent, s.var))
       return std::nullopt;
-    ir::Stmt step = red->body[0];
-    if (step && step->kind == StmtKind::Seq && step->body.size() == 1) step = step->body[0];
-    if (!step) return std::nullopt;
-    if (step->kind != StmtKind::Store || step->buffer.get() != acc) return std::nullopt;
-    const ir::Expr& v = step->value;
-    if (v->kind != ExprKind::Binary || v->args[0]->kind != ExprKind::Load || v->args[0]->buffer.get() != acc ||
-        loads_buffer(v->args[1], acc))
-      return std::nullopt;
-    const BufferNode* t = fin->buffer.get();
-    if (t == acc || t->dims.empty() || !loads_buffer(fin->value, acc)) return std::nullopt;
-    if (loads_buffer(fin->value, t) || loads_buffer(v->args[1], t) || loads_buffer(init->value, t)) return std::nullopt;
-    for (const auto& a : fin->args)
-      if (loads_buffer(a, t) || loads_buffer(a, acc)) return std::nullopt;
-    return InterchangePlan{init, red, step, fin};
+    ir::Stmt steps = plan.red->body[0];
+    if (!steps) return std::nullopt;
+    if (steps->kind == StmtKind::Seq) plan.steps = steps->body;
+    else plan.steps = {steps};
+    if (plan.steps.size() != k) return std::nullopt;
+    std::vector<const BufferNode*> accs;
+    for (size_t u = 0; u < k; ++u) {
+      const ir::Stmt& init = plan.inits[u];
+      if (init->kind != StmtKind::Store || !scalar_.count(init->buffer.get())) return std::nullopt;
+      if (std::find(accs.begin(), accs.end(), init->buffer.get()) != accs.end()) return std::nullopt;
+      accs.push_back(init->buffer.get());
+    }
+    auto loads_acc = [&](const ir::Expr& e) {
+      for (const BufferNode* a : accs)
+        if (loads_buffer(e, a)) return true;
+      return false;
+    };
+    if (loads_acc(plan.red->extent)) return std::nullopt;
+    for (size_t u = 0; u < k; ++u) {
+      const BufferNode* acc = accs[u];
+      const ir::Stmt& init = plan.inits[u];
+      const ir::Stmt& step = plan.steps[u];
+      const ir::Stmt& fin = plan.fins[u];
+      if (loads_acc(init->value)) return std::nullopt;
+      if (!step || step->kind != StmtKind::Store || step->buffer.get() != acc) return std::nullopt;
+      const ir::Expr& v = step->value;
+      if (v->kind != ExprKind::Binary || v->args[0]->kind != ExprKind::Load || v->args[0]->buffer.get() != acc ||
+          loads_acc(v->args[1]))
+        return std::nullopt;
+      if (fin->kind != StmtKind::Store) return std::nullopt;
+      const BufferNode* t = fin->buffer.get();
+      if (t->dims.empty() || !loads_buffer(fin->value, acc)) return std::nullopt;
+      for (const BufferNode* a : accs)
+        if (a != acc && loads_buffer(fin->value, a)) return std::nullopt;
+      for (const auto& a : fin->args)
+        if (loads_acc(a)) return std::nullopt;
+      // No output of the nest is read inside it.
+      for (size_t w = 0; w < k; ++w) {
+        if (loads_buffer(plan.fins[w]->value, t) || loads_buffer(plan.steps[w]->value->args[1], t) ||
+            loads_buffer(plan.inits[w]->value, t))
+          return std::nullopt;
+        for (const auto& a : plan.fins[w]->args)
+          if (loads_buffer(a, t)) return std::nullopt;
+      }
+    }
+    return plan;
   }
 
   /// Calls fn(stride in the outer variable, stride in the reduction
@@ -507,7 +544,7 @@ class FuncEmitter {
       if (e->kind == ExprKind::Load && !e->args.empty()) fn(stride(e->args[0], s.var), stride(e->args[0], plan.red->var));
       for (const auto& a : e->args) look(a);
     };
-    look(plan.step->value->args[1]);
+    for (const auto& step : plan.steps) look(step->value->args[1]);
   }
 
   /// Interchange: a load contiguous in d and strided in j; none the other way.
@@ -559,12 +596,17 @@ class FuncEmitter {
 
   void emit_interchanged(const ir::StmtNode& s, const InterchangePlan& plan) {
     llvm::Value* n = emit(s.extent);
-    const BufferNode* acc = plan.init->buffer.get();
-    llvm::AllocaInst* acc_slot = scalar_.at(acc);
-    llvm::Type* acc_type = acc_slot->getAllocatedType();
+    size_t k = plan.inits.size();
+    std::vector<llvm::AllocaInst*> slots, tmps;
     llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-    llvm::AllocaInst* tmp = entry.CreateAlloca(llvm::ArrayType::get(acc_type, kInterchangeMax), nullptr, acc->name + ".lanes");
-    tmp->setAlignment(llvm::Align(64));
+    for (const auto& init : plan.inits) {
+      const BufferNode* acc = init->buffer.get();
+      slots.push_back(scalar_.at(acc));
+      llvm::AllocaInst* tmp = entry.CreateAlloca(llvm::ArrayType::get(slots.back()->getAllocatedType(), kInterchangeMax),
+                                                 nullptr, acc->name + ".lanes");
+      tmp->setAlignment(llvm::Align(64));
+      tmps.push_back(tmp);
+    }
 
     auto* swapped = llvm::BasicBlock::Create(ctx_, s.var->name + ".swapped", fn_);
     auto* original = llvm::BasicBlock::Create(ctx_, s.var->name + ".original", fn_);
@@ -576,12 +618,20 @@ class FuncEmitter {
     b_.CreateBr(done);
 
     b_.SetInsertPoint(swapped);
-    auto lane = [&](llvm::Value* d) { return b_.CreateInBoundsGEP(acc_type, tmp, {d}); };
+    auto lane = [&](size_t u, llvm::Value* d) {
+      return b_.CreateInBoundsGEP(slots[u]->getAllocatedType(), tmps[u], {d});
+    };
+    auto load_lanes = [&](llvm::Value* d) {
+      for (size_t u = 0; u < k; ++u) b_.CreateStore(b_.CreateLoad(slots[u]->getAllocatedType(), lane(u, d)), slots[u]);
+    };
+    auto store_lanes = [&](llvm::Value* d) {
+      for (size_t u = 0; u < k; ++u) b_.CreateStore(b_.CreateLoad(slots[u]->getAllocatedType(), slots[u]), lane(u, d));
+    };
     const ir::Var& dv = s.var;
     counted_loop(dv->name + ".init", n, [&](llvm::Value* d) {
       vars_[dv.get()] = d;
-      emit(plan.init);
-      b_.CreateStore(b_.CreateLoad(acc_type, acc_slot), lane(d));
+      for (const auto& init : plan.inits) emit(init);
+      store_lanes(d);
       vars_.erase(dv.get());
     });
     llvm::Value* m = emit(plan.red->extent);
@@ -590,12 +640,12 @@ class FuncEmitter {
     auto pass = [&](llvm::Value* j, int64_t steps) {
       counted_loop(dv->name + ".lane", n, [&](llvm::Value* d) {
         vars_[dv.get()] = d;
-        b_.CreateStore(b_.CreateLoad(acc_type, lane(d)), acc_slot);
-        for (int64_t u = 0; u < steps; ++u) {
-          vars_[jv.get()] = u == 0 ? j : b_.CreateAdd(j, b_.getInt64(u), "", true, true);
-          emit(plan.step);
+        load_lanes(d);
+        for (int64_t w = 0; w < steps; ++w) {
+          vars_[jv.get()] = w == 0 ? j : b_.CreateAdd(j, b_.getInt64(w), "", true, true);
+          for (const auto& step : plan.steps) emit(step);
         }
-        b_.CreateStore(b_.CreateLoad(acc_type, acc_slot), lane(d));
+        store_lanes(d);
         vars_.erase(dv.get());
       });
       vars_.erase(jv.get());
@@ -605,8 +655,8 @@ class FuncEmitter {
     strided_loop(jv->name, blocked, m, 1, [&](llvm::Value* j) { pass(j, 1); });
     counted_loop(dv->name + ".fin", n, [&](llvm::Value* d) {
       vars_[dv.get()] = d;
-      b_.CreateStore(b_.CreateLoad(acc_type, lane(d)), acc_slot);
-      emit(plan.fin);
+      load_lanes(d);
+      for (const auto& fin : plan.fins) emit(fin);
       vars_.erase(dv.get());
     });
     b_.CreateBr(done);
@@ -626,7 +676,10 @@ class FuncEmitter {
 
   void emit_jammed(const ir::StmtNode& s, const InterchangePlan& plan) {
     llvm::Value* n = emit(s.extent);
-    const BufferNode* acc = plan.init->buffer.get();
+    const ir::Stmt& init = plan.inits[0];
+    const ir::Stmt& step = plan.steps[0];
+    const ir::Stmt& fin = plan.fins[0];
+    const BufferNode* acc = init->buffer.get();
     llvm::AllocaInst* acc_slot = scalar_.at(acc);
     llvm::Type* acc_type = acc_slot->getAllocatedType();
     llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
@@ -652,15 +705,15 @@ class FuncEmitter {
         fn();
       }
     };
-    each([&] { emit(plan.init); });
+    each([&] { emit(init); });
     llvm::Value* m = emit(plan.red->extent);  // does not depend on j
     const ir::Var& dv = plan.red->var;
     counted_loop(dv->name + ".jam", m, [&](llvm::Value* d) {
       vars_[dv.get()] = d;
-      each([&] { emit(plan.step); });
+      each([&] { emit(step); });
       vars_.erase(dv.get());
     });
-    each([&] { emit(plan.fin); });
+    each([&] { emit(fin); });
     scalar_[acc] = acc_slot;
     vars_.erase(jv.get());
     llvm::Value* next = b_.CreateAdd(j, b_.getInt64(kJam), "", true, true);
@@ -913,7 +966,7 @@ class FuncEmitter {
         }
         if (auto plan = reduction_plan(*s)) {
           if (interchange_pays(*s, *plan)) emit_interchanged(*s, *plan);
-          else if (jam_pays(*s, *plan)) emit_jammed(*s, *plan);
+          else if (plan->inits.size() == 1 && jam_pays(*s, *plan)) emit_jammed(*s, *plan);
           else emit_loop(*s, b_.getInt64(0), emit(s->extent));
           return;
         }

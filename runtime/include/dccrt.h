@@ -316,8 +316,18 @@ DCCRT_API int dcc_get_num_threads(void) DCCRT_NOEXCEPT;
  * DCC_ERR_OUT_OF_MEMORY on failure. Free with dcc_free. */
 DCCRT_API void* dcc_alloc(size_t bytes) DCCRT_NOEXCEPT;
 
-/* Frees memory from dcc_alloc; NULL is ignored. */
+/* Frees memory from dcc_alloc; NULL is ignored. A block of 1 MiB or more is
+ * kept for a later dcc_alloc that it fits (at most twice the size asked
+ * for), up to 1 GiB of kept blocks in all, the oldest released first: a
+ * kernel called again reuses its temporaries' pages instead of faulting them
+ * in anew. */
 DCCRT_API void dcc_free(void* ptr) DCCRT_NOEXCEPT;
+
+/* Releases every block dcc_free kept for reuse. */
+DCCRT_API void dcc_alloc_trim(void) DCCRT_NOEXCEPT;
+
+/* Bytes of freed blocks now kept for reuse. */
+DCCRT_API size_t dcc_alloc_kept_bytes(void) DCCRT_NOEXCEPT;
 
 #ifdef __cplusplus
 } /* extern "C" */

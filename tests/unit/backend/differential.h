@@ -25,6 +25,7 @@
 #include "ir/lower.h"
 #include "ir/mark_parallel.h"
 #include "ir/reorder_loops.h"
+#include "ir/tile_contractions.h"
 #include "ir/storage_lowering.h"
 #include "typecheck/checker.h"
 
@@ -38,11 +39,10 @@ struct Program {
   std::optional<ir::Module> module;
 };
 
-/// `cpu_passes`: also the passes the driver runs for the CPU target only
-/// (mark_parallel, reorder_loops), as the LLVM backend's tests need.
-/// The front end, lowering and storage lowering; with `cpu_passes` the CPU
-/// target's loop passes, with `cuda_passes` the CUDA target's fusion (as
-/// tools/dccc.cpp runs them).
+/// The front end, lowering and storage lowering; with `cpu_passes` also the
+/// passes the driver runs for the CPU target only (mark_parallel,
+/// reorder_loops, tile_contractions), as the LLVM backend's tests need; with
+/// `cuda_passes` the CUDA target's fusion (as tools/dccc.cpp runs them).
 inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false,
                        bool cuda_passes = false) {
   Program p;
@@ -59,6 +59,7 @@ inline Program compile(const std::string& name, const std::string& text, bool cp
     if (cpu_passes) {
       ir::mark_parallel(f);
       ir::reorder_loops(f);
+      ir::tile_contractions(f);
     }
     if (cuda_passes) ir::fuse_elementwise(f);
     if (!ir::lower_storage(f, *p.diags)) {
