@@ -477,7 +477,7 @@ int write_library(const Options& o, const dccc::ir::Module& full) {
   const bool cuda = o.target == "cuda";
   try {
     if (cuda) {
-      std::ofstream(tmp / "kernels.cu") << dccc::backend::emit_cuda(m);
+      std::ofstream(tmp / "kernels.cu") << dccc::backend::emit_cuda(m) << dccc::backend::emit_cuda_prelude(m);
     } else if (!dccc::backend::emit_object(m, obj.string(), error)) {
       std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
       return kExitInternal;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 
 namespace dccc::backend {
@@ -102,6 +103,35 @@ std::string signature(const ir::Func& f, const std::string& name) {
   return out + ")";
 }
 
+/// The parameters of `f` as C, with or without the result pointer.
+std::string param_list(const ir::Func& f, bool with_result) {
+  std::string out;
+  for (const auto& p : f.params) {
+    out += out.empty() ? "" : ", ";
+    if (p.kind == Param::Scalar) out += fmt::format("{} {}", c_type(p.fields[0].second->type), ident(p.name));
+    else out += fmt::format("const {}* {}", struct_name(f, p), ident(p.name));
+  }
+  if (with_result)
+    for (const auto& r : f.results) {
+      out += out.empty() ? "" : ", ";
+      if (r.kind == Param::Scalar) out += fmt::format("{}* result", c_type(r.fields[0].second->type));
+      else out += fmt::format("{}* result", struct_name(f, r));
+    }
+  return out;
+}
+
+/// `dcc_status f_prelude(args..., dcc_prelude** prelude)`.
+std::string prelude_signature(const ir::Func& f) {
+  std::string params = param_list(f, false);
+  return "dcc_status " + f.name + "_prelude(" + params + (params.empty() ? "" : ", ") + "dcc_prelude** prelude)";
+}
+
+/// `dcc_status f_with_prelude(const dcc_prelude* prelude, args..., result)`.
+std::string with_prelude_signature(const ir::Func& f) {
+  std::string params = param_list(f, true);
+  return "dcc_status " + f.name + "_with_prelude(const dcc_prelude* prelude" + (params.empty() ? "" : ", ") + params + ")";
+}
+
 /// The input buffers loaded anywhere in `e` or in `s`.
 void loaded_inputs(const ir::Expr& e, std::set<const BufferNode*>& out) {
   ir::each_expr(e, [&](const ir::ExprNode& x) {
@@ -124,24 +154,142 @@ std::set<const BufferNode*> length_buffers(const ir::Func& f) {
   return out;
 }
 
-/// Input buffers the prelude reads (length arrays, scalar arguments), in
-/// Func::buffers order: with the sizes, what the prelude's result depends on.
-std::vector<Buffer> prelude_inputs(const ir::Func& f) {
-  std::set<const BufferNode*> read;
-  loaded_inputs(f.prelude, read);
-  for (const auto& b : f.buffers)
-    if (b->kind == BufferKind::Aux) loaded_inputs(b->total, read);
-  std::vector<Buffer> out;
-  for (const auto& b : f.buffers)
-    if (read.count(b.get())) out.push_back(b);
-  return out;
-}
-
 /// FNV-1a, 64 bits: the prelude cache's `kind` of a generated prelude.
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
+}
+
+/// Most sizes, inputs and arrays of a unit the GPU prelude kernel takes.
+constexpr size_t kGpuPreludeMax = 8;
+
+/// The CUDA target's device copies of prelude units: declarations shared by
+/// the C wrapper and the CUDA code (emit_cuda_prelude) that defines them.
+const char* const kCudaPreludeDecls =
+    "/* The device copy of a prelude unit (defined with the CUDA code, see\n"
+    " * emit_cuda_prelude): dcc__cuda_prelude fills a cache entry with a device\n"
+    " * pointer -- the host arrays uploaded, or, with DCCC_CUDA_PRELUDE=gpu and\n"
+    " * `gpu` set, the unit computed by a GPU kernel from the device lengths --\n"
+    " * and dcc__cuda_prelude_release frees it with the entry. */\n"
+    "struct dcc__cuda_prelude_ctx {\n  const void* host;\n  size_t bytes;\n  const struct dcc__prelude_ctx* pc;\n"
+    "  const void* const* dev_l;\n"
+    "  int (*gpu)(const struct dcc__prelude_ctx* pc, const void* const* dev_l, void* dev_out);\n};\n"
+    "#define DCC__DEVICE_KIND UINT64_C(0x6465766963650001)\n"
+    "int64_t dcc__cuda_device(void);\n"
+    "dcc_status dcc__cuda_prelude(void* ctx, void* out, size_t out_bytes);\n"
+    "void dcc__cuda_prelude_release(void* buffer, size_t bytes);\n";
+
+/// One piece of the prelude that the cache keeps as one entry: the prelude
+/// statements that fill some aux arrays (statements touching a common aux
+/// array are one unit, so a unit never reads another's arrays), with what
+/// they read. `definition` is the unit as C with canonical names -- sizes
+/// S0.., inputs L0.. (by first use), aux arrays P0.., loop variables v0.. --
+/// and the element types and the aux sizes: units of any function (of any
+/// library) with equal definitions compute equal bytes from equal sizes and
+/// input contents, so `kind`, its hash, lets them share one entry.
+struct PreludeUnit {
+  std::vector<ir::Stmt> stmts;
+  std::vector<Buffer> aux;           // filled here, in Func::buffers order
+  std::vector<Buffer> inputs;        // read here (or by the aux sizes), by first use
+  std::vector<std::string> sizes;    // read here (or by the aux sizes), by first use
+  std::string definition;            // canonical C: declarations and body
+  uint64_t kind = 0;
+};
+
+/// The prelude's units, or an empty vector when the prelude cannot be cached
+/// (it touches buffers other than aux arrays and inputs, reads an aux array
+/// no unit fills, or has no aux array).
+std::vector<PreludeUnit> prelude_units(const ir::Func& f) {
+  std::vector<PreludeUnit> units;
+  if (!f.prelude) return units;
+  std::vector<ir::Stmt> items = f.prelude->kind == StmtKind::Seq ? f.prelude->body : std::vector<ir::Stmt>{f.prelude};
+  // Union of items that touch a common aux array.
+  std::vector<size_t> parent(items.size());
+  for (size_t k = 0; k < items.size(); ++k) parent[k] = k;
+  std::function<size_t(size_t)> root = [&](size_t k) { return parent[k] == k ? k : parent[k] = root(parent[k]); };
+  std::map<const BufferNode*, size_t> owner;
+  bool ok = true;
+  for (size_t k = 0; k < items.size(); ++k) {
+    auto touch = [&](const BufferNode* b) {
+      if (b->kind == BufferKind::Input) return;
+      if (b->kind != BufferKind::Aux) {
+        ok = false;
+        return;
+      }
+      auto [it, fresh] = owner.emplace(b, k);
+      if (!fresh) parent[root(k)] = root(it->second);
+    };
+    ir::each_stmt(items[k], [&](const ir::StmtNode& st) {
+      if (st.kind == StmtKind::Store && st.buffer) touch(st.buffer.get());
+      ir::own_exprs(st, [&](const ir::ExprNode& e) {
+        if (e.kind == ExprKind::Load) touch(e.buffer.get());
+      });
+    });
+  }
+  if (!ok || items.empty()) return {};
+  std::vector<Buffer> filled = ir::prelude_aux(f);
+  std::map<size_t, size_t> unit_of;  // root item -> unit
+  for (size_t k = 0; k < items.size(); ++k) {
+    auto [it, fresh] = unit_of.emplace(root(k), units.size());
+    if (fresh) units.emplace_back();
+    units[it->second].stmts.push_back(items[k]);
+  }
+  for (const auto& [b, k] : owner) {
+    Buffer buf;
+    for (const auto& x : f.buffers)
+      if (x.get() == b) buf = x;
+    if (!buf || std::find(filled.begin(), filled.end(), buf) == filled.end()) return {};  // read, never filled
+  }
+  for (const auto& b : f.buffers)
+    if (owner.count(b.get())) units[unit_of.at(root(owner.at(b.get())))].aux.push_back(b);
+  for (auto& u : units) {
+    CEmitter ce;
+    auto note = [&](const ir::ExprNode& e) {
+      if (e.kind == ExprKind::SizeRef && std::find(u.sizes.begin(), u.sizes.end(), e.name) == u.sizes.end())
+        u.sizes.push_back(e.name);
+      if (e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Input &&
+          std::find(u.inputs.begin(), u.inputs.end(), e.buffer) == u.inputs.end())
+        u.inputs.push_back(e.buffer);
+    };
+    for (const auto& st : u.stmts)
+      ir::each_stmt(st, [&](const ir::StmtNode& x) {
+        if (x.kind == StmtKind::For) ce.vars[x.var.get()] = "v" + std::to_string(ce.vars.size());
+        ir::own_exprs(x, [&](const ir::ExprNode& e) { note(e); });
+      });
+    for (const auto& b : u.aux) ir::each_expr(b->total, [&](const ir::ExprNode& e) { note(e); });
+    std::string decl, body;
+    for (size_t k = 0; k < u.sizes.size(); ++k) decl += fmt::format("  const int64_t S{0} = pc->s[{0}];\n  (void)S{0};\n", k);
+    for (size_t k = 0; k < u.inputs.size(); ++k) {
+      const Buffer& b = u.inputs[k];
+      decl += fmt::format("  const {0}* const L{1} = (const {0}*)pc->l[{1}];\n", c_type(b->type), k);
+      ce.buffers[b.get()] = b->dims.empty() ? fmt::format("(*L{})", k) : fmt::format("L{}", k);
+    }
+    for (size_t k = 0; k < u.aux.size(); ++k) {
+      decl += k == 0 ? "  int64_t* const P0 = (int64_t*)out;\n"
+                     : fmt::format("  int64_t* const P{} = P{} + pc->n[{}];\n", k, k - 1, k - 1);
+      ce.buffers[u.aux[k].get()] = "P" + std::to_string(k);
+    }
+    for (const auto& st : u.stmts) ce.stmt(st, 1, body);
+    std::string totals = "  /* sizes:";
+    for (const auto& b : u.aux) totals += " " + ce.expr(b->total);
+    totals += " */\n";
+    std::string text = decl + totals + body;
+    // Sizes by position, not by name: `s_H` is S0 here if H is read first.
+    for (size_t k = 0; k < u.sizes.size(); ++k)
+      text = std::regex_replace(text, std::regex("\\bs_" + ident(u.sizes[k]) + "\\b"), "S" + std::to_string(k));
+    u.definition = text;
+    u.kind = fnv1a(text);
+  }
+  return units;
+}
+
+/// Whether the GPU may compute the unit's device copy: every input an array
+/// (on the device), few enough of everything for the kernel's argument.
+bool gpu_prelude(const PreludeUnit& u) {
+  for (const auto& b : u.inputs)
+    if (b->dims.empty()) return false;
+  return u.inputs.size() <= kGpuPreludeMax && u.sizes.size() <= kGpuPreludeMax && u.aux.size() <= kGpuPreludeMax;
 }
 
 bool reads_aux(const ir::Expr& e) {
@@ -150,6 +298,10 @@ bool reads_aux(const ir::Expr& e) {
   for (const auto& a : e->args)
     if (reads_aux(a)) return true;
   return false;
+}
+
+std::string fail_return(const std::string& status, const std::string& fmt_text) {
+  return fmt::format("dcc__fail({}, {});", status, fmt_text);
 }
 
 std::string fail(const std::string& status, const std::string& fmt_text, const std::string& args = "") {
@@ -173,7 +325,8 @@ std::string literal(const std::string& s) {
   return out;
 }
 
-void emit_prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks) {
+void emit_prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks,
+                  std::set<uint64_t>& emitted_units) {
   const bool cuda = target == Target::Cuda;
   for (const auto& p : f.params)
     if (cuda && p.kind == Param::List)
@@ -186,7 +339,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     std::string sig = signature(f, "");
     size_t open = sig.find('(');
     std::string params = sig.substr(open + 1, sig.size() - open - 2);
-    out += (params == "void" ? std::string() : params + ", ") + "int run) {\n";
+    out += (params == "void" ? std::string() : params + ", ") + "dcc_prelude* held, int run) {\n";
   }
   out += "  dcc_status st = DCC_OK;\n  int ovf = 0;\n  (void)ovf;\n";
   // Storage names.
@@ -214,7 +367,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   }
   if (!f.results.empty()) {
     const Param& r = f.results[0];
-    out += fmt::format("  if (!result) return {}\n", fail("DCC_ERR_NULL_POINTER", quote(fn + ": `result` is NULL")));
+    out += fmt::format("  if (!result && run != 2) return {}\n", fail("DCC_ERR_NULL_POINTER", quote(fn + ": `result` is NULL")));
     for (const auto& [field, buf] : r.fields)
       if (buf->kind == BufferKind::Output) c.buffers[buf.get()] = r.kind == Param::Scalar ? "(*result)" : "result->" + ident(field);
   }
@@ -222,6 +375,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     if (b->kind == BufferKind::Aux) {
       c.buffers[b.get()] = ident(b->name);
       out += fmt::format("  int64_t* {} = NULL;\n", ident(b->name));
+      if (cuda) out += fmt::format("  int64_t* d_{} = NULL;\n", ident(b->name));
     } else if (b->kind == BufferKind::Scalar) {
       c.buffers[b.get()] = ident(b->name);
       out += fmt::format("  int64_t {} = 0;\n", ident(b->name));
@@ -296,7 +450,9 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     std::string ptr = c.buffers.at(b.get());
     std::string len = ident(param) + "->" + ident(field) + "_len";
     std::string total = "t_" + ident(b->name);
-    out += fmt::format("  {{\n    ovf = 0;\n    const int64_t {} = {};\n", total, c.expr(b->total));
+    // FN_prelude (run == 2) reads the sizes and the length arrays only.
+    out += fmt::format("  {}{{\n    ovf = 0;\n    const int64_t {} = {};\n", lengths.count(b.get()) ? "" : "if (run != 2) ", total,
+                       c.expr(b->total));
     out += fmt::format("    if (ovf) {{ {} goto done; }}\n",
                        fail("DCC_ERR_OVERFLOW", quote(fn + ": the element count of " + param + "." + field + " overflows")));
     out += fmt::format("    if ({} != {}) {{ {} goto done; }}\n", len, total,
@@ -334,91 +490,125 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   std::vector<Buffer> all_aux, aux = ir::prelude_aux(f);  // aux: those the prelude fills
   for (const auto& b : f.buffers)
     if (b->kind == BufferKind::Aux) all_aux.push_back(b);
-  std::vector<Buffer> keyed = prelude_inputs(f);
-  bool cached = !cuda && f.prelude && !aux.empty();  // CUDA: lengths are staged per call
-  for (const auto& b : keyed)
-    if (reads_aux(b->total) || (!c.buffers.count(b.get()) && !b->dims.empty())) cached = false;
+  // Each unit of the prelude (the arrays computed from one set of lengths)
+  // is one entry: in the process-wide cache, or in the prelude a host holds
+  // (`held`: filled when run == 2, by FN_prelude; looked up otherwise, by
+  // FN_with_prelude), keyed by its sizes and the contents of its inputs.
+  // Units alike in any function share the entry. On the CUDA target the
+  // entry's device copy is a second entry of its own (kind ^ kDeviceKind,
+  // the key followed by the device number), made once per pattern.
+  std::vector<PreludeUnit> units = prelude_units(f);
+  bool cached = f.prelude && !aux.empty() && !units.empty();
+  for (const auto& u : units)
+    for (const auto& b : u.inputs)
+      if (reads_aux(b->total) || (!c.buffers.count(b.get()) && !b->dims.empty())) cached = false;
   for (const auto& b : all_aux) {
     out += fmt::format("  ovf = 0;\n  const int64_t n_{} = {};\n", ident(b->name), c.expr(b->total));
     out += fmt::format("  if (ovf || n_{0} < 0 || (uint64_t)n_{0} > SIZE_MAX / 8 / {1}) {{ {2} goto done; }}\n",
                        ident(b->name), all_aux.size() + 1, fail("DCC_ERR_OVERFLOW", quote(fn + ": offset array size overflows")));
   }
   if (cached) {
-    // The computation, as a callback of dcc_prelude_get.
-    std::string cb;
-    cb += fmt::format("struct {}__prelude_ctx {{\n", fn);
-    for (const auto& s : f.sizes) cb += fmt::format("  int64_t s_{};\n", ident(s.name));
-    for (const auto& p : f.params) {
-      if (p.kind == Param::Scalar) cb += fmt::format("  {} {};\n", c_type(p.fields[0].second->type), ident(p.name));
-      else cb += fmt::format("  const {}* {};\n", struct_name(f, p), ident(p.name));
-    }
-    for (const auto& b : aux) cb += fmt::format("  int64_t n_{};\n", ident(b->name));
-    cb += "};\n\n";
-    cb += fmt::format("static dcc_status {0}__prelude(void* ctx, void* out, size_t out_bytes) {{\n"
-                      "  const struct {0}__prelude_ctx* pc = (const struct {0}__prelude_ctx*)ctx;\n"
-                      "  int ovf = 0;\n  (void)out_bytes;\n", fn);
-    for (const auto& s : f.sizes) cb += fmt::format("  const int64_t s_{0} = pc->s_{0};\n  (void)s_{0};\n", ident(s.name));
-    for (const auto& p : f.params) {
-      if (p.kind == Param::Scalar) cb += fmt::format("  const {0} {1} = pc->{1};\n  (void){1};\n", c_type(p.fields[0].second->type), ident(p.name));
-      else cb += fmt::format("  const {0}* {1} = pc->{1};\n  (void){1};\n", struct_name(f, p), ident(p.name));
-    }
-    std::string prev = "(int64_t*)out";
-    for (const auto& b : aux) {
-      cb += fmt::format("  int64_t* const {} = {};\n", ident(b->name), prev);
-      prev = fmt::format("{} + pc->n_{}", ident(b->name), ident(b->name));
-    }
-    CEmitter pe;
-    pe.buffers = c.buffers;
-    pe.stmt(f.prelude, 1, cb);
-    cb += fmt::format("  if (ovf) return {};\n  return DCC_OK;\n}}\n\n",
-                      fmt::format("dcc__fail(DCC_ERR_OVERFLOW, {})", quote(fn + ": the lengths make an offset overflow")));
-    // The key: the sizes, then each array's element count and contents.
-    std::string key_layout = "sizes";
-    for (const auto& s : f.sizes) key_layout += " " + s.name;
-    for (const auto& b : keyed) key_layout += fmt::format(" {}:{}:{}", b->name, scalar_name(b->type), b->dims.size());
-    uint64_t kind = fnv1a(cb + key_layout);
-    prelude_callbacks += cb;
-
-    out += "  {\n    ovf = 0;\n    int64_t key_bytes = INT64_C(8) * " + std::to_string(f.sizes.size() + 1) + ";\n";
-    for (const auto& b : keyed) {
-      std::string n = b->dims.empty() ? "INT64_C(1)" : c.expr(b->total);
-      out += fmt::format("    key_bytes = dcc__add(key_bytes, dcc__add(INT64_C(8), dcc__mul({}, (int64_t)sizeof({}), &ovf), &ovf), &ovf);\n",
-                         n, b->dims.empty() ? c.buffers.at(b.get()) : "*" + c.buffers.at(b.get()));
-    }
-    out += "    int64_t aux_elems = 0;\n";
-    for (const auto& b : aux) out += fmt::format("    aux_elems = dcc__add(aux_elems, n_{}, &ovf);\n", ident(b->name));
-    out += fmt::format("    if (ovf || (uint64_t)key_bytes > SIZE_MAX || (uint64_t)aux_elems > SIZE_MAX / 8) {{ {} goto done; }}\n",
-                       fail("DCC_ERR_OVERFLOW", quote(fn + ": the prelude's key or size overflows")));
-    out += "    unsigned char* key = (unsigned char*)dcc_alloc((size_t)key_bytes);\n"
-           "    if (!key) { st = DCC_ERR_OUT_OF_MEMORY; goto done; }\n"
-           "    size_t at = 0;\n"
-           "    int64_t w;\n";
-    out += "    w = " + std::to_string(f.sizes.size()) + ";\n    memcpy(key + at, &w, 8);\n    at += 8;\n";
-    for (const auto& s : f.sizes) out += fmt::format("    memcpy(key + at, &s_{}, 8);\n    at += 8;\n", ident(s.name));
-    for (const auto& b : keyed) {
-      std::string ptr = c.buffers.at(b.get());
-      if (b->dims.empty()) {
-        out += fmt::format("    w = 1;\n    memcpy(key + at, &w, 8);\n    at += 8;\n    memcpy(key + at, &{0}, sizeof {0});\n    at += sizeof {0};\n", ptr);
-      } else {
-        out += fmt::format("    w = {};\n    memcpy(key + at, &w, 8);\n    at += 8;\n", c.expr(b->total));
-        out += fmt::format("    if (w > 0) memcpy(key + at, {0}, (size_t)w * sizeof *{0});\n    at += (size_t)w * sizeof *{0};\n", ptr);
+    for (const auto& u : units) {
+      std::string name = fmt::format("dcc__prelude_{:016x}", u.kind);
+      if (emitted_units.insert(u.kind).second) {
+        prelude_callbacks += fmt::format("/* prelude unit {:#x} */\nstatic dcc_status {}(void* ctx, void* out, size_t out_bytes) {{\n"
+                                         "  const struct dcc__prelude_ctx* pc = (const struct dcc__prelude_ctx*)ctx;\n"
+                                         "  int ovf = 0;\n  (void)out_bytes;\n",
+                                         u.kind, name);
+        prelude_callbacks += u.definition;
+        prelude_callbacks += "  if (ovf) return dcc__fail(DCC_ERR_OVERFLOW, \"%s: the lengths make an offset overflow\", pc->fn);\n"
+                             "  return DCC_OK;\n}\n\n";
+        if (cuda && gpu_prelude(u))
+          prelude_callbacks += fmt::format("int {}__gpu(const struct dcc__prelude_ctx* pc, const void* const* dev_l, void* dev_out);\n\n", name);
       }
+      out += fmt::format("  {{  /* prelude unit {:#x}:", u.kind);
+      for (const auto& b : u.aux) out += " " + b->name;
+      out += " */\n    ovf = 0;\n";
+      out += fmt::format("    int64_t key_bytes = INT64_C(8) * {};\n", u.sizes.size() + 1 + (cuda ? 1 : 0));
+      for (const auto& b : u.inputs) {
+        std::string n = b->dims.empty() ? "INT64_C(1)" : c.expr(b->total);
+        out += fmt::format("    key_bytes = dcc__add(key_bytes, dcc__add(INT64_C(8), dcc__mul({}, (int64_t)sizeof({}), &ovf), &ovf), &ovf);\n",
+                           n, c_type(b->type));
+      }
+      out += "    int64_t elems = 0;\n";
+      for (const auto& b : u.aux) out += fmt::format("    elems = dcc__add(elems, n_{}, &ovf);\n", ident(b->name));
+      out += fmt::format("    if (ovf || (uint64_t)key_bytes > SIZE_MAX || (uint64_t)elems > SIZE_MAX / 8) {{ {} goto done; }}\n",
+                         fail("DCC_ERR_OVERFLOW", quote(fn + ": the prelude's key or size overflows")));
+      out += "    unsigned char key_stack[1024];\n"
+             "    unsigned char* key = (size_t)key_bytes <= sizeof key_stack ? key_stack : (unsigned char*)dcc_alloc((size_t)key_bytes);\n"
+             "    if (!key) { st = DCC_ERR_OUT_OF_MEMORY; goto done; }\n"
+             "    size_t at = 0;\n    int64_t w;\n";
+      out += "    w = " + std::to_string(u.sizes.size()) + ";\n    memcpy(key + at, &w, 8);\n    at += 8;\n";
+      for (const auto& sz : u.sizes) out += fmt::format("    memcpy(key + at, &s_{}, 8);\n    at += 8;\n", ident(sz));
+      std::string ls = "    const void* const pu_l[] = {";
+      for (const auto& b : u.inputs) {
+        std::string ptr = c.buffers.at(b.get());
+        if (b->dims.empty()) {
+          out += fmt::format("    w = 1;\n    memcpy(key + at, &w, 8);\n    at += 8;\n    memcpy(key + at, &{0}, sizeof {0});\n    at += sizeof {0};\n", ptr);
+          ls += "&" + ptr + ", ";
+        } else {
+          out += fmt::format("    w = {};\n    memcpy(key + at, &w, 8);\n    at += 8;\n", c.expr(b->total));
+          out += fmt::format("    if (w > 0) memcpy(key + at, {0}, (size_t)w * sizeof *{0});\n    at += (size_t)w * sizeof *{0};\n", ptr);
+          ls += "(const void*)" + ptr + ", ";
+        }
+      }
+      out += ls + "NULL};\n    const int64_t pu_s[] = {";
+      for (const auto& sz : u.sizes) out += "s_" + ident(sz) + ", ";
+      out += "0};\n    const int64_t pu_n[] = {";
+      for (const auto& b : u.aux) out += "n_" + ident(b->name) + ", ";
+      out += "0};\n";
+      out += fmt::format("    struct dcc__prelude_ctx pc = {{{}, pu_s, pu_l, pu_n}};\n", quote(fn));
+      out += "    (void)pc;\n    const void* pre = NULL;\n";
+      std::string kind = fmt::format("UINT64_C({})", u.kind);
+      out += fmt::format("    if (run == 2) st = dcc_prelude_hold(held, {0}, key, at, (size_t)elems * 8, {1}, NULL, &pc, &pre);\n"
+                         "    else if (held) st = dcc_prelude_find(held, {0}, key, at, (size_t)elems * 8, &pre);\n"
+                         "    else st = dcc_prelude_get(dcc_default_prelude_cache(), {0}, key, at, (size_t)elems * 8, {1}, &pc, &pre);\n",
+                         kind, name);
+      if (cuda) {
+        // The device copy, keyed by the same bytes and the device number.
+        out += "    const void* dpre = NULL;\n";
+        out += "    if (st == DCC_OK) {\n      w = dcc__cuda_device();\n      memcpy(key + at, &w, 8);\n      at += 8;\n";
+        // Device pointers of the inputs, for computing the copy on the GPU
+        // (DCCC_CUDA_PRELUDE=gpu) instead of uploading the host arrays.
+        bool gpu = gpu_prelude(u);
+        std::string dl = "      const void* const pu_dl[] = {";
+        for (const auto& b : u.inputs) {
+          if (b->dims.empty() || !kernel_ptrs.count(b.get())) gpu = false;
+          else dl += "(const void*)" + kernel_ptrs.at(b.get()) + ", ";
+        }
+        out += dl + "NULL};\n";
+        out += fmt::format("      struct dcc__cuda_prelude_ctx uc = {{pre, (size_t)elems * 8, &pc, pu_dl, {}}};\n",
+                           gpu ? name + "__gpu" : "NULL");
+        out += fmt::format("      if (run == 2) st = dcc_prelude_hold(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre);\n"
+                           "      else if (held) st = dcc_prelude_find(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), &dpre);\n"
+                           "      else st = dcc_prelude_get_ex(dcc_default_prelude_cache(), {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre);\n"
+                           "    }}\n",
+                           kind);
+      }
+      out += "    if (key != key_stack) dcc_free(key);\n";
+      out += fmt::format("    if (st != DCC_OK) {{\n"
+                         "      if (held && run != 2 && st == DCC_ERR_SIZE_MISMATCH) {}\n"
+                         "      else if (held && run != 2 && st == DCC_ERR_INVALID_ARGUMENT) {}\n"
+                         "      goto done;\n    }}\n",
+                         fail("DCC_ERR_SIZE_MISMATCH", quote(fn + "_with_prelude: the prelude was made for other sizes or lengths than these arguments'")),
+                         fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + "_with_prelude: the prelude holds no arrays for `" + fn + "` (add them with " + fn + "_prelude)")));
+      std::string prev = "(int64_t*)pre";
+      for (const auto& b : u.aux) {
+        out += fmt::format("    {} = {};\n", ident(b->name), prev);
+        prev = fmt::format("{} + n_{}", ident(b->name), ident(b->name));
+      }
+      if (cuda) {
+        prev = "*(int64_t* const*)dpre";
+        for (const auto& b : u.aux) {
+          out += fmt::format("    d_{} = {};\n", ident(b->name), prev);
+          prev = fmt::format("d_{} + n_{}", ident(b->name), ident(b->name));
+        }
+      }
+      out += "  }\n";
     }
-    out += fmt::format("    struct {}__prelude_ctx pc = {{", fn);
-    for (const auto& s : f.sizes) out += "s_" + ident(s.name) + ", ";
-    for (const auto& p : f.params) out += ident(p.name) + ", ";
-    for (const auto& b : aux) out += "n_" + ident(b->name) + ", ";
-    out += "};\n    const void* pre = NULL;\n";
-    out += fmt::format("    st = dcc_prelude_get(dcc_default_prelude_cache(), UINT64_C({}), key, at, (size_t)aux_elems * 8, "
-                       "{}__prelude, &pc, &pre);\n", kind, fn);
-    out += "    dcc_free(key);\n    if (st != DCC_OK) goto done;\n";
-    std::string prev2 = "(int64_t*)pre";
-    for (const auto& b : aux) {
-      out += fmt::format("    {} = {};\n", ident(b->name), prev2);
-      prev2 = fmt::format("{} + n_{}", ident(b->name), ident(b->name));
-    }
-    out += "  }\n";
   }
+  // FN_prelude stops here: the held prelude has every unit now.
+  out += "  if (run == 2) goto done;\n";
   // The other aux arrays (all of them without the cache) are the wrapper's own.
   std::vector<Buffer> owned;
   for (const auto& b : all_aux)
@@ -542,7 +732,19 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   out += "NULL};\n";
   if (cuda) {
     out += "    void* const host[] = {" + host_views + "NULL};\n";
-    out += fmt::format("    if ({}__cuda(sizes, buffers, host) != 0) st = dcc_last_status();\n  }}\n", fn);
+    // Every aux array from the cache (or the held prelude): the launch code
+    // neither computes nor uploads them.
+    if (cached && aux.size() == all_aux.size()) {
+      std::string ad = "    void* const aux_dev[] = {", ah = "    void* const aux_host[] = {";
+      for (const auto& b : all_aux) {
+        ad += "(void*)d_" + ident(b->name) + ", ";
+        ah += "(void*)" + ident(b->name) + ", ";
+      }
+      out += ad + "NULL};\n" + ah + "NULL};\n";
+      out += fmt::format("    if ({}__cuda(sizes, buffers, host, aux_dev, aux_host) != 0) st = dcc_last_status();\n  }}\n", fn);
+    } else {
+      out += fmt::format("    if ({}__cuda(sizes, buffers, host, NULL, NULL) != 0) st = dcc_last_status();\n  }}\n", fn);
+    }
   } else {
     out += fmt::format("    if ({}__kernel(sizes, buffers) != 0) st = dcc_last_status();\n  }}\n", fn);
   }
@@ -566,7 +768,19 @@ std::string emit_header(const ir::Module& m, const std::string& source_name, con
       " * padding; a field's element count is given in its `_len` member.\n"
       " * NAME_meta() checks the same and fills the result's sizes, element\n"
       " * counts and bound fields without running, so outputs can be allocated.\n"
-      " * f16 and bf16 elements are passed as uint16_t bit patterns. */\n"
+      " * f16 and bf16 elements are passed as uint16_t bit patterns.\n"
+      " *\n"
+      " * The prelude (offset arrays computed from the length arrays) comes from\n"
+      " * libdccrt's process-wide cache. A host that runs many calls on one batch\n"
+      " * can hold it instead: NAME_prelude(args..., &p) computes NAME's arrays\n"
+      " * into a dcc_prelude handle (p NULL: a new one; else added to p, arrays\n"
+      " * already in p -- from any function -- being shared), reading only the\n"
+      " * sizes and length arrays of the arguments; NAME_with_prelude(p, args...,\n"
+      " * result) is NAME using them, checking that p holds arrays for exactly\n"
+      " * these sizes and length contents (compared in full: other lengths are\n"
+      " * DCC_ERR_SIZE_MISMATCH, a handle without NAME's arrays\n"
+      " * DCC_ERR_INVALID_ARGUMENT, NULL DCC_ERR_NULL_POINTER). Free p with\n"
+      " * dcc_prelude_destroy(p) before unloading this library. */\n"
       "#ifndef {}\n#define {}\n\n#include <stdint.h>\n\n#include \"dccrt.h\"\n\n"
       "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",
       source_name, guard, guard);
@@ -578,8 +792,12 @@ std::string emit_header(const ir::Module& m, const std::string& source_name, con
   }
   for (const auto& f : m.funcs) {
     if (f.name == "main") continue;
-    out += fmt::format("/* {} */\n{} DCCRT_NOEXCEPT;\n{} DCCRT_NOEXCEPT;\n\n", f.name, signature(f, f.name),
+    out += fmt::format("/* {} */\n{} DCCRT_NOEXCEPT;\n{} DCCRT_NOEXCEPT;\n", f.name, signature(f, f.name),
                        signature(f, f.name + "_meta"));
+    out += fmt::format("/* {0}'s prelude held by the host: {0}_prelude makes *prelude (when NULL)\n"
+                       " * or adds to it; {0}_with_prelude is {0} taking its arrays from it. */\n"
+                       "{1} DCCRT_NOEXCEPT;\n{2} DCCRT_NOEXCEPT;\n\n",
+                       f.name, prelude_signature(f), with_prelude_signature(f));
   }
   out += "#ifdef __cplusplus\n}  /* extern \"C\" */\n#endif\n\n#endif\n";
   return out;
@@ -597,29 +815,185 @@ std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Ta
       header_name);
   out += kCheckedIntHelpers;
   out += "\n";
+  out += "/* What a prelude unit's computation reads (dcc__prelude_KIND). */\n"
+         "struct dcc__prelude_ctx {\n  const char* fn;\n  const int64_t* s;\n  const void* const* l;\n  const int64_t* n;\n};\n\n";
   if (target == Target::Cuda)
     out += "/* Copies `bytes` of device memory into dcc_alloc'ed host memory; NULL\n"
            " * with the error set on failure. Defined with the CUDA kernels. */\n"
            "void* dcc__cuda_stage(const void* device, size_t bytes);\n\n";
+  if (target == Target::Cuda) out += kCudaPreludeDecls;
+  std::set<uint64_t> emitted_units;
   for (const auto& f : m.funcs) {
     if (f.name == "main") continue;
     if (target == Target::Cuda)
-      out += fmt::format("int32_t {}__cuda(const int64_t* sizes, void* const* dev, void* const* host);\n\n", f.name);
+      out += fmt::format("int32_t {}__cuda(const int64_t* sizes, void* const* dev, void* const* host, void* const* aux_dev, "
+                         "void* const* aux_host);\n\n", f.name);
     else
       out += fmt::format("int32_t {}__kernel(const int64_t* sizes, void* const* buffers);\n\n", f.name);
     std::string prepare, callbacks;
-    emit_prepare(f, target, prepare, callbacks);
+    emit_prepare(f, target, prepare, callbacks, emitted_units);
     out += callbacks + prepare;
-    auto call_args = [&]() {
+    auto call_args = [&](bool with_result) {
       std::string a;
       for (const auto& p : f.params) a += ident(p.name) + ", ";
-      if (!f.results.empty()) a += "result, ";
+      if (!f.results.empty()) a += with_result ? "result, " : "NULL, ";
       return a;
     };
-    out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n  return {}__prepare({}1);\n}}\n\n",
-                       signature(f, f.name), f.name, call_args());
-    out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n  return {}__prepare({}0);\n}}\n\n",
-                       signature(f, f.name + "_meta"), f.name, call_args());
+    out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n  return {}__prepare({}NULL, 1);\n}}\n\n",
+                       signature(f, f.name), f.name, call_args(true));
+    out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n  return {}__prepare({}NULL, 0);\n}}\n\n",
+                       signature(f, f.name + "_meta"), f.name, call_args(true));
+    // The held prelude: made (or added to) by FN_prelude, used by
+    // FN_with_prelude, which looks its arrays up instead of the cache.
+    out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n"
+                       "  if (!prelude) return {}\n"
+                       "  dcc_prelude* p = *prelude ? *prelude : dcc_prelude_create();\n"
+                       "  if (!p) return dcc_last_status();\n"
+                       "  dcc_status st = {}__prepare({}p, 2);\n"
+                       "  if (st != DCC_OK) {{\n    if (p != *prelude) dcc_prelude_destroy(p);\n    return st;\n  }}\n"
+                       "  *prelude = p;\n  return DCC_OK;\n}}\n\n",
+                       prelude_signature(f), fail_return("DCC_ERR_NULL_POINTER", quote(f.name + "_prelude: `prelude` is NULL")),
+                       f.name, call_args(false));
+    out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n"
+                       "  if (!prelude) return {}\n"
+                       "  return {}__prepare({}(dcc_prelude*)prelude, 1);\n}}\n\n",
+                       with_prelude_signature(f), fail_return("DCC_ERR_NULL_POINTER", quote(f.name + "_with_prelude: `prelude` is NULL")),
+                       f.name, call_args(true));
+  }
+  return out;
+}
+
+std::string emit_cuda_prelude(const ir::Module& m) {
+  std::string out = R"CU(
+// ---- Prelude units on the device (backend/abi/c_abi.cpp) ----
+// The C wrapper keeps each prelude unit's host arrays in libdccrt's prelude
+// cache (or a held prelude) and, beside them, an entry holding a device copy,
+// made once per length pattern by dcc__cuda_prelude: the host arrays
+// uploaded (the default), or with DCCC_CUDA_PRELUDE=gpu computed by a
+// one-thread kernel from the device length arrays. Freed with the entry.
+extern "C" {
+struct dcc__prelude_ctx {
+  const char* fn;
+  const int64_t* s;
+  const void* const* l;
+  const int64_t* n;
+};
+struct dcc__cuda_prelude_ctx {
+  const void* host;
+  size_t bytes;
+  const struct dcc__prelude_ctx* pc;
+  const void* const* dev_l;
+  int (*gpu)(const struct dcc__prelude_ctx* pc, const void* const* dev_l, void* dev_out);
+};
+}
+
+namespace dcc_gpu_prelude {
+__device__ inline int64_t dcc__add(int64_t a, int64_t b, int* ovf) {
+  const int64_t r = (int64_t)((uint64_t)a + (uint64_t)b);
+  if ((a >= 0) == (b >= 0) && (r >= 0) != (a >= 0)) *ovf = 1;
+  return r;
+}
+__device__ inline int64_t dcc__sub(int64_t a, int64_t b, int* ovf) {
+  const int64_t r = (int64_t)((uint64_t)a - (uint64_t)b);
+  if ((a >= 0) != (b >= 0) && (r >= 0) != (a >= 0)) *ovf = 1;
+  return r;
+}
+__device__ inline int64_t dcc__mul(int64_t a, int64_t b, int* ovf) {
+  const int64_t lo = (int64_t)((uint64_t)a * (uint64_t)b);
+  const int64_t hi = __mul64hi(a, b);
+  if (hi != (lo >> 63)) *ovf = 1;
+  return lo;
+}
+__device__ inline int64_t dcc__div(int64_t a, int64_t b, int* ovf) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) { *ovf = 1; return 0; }
+  return a / b;
+}
+__device__ inline int64_t dcc__mod(int64_t a, int64_t b, int* ovf) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) { *ovf = 1; return 0; }
+  return a % b;
+}
+__device__ inline int64_t dcc__min(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ inline int64_t dcc__max(int64_t a, int64_t b) { return a > b ? a : b; }
+struct Ctx {
+  int64_t s[8];
+  const void* l[8];
+  int64_t n[8];
+};
+}  // namespace dcc_gpu_prelude
+
+extern "C" __attribute__((visibility("hidden"))) int64_t dcc__cuda_device(void) {
+  int d = 0;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
+extern "C" __attribute__((visibility("hidden"))) void dcc__cuda_prelude_release(void* buffer, size_t bytes) {
+  void* d = nullptr;
+  std::memcpy(&d, buffer, sizeof d);
+  (void)bytes;
+  cudaFree(d);
+}
+
+extern "C" __attribute__((visibility("hidden"))) dcc_status dcc__cuda_prelude(void* ctx, void* out, size_t out_bytes) {
+  const auto* uc = static_cast<const dcc__cuda_prelude_ctx*>(ctx);
+  static const bool on_gpu = [] {
+    const char* e = std::getenv("DCCC_CUDA_PRELUDE");
+    return e && std::strcmp(e, "gpu") == 0;
+  }();
+  (void)out_bytes;
+  void* d = nullptr;
+  cudaError_t e = cudaMalloc(&d, uc->bytes ? uc->bytes : 1);
+  if (e != cudaSuccess) return (dcc_status)dcc_cuda_fail(e, "allocating the prelude's device copy");
+  if (on_gpu && uc->gpu) {
+    const int st = uc->gpu(uc->pc, uc->dev_l, d);
+    if (st != 0) {
+      cudaFree(d);
+      return (dcc_status)st;
+    }
+  } else if (uc->bytes && (e = cudaMemcpy(d, uc->host, uc->bytes, cudaMemcpyHostToDevice)) != cudaSuccess) {
+    cudaFree(d);
+    return (dcc_status)dcc_cuda_fail(e, "uploading the prelude");
+  }
+  std::memcpy(out, &d, sizeof d);
+  return DCC_OK;
+}
+
+// A library unloaded before the cache it used (another copy of libdccrt's)
+// takes its device copies with it: their release code is its own.
+__attribute__((destructor)) static void dcc__cuda_prelude_unload() {
+  dcc_prelude_cache_drop(dcc_default_prelude_cache(), dcc__cuda_prelude_release);
+}
+)CU";
+  std::set<uint64_t> done;
+  for (const auto& f : m.funcs) {
+    if (f.name == "main") continue;
+    for (const auto& u : prelude_units(f)) {
+      if (!gpu_prelude(u) || !done.insert(u.kind).second) continue;
+      std::string name = fmt::format("dcc__prelude_{:016x}", u.kind);
+      out += fmt::format("\nnamespace dcc_gpu_prelude {{\n__global__ void {}_kernel(Ctx c, void* out, int* status) {{\n"
+                         "  const Ctx* pc = &c;\n  int ovf = 0;\n", name);
+      out += u.definition;
+      out += "  *status = ovf;\n}\n}  // namespace dcc_gpu_prelude\n\n";
+      out += fmt::format(
+          "extern \"C\" __attribute__((visibility(\"hidden\"))) int {0}__gpu(const dcc__prelude_ctx* pc, const void* const* dev_l, void* dev_out) {{\n"
+          "  dcc_gpu_prelude::Ctx c;\n  std::memset(&c, 0, sizeof c);\n"
+          "  for (int k = 0; k < {1}; ++k) c.s[k] = pc->s[k];\n"
+          "  for (int k = 0; k < {2}; ++k) c.l[k] = dev_l[k];\n"
+          "  for (int k = 0; k < {3}; ++k) c.n[k] = pc->n[k];\n"
+          "  int* status = nullptr;\n  cudaError_t e = cudaMalloc(&status, sizeof(int));\n"
+          "  if (e != cudaSuccess) return dcc_cuda_fail(e, \"allocating the prelude kernel's status\");\n"
+          "  dcc_gpu_prelude::{0}_kernel<<<1, 1>>>(c, dev_out, status);\n"
+          "  int ovf = 0;\n"
+          "  if ((e = cudaGetLastError()) == cudaSuccess) e = cudaMemcpy(&ovf, status, sizeof ovf, cudaMemcpyDeviceToHost);\n"
+          "  cudaFree(status);\n"
+          "  if (e != cudaSuccess) return dcc_cuda_fail(e, \"computing the prelude on the GPU\");\n"
+          "  if (ovf) return dcc_set_error(DCC_ERR_OVERFLOW, \"the lengths make an offset overflow (GPU prelude)\");\n"
+          "  return 0;\n}}\n",
+          name, u.sizes.size(), u.inputs.size(), u.aux.size());
+    }
   }
   return out;
 }

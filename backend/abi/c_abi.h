@@ -38,6 +38,11 @@ std::string emit_header(const ir::Module& m, const std::string& source_name, con
 enum class Target { Cpu, Cuda };
 
 /// The C wrapper (compiled into the .so), which includes `header_name`.
+/// CUDA code that the --target=cuda library needs beside the kernels (appended
+/// to emit_cuda's output): the prelude units' device copies, made by upload or
+/// (DCCC_CUDA_PRELUDE=gpu) by a GPU kernel, and their release.
+std::string emit_cuda_prelude(const ir::Module& m);
+
 std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Target target = Target::Cpu);
 
 }  // namespace dccc::backend

@@ -1060,7 +1060,11 @@ class FuncEmitter {
   void emit_launcher(const std::vector<Launch>& launches) {
     const std::string& fn = f_.name;
     std::string o;
-    o += fmt::format("extern \"C\" int32_t {}__cuda(const int64_t* sizes, void* const* dev, void* const* host) {{\n", fn);
+    // aux_dev/aux_host: the aux arrays (Func::buffers order) on the device
+    // and on the host, from the prelude cache or a held prelude (C ABI); NULL:
+    // computed here on the host and uploaded, per call.
+    o += fmt::format("extern \"C\" int32_t {}__cuda(const int64_t* sizes, void* const* dev, void* const* host, "
+                     "void* const* aux_dev, void* const* aux_host) {{\n", fn);
     o += fmt::format("  const int nb = {};\n", f_.buffers.size());
     o += "  std::vector<void*> hp(nb > 0 ? nb : 1, nullptr);   // host views: length arrays, aux arrays\n";
     o += "  std::vector<void*> owned;                           // device memory freed at the end\n";
@@ -1098,7 +1102,14 @@ class FuncEmitter {
         ++dev_slot;
       }
     }
-    // The prelude on the host, then uploaded.
+    // The prelude on the host, then uploaded (unless given).
+    o += "  if (aux_host) {\n";
+    for (int i = 0; const auto& b : f_.buffers)
+      if (b->kind == BufferKind::Aux) {
+        o += fmt::format("    hp[{0}] = aux_host[{1}];\n    a.p[{0}] = aux_dev[{1}];\n", slot_.at(b.get()), i);
+        ++i;
+      }
+    o += "  } else {\n";
     for (const auto& b : f_.buffers) {
       if (b->kind != BufferKind::Aux) continue;
       int k = slot_.at(b.get());
@@ -1112,14 +1123,18 @@ class FuncEmitter {
       host_.stmt(f_.prelude, 2, o);
       o += fmt::format("  }}\n  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
     }
-    for (const auto& b : f_.buffers) {
-      int k = slot_.at(b.get());
+    for (const auto& b : f_.buffers)
       if (b->kind == BufferKind::Aux) {
+        int k = slot_.at(b.get());
         o += fmt::format("  {{\n    const int64_t n = {};\n", host_.expr(b->total));
         o += fmt::format("    if (!dalloc((size_t)n * 8, &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n", k);
         o += fmt::format("    if (n > 0 && cudaMemcpy(a.p[{}], hp[{}], (size_t)n * 8, cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n  }}\n",
                          k, k);
-      } else if (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar) {
+      }
+    o += "  }\n";
+    for (const auto& b : f_.buffers) {
+      int k = slot_.at(b.get());
+      if (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar) {
         o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
         o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",
                          fn, b->name);
@@ -1223,7 +1238,7 @@ class FuncEmitter {
       }
       ++slot;
     }
-    o += fmt::format("  st = {}__cuda(sizes, dev.data(), host.data());\n  if (st) goto done;\n", fn);
+    o += fmt::format("  st = {}__cuda(sizes, dev.data(), host.data(), nullptr, nullptr);\n  if (st) goto done;\n", fn);
     o += copy_back;
     o += "done:\n  for (void* p : owned) cudaFree(p);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
     out_ += o;

@@ -66,7 +66,8 @@ std::vector<double> reference(const std::vector<float>& q, const std::vector<flo
 /// Runs mha on random data with these lengths (through mha_meta first when
 /// `meta`, else allocating the output from the host's own count) and checks
 /// it against the reference; returns whether it matched.
-bool run_case(std::mt19937& rng, std::vector<int32_t> qlens, std::vector<int32_t> klens, int H, int D, bool meta = true) {
+bool run_case(std::mt19937& rng, std::vector<int32_t> qlens, std::vector<int32_t> klens, int H, int D, bool meta = true,
+              const dcc_prelude* held = nullptr) {
   int B = static_cast<int>(qlens.size());
   int64_t qtotal = 0, ktotal = 0;
   for (int32_t l : qlens) qtotal += l;
@@ -89,7 +90,8 @@ bool run_case(std::mt19937& rng, std::vector<int32_t> qlens, std::vector<int32_t
   }
   std::vector<float> od(out.data_len, 0.f);
   out.data = od.data();
-  expect(mha(&q, &kv, &out) == DCC_OK, "mha succeeds");
+  if (held) expect(mha_with_prelude(held, &q, &kv, &out) == DCC_OK, "mha_with_prelude succeeds");
+  else expect(mha(&q, &kv, &out) == DCC_OK, "mha succeeds");
   std::vector<double> ref = reference(qd, kd, vd, qlens, klens, H, D);
   double worst = 0;
   int nans = 0;
@@ -117,28 +119,38 @@ CacheStats cache_stats() {
   return s;
 }
 
-/// The offset arrays come from the runtime's prelude cache, keyed by the
-/// length arrays' contents: a second call with equal lengths (in other
-/// arrays) reuses them, different lengths (even with the same totals) and
-/// other sizes compute new ones, and results stay right either way.
+/// The offset arrays come from the runtime's prelude cache, one entry per
+/// array (mha has four: q.seqlen * H * D, kv.seqlen * H * D -- the same
+/// computation from other lengths --, q.seqlen * H * kv.seqlen and
+/// q.seqlen * H), keyed by the sizes it reads and its lengths' contents: a
+/// second call with equal lengths (in other arrays) reuses them, different
+/// lengths (even with the same totals) and other sizes compute new ones for
+/// the arrays they change, and results stay right either way.
 void prelude_cache(std::mt19937& rng) {
   const int H = 2, D = 8;
   CacheStats s0 = cache_stats();
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, D, false), "first call with a new length pattern");
   CacheStats s1 = cache_stats();
-  expect(s1.misses == s0.misses + 1 && s1.hits == s0.hits, "a new length pattern computes the prelude");
+  expect(s1.misses == s0.misses + 4 && s1.hits == s0.hits, "a new length pattern computes the four arrays");
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, D, false), "second call with the same lengths");
   CacheStats s2 = cache_stats();
-  expect(s2.hits == s1.hits + 1 && s2.misses == s1.misses, "the same lengths (other arrays, other data) reuse it");
+  expect(s2.hits == s1.hits + 4 && s2.misses == s1.misses, "the same lengths (other arrays, other data) reuse them");
   expect(run_case(rng, {4, 0, 4}, {2, 4, 1}, H, D, false), "call with other query lengths, same total");
   CacheStats s3 = cache_stats();
-  expect(s3.misses == s2.misses + 1 && s3.hits == s2.hits, "other lengths with the same total compute it again");
+  expect(s3.misses == s2.misses + 3 && s3.hits == s2.hits + 1,
+         "other query lengths with the same total compute the three arrays they shape, the keys' is reused");
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, 4, false), "call with the same lengths and another D");
   CacheStats s4 = cache_stats();
-  expect(s4.misses == s3.misses + 1 && s4.hits == s3.hits, "another size computes it again");
+  expect(s4.misses == s3.misses + 2 && s4.hits == s3.hits + 2,
+         "another D computes the two arrays that read D; those that do not are reused");
   expect(run_case(rng, {4, 0, 4}, {2, 4, 1}, H, D), "meta and call with a pattern seen before");
   CacheStats s5 = cache_stats();
-  expect(s5.hits == s4.hits + 2 && s5.misses == s4.misses, "mha_meta and mha both reuse a cached pattern");
+  expect(s5.hits == s4.hits + 8 && s5.misses == s4.misses, "mha_meta and mha both reuse a cached pattern");
+  expect(run_case(rng, {6, 1, 2}, {6, 1, 2}, H, D, false), "self-attention lengths");
+  CacheStats s5b = cache_stats();
+  expect(s5b.misses == s5.misses + 3 && s5b.hits == s5.hits + 1,
+         "equal query and key lengths share the q.seqlen * H * D and kv.seqlen * H * D entry");
+  s5 = s5b;
   // Arguments rejected before the prelude leave the cache alone.
   std::vector<int32_t> ql{2, -1}, kl{1, 1};
   std::vector<float> d(64), o(64, 7.f);
@@ -150,6 +162,44 @@ void prelude_cache(std::mt19937& rng) {
   expect(s6.hits == s5.hits && s6.misses == s5.misses, "a rejected call does not touch the cache");
   std::printf("prelude cache: %llu hits, %llu misses in the checks above\n", (unsigned long long)(s6.hits - s0.hits),
               (unsigned long long)(s6.misses - s0.misses));
+}
+
+/// A prelude the host holds: mha_prelude computes the four arrays once
+/// (three when query and key lengths are equal: those two are one entry),
+/// mha_with_prelude uses them without the cache, and other lengths are
+/// rejected without writing anything.
+void held_prelude(std::mt19937& rng) {
+  const int H = 4, D = 8;
+  std::vector<int32_t> ql{5, 0, 7, 2}, kl{3, 6, 0, 2};
+  PackedQueries q{nullptr, 0, ql.data(), 4, 4, H, D};  // lengths only
+  PackedKV kv{nullptr, 0, nullptr, 0, kl.data(), 4, 4, H, D};
+  dcc_prelude* p = nullptr;
+  expect(mha_prelude(&q, &kv, &p) == DCC_OK && p, "mha_prelude");
+  int64_t n = 0;
+  size_t bytes = 0;
+  dcc_prelude_stats(p, &n, &bytes);
+  expect(n == 4 && bytes == 4 * 5 * sizeof(int64_t), "four arrays of B + 1 offsets");
+  CacheStats s0 = cache_stats();
+  for (int k = 0; k < 3; ++k) expect(run_case(rng, ql, kl, H, D, false, p), "mha_with_prelude matches the reference");
+  CacheStats s1 = cache_stats();
+  expect(s1.hits == s0.hits && s1.misses == s0.misses, "calls with a held prelude do not use the cache");
+  // Keys with the queries' lengths added to the same handle: kv.seqlen * H * D
+  // is the held q.seqlen * H * D, q.seqlen * H is held too: one new entry.
+  expect(mha_prelude(&q, (kv.seqlen = ql.data(), &kv), &p) == DCC_OK, "mha_prelude, equal lengths");
+  dcc_prelude_stats(p, &n, nullptr);
+  expect(n == 5, "only q.seqlen * H * kv.seqlen is new");
+  expect(run_case(rng, ql, ql, H, D, false, p), "self-attention with the held prelude");
+  // Lengths the handle was not made for.
+  std::vector<int32_t> other{5, 1, 6, 2};
+  std::vector<float> d(14 * H * D), o(14 * H * D, 7.f);
+  PackedQueries qo{d.data(), (int64_t)d.size(), other.data(), 4, 4, H, D};
+  PackedKV kvo{d.data(), (int64_t)d.size(), d.data(), (int64_t)d.size(), other.data(), 4, 4, H, D};
+  PackedQueries out{o.data(), (int64_t)o.size(), nullptr, 0, 0, 0, 0};
+  expect(mha_with_prelude(p, &qo, &kvo, &out) == DCC_ERR_SIZE_MISMATCH &&
+             std::all_of(o.begin(), o.end(), [](float x) { return x == 7.f; }),
+         "other lengths rejected, nothing written");
+  expect(mha_with_prelude(nullptr, &qo, &kvo, &out) == DCC_ERR_NULL_POINTER, "NULL prelude rejected");
+  dcc_prelude_destroy(p);
 }
 
 void bad_inputs() {
@@ -221,6 +271,7 @@ int main() {
   run_case(rng, ql, kl, 8, 64);                       // H = 8, D = 64
   bad_inputs();
   prelude_cache(rng);
+  held_prelude(rng);
   std::printf("%s\n", failures ? "mha host check: FAILED" : "mha host check: OK");
   return failures ? 1 : 0;
 }

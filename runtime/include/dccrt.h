@@ -273,6 +273,68 @@ DCCRT_API dcc_status dcc_prelude_cache_stats(dcc_prelude_cache* cache, uint64_t*
  * being computed are kept. DCC_ERR_NULL_POINTER when cache is NULL. */
 DCCRT_API dcc_status dcc_prelude_cache_clear(dcc_prelude_cache* cache) DCCRT_NOEXCEPT;
 
+/* Called with an entry's buffer just before the cache frees it (eviction,
+ * clear, drop, destroy): releases what compute attached to it, such as a
+ * device copy whose pointer compute stored in the buffer. */
+typedef void (*dcc_prelude_release_fn)(void* buffer, size_t bytes);
+
+/* dcc_prelude_get, with `release` (may be NULL) called on the entry's buffer
+ * before the cache frees it. Same errors. */
+DCCRT_API dcc_status dcc_prelude_get_ex(dcc_prelude_cache* cache, uint64_t kind, const void* key,
+                                        size_t key_bytes, size_t out_bytes, dcc_prelude_fn compute,
+                                        dcc_prelude_release_fn release, void* ctx,
+                                        const void** out) DCCRT_NOEXCEPT;
+
+/* Drops every cached entry whose release function is `release` (a library
+ * about to be unloaded drops the entries whose release code it holds).
+ * DCC_ERR_NULL_POINTER when cache or release is NULL. */
+DCCRT_API dcc_status dcc_prelude_cache_drop(dcc_prelude_cache* cache,
+                                            dcc_prelude_release_fn release) DCCRT_NOEXCEPT;
+
+/* ------------------------------------------------------------------------- */
+/* Held preludes                                                             */
+/* ------------------------------------------------------------------------- */
+/* A prelude the host holds: the prelude arrays of one batch (one length
+ * pattern, or several), computed once and passed to every call that needs
+ * them (`f_with_prelude` in a generated header), so those calls neither
+ * compute nor look up anything in the cache. A generated `f_prelude(args...,
+ * &p)` creates one (p NULL) or adds f's arrays to an existing one; arrays
+ * that several functions compute alike from equal sizes and lengths are
+ * held once. Nothing is ever evicted: every array lives until
+ * dcc_prelude_destroy. Adding (f_prelude) is safe from several threads, as
+ * is using a handle from several threads at once. A handle must be
+ * destroyed before the generated library that filled it is unloaded (on the
+ * CUDA target it holds device copies freed by that library's code). */
+typedef struct dcc_prelude dcc_prelude;
+
+/* An empty handle; NULL with DCC_ERR_OUT_OF_MEMORY recorded on failure. */
+DCCRT_API dcc_prelude* dcc_prelude_create(void) DCCRT_NOEXCEPT;
+
+/* Frees the handle and every array (and device copy) it holds. NULL is
+ * ignored. No call using it may be in progress. */
+DCCRT_API void dcc_prelude_destroy(dcc_prelude* prelude) DCCRT_NOEXCEPT;
+
+/* The number of entries (arrays computed alike count once) and the bytes of
+ * host memory the handle holds. Outputs may be NULL. DCC_ERR_NULL_POINTER
+ * when prelude is NULL. */
+DCCRT_API dcc_status dcc_prelude_stats(const dcc_prelude* prelude, int64_t* entries,
+                                       size_t* bytes) DCCRT_NOEXCEPT;
+
+/* For generated code. dcc_prelude_hold: as dcc_prelude_get_ex on the
+ * handle's own store (no budget, never evicts). dcc_prelude_find: lookup
+ * only, keys compared in full: *out is the held buffer for (kind, key);
+ * DCC_ERR_SIZE_MISMATCH when the handle holds that kind only for another key
+ * (other sizes or lengths), DCC_ERR_INVALID_ARGUMENT when it holds no entry
+ * of that kind, DCC_ERR_NULL_POINTER for a NULL prelude, out, or key with
+ * key_bytes > 0. */
+DCCRT_API dcc_status dcc_prelude_hold(dcc_prelude* prelude, uint64_t kind, const void* key,
+                                      size_t key_bytes, size_t out_bytes, dcc_prelude_fn compute,
+                                      dcc_prelude_release_fn release, void* ctx,
+                                      const void** out) DCCRT_NOEXCEPT;
+DCCRT_API dcc_status dcc_prelude_find(const dcc_prelude* prelude, uint64_t kind, const void* key,
+                                      size_t key_bytes, size_t out_bytes,
+                                      const void** out) DCCRT_NOEXCEPT;
+
 /* ------------------------------------------------------------------------- */
 /* Thread pool                                                               */
 /* ------------------------------------------------------------------------- */

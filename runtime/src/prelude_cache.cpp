@@ -68,12 +68,16 @@ struct Entry {
   KeyView key;
   std::size_t out_bytes = 0;
   void* buffer = nullptr;
+  dcc_prelude_release_fn release = nullptr;  // called with buffer before it is freed
   bool ready = false;
   std::thread::id computing_thread;  // while !ready
   Entry* newer = nullptr;            // LRU links while ready
   Entry* older = nullptr;
 
-  ~Entry() { aligned_free(buffer); }
+  ~Entry() {
+    if (release != nullptr && buffer != nullptr && ready) release(buffer, out_bytes);
+    aligned_free(buffer);
+  }
 };
 
 std::size_t default_budget() noexcept {
@@ -94,8 +98,18 @@ struct dcc_prelude_cache {
   explicit dcc_prelude_cache(std::size_t budget) : max_bytes(budget) {}
 
   dcc_status get(std::uint64_t kind, const void* key, std::size_t key_bytes, std::size_t out_bytes,
-                 dcc_prelude_fn compute, void* ctx, const void** out) noexcept;
+                 dcc_prelude_fn compute, dcc_prelude_release_fn release, void* ctx, const void** out) noexcept;
+  // Lookup only: the ready entry for (kind, key), or nullptr. Requires mutex.
+  const Entry* find(std::uint64_t kind, const void* key, std::size_t key_bytes) const noexcept {
+    const KeyView wanted{kind,
+                         std::string_view(key_bytes ? static_cast<const char*>(key) : "", key_bytes),
+                         hash_key(kind, key, key_bytes)};
+    auto it = entries.find(wanted);
+    return it != entries.end() && it->second->ready ? it->second.get() : nullptr;
+  }
   void clear() noexcept;
+  // Drops the ready entries whose release function is `release`.
+  void drop(dcc_prelude_release_fn release) noexcept;
 
   // Requires mutex.
   void link_newest(Entry* e) noexcept {
@@ -135,7 +149,8 @@ struct dcc_prelude_cache {
 };
 
 dcc_status dcc_prelude_cache::get(std::uint64_t kind, const void* key, std::size_t key_bytes,
-                                  std::size_t out_bytes, dcc_prelude_fn compute, void* ctx,
+                                  std::size_t out_bytes, dcc_prelude_fn compute,
+                                  dcc_prelude_release_fn release, void* ctx,
                                   const void** out) noexcept {
   const KeyView wanted{kind,
                        std::string_view(key_bytes ? static_cast<const char*>(key) : "", key_bytes),
@@ -210,6 +225,7 @@ dcc_status dcc_prelude_cache::get(std::uint64_t kind, const void* key, std::size
     return status;
   }
   e->buffer = buffer;
+  e->release = release;
   e->ready = true;
   bytes += out_bytes;
   link_newest(e);
@@ -229,6 +245,25 @@ void dcc_prelude_cache::clear() noexcept {
     erase(victim);
   }
 }
+
+void dcc_prelude_cache::drop(dcc_prelude_release_fn release) noexcept {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (Entry* e = oldest; e != nullptr;) {
+    Entry* next = e->newer;
+    if (e->release == release) {
+      unlink(e);
+      bytes -= e->out_bytes;
+      erase(e);
+    }
+    e = next;
+  }
+}
+
+// A prelude held by the host: its own cache without a budget (nothing is
+// evicted), so every pointer it handed out lives as long as the handle.
+struct dcc_prelude {
+  dcc_prelude_cache store{0};
+};
 
 extern "C" {
 
@@ -259,7 +294,92 @@ dcc_status dcc_prelude_get(dcc_prelude_cache* cache, uint64_t kind, const void* 
   }
   if (compute == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: compute is NULL", kFn);
   if (out == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: out is NULL", kFn);
-  return cache->get(kind, key, key_bytes, out_bytes, compute, ctx, out);
+  return cache->get(kind, key, key_bytes, out_bytes, compute, nullptr, ctx, out);
+}
+
+dcc_status dcc_prelude_get_ex(dcc_prelude_cache* cache, uint64_t kind, const void* key,
+                              size_t key_bytes, size_t out_bytes, dcc_prelude_fn compute,
+                              dcc_prelude_release_fn release, void* ctx, const void** out) noexcept {
+  constexpr const char* fn = "dcc_prelude_get_ex";
+  if (cache == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: cache is NULL", fn);
+  if (key == nullptr && key_bytes > 0) {
+    return fail(DCC_ERR_NULL_POINTER, "{}: key is NULL but key_bytes is {}", fn, key_bytes);
+  }
+  if (compute == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: compute is NULL", fn);
+  if (out == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: out is NULL", fn);
+  return cache->get(kind, key, key_bytes, out_bytes, compute, release, ctx, out);
+}
+
+dcc_status dcc_prelude_cache_drop(dcc_prelude_cache* cache, dcc_prelude_release_fn release) noexcept {
+  if (cache == nullptr) return fail(DCC_ERR_NULL_POINTER, "dcc_prelude_cache_drop: cache is NULL");
+  if (release == nullptr) {
+    return fail(DCC_ERR_NULL_POINTER, "dcc_prelude_cache_drop: release is NULL");
+  }
+  cache->drop(release);
+  return DCC_OK;
+}
+
+dcc_prelude* dcc_prelude_create(void) noexcept {
+  auto* p = new (std::nothrow) dcc_prelude;
+  if (p == nullptr) fail(DCC_ERR_OUT_OF_MEMORY, "dcc_prelude_create: out of memory");
+  return p;
+}
+
+void dcc_prelude_destroy(dcc_prelude* prelude) noexcept { delete prelude; }
+
+dcc_status dcc_prelude_hold(dcc_prelude* prelude, uint64_t kind, const void* key, size_t key_bytes,
+                            size_t out_bytes, dcc_prelude_fn compute, dcc_prelude_release_fn release,
+                            void* ctx, const void** out) noexcept {
+  constexpr const char* fn = "dcc_prelude_hold";
+  if (prelude == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: prelude is NULL", fn);
+  if (key == nullptr && key_bytes > 0) {
+    return fail(DCC_ERR_NULL_POINTER, "{}: key is NULL but key_bytes is {}", fn, key_bytes);
+  }
+  if (compute == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: compute is NULL", fn);
+  if (out == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: out is NULL", fn);
+  return prelude->store.get(kind, key, key_bytes, out_bytes, compute, release, ctx, out);
+}
+
+dcc_status dcc_prelude_find(const dcc_prelude* prelude, uint64_t kind, const void* key,
+                            size_t key_bytes, size_t out_bytes, const void** out) noexcept {
+  constexpr const char* fn = "dcc_prelude_find";
+  if (prelude == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: prelude is NULL", fn);
+  if (key == nullptr && key_bytes > 0) {
+    return fail(DCC_ERR_NULL_POINTER, "{}: key is NULL but key_bytes is {}", fn, key_bytes);
+  }
+  if (out == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: out is NULL", fn);
+  auto& store = const_cast<dcc_prelude_cache&>(prelude->store);
+  std::lock_guard<std::mutex> lock(store.mutex);
+  if (const Entry* e = store.find(kind, key, key_bytes)) {
+    if (e->out_bytes != out_bytes) {
+      return fail(DCC_ERR_SIZE_MISMATCH,
+                  "{}: the held prelude of kind {:#x} has {} bytes, but {} were asked for", fn, kind,
+                  e->out_bytes, out_bytes);
+    }
+    *out = e->buffer;
+    return DCC_OK;
+  }
+  for (const auto& [k, e] : store.entries) {
+    if (k.kind == kind && e->ready) {
+      return fail(DCC_ERR_SIZE_MISMATCH,
+                  "{}: the prelude handle was made for other sizes or lengths than these arguments' "
+                  "(kind {:#x})",
+                  fn, kind);
+    }
+  }
+  return fail(DCC_ERR_INVALID_ARGUMENT,
+              "{}: the prelude handle holds no arrays of kind {:#x}: make it (or add to it) with "
+              "this function's _prelude entry point",
+              fn, kind);
+}
+
+dcc_status dcc_prelude_stats(const dcc_prelude* prelude, int64_t* entries, size_t* bytes) noexcept {
+  if (prelude == nullptr) return fail(DCC_ERR_NULL_POINTER, "dcc_prelude_stats: prelude is NULL");
+  auto& store = const_cast<dcc_prelude_cache&>(prelude->store);
+  std::lock_guard<std::mutex> lock(store.mutex);
+  if (entries) *entries = static_cast<int64_t>(store.entries.size());
+  if (bytes) *bytes = store.bytes;
+  return DCC_OK;
 }
 
 dcc_status dcc_prelude_cache_stats(dcc_prelude_cache* cache, uint64_t* hits, uint64_t* misses,

@@ -392,3 +392,143 @@ TEST(PreludeCache, ConcurrentEviction) {
 }
 
 }  // namespace
+
+// ---- release callbacks and held preludes -----------------------------------
+
+// Counts releases per buffer address, as a device-copy release would free them.
+std::mutex g_release_mutex;
+std::map<const void*, int> g_released;
+
+void count_release(void* buffer, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_release_mutex);
+  EXPECT_EQ(bytes, 4 * sizeof(int64_t));
+  g_released[buffer]++;
+}
+
+int released(const void* p) {
+  std::lock_guard<std::mutex> lock(g_release_mutex);
+  auto it = g_released.find(p);
+  return it == g_released.end() ? 0 : it->second;
+}
+
+TEST(PreludeCache, ReleaseRunsOnceOnClearEvictionAndDestroy) {
+  const int32_t a[] = {1, 2, 3}, b[] = {4, 5, 6};
+  OffsetsPrelude pa{a, 3}, pb{b, 3};
+  const void* out_a = nullptr;
+  const void* out_b = nullptr;
+  {
+    // Budget of one entry: getting b evicts a, releasing it.
+    Cache c(4 * sizeof(int64_t));
+    ASSERT_EQ(dcc_prelude_get_ex(c.cache, kOffsetsKind, a, sizeof a, 4 * sizeof(int64_t), compute_offsets,
+                                 count_release, &pa, &out_a),
+              DCC_OK);
+    EXPECT_EQ(released(out_a), 0);
+    ASSERT_EQ(dcc_prelude_get_ex(c.cache, kOffsetsKind, b, sizeof b, 4 * sizeof(int64_t), compute_offsets,
+                                 count_release, &pb, &out_b),
+              DCC_OK);
+    EXPECT_EQ(released(out_a), 1);
+    EXPECT_EQ(released(out_b), 0);
+  }  // destroy releases b
+  EXPECT_EQ(released(out_b), 1);
+
+  Cache c(0);
+  const void* out = nullptr;
+  ASSERT_EQ(dcc_prelude_get_ex(c.cache, kOffsetsKind, a, sizeof a, 4 * sizeof(int64_t), compute_offsets,
+                               count_release, &pa, &out),
+            DCC_OK);
+  const int before = released(out);
+  ASSERT_EQ(dcc_prelude_cache_clear(c.cache), DCC_OK);
+  EXPECT_EQ(released(out), before + 1);
+}
+
+TEST(PreludeCache, DropRemovesOnlyEntriesWithThatRelease) {
+  Cache c(0);
+  const int32_t a[] = {1, 2, 3}, b[] = {4, 5, 6};
+  OffsetsPrelude pa{a, 3}, pb{b, 3};
+  const void* out_a = nullptr;
+  const void* out_b = nullptr;
+  ASSERT_EQ(dcc_prelude_get_ex(c.cache, kOffsetsKind, a, sizeof a, 4 * sizeof(int64_t), compute_offsets,
+                               count_release, &pa, &out_a),
+            DCC_OK);
+  ASSERT_EQ(dcc_prelude_get(c.cache, kOffsetsKind, b, sizeof b, 4 * sizeof(int64_t), compute_offsets, &pb, &out_b),
+            DCC_OK);
+  const int before = released(out_a);
+  ASSERT_EQ(dcc_prelude_cache_drop(c.cache, count_release), DCC_OK);
+  EXPECT_EQ(released(out_a), before + 1);
+  EXPECT_EQ(c.bytes(), 4 * sizeof(int64_t));  // b stays
+  const void* again = nullptr;
+  ASSERT_EQ(dcc_prelude_get(c.cache, kOffsetsKind, b, sizeof b, 4 * sizeof(int64_t), compute_offsets, &pb, &again),
+            DCC_OK);
+  EXPECT_EQ(again, out_b);
+  EXPECT_EQ(pb.calls.load(), 1);
+  EXPECT_EQ(dcc_prelude_cache_drop(nullptr, count_release), DCC_ERR_NULL_POINTER);
+  EXPECT_EQ(dcc_prelude_cache_drop(c.cache, nullptr), DCC_ERR_NULL_POINTER);
+}
+
+TEST(HeldPrelude, HoldComputesOnceAndFindComparesKeysInFull) {
+  dcc_prelude* p = dcc_prelude_create();
+  ASSERT_NE(p, nullptr);
+  const int32_t a[] = {3, 0, 2};
+  OffsetsPrelude pa{a, 3};
+  const void* held = nullptr;
+  ASSERT_EQ(dcc_prelude_hold(p, kOffsetsKind, a, sizeof a, 4 * sizeof(int64_t), compute_offsets, nullptr, &pa, &held),
+            DCC_OK);
+  const void* again = nullptr;
+  ASSERT_EQ(dcc_prelude_hold(p, kOffsetsKind, a, sizeof a, 4 * sizeof(int64_t), compute_offsets, nullptr, &pa, &again),
+            DCC_OK);
+  EXPECT_EQ(again, held);
+  EXPECT_EQ(pa.calls.load(), 1);
+  const auto* off = static_cast<const int64_t*>(held);
+  EXPECT_EQ(std::vector<int64_t>(off, off + 4), (std::vector<int64_t>{0, 3, 3, 5}));
+
+  // Equal bytes at another address are found; other lengths are a size mismatch.
+  const int32_t same[] = {3, 0, 2}, other[] = {3, 0, 3};
+  const void* found = nullptr;
+  ASSERT_EQ(dcc_prelude_find(p, kOffsetsKind, same, sizeof same, 4 * sizeof(int64_t), &found), DCC_OK);
+  EXPECT_EQ(found, held);
+  const void* untouched = &found;
+  const void* out = untouched;
+  EXPECT_EQ(dcc_prelude_find(p, kOffsetsKind, other, sizeof other, 4 * sizeof(int64_t), &out), DCC_ERR_SIZE_MISMATCH);
+  EXPECT_THAT(dcc_last_error(), ::testing::HasSubstr("made for other sizes or lengths"));
+  EXPECT_EQ(out, untouched);
+  // A key that is a prefix of the held one is not it.
+  EXPECT_EQ(dcc_prelude_find(p, kOffsetsKind, same, 2 * sizeof(int32_t), 4 * sizeof(int64_t), &out),
+            DCC_ERR_SIZE_MISMATCH);
+  EXPECT_EQ(dcc_prelude_find(p, kOffsetsKind + 1, same, sizeof same, 4 * sizeof(int64_t), &out),
+            DCC_ERR_INVALID_ARGUMENT);
+  EXPECT_THAT(dcc_last_error(), ::testing::HasSubstr("holds no arrays of kind"));
+  EXPECT_EQ(dcc_prelude_find(p, kOffsetsKind, same, sizeof same, 5 * sizeof(int64_t), &out), DCC_ERR_SIZE_MISMATCH);
+  EXPECT_EQ(out, untouched);
+
+  int64_t entries = 0;
+  size_t bytes = 0;
+  ASSERT_EQ(dcc_prelude_stats(p, &entries, &bytes), DCC_OK);
+  EXPECT_EQ(entries, 1);
+  EXPECT_EQ(bytes, 4 * sizeof(int64_t));
+
+  // NULL handles and outputs.
+  EXPECT_EQ(dcc_prelude_find(nullptr, kOffsetsKind, same, sizeof same, 4 * sizeof(int64_t), &out),
+            DCC_ERR_NULL_POINTER);
+  EXPECT_THAT(dcc_last_error(), StrEq("dcc_prelude_find: prelude is NULL"));
+  EXPECT_EQ(dcc_prelude_find(p, kOffsetsKind, same, sizeof same, 4 * sizeof(int64_t), nullptr), DCC_ERR_NULL_POINTER);
+  EXPECT_EQ(dcc_prelude_hold(nullptr, kOffsetsKind, a, sizeof a, 32, compute_offsets, nullptr, &pa, &out),
+            DCC_ERR_NULL_POINTER);
+  EXPECT_EQ(dcc_prelude_stats(nullptr, &entries, &bytes), DCC_ERR_NULL_POINTER);
+  EXPECT_EQ(out, untouched);
+  dcc_prelude_destroy(p);
+  dcc_prelude_destroy(nullptr);
+}
+
+TEST(HeldPrelude, DestroyReleasesItsEntries) {
+  dcc_prelude* p = dcc_prelude_create();
+  ASSERT_NE(p, nullptr);
+  const int32_t a[] = {1, 1, 1};
+  OffsetsPrelude pa{a, 3};
+  const void* held = nullptr;
+  ASSERT_EQ(dcc_prelude_hold(p, kOffsetsKind, a, sizeof a, 4 * sizeof(int64_t), compute_offsets, count_release, &pa,
+                             &held),
+            DCC_OK);
+  const int before = released(held);
+  dcc_prelude_destroy(p);
+  EXPECT_EQ(released(held), before + 1);
+}
