@@ -50,6 +50,7 @@ class Scheduler {
     }
     notes_.resize(f.nests.size());
     split_.resize(f.nests.size());
+    defaults_.resize(f.nests.size());
   }
 
   bool run(const Schedule* s) {
@@ -76,16 +77,133 @@ class Scheduler {
     for (size_t n = 0; n < f_.nests.size(); ++n) {
       const NamedNest& nest = f_.nests[n];
       out += fmt::format("  `{}` (line {}): loops {}\n", nest.tensor, nest.at.line, loop_order(n));
-      if (notes_[n].empty()) {
-        out += "    default: no padding (loops run to their extents, storage packed); loop order and `parallel` "
-               "from the CPU heuristics\n";
-      }
       for (const auto& note : notes_[n]) out += "    " + note + "\n";
+      if (!defaults_[n].empty()) out += "    " + defaults_[n] + "\n";
+      out += "    default: " + order_note_ + "\n";
     }
     return out;
   }
 
+  /// The default padding (CoRa §4.1, chosen by dccc when no directive
+  /// names the assignment): the innermost loop of an assignment, when it is
+  /// a vloop over a left-side index with a straight-line body, runs to a
+  /// multiple of `k` and computes into storage padding of a multiple of `k`
+  /// added to every tensor it indexes. Only where that needs no guard: every
+  /// such tensor is local (inputs and results keep the packed C ABI), its
+  /// dimension sizes no other, and the body cannot fail or accumulate
+  /// across iterations. Anything else keeps the packed, unpadded default;
+  /// --explain says which and why. k = 0: no default padding.
+  void apply_defaults(int64_t k, const std::string& off_reason, const std::string& order_note) {
+    order_note_ = order_note;
+    for (size_t n = 0; n < f_.nests.size(); ++n) {
+      if (directed_.count(n)) {
+        defaults_[n] = "default: no default padding, since the schedule names this assignment";
+        continue;
+      }
+      if (k <= 1) {
+        defaults_[n] = "default: no padding (" + off_reason + ")";
+        continue;
+      }
+      std::string why = default_pad(n, k);
+      if (!why.empty()) defaults_[n] = "default: no padding (loops run to their extents, storage packed): " + why;
+    }
+  }
+
  private:
+  /// Pads nest `n` by default (see apply_defaults); "" when done, else why not.
+  std::string default_pad(size_t n, int64_t k) {
+    const NamedNest& nest = f_.nests[n];
+    std::set<const VarNode*> mine;
+    for (const auto& [name, v] : names_[n]) mine.insert(v.get());
+    const StmtNode* inner = nullptr;
+    each_stmt(f_.body, [&](const StmtNode& x) {
+      if (x.kind == StmtKind::For && mine.count(x.var.get())) inner = &x;
+    });
+    if (!inner) return "the assignment has no loops";
+    bool nested = false;
+    each_stmt(inner->body[0], [&](const StmtNode& x) { nested |= x.kind == StmtKind::For; });
+    std::string name = name_of(n, inner->var.get());
+    if (nested) return fmt::format("its innermost loop `{}` contains other loops", name);
+    if (std::find(nest.lhs.begin(), nest.lhs.end(), inner->var) == nest.lhs.end())
+      return fmt::format("its innermost loop `{}` is a `reduce` loop, which accumulates across iterations", name);
+    bool vloop = false;
+    for (const auto& [loop_name, v] : names_[n]) vloop |= mentions(inner->extent, v);
+    if (!vloop)
+      return fmt::format("its innermost loop `{}` is not a vloop (its extent depends on no outer loop)", name);
+    if (build::round_up(inner->extent, k) == inner->extent)
+      return fmt::format("its innermost loop `{}` already runs a multiple of {} iterations", name, k);
+    // The tensors the body indexes with the loop, and the dimension of each.
+    std::vector<std::pair<BufferNode*, size_t>> dims;
+    std::string bad;
+    auto access = [&](const Buffer& b, const std::vector<Expr>& args) {
+      if (!bad.empty() || b->dims.empty()) return;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (!mentions(args[i], inner->var)) continue;
+        if (args[i]->kind != ExprKind::VarRef) {
+          bad = fmt::format("`{}` is indexed by an expression of `{}`", b->name, name);
+          return;
+        }
+        if (b->kind != BufferKind::Local) {
+          bad = fmt::format("`{}` is {} indexed by `{}`, whose storage stays packed (C ABI)", b->name,
+                            b->kind == BufferKind::Input ? "an input" : "the result", name);
+          return;
+        }
+        for (size_t j = i + 1; j < b->dims.size(); ++j)
+          if (mentions(b->dims[j].extent, b->dims[i].var)) {
+            bad = fmt::format("the dimension of `{}` that `{}` indexes sizes an inner dimension", b->name, name);
+            return;
+          }
+        int64_t p = i < b->pad.size() ? b->pad[i] : 1;
+        if (p > 1 && p % k != 0) {
+          bad = fmt::format("`{}` is already padded to a multiple of {} there", b->name, p);
+          return;
+        }
+        dims.emplace_back(b.get(), i);
+      }
+    };
+    each_stmt(inner->body[0], [&](const StmtNode& x) {
+      own_exprs(x, [&](const ExprNode& e) {
+        if (e.kind == ExprKind::Load) access(e.buffer, e.args);
+      });
+      if (x.kind == StmtKind::Store) access(x.buffer, x.args);
+    });
+    if (!bad.empty()) return bad;
+    // Pad the storage, then let pad_loop's analysis (which cannot report an
+    // error now: every padding is a multiple of k) decide about guards.
+    std::vector<std::vector<int64_t>> saved;
+    for (auto& [b, i] : dims) saved.push_back(b->pad);
+    for (auto& [b, i] : dims) {
+      if (b->pad.size() < b->dims.size()) b->pad.resize(b->dims.size(), 1);
+      if (b->pad[i] <= 1) b->pad[i] = k;
+    }
+    Stmt loop;
+    f_.body = replace_for(f_.body, inner->var.get(), [&](const Stmt& s) {
+      loop = s;
+      return s;
+    });
+    Directive d{DirectiveKind::PadLoop, {LoopRef{nest.tensor, name, nest.at}}, {k}, nest.at};
+    std::string why;
+    bool was_ok = ok_;
+    if (!into_padding(loop, k, d, why) || ok_ != was_ok) {
+      ok_ = was_ok;
+      for (size_t q = 0; q < dims.size(); ++q) dims[q].first->pad = saved[q];
+      return why.empty() ? "the loop cannot run into storage padding" : why;
+    }
+    auto copy = std::make_shared<StmtNode>(*loop);
+    copy->extent = build::round_up(loop->extent, k);
+    f_.body = replace_for(f_.body, loop->var.get(), [&](const Stmt&) { return Stmt(copy); });
+    std::string tensors;
+    std::set<const BufferNode*> seen;
+    for (auto& [b, i] : dims)
+      if (seen.insert(b).second) tensors += (tensors.empty() ? "`" : ", `") + b->name + "`";
+    defaults_[n] = fmt::format(
+        "default: `{}` runs to a multiple of {} and the storage of {} along it holds a multiple of {} per row, so "
+        "the innermost loop vectorises with no remainder; the extra iterations compute into that padding (all "
+        "local tensors; the body cannot fail or accumulate)",
+        name, k, tensors, k);
+    return "";
+  }
+
   struct Resolved {
     size_t nest;
     Var var;
@@ -121,6 +239,7 @@ class Scheduler {
       return std::nullopt;
     }
     size_t n = hits[0];
+    directed_.insert(n);
     auto it = names_[n].find(r.index);
     if (it == names_[n].end()) {
       if (split_[n].count(r.index)) {
@@ -507,15 +626,20 @@ class Scheduler {
   std::vector<std::map<std::string, Var>> names_;  // per nest: loop name -> variable (after splits)
   std::vector<std::vector<std::string>> notes_;   // per nest: what --explain says
   std::vector<std::set<std::string>> split_;      // per nest: names split away
+  std::string order_note_ = "loop order and `parallel` from the CPU heuristics";
+  std::set<size_t> directed_;                     // nests a directive names
+  std::vector<std::string> defaults_;             // per nest: the default padding's note
   std::map<std::pair<const BufferNode*, size_t>, SourceRange> storage_at_;  // pad_storage directives
   bool ok_ = true;
 };
 
 }  // namespace
 
-bool apply_schedule(Func& f, const Schedule* schedule, DiagnosticEngine& diags, std::string* explain) {
+bool apply_schedule(Func& f, const Schedule* schedule, DiagnosticEngine& diags, std::string* explain,
+                    const ScheduleDefaults& defaults) {
   Scheduler s(f, diags);
   bool ok = s.run(schedule);
+  if (ok) s.apply_defaults(defaults.pad, defaults.off_reason, defaults.order_note);
   if (explain) *explain += s.explain();
   return ok;
 }

@@ -32,6 +32,7 @@
 // A bad directive is a [Schedule] error at its location and changes nothing.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "ir/ir.h"
@@ -40,10 +41,29 @@
 
 namespace dccc::ir {
 
-/// Applies `schedule` (null: none) to `f`; false after [Schedule] errors.
+/// What dccc chooses where no directive names an assignment. `pad` = k > 1:
+/// the innermost loop of an assignment, a vloop over a left-side index with
+/// a straight-line body, runs to a multiple of k into storage padding of a
+/// multiple of k added to the local tensors it indexes, where that needs no
+/// guard (only local tensors indexed by it; the body cannot fail or
+/// accumulate). 0 or 1: none, and --explain gives `off_reason`.
+struct ScheduleDefaults {
+  int64_t pad = 0;
+  std::string off_reason = "default padding is off";
+  /// What --explain says of the loop order and `parallel` marks.
+  std::string order_note = "loop order and `parallel` from the CPU heuristics";
+};
+
+/// The default padding factor on the CPU target (docs/schedules.md says
+/// how it was chosen).
+inline constexpr int64_t kCpuDefaultPad = 4;
+
+/// Applies `schedule` (null: none) to `f`, then `defaults` to the
+/// assignments no directive names; false after [Schedule] errors.
 /// When `explain` is given, appends what --explain prints for `f`: per
 /// assignment, its loops as they now run and each choice with its reason
 /// (a directive, or the default).
-bool apply_schedule(Func& f, const Schedule* schedule, DiagnosticEngine& diags, std::string* explain = nullptr);
+bool apply_schedule(Func& f, const Schedule* schedule, DiagnosticEngine& diags, std::string* explain = nullptr,
+                    const ScheduleDefaults& defaults = {});
 
 }  // namespace dccc::ir

@@ -119,6 +119,9 @@ options:
                      docs/schedules.md), applied after the file's own; may repeat
   --explain          print, per assignment, the schedule choices made and why
                      (a directive, or the default)
+  --no-default-schedule
+                     no default padding (CPU target; docs/schedules.md#defaults)
+  --default-pad=K    the CPU target's default padding factor (default 4; 0 or 1: none)
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
   --max-errors=N     stop listing errors after N (default 100)
   --help             show this help
@@ -146,6 +149,8 @@ struct Options {
   bool summary = false;
   std::vector<std::string> schedules;  // --schedule=TEXT
   bool explain = false;
+  int64_t default_pad = dccc::ir::kCpuDefaultPad;  // 0: --no-default-schedule
+  bool default_pad_given = false;
   int max_errors = 100;
   dccc::CheckOptions check;
 };
@@ -193,6 +198,20 @@ int parse_args(int argc, char** argv, Options& o) {
       o.schedules.push_back(a.substr(11));
     } else if (a == "--explain") {
       o.explain = true;
+    } else if (a == "--no-default-schedule") {
+      o.default_pad = 0;
+      o.default_pad_given = true;
+    } else if (a.rfind("--default-pad=", 0) == 0) {
+      try {
+        size_t used = 0;
+        std::string v = a.substr(14);
+        long long k = std::stoll(v, &used);
+        if (used != v.size() || k < 0 || k > 1024) throw std::invalid_argument("range");
+        o.default_pad = k;
+        o.default_pad_given = true;
+      } catch (...) {
+        return usage_error("--default-pad takes an integer from 0 to 1024");
+      }
     } else if (a.rfind("--max-errors=", 0) == 0) {
       try {
         o.max_errors = std::stoi(a.substr(13));
@@ -254,13 +273,26 @@ bool apply_schedules(const Options& o, const std::vector<dccc::ir::Schedule>& sc
     if (cuda && !s.directives.empty())
       diags.report(dccc::DiagKind::Unsupported, s.directives[0].at, "a `schedule` for the CUDA target");
   }
+  // Default padding: CPU target only (the CUDA backend maps loops to
+  // threads itself and takes no schedule yet), and only for programs (IR
+  // text is taken as scheduled already).
+  dccc::ir::ScheduleDefaults defaults;
+  if (cuda) {
+    defaults.off_reason = "the CUDA target takes no schedule yet";
+    defaults.order_note = "`parallel` marks; the CUDA backend maps loops to threads itself";
+  } else if (o.from_vloop) {
+    defaults.off_reason = "IR text is taken as scheduled";
+  } else {
+    defaults.pad = o.default_pad;
+    if (o.default_pad_given) defaults.off_reason = "--no-default-schedule";
+  }
   std::string explained;
   for (auto& f : module.funcs) {
     if (f.storage_lowered) continue;
     dccc::ir::Schedule merged{f.name, {}, {}};
     for (const auto& s : schedules)
       if (s.func == f.name) merged.directives.insert(merged.directives.end(), s.directives.begin(), s.directives.end());
-    dccc::ir::apply_schedule(f, &merged, diags, o.explain ? &explained : nullptr);
+    dccc::ir::apply_schedule(f, &merged, diags, o.explain ? &explained : nullptr, defaults);
   }
   if (diags.has_errors()) {
     // Only what this pass reported: earlier stages printed theirs.

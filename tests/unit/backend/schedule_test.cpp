@@ -4,6 +4,7 @@
 // sequences, B = 1, one sequence of 70): the scheduled program through the
 // LLVM backend and through the reference interpreter must give what the
 // unscheduled program gives.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "backend/llvm/jit.h"
@@ -32,10 +33,32 @@ fn f(x: Seqs, w: [H, H]f32) -> Seqs {
 }
 )";
 
-/// The program with `schedule` appended, compiled as the driver does for the CPU.
-testing::Program compile_scheduled(const std::string& schedule) {
+/// Attention-like: the innermost loops of `s` (a reduce over h) and of `y`
+/// (a reduce over j) cannot be padded by default, that of `e` (j, over the
+/// local tensors s and e only) can.
+const char* kAttention = R"(
+type Seqs = coupling {
+    data: [b: B][seqlen[b], H]f32,
+    seqlen: [B]i32
+}
+
+fn f(x: Seqs, w: [H, H]f32) -> Seqs {
+    let s: [b: B][x.seqlen[b], x.seqlen[b]]f32;
+    s[b][i, j] = reduce(+, x.data[b][i, h] * x.data[b][j, h]);
+    let e: [b: B][x.seqlen[b], x.seqlen[b]]f32;
+    e[b][i, j] = exp(s[b][i, j] * 0.25) + 1.0;
+    let y = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
+    y.data[b][i, h] = reduce(+, e[b][i, j] * x.data[b][j, h]);
+    return y;
+}
+)";
+
+/// `program` with `schedule` appended, compiled as the driver does for the
+/// CPU, with `defaults`.
+testing::Program compile_scheduled(const std::string& schedule, const char* program = kProgram,
+                                   const ir::ScheduleDefaults& defaults = {}) {
   testing::Program p;
-  std::string text = std::string(kProgram) + schedule;
+  std::string text = std::string(program) + schedule;
   p.file = std::make_unique<SourceFile>("schedule_test.toy", text);
   p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
   p.ast = parse(*p.file, *p.diags);
@@ -49,11 +72,14 @@ testing::Program compile_scheduled(const std::string& schedule) {
     ir::expand_prints(f);
     ir::mark_parallel(f);
     ir::reorder_loops(f);
+    ir::Schedule none{f.name, {}, {}};
+    const ir::Schedule* mine = &none;
     for (const auto& s : schedules)
-      if (s.func == f.name && !ir::apply_schedule(f, &s, *p.diags)) {
-        p.module.reset();
-        return p;
-      }
+      if (s.func == f.name) mine = &s;
+    if (!ir::apply_schedule(f, mine, *p.diags, nullptr, defaults)) {
+      p.module.reset();
+      return p;
+    }
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();
       return p;
@@ -76,12 +102,20 @@ struct Case {
 
 class ScheduleDifferential : public ::testing::TestWithParam<Case> {};
 
+/// `sched` (scheduled) against `plain` (not): LLVM against the float64
+/// reference, and the interpreter bit for bit.
+void expect_same_results(const testing::Program& plain, const testing::Program& sched, const Case& c);
+
 TEST_P(ScheduleDifferential, MatchesUnscheduled) {
   const Case& c = GetParam();
   testing::Program plain = compile_scheduled("");
   ASSERT_TRUE(plain.module) << messages(*plain.diags);
   testing::Program sched = compile_scheduled(c.schedule);
   ASSERT_TRUE(sched.module) << messages(*sched.diags);
+  expect_same_results(plain, sched, c);
+}
+
+void expect_same_results(const testing::Program& plain, const testing::Program& sched, const Case& c) {
   EXPECT_NE(ir::print(*sched.module).find(c.shows), std::string::npos) << ir::print(*sched.module);
   EXPECT_NE(ir::print(*sched.module), ir::print(*plain.module));
   std::string error;
@@ -149,6 +183,59 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"everything", "schedule f { pad_storage(u.data.i, 4); pad_loop(u.data.i, 4); tile(u.data.i, u.data.h, 2, 2); "
                            "split(t.data.k, 2); split(y.data.b, 2); }", "b_o"}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+
+// The CPU default padding (ir::kCpuDefaultPad): on the attention-like
+// function it pads `e`'s loop j and the storage of `s` and `e` along j, and
+// nothing else; results are unchanged on every length pattern.
+TEST(ScheduleDefaults, AttentionPaddedWhereUnguardedAndUnchanged) {
+  testing::Program plain = compile_scheduled("", kAttention);
+  ASSERT_TRUE(plain.module) << messages(*plain.diags);
+  testing::Program sched = compile_scheduled("", kAttention, ir::ScheduleDefaults{ir::kCpuDefaultPad});
+  ASSERT_TRUE(sched.module) << messages(*sched.diags);
+  std::string text = ir::print(*sched.module);
+  // s and e padded along j (4 when kCpuDefaultPad is 4), y (the result) not.
+  std::string pad = fmt::format("pad {}]", ir::kCpuDefaultPad);
+  size_t count = 0;
+  for (size_t at = text.find(pad); at != std::string::npos; at = text.find(pad, at + 1)) ++count;
+  EXPECT_EQ(count, 2u) << text;
+  for (const char* name : {"local s:", "local e:"}) {
+    size_t line = text.find(name);
+    ASSERT_NE(line, std::string::npos) << text;
+    EXPECT_NE(text.substr(line, text.find('\n', line) - line).find(pad), std::string::npos) << name;
+  }
+  // e's loop j runs to a rounded-up extent; s's and y's loops j do not.
+  EXPECT_NE(text.find(fmt::format("for j.1 in 0 .. (((i64(x.seqlen@(b.4)) + {}) / {}) * {})", ir::kCpuDefaultPad - 1,
+                                  ir::kCpuDefaultPad, ir::kCpuDefaultPad)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("for j in 0 .. i64(x.seqlen@(b.3))"), std::string::npos) << text;
+  EXPECT_NE(text.find("for j.2 in 0 .. i64(x.seqlen@(b.5))"), std::string::npos) << text;
+  EXPECT_EQ(text.find("if ("), std::string::npos) << "default padding is never guarded:\n" << text;
+  expect_same_results(plain, sched, Case{"defaults_attention", "", ""});
+}
+
+// Off (k = 0), or a directive naming the assignment: no default padding.
+TEST(ScheduleDefaults, OffOrOverriddenByDirective) {
+  testing::Program plain = compile_scheduled("", kAttention);
+  ASSERT_TRUE(plain.module) << messages(*plain.diags);
+  testing::Program off = compile_scheduled("", kAttention, ir::ScheduleDefaults{0});
+  ASSERT_TRUE(off.module) << messages(*off.diags);
+  EXPECT_EQ(ir::print(*off.module), ir::print(*plain.module));
+  testing::Program named =
+      compile_scheduled("schedule f { split(e.i, 2); }", kAttention, ir::ScheduleDefaults{ir::kCpuDefaultPad});
+  ASSERT_TRUE(named.module) << messages(*named.diags);
+  EXPECT_EQ(ir::print(*named.module).find(" pad "), std::string::npos) << ir::print(*named.module);
+  expect_same_results(plain, named, Case{"defaults_overridden", "", "i_o"});
+}
+
+// The first function's defaults on the program with no default-paddable
+// loop (every innermost loop reads the input or is constant): unchanged IR.
+TEST(ScheduleDefaults, NothingToPadLeavesIrUnchanged) {
+  testing::Program plain = compile_scheduled("");
+  testing::Program dflt = compile_scheduled("", kProgram, ir::ScheduleDefaults{ir::kCpuDefaultPad});
+  ASSERT_TRUE(plain.module && dflt.module);
+  EXPECT_EQ(ir::print(*dflt.module), ir::print(*plain.module));
+}
 
 }  // namespace
 }  // namespace dccc::backend
