@@ -145,6 +145,13 @@ std::string dump(const Program& p) {
       line(out, 0, "Const " + p.consts[i].name.name + " " + loc(p.consts[i].range));
       if (p.consts[i].type) dump_type(*p.consts[i].type, 1, out);
       dump_expr(*p.consts[i].value, 1, out);
+    } else if (kind == 3) {
+      const ScheduleDecl& sd = p.schedules[i];
+      line(out, 0, "Schedule " + sd.func.name + " " + loc(sd.range));
+      for (const auto& d : sd.directives) {
+        line(out, 1, "Directive " + d.name.name + " " + loc(d.range));
+        for (const auto& a : d.args) dump_expr(*a, 2, out);
+      }
     } else {
       const FnDecl& f = p.fns[i];
       line(out, 0, "Fn " + f.name.name + " " + loc(f.range));

@@ -161,11 +161,27 @@ struct ConstDecl {
 };
 
 /// A whole parsed file, declarations in source order.
+/// `name(args);` in a `schedule` block; the arguments are expressions
+/// (loop names like `y.data.i` are field chains), interpreted by ir/schedule.h.
+struct Directive {
+  Ident name;
+  std::vector<ExprPtr> args;
+  SourceRange range;
+};
+
+/// `schedule f { ... }`: directives for function `f`, apart from its body.
+struct ScheduleDecl {
+  Ident func;
+  std::vector<Directive> directives;
+  SourceRange range;
+};
+
 struct Program {
   std::vector<TypeAlias> types;
   std::vector<ConstDecl> consts;
   std::vector<FnDecl> fns;
-  /// Source order of all declarations: (0 type | 1 const | 2 fn, index).
+  std::vector<ScheduleDecl> schedules;
+  /// Source order of all declarations: (0 type | 1 const | 2 fn | 3 schedule, index).
   std::vector<std::pair<int, size_t>> order;
 };
 

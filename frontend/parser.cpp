@@ -185,6 +185,15 @@ class Builder {
       } else if (auto* f = d->fnDecl()) {
         prog->fns.push_back(fn(f));
         prog->order.emplace_back(2, prog->fns.size() - 1);
+      } else if (auto* sd = d->scheduleDecl()) {
+        ast::ScheduleDecl decl{ident(sd->ID()), {}, ctx_range(sd)};
+        for (auto* dir : sd->directive()) {
+          ast::Directive x{ident(dir->ID()), {}, ctx_range(dir)};
+          for (auto* e : dir->expr()) x.args.push_back(expr(e));
+          decl.directives.push_back(std::move(x));
+        }
+        prog->schedules.push_back(std::move(decl));
+        prog->order.emplace_back(3, prog->schedules.size() - 1);
       }
     }
     return prog;

@@ -10,12 +10,19 @@ topDecl
     : typeAlias
     | constDecl
     | fnDecl
+    | scheduleDecl
     ;
 
 typeAlias : TYPE ID '=' typeExpr ';'? ;
 constDecl : CONST ID (':' typeExpr)? '=' expr ';' ;
 fnDecl    : FN ID '(' (param (',' param)* ','?)? ')' ('->'? typeExpr)? whereClause? block ;
 param     : ID ':' typeExpr ;
+
+// `schedule f { pad_loop(y.i, 4); }`: how to run f's loops, kept apart from
+// the algorithm. Each directive is a name and arguments (loop names such as
+// `y.i`, factors); ir/schedule.cpp gives them meaning.
+scheduleDecl : SCHEDULE ID '{' directive* '}' ;
+directive    : ID '(' (expr (',' expr)* ','?)? ')' ';' ;
 
 typeExpr
     : couplingType                      # CouplingTypeExpr
@@ -85,6 +92,7 @@ WHERE    : 'where' ;
 LAYOUT   : 'layout' ;
 LIST     : 'list' ;
 AUTO     : 'auto' ;
+SCHEDULE : 'schedule' ;
 TRUE     : 'true' ;
 FALSE    : 'false' ;
 

@@ -91,6 +91,9 @@ void Interpreter::check_in_bounds(const BufferNode* b, const Tuple& idx) {
   std::map<const VarNode*, int64_t> saved = env_;
   for (size_t d = 0; d < idx.size(); ++d) {
     int64_t n = eval(b->dims[d].extent).i;
+    // Storage padding (a schedule's) extends the dimension: padded loop
+    // iterations compute into it.
+    if (d < b->pad.size() && b->pad[d] > 1) n = (n + b->pad[d] - 1) / b->pad[d] * b->pad[d];
     if (idx[d] < 0 || idx[d] >= n) {
       env_ = saved;
       throw InterpError(fmt::format("out-of-bounds access: `{}` index {} is {} but the extent is {}", b->name, d, idx[d], n));

@@ -85,6 +85,13 @@ std::shared_ptr<StmtNode> snode(StmtKind k) {
 }
 }  // namespace
 
+Expr round_up(Expr e, int64_t k) {
+  if (k <= 1 || (e->kind == ExprKind::IntImm && e->int_value % k == 0)) return e;
+  if (e->kind == ExprKind::IntImm) return int_imm((e->int_value + k - 1) / k * k, e->type);
+  Expr kk = int_imm(k);
+  return binary(BinOp::Mul, binary(BinOp::Div, binary(BinOp::Add, std::move(e), int_imm(k - 1)), kk), kk);
+}
+
 Expr int_imm(int64_t v, Scalar t) {
   auto e = node(ExprKind::IntImm, t);
   e->int_value = v;

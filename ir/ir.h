@@ -176,6 +176,20 @@ struct EntryCheck {
   std::string text;  // the constraint as written, for the error message
 };
 
+/// One assignment of the source as a `schedule` names it: `tensor` is the
+/// left side's base as written (`y`, `x.data`), `lhs` the loop variables of
+/// the left-side indices in dimension order, `loops` every index (left side
+/// and `reduce`) by its source name. Set by lowering for a function's own
+/// assignments (an inlined callee's are not nameable); variables are
+/// compared by identity, so the record survives passes that rebuild loops.
+struct NamedNest {
+  std::string tensor;
+  SourceRange at;
+  Buffer target;
+  std::vector<Var> lhs;
+  std::vector<std::pair<std::string, Var>> loops;
+};
+
 /// A lowered function: buffers in declaration order and one body.
 struct Func {
   std::string name;
@@ -190,6 +204,8 @@ struct Func {
   Stmt prelude;
   Stmt body;
   bool storage_lowered = false;
+  /// The assignments a schedule can name (empty for IR read from text).
+  std::vector<NamedNest> nests;
 };
 
 /// The lowered program.
@@ -217,6 +233,9 @@ Stmt print(std::string label, std::vector<Expr> values);
 /// TEXT" unless `cond` holds (a callee's `where`, checked at an inlined call).
 Stmt assert_that(Expr cond, std::string text);
 Expr flat_load(const Buffer& b, Expr offset);
+/// `e` rounded up to a multiple of `k` (k >= 1): ((e + k - 1) / k) * k; `e`
+/// itself when k == 1 or e is a constant multiple of k.
+Expr round_up(Expr e, int64_t k);
 Stmt flat_store(const Buffer& b, Expr offset, Expr value);
 }  // namespace build
 

@@ -540,11 +540,24 @@ class Parser {
               n.text.size() > 9 || std::stoll(n.text) < 1)
             expected("a padding (a positive integer)");
           b->pad.back() = std::stoll(n.text);
+          // Padding would change the layout a host passes (inputs, outputs)
+          // or the meaning of what inner extents index: only local tensors'
+          // dimensions that size nothing are padded (checked at the `]`).
+          if (b->pad.back() > 1 && kind != BufferKind::Local)
+            invalid(n.range(), fmt::format("only local tensors have storage padding; `{}` is {}", name.text,
+                                           buffer_kind_name(kind)));
           ++pos_;
         }
       } while (accept(","));
       expect("]");
       scope_.resize(mark);
+      for (size_t d = 0; d < b->dims.size(); ++d)
+        for (size_t j = d + 1; j < b->dims.size() && b->pad[d] > 1; ++j)
+          if (mentions(b->dims[j].extent, b->dims[d].var)) {
+            invalid(name.range(), fmt::format("dimension {} of `{}` sizes dimension {} and cannot have storage padding",
+                                              d, name.text, j));
+            break;
+          }
     }
     if (is_word("total")) {
       ++pos_;

@@ -612,7 +612,21 @@ class FuncLowerer {
     Stmt body = build::seq(std::move(pre));
     for (auto it = lhs.rbegin(); it != lhs.rend(); ++it)
       body = build::for_loop(var_for((*it)->var), sym_expr((*it)->extent, s.range), body);
+    // The function's own assignments (not an inlined callee's) are what a
+    // `schedule` block names: `TENSOR.INDEX`.
+    if (!parent_) {
+      NamedNest n{dotted(*base), s.range, target, {}, {}};
+      for (const IndexInfo* ii : lhs) n.lhs.push_back(var_for(ii->var));
+      for (const auto& ii : info.indices) n.loops.push_back({ii.var->name, var_for(ii.var)});
+      f_->nests.push_back(std::move(n));
+    }
     return body;
+  }
+
+  /// `x.data` for the left side's base (a name or a field chain).
+  static std::string dotted(const ast::Expr& e) {
+    if (e.kind == ExprKind::Field && !e.operands.empty()) return dotted(*e.operands[0]) + "." + e.name;
+    return e.name;
   }
 
   /// The left side indexes with distinct plain variables (`a[b, i]`, not

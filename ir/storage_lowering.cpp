@@ -56,10 +56,16 @@ class StorageLowerer {
     for (size_t j = k; j < b.dims.size(); ++j) {
       Expr extent = substitute(b.dims[j].extent, env);
       if (!has_dependents(b, j)) {
+        // Storage padding (a schedule's `pad_storage`): the dimension holds
+        // its extent rounded up, so padded loop iterations have room.
+        if (j < b.pad.size() && b.pad[j] > 1) extent = build::round_up(extent, b.pad[j]);
         size = mul(size, extent);
         continue;
       }
       // Everything from j inward depends on dimension j: a prefix array.
+      if (j < b.pad.size() && b.pad[j] > 1)
+        throw Unsupported{fmt::format("buffer `{}`: storage padding of dimension {}, which sizes inner dimensions",
+                                      b.name, j)};
       Buffer a = aux_for(b, j);
       return mul(size, build::cast(Scalar::I64, build::load(a, {extent})));
     }

@@ -7,7 +7,9 @@
 // contributes A_d[i], a prefix-sum array computed by the prelude; any other
 // dimension contributes i * (size of the slice below it). A_d arrays with
 // the same definition are shared between buffers, so the prelude computes
-// each once (the paper's "CoRa-Optimized").
+// each once (the paper's "CoRa-Optimized"). A dimension with storage
+// padding p (BufferNode::pad, set by a schedule; only on dimensions that
+// size nothing) holds its extent rounded up to a multiple of p.
 #pragma once
 
 #include "ir/ir.h"

@@ -29,6 +29,18 @@ class Verifier {
       }
       scope_.clear();
       if (b->total) expr(b->total, fmt::format("total of `{}`", b->name));
+      // Storage padding: positive, only where it cannot change the C ABI
+      // (local tensors) and only on dimensions no extent depends on.
+      for (size_t d = 0; d < b->pad.size(); ++d) {
+        if (b->pad[d] < 1) fail(fmt::format("buffer `{}` has storage padding {} in dimension {}", b->name, b->pad[d], d));
+        if (b->pad[d] <= 1) continue;
+        if (d >= b->dims.size()) fail(fmt::format("buffer `{}` pads dimension {}, which it lacks", b->name, d));
+        if (b->kind != BufferKind::Local)
+          fail(fmt::format("{} buffer `{}` has storage padding", buffer_kind_name(b->kind), b->name));
+        for (size_t j = d + 1; j < b->dims.size(); ++j)
+          if (d < b->dims.size() && mentions(b->dims[j].extent, b->dims[d].var))
+            fail(fmt::format("buffer `{}` pads dimension {}, which sizes dimension {}", b->name, d, j));
+      }
     }
     for (const auto& c : f_.checks) {
       stmt(c.pre);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ostream>
+#include <tuple>
 
 namespace dccc {
 namespace {
@@ -62,13 +63,14 @@ void DiagnosticEngine::note(SourceRange range, std::string message) {
 std::string DiagnosticEngine::render_location(SourceRange range, std::string_view severity,
                                               std::string_view message,
                                               std::string_view kind) const {
-  std::string out = file_ ? file_->name() : std::string("<input>");
+  const SourceFile* file = range.file ? range.file : file_;
+  std::string out = file ? file->name() : std::string("<input>");
   if (range.valid()) out += fmt::format(":{}:{}", range.line, range.col);
   out += fmt::format(": {}: {}", severity, message);
   if (!kind.empty()) out += fmt::format(" [{}]", kind);
   out += '\n';
-  if (!file_ || !range.valid()) return out;
-  std::string_view text = file_->line(range.line);
+  if (!file || !range.valid()) return out;
+  std::string_view text = file->line(range.line);
   // Keep the echoed line printable: replace control bytes, clip very long lines.
   std::string shown;
   bool has_non_ascii = std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
@@ -98,8 +100,11 @@ void DiagnosticEngine::print(std::ostream& out) const {
   // Phases report in their own order; readers want source order.
   std::vector<const Diagnostic*> sorted;
   for (const auto& d : diags_) sorted.push_back(&d);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Diagnostic* a, const Diagnostic* b) {
-    return std::make_pair(a->range.line, a->range.col) < std::make_pair(b->range.line, b->range.col);
+  std::stable_sort(sorted.begin(), sorted.end(), [this](const Diagnostic* a, const Diagnostic* b) {
+    // The engine's own file first, then text from elsewhere (the command line).
+    auto elsewhere = [this](const Diagnostic* d) { return d->range.file && d->range.file != file_; };
+    return std::make_tuple(elsewhere(a), a->range.line, a->range.col) <
+           std::make_tuple(elsewhere(b), b->range.line, b->range.col);
   });
   for (const Diagnostic* d : sorted) out << render(*d);
   if (errors_ > error_limit_)

@@ -30,12 +30,17 @@ class SourceFile {
   std::vector<size_t> line_starts_;
 };
 
-/// A 1-based [begin, end) span; line == 0 means "no location".
+class SourceFile;
+
+/// A 1-based [begin, end) span; line == 0 means "no location". `file` is
+/// null for the file a DiagnosticEngine was made for; text from elsewhere
+/// (a `--schedule` given on the command line) names its own file.
 struct SourceRange {
   int line = 0;
   int col = 0;
   int end_line = 0;
   int end_col = 0;
+  const SourceFile* file = nullptr;
 
   bool valid() const { return line > 0; }
   static SourceRange point(int line, int col) { return {line, col, line, col + 1}; }

@@ -11,8 +11,12 @@
 //                       `parallel` (run on the runtime's thread pool)
 //   reorder loops    -> CPU only: swaps nested left-side loops so that a
 //                       reused slice (k[b][j, h, d] in attention) stays in cache
+//   apply schedule   -> the `schedule` blocks and --schedule: padding,
+//                       split, reorder, tile (--explain says what was chosen)
 //   tile contractions-> CPU only: a 4 x 4 tile of a contraction's outputs per
 //                       pass of its reduction (ir/tile_contractions.h)
+//   fuse elementwise -> CUDA only: element-wise producers computed in their
+//                       readers (ir/fuse_elementwise.h)
 //   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
 //   LLVM codegen     -> O3 for the host CPU (--emit=llvm); the JIT runs
 //                       `fn main()` (`dccc run`), or
@@ -52,6 +56,8 @@
 #include "ir/printer.h"
 #include "ir/reorder_loops.h"
 #include "ir/tile_contractions.h"
+#include "ir/apply_schedule.h"
+#include "ir/schedule.h"
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
 #include "support/large_stack.h"
@@ -115,6 +121,13 @@ options:
   --verify-each      run the IR verifier after every pass (always on in debug
                      builds); a violation is an internal error
   --summary          print what the checker inferred, one block per function
+  --schedule=TEXT    schedule blocks as in the source (`schedule f { pad_loop(y.i, 4); }`,
+                     docs/schedules.md), applied after the file's own; may repeat
+  --explain          print, per assignment, the schedule choices made and why
+                     (a directive, or the default)
+  --no-default-schedule
+                     no default padding (CPU target; docs/schedules.md#defaults)
+  --default-pad=K    the CPU target's default padding factor (default 4; 0 or 1: none)
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
   --max-errors=N     stop listing errors after N (default 100)
   --help             show this help
@@ -140,6 +153,10 @@ struct Options {
   bool verify_each = true;
 #endif
   bool summary = false;
+  std::vector<std::string> schedules;  // --schedule=TEXT
+  bool explain = false;
+  int64_t default_pad = dccc::ir::kCpuDefaultPad;  // 0: --no-default-schedule
+  bool default_pad_given = false;
   int max_errors = 100;
   dccc::CheckOptions check;
 };
@@ -183,6 +200,24 @@ int parse_args(int argc, char** argv, Options& o) {
       o.output = argv[++i];
     } else if (a == "--summary") {
       o.summary = true;
+    } else if (a.rfind("--schedule=", 0) == 0) {
+      o.schedules.push_back(a.substr(11));
+    } else if (a == "--explain") {
+      o.explain = true;
+    } else if (a == "--no-default-schedule") {
+      o.default_pad = 0;
+      o.default_pad_given = true;
+    } else if (a.rfind("--default-pad=", 0) == 0) {
+      try {
+        size_t used = 0;
+        std::string v = a.substr(14);
+        long long k = std::stoll(v, &used);
+        if (used != v.size() || k < 0 || k > 1024) throw std::invalid_argument("range");
+        o.default_pad = k;
+        o.default_pad_given = true;
+      } catch (...) {
+        return usage_error("--default-pad takes an integer from 0 to 1024");
+      }
     } else if (a.rfind("--max-errors=", 0) == 0) {
       try {
         o.max_errors = std::stoi(a.substr(13));
@@ -220,12 +255,60 @@ int parse_args(int argc, char** argv, Options& o) {
       return usage_error("--emit=ast, --emit=typed and --summary need a .toy program, not IR text");
     if (!o.output.empty()) return usage_error("-o needs a .toy program: IR text has not been checked");
     if (!o.check.defines.empty()) return usage_error("-D applies to .toy programs, not IR text");
+    if (!o.schedules.empty() || o.explain)
+      return usage_error("--schedule and --explain need a .toy program: IR text names no assignments");
     if (!o.jit) o.interpret = true;
   }
   return kExitOk;
 }
 
 int write_library(const Options& o, const dccc::ir::Module& full);
+
+/// The schedule pass: each function's directives (every block naming it, in
+/// order); --explain prints the choices. False after errors (printed).
+bool apply_schedules(const Options& o, const std::vector<dccc::ir::Schedule>& schedules, dccc::ir::Module& module,
+                     dccc::DiagnosticEngine& diags) {
+  size_t first_error = diags.diagnostics().size();
+  bool cuda = o.target == "cuda" || o.emit == "cuda";
+  for (const auto& s : schedules) {
+    bool known = false;
+    for (const auto& f : module.funcs) known |= f.name == s.func;
+    if (!known) diags.report(dccc::DiagKind::Schedule, s.at, "no function `" + s.func + "` to schedule");
+    // The CUDA backend maps loops to threads itself; scheduled loops (guards,
+    // split loops) are not what it expects yet.
+    if (cuda && !s.directives.empty())
+      diags.report(dccc::DiagKind::Unsupported, s.directives[0].at, "a `schedule` for the CUDA target");
+  }
+  // Default padding: CPU target only (the CUDA backend maps loops to
+  // threads itself and takes no schedule yet), and only for programs (IR
+  // text is taken as scheduled already).
+  dccc::ir::ScheduleDefaults defaults;
+  if (cuda) {
+    defaults.off_reason = "the CUDA target takes no schedule yet";
+    defaults.order_note = "`parallel` marks; the CUDA backend maps loops to threads itself";
+  } else if (o.from_vloop) {
+    defaults.off_reason = "IR text is taken as scheduled";
+  } else {
+    defaults.pad = o.default_pad;
+    if (o.default_pad_given) defaults.off_reason = "--no-default-schedule";
+  }
+  std::string explained;
+  for (auto& f : module.funcs) {
+    if (f.storage_lowered) continue;
+    dccc::ir::Schedule merged{f.name, {}, {}};
+    for (const auto& s : schedules)
+      if (s.func == f.name) merged.directives.insert(merged.directives.end(), s.directives.begin(), s.directives.end());
+    dccc::ir::apply_schedule(f, &merged, diags, o.explain ? &explained : nullptr, defaults);
+  }
+  if (diags.has_errors()) {
+    // Only what this pass reported: earlier stages printed theirs.
+    for (size_t k = first_error; k < diags.diagnostics().size(); ++k) std::cerr << diags.render(diags.diagnostics()[k]);
+    std::cerr << diags.error_count() << " error(s) generated.\n";
+    return false;
+  }
+  std::cout << explained;
+  return true;
+}
 
 int run(const Options& o) {
   std::ifstream in(o.file, std::ios::binary);
@@ -240,6 +323,9 @@ int run(const Options& o) {
   diags.set_error_limit(o.max_errors);
 
   std::optional<dccc::ir::Module> module;
+  std::vector<dccc::ir::Schedule> schedules;
+  std::vector<std::unique_ptr<dccc::SourceFile>> cli_files;  // --schedule texts
+  int cli_errors = 0;
   if (o.from_vloop) {
     module = dccc::ir::parse_vloop(file, diags);
     diags.print(std::cerr);
@@ -257,14 +343,38 @@ int run(const Options& o) {
   }
   std::unique_ptr<dccc::CheckedProgram> checked;
   if (program) checked = dccc::check(*program, diags, o.check);
-  diags.print(std::cerr);
   if (diags.has_errors() || !checked) {
+    diags.print(std::cerr);
     std::cerr << diags.error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
   if (o.emit == "typed") std::cout << dccc::dump_typed(*checked);
   if (o.summary) std::cout << dccc::summarize(*checked);
-  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run && o.output.empty()) return kExitOk;
+  // Schedules: the file's blocks, then each --schedule text (its own
+  // "file" for diagnostics), in that order.
+  schedules = dccc::ir::schedules_from_ast(*program, &file, diags);
+  for (size_t k = 0; k < o.schedules.size(); ++k) {
+    auto& text = cli_files.emplace_back(std::make_unique<dccc::SourceFile>(
+        o.schedules.size() == 1 ? "<--schedule>" : "<--schedule #" + std::to_string(k + 1) + ">", o.schedules[k]));
+    dccc::DiagnosticEngine cli_diags(text.get());
+    auto parsed = dccc::parse(*text, cli_diags);
+    if (parsed && (!parsed->types.empty() || !parsed->consts.empty() || !parsed->fns.empty() || parsed->schedules.empty()))
+      cli_diags.report(dccc::DiagKind::Schedule, dccc::SourceRange{}, "--schedule takes `schedule f { ... }` blocks only");
+    if (parsed) {
+      auto more = dccc::ir::schedules_from_ast(*parsed, text.get(), cli_diags);
+      schedules.insert(schedules.end(), more.begin(), more.end());
+    }
+    cli_diags.print(std::cerr);
+    cli_errors += cli_diags.error_count();
+  }
+  diags.print(std::cerr);
+  if (cli_errors || diags.has_errors()) {
+    std::cerr << diags.error_count() + cli_errors << " error(s) generated.\n";
+    return kExitErrors;
+  }
+  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run && o.output.empty() && !o.explain &&
+      schedules.empty())
+    return kExitOk;
 
   module = dccc::ir::lower(*checked, diags);
   if (!module) {
@@ -298,6 +408,12 @@ int run(const Options& o) {
     for (auto& f : module->funcs)
       if (!f.storage_lowered) dccc::ir::reorder_loops(f);
     if (!verified("reorder-loops")) return kExitInternal;
+  }
+  // Schedules name the loops lowering made, so they come before the passes
+  // that restructure nests.
+  if (!apply_schedules(o, schedules, *module, diags)) return kExitErrors;
+  if (!verified("apply-schedule")) return kExitInternal;
+  if (o.target != "cuda" && o.emit != "cuda") {
     for (auto& f : module->funcs)
       if (!f.storage_lowered) dccc::ir::tile_contractions(f);
     if (!verified("tile-contractions")) return kExitInternal;

@@ -275,7 +275,7 @@ Func corner_cases() {
   Var i = make_var("max");  // a function's name: fine for a variable, never followed by `(`
   Var n = make_var("N");    // the name of a size
   x->dims = {{i, build::size("N")}};
-  x->pad = {4};
+  x->pad = {1};
   auto y = std::make_shared<BufferNode>();
   y->name = "for";  // a keyword: fine for a buffer, always followed by `[` or `@`
   y->type = Scalar::I32;
@@ -286,7 +286,14 @@ Func corner_cases() {
   flag->name = "inf";  // reads as a literal bare, but a buffer never stands bare
   flag->type = Scalar::Bool;
   flag->kind = BufferKind::Scalar;
-  f.buffers = {x, y, flag};
+  // Storage padding: only local tensors have it (the C ABI stays packed).
+  auto t = std::make_shared<BufferNode>();
+  t->name = "t";
+  t->type = Scalar::F32;
+  t->kind = BufferKind::Local;
+  t->dims = {{make_var("k"), build::size("N")}};
+  t->pad = {4};
+  f.buffers = {x, y, flag, t};
   Param px;
   px.name = "x";
   px.kind = Param::Tensor;
@@ -338,8 +345,8 @@ TEST(IrParser, RoundTripsWhatTheExamplesLack) {
   ASSERT_TRUE(p.module) << p.diagnostics << text;
   EXPECT_EQ(print(*p.module), text);
   const Func& f = p.module->funcs[0];
-  EXPECT_EQ(f.buffers[0]->pad, std::vector<int64_t>{4});
-  EXPECT_EQ(f.buffers[1]->pad, std::vector<int64_t>{1});
+  EXPECT_EQ(f.buffers[0]->pad, std::vector<int64_t>{1});
+  EXPECT_EQ(f.buffers[3]->pad, std::vector<int64_t>{4});
   EXPECT_EQ(f.checks[0].text, "x `quoted` \\ here");
   const Stmt& loop = f.body->body[0];
   EXPECT_EQ(loop->loop, LoopKind::Parallel);
@@ -381,9 +388,10 @@ TEST(IrParser, PrintsParametersInFull) {
   std::string text = print(m);
   EXPECT_NE(text.find("func corners(x: tensor = {data: x} sizes(N = N)) -> (result: tensor = {data: for}) {\n"
                       "  sizes N;\n"
-                      "  input x: f32 [max: N pad 4];\n"
+                      "  input x: f32 [max: N];\n"
                       "  output for: i32 [d0: N];\n"
                       "  scalar inf: bool;\n"
+                      "  local t: f32 [k: N pad 4];\n"
                       "  check `x \\`quoted\\` \\\\ here` {\n"
                       "    require true;\n"
                       "  }\n"),

@@ -1,0 +1,647 @@
+#include "ir/apply_schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace dccc::ir {
+namespace {
+
+const StmtNode* find_for(const Stmt& s, const VarNode* v) {
+  const StmtNode* found = nullptr;
+  each_stmt(s, [&](const StmtNode& x) {
+    if (!found && x.kind == StmtKind::For && x.var.get() == v) found = &x;
+  });
+  return found;
+}
+
+/// `s` with the loop of `v` replaced by fn(loop).
+Stmt replace_for(const Stmt& s, const VarNode* v, const std::function<Stmt(const Stmt&)>& fn) {
+  if (!s) return s;
+  if (s->kind == StmtKind::For && s->var.get() == v) return fn(s);
+  if (s->body.empty()) return s;
+  auto copy = std::make_shared<StmtNode>(*s);
+  for (auto& c : copy->body) c = replace_for(c, v, fn);
+  return copy;
+}
+
+Stmt make_for(const Var& v, Expr extent, Stmt body, LoopKind k) { return build::for_loop(v, std::move(extent), std::move(body), k); }
+
+/// Integer division or remainder: may fail at run time on values a padded
+/// iteration reads from padding.
+bool may_fail(const Expr& e) {
+  bool found = false;
+  each_expr(e, [&](const ExprNode& x) {
+    found |= x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type);
+  });
+  return found;
+}
+
+class Scheduler {
+ public:
+  Scheduler(Func& f, DiagnosticEngine& diags) : f_(f), diags_(diags) {
+    for (const auto& n : f.nests) {
+      std::map<std::string, Var> m;
+      for (const auto& [name, v] : n.loops) m.emplace(name, v);
+      names_.push_back(std::move(m));
+    }
+    notes_.resize(f.nests.size());
+    split_.resize(f.nests.size());
+    defaults_.resize(f.nests.size());
+  }
+
+  bool run(const Schedule* s) {
+    if (!s) return true;
+    // Storage padding is a property of buffers, read by the loop directives'
+    // guard decisions: all of it first.
+    for (const auto& d : s->directives)
+      if (d.kind == DirectiveKind::PadStorage) pad_storage(d);
+    for (const auto& d : s->directives) {
+      switch (d.kind) {
+        case DirectiveKind::PadStorage: break;
+        case DirectiveKind::PadLoop: pad_loop(d); break;
+        case DirectiveKind::Split: split(d, d.loops[0], d.factors[0]); break;
+        case DirectiveKind::Reorder: reorder(d, d.loops); break;
+        case DirectiveKind::Tile: tile(d); break;
+      }
+    }
+    return ok_;
+  }
+
+  std::string explain() const {
+    std::string out = fmt::format("fn {}:\n", f_.name);
+    if (f_.nests.empty()) out += "  no assignments to schedule\n";
+    for (size_t n = 0; n < f_.nests.size(); ++n) {
+      const NamedNest& nest = f_.nests[n];
+      out += fmt::format("  `{}` (line {}): loops {}\n", nest.tensor, nest.at.line, loop_order(n));
+      for (const auto& note : notes_[n]) out += "    " + note + "\n";
+      if (!defaults_[n].empty()) out += "    " + defaults_[n] + "\n";
+      out += "    default: " + order_note_ + "\n";
+    }
+    return out;
+  }
+
+  /// The default padding (CoRa §4.1, chosen by dccc when no directive
+  /// names the assignment): the innermost loop of an assignment, when it is
+  /// a vloop over a left-side index with a straight-line body, runs to a
+  /// multiple of `k` and computes into storage padding of a multiple of `k`
+  /// added to every tensor it indexes. Only where that needs no guard: every
+  /// such tensor is local (inputs and results keep the packed C ABI), its
+  /// dimension sizes no other, and the body cannot fail or accumulate
+  /// across iterations. Anything else keeps the packed, unpadded default;
+  /// --explain says which and why. k = 0: no default padding.
+  void apply_defaults(int64_t k, const std::string& off_reason, const std::string& order_note) {
+    order_note_ = order_note;
+    for (size_t n = 0; n < f_.nests.size(); ++n) {
+      if (directed_.count(n)) {
+        defaults_[n] = "default: no default padding, since the schedule names this assignment";
+        continue;
+      }
+      if (k <= 1) {
+        defaults_[n] = "default: no padding (" + off_reason + ")";
+        continue;
+      }
+      std::string why = default_pad(n, k);
+      if (!why.empty()) defaults_[n] = "default: no padding (loops run to their extents, storage packed): " + why;
+    }
+  }
+
+ private:
+  /// Pads nest `n` by default (see apply_defaults); "" when done, else why not.
+  std::string default_pad(size_t n, int64_t k) {
+    const NamedNest& nest = f_.nests[n];
+    std::set<const VarNode*> mine;
+    for (const auto& [name, v] : names_[n]) mine.insert(v.get());
+    const StmtNode* inner = nullptr;
+    each_stmt(f_.body, [&](const StmtNode& x) {
+      if (x.kind == StmtKind::For && mine.count(x.var.get())) inner = &x;
+    });
+    if (!inner) return "the assignment has no loops";
+    bool nested = false;
+    each_stmt(inner->body[0], [&](const StmtNode& x) { nested |= x.kind == StmtKind::For; });
+    std::string name = name_of(n, inner->var.get());
+    if (nested) return fmt::format("its innermost loop `{}` contains other loops", name);
+    if (std::find(nest.lhs.begin(), nest.lhs.end(), inner->var) == nest.lhs.end())
+      return fmt::format("its innermost loop `{}` is a `reduce` loop, which accumulates across iterations", name);
+    bool vloop = false;
+    for (const auto& [loop_name, v] : names_[n]) vloop |= mentions(inner->extent, v);
+    if (!vloop)
+      return fmt::format("its innermost loop `{}` is not a vloop (its extent depends on no outer loop)", name);
+    if (build::round_up(inner->extent, k) == inner->extent)
+      return fmt::format("its innermost loop `{}` already runs a multiple of {} iterations", name, k);
+    // The tensors the body indexes with the loop, and the dimension of each.
+    std::vector<std::pair<BufferNode*, size_t>> dims;
+    std::string bad;
+    auto access = [&](const Buffer& b, const std::vector<Expr>& args) {
+      if (!bad.empty() || b->dims.empty()) return;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (!mentions(args[i], inner->var)) continue;
+        if (args[i]->kind != ExprKind::VarRef) {
+          bad = fmt::format("`{}` is indexed by an expression of `{}`", b->name, name);
+          return;
+        }
+        if (b->kind != BufferKind::Local) {
+          bad = fmt::format("`{}` is {} indexed by `{}`, whose storage stays packed (C ABI)", b->name,
+                            b->kind == BufferKind::Input ? "an input" : "the result", name);
+          return;
+        }
+        for (size_t j = i + 1; j < b->dims.size(); ++j)
+          if (mentions(b->dims[j].extent, b->dims[i].var)) {
+            bad = fmt::format("the dimension of `{}` that `{}` indexes sizes an inner dimension", b->name, name);
+            return;
+          }
+        int64_t p = i < b->pad.size() ? b->pad[i] : 1;
+        if (p > 1 && p % k != 0) {
+          bad = fmt::format("`{}` is already padded to a multiple of {} there", b->name, p);
+          return;
+        }
+        dims.emplace_back(b.get(), i);
+      }
+    };
+    each_stmt(inner->body[0], [&](const StmtNode& x) {
+      own_exprs(x, [&](const ExprNode& e) {
+        if (e.kind == ExprKind::Load) access(e.buffer, e.args);
+      });
+      if (x.kind == StmtKind::Store) access(x.buffer, x.args);
+    });
+    if (!bad.empty()) return bad;
+    // Pad the storage, then let pad_loop's analysis (which cannot report an
+    // error now: every padding is a multiple of k) decide about guards.
+    std::vector<std::vector<int64_t>> saved;
+    for (auto& [b, i] : dims) saved.push_back(b->pad);
+    for (auto& [b, i] : dims) {
+      if (b->pad.size() < b->dims.size()) b->pad.resize(b->dims.size(), 1);
+      if (b->pad[i] <= 1) b->pad[i] = k;
+    }
+    Stmt loop;
+    f_.body = replace_for(f_.body, inner->var.get(), [&](const Stmt& s) {
+      loop = s;
+      return s;
+    });
+    Directive d{DirectiveKind::PadLoop, {LoopRef{nest.tensor, name, nest.at}}, {k}, nest.at};
+    std::string why;
+    bool was_ok = ok_;
+    if (!into_padding(loop, k, d, why) || ok_ != was_ok) {
+      ok_ = was_ok;
+      for (size_t q = 0; q < dims.size(); ++q) dims[q].first->pad = saved[q];
+      return why.empty() ? "the loop cannot run into storage padding" : why;
+    }
+    auto copy = std::make_shared<StmtNode>(*loop);
+    copy->extent = build::round_up(loop->extent, k);
+    f_.body = replace_for(f_.body, loop->var.get(), [&](const Stmt&) { return Stmt(copy); });
+    std::string tensors;
+    std::set<const BufferNode*> seen;
+    for (auto& [b, i] : dims)
+      if (seen.insert(b).second) tensors += (tensors.empty() ? "`" : ", `") + b->name + "`";
+    defaults_[n] = fmt::format(
+        "default: `{}` runs to a multiple of {} and the storage of {} along it holds a multiple of {} per row, so "
+        "the innermost loop vectorises with no remainder; the extra iterations compute into that padding (all "
+        "local tensors; the body cannot fail or accumulate)",
+        name, k, tensors, k);
+    return "";
+  }
+
+  struct Resolved {
+    size_t nest;
+    Var var;
+  };
+
+  void error(SourceRange at, const std::string& msg) {
+    diags_.report(DiagKind::Schedule, at, msg);
+    ok_ = false;
+  }
+  void note(SourceRange at, const std::string& msg) { diags_.note(at, msg); }
+
+  std::string where(const Directive& d) const {
+    return d.at.file && d.at.file != diags_.file() ? fmt::format("`{}` on the command line", directive_text(d))
+                     : fmt::format("`{}` (line {})", directive_text(d), d.at.line);
+  }
+
+  std::optional<Resolved> resolve(const LoopRef& r) {
+    std::vector<size_t> hits;
+    for (size_t i = 0; i < f_.nests.size(); ++i)
+      if (f_.nests[i].tensor == r.tensor) hits.push_back(i);
+    if (hits.empty()) {
+      std::string known;
+      for (const auto& n : f_.nests)
+        if (known.find("`" + n.tensor + "`") == std::string::npos) known += (known.empty() ? "" : ", ") + ("`" + n.tensor + "`");
+      error(r.at, fmt::format("`{}` has no assignment to `{}`{}", f_.name, r.tensor,
+                              known.empty() ? "" : "; it assigns " + known));
+      return std::nullopt;
+    }
+    if (hits.size() > 1) {
+      error(r.at, fmt::format("`{}` is assigned by {} statements of `{}`, so `{}.{}` does not name one loop", r.tensor,
+                              hits.size(), f_.name, r.tensor, r.index));
+      for (size_t h : hits) note(f_.nests[h].at, fmt::format("`{}` is assigned here", r.tensor));
+      return std::nullopt;
+    }
+    size_t n = hits[0];
+    directed_.insert(n);
+    auto it = names_[n].find(r.index);
+    if (it == names_[n].end()) {
+      if (split_[n].count(r.index)) {
+        error(r.at, fmt::format("loop `{}` of `{}` was split into `{}_o` and `{}_i` by an earlier directive", r.index,
+                                r.tensor, r.index, r.index));
+      } else {
+        error(r.at, fmt::format("the assignment to `{}` has no loop `{}`; its loops are {}", r.tensor, r.index,
+                                loop_order(n)));
+        note(f_.nests[n].at, "the assignment is here");
+      }
+      return std::nullopt;
+    }
+    if (!find_for(f_.body, it->second.get())) {
+      error(r.at, fmt::format("loop `{}` of `{}` is not in the lowered code", r.index, r.tensor));
+      return std::nullopt;
+    }
+    return Resolved{n, it->second};
+  }
+
+  std::string name_of(size_t n, const VarNode* v) const {
+    for (const auto& [name, var] : names_[n])
+      if (var.get() == v) return name;
+    return v->name;
+  }
+
+  /// The nest's loops as they now run, outermost first: `parallel b, i (to a multiple of 4), h`.
+  std::string loop_order(size_t n) const {
+    std::set<const VarNode*> mine;
+    for (const auto& [name, v] : names_[n]) mine.insert(v.get());
+    std::string out;
+    each_stmt(f_.body, [&](const StmtNode& x) {
+      if (x.kind != StmtKind::For || !mine.count(x.var.get())) return;
+      out += (out.empty() ? "" : ", ") + std::string(x.loop == LoopKind::Parallel ? "parallel " : "") + name_of(n, x.var.get());
+    });
+    return out.empty() ? "(none)" : out;
+  }
+
+  // ------------------------------------------------------------ pad_storage
+  void pad_storage(const Directive& d) {
+    const LoopRef& r = d.loops[0];
+    int64_t p = d.factors[0];
+    auto res = resolve(r);
+    if (!res) return;
+    const NamedNest& nest = f_.nests[res->nest];
+    auto pos = std::find(nest.lhs.begin(), nest.lhs.end(), res->var);
+    if (pos == nest.lhs.end()) {
+      error(r.at, fmt::format("`{}` is a `reduce` index of the assignment to `{}`; storage padding names a dimension of "
+                              "`{}` by its left-side index",
+                              r.index, r.tensor, r.tensor));
+      return;
+    }
+    size_t dim = static_cast<size_t>(pos - nest.lhs.begin());
+    BufferNode& b = *nest.target;
+    if (b.dims.empty() || dim >= b.dims.size()) {
+      error(r.at, fmt::format("`{}` is a scalar; only tensors have storage", r.tensor));
+      return;
+    }
+    if (b.kind != BufferKind::Local) {
+      error(r.at, fmt::format("`{}` is {} of `{}`: storage padding would change its layout in the C ABI, which "
+                              "stays packed; only local tensors (`let`) can be padded",
+                              r.tensor, b.kind == BufferKind::Input ? "an input" : "the result", f_.name));
+      return;
+    }
+    for (size_t j = dim + 1; j < b.dims.size(); ++j)
+      if (mentions(b.dims[j].extent, b.dims[dim].var)) {
+        error(r.at, fmt::format("the dimension of `{}` that `{}` indexes sizes inner dimensions (a ragged extent "
+                                "depends on it); only a dimension no extent depends on can be padded",
+                                r.tensor, r.index));
+        return;
+      }
+    if (b.pad.size() < b.dims.size()) b.pad.resize(b.dims.size(), 1);
+    auto key = std::make_pair(nest.target.get(), dim);
+    if (b.pad[dim] > 1 && b.pad[dim] != p) {
+      error(r.at, fmt::format("the dimension of `{}` that `{}` indexes is already padded to a multiple of {}", r.tensor,
+                              r.index, b.pad[dim]));
+      note(storage_at_[key], "padded here");
+      return;
+    }
+    b.pad[dim] = p;
+    storage_at_[key] = d.at;
+    notes_[res->nest].push_back(fmt::format("{}: storage of `{}` along `{}` holds a multiple of {} elements per row "
+                                            "(directive)",
+                                            where(d), r.tensor, r.index, p));
+  }
+
+  // ------------------------------------------------------------ pad_loop
+  /// Whether the iterations of `loop` past its extent may run unguarded,
+  /// computing into storage padding; `why` says why not. Reports storage
+  /// padding that is below (or not a multiple of) the loop padding `k`.
+  bool into_padding(const Stmt& loop, int64_t k, const Directive& d, std::string& why) {
+    const Var& v = loop->var;
+    const Stmt& body = loop->body[0];
+    bool ok = true;
+    auto refuse = [&](std::string reason) {
+      if (ok) why = std::move(reason);
+      ok = false;
+    };
+    auto access = [&](const BufferNode* b, const std::vector<Expr>& args, bool store) {
+      if (b->dims.empty()) return;
+      std::optional<size_t> at;
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (!mentions(args[i], v)) continue;
+        if (args[i]->kind != ExprKind::VarRef || at) {
+          refuse(fmt::format("`{}` is indexed by an expression of `{}`", b->name, v->name));
+          return;
+        }
+        at = i;
+      }
+      if (!at) {
+        if (store) refuse(fmt::format("`{}` is stored at indices that do not name `{}`", b->name, v->name));
+        return;
+      }
+      int64_t p = *at < b->pad.size() ? b->pad[*at] : 1;
+      if (p <= 1) {
+        refuse(fmt::format("`{}` has no storage padding in the dimension `{}` indexes", b->name, v->name));
+        return;
+      }
+      if (p < k || p % k != 0) {
+        auto it = storage_at_.find({b, *at});
+        SourceRange at_range = it != storage_at_.end() ? it->second : d.at;
+        error(at_range, fmt::format("storage padding {} of `{}` is {} the loop padding {} of `{}`, so padded "
+                                    "iterations would access storage that does not exist",
+                                    p, b->name, p < k ? "below" : "not a multiple of", k,
+                                    d.loops[0].tensor + "." + d.loops[0].index));
+        note(d.at, "the loop is padded here");
+        refuse("");
+      }
+    };
+    each_stmt(body, [&](const StmtNode& x) {
+      if (x.kind == StmtKind::Print || x.kind == StmtKind::Assert) refuse("the body prints or checks a condition");
+      if (x.kind == StmtKind::For && mentions(x.extent, v))
+        refuse(fmt::format("an inner loop's extent depends on `{}`", v->name));
+      own_exprs(x, [&](const ExprNode& e) {
+        if (e.kind == ExprKind::Load) access(e.buffer.get(), e.args, false);
+      });
+      if (may_fail(x.extent) || may_fail(x.value)) refuse("the body divides integers, which may fail on padding values");
+      for (const auto& a : x.args)
+        if (may_fail(a)) refuse("the body divides integers, which may fail on padding values");
+      if (x.kind != StmtKind::Store) return;
+      if (x.buffer->dims.empty()) {
+        if (x.buffer->kind != BufferKind::Scalar || !written_before_read(body, x.buffer.get()) ||
+            touches_outside(f_.body, loop.get(), x.buffer.get()))
+          refuse(fmt::format("`{}` accumulates across iterations", x.buffer->name));
+        return;
+      }
+      access(x.buffer.get(), x.args, true);
+    });
+    return ok;
+  }
+
+  void pad_loop(const Directive& d) {
+    const LoopRef& r = d.loops[0];
+    int64_t k = d.factors[0];
+    auto res = resolve(r);
+    if (!res) return;
+    bool was_ok = ok_;
+    Stmt loop;
+    f_.body = replace_for(f_.body, res->var.get(), [&](const Stmt& s) {
+      loop = s;
+      return s;
+    });
+    Expr padded = build::round_up(loop->extent, k);
+    if (padded == loop->extent) {
+      notes_[res->nest].push_back(fmt::format("{}: `{}` already runs a multiple of {} iterations; nothing to pad",
+                                              where(d), r.index, k));
+      return;
+    }
+    std::string why;
+    bool unguarded = into_padding(loop, k, d, why);
+    if (!ok_ && was_ok) return;
+    auto copy = std::make_shared<StmtNode>(*loop);
+    copy->extent = padded;
+    if (!unguarded)
+      copy->body = {build::if_then_else(build::binary(BinOp::LT, build::var(loop->var), loop->extent), loop->body[0])};
+    f_.body = replace_for(f_.body, res->var.get(), [&](const Stmt&) { return Stmt(copy); });
+    notes_[res->nest].push_back(
+        unguarded ? fmt::format("{}: `{}` runs to a multiple of {}; the extra iterations compute into storage padding "
+                                "(directive)",
+                                where(d), r.index, k)
+                  : fmt::format("{}: `{}` runs to a multiple of {}; the extra iterations are guarded by `{} < extent` "
+                                "because {} (directive)",
+                                where(d), r.index, k, r.index, why));
+  }
+
+  // ------------------------------------------------------------ split
+  bool split(const Directive& d, const LoopRef& r, int64_t k) {
+    auto res = resolve(r);
+    if (!res) return false;
+    size_t n = res->nest;
+    std::string outer = r.index + "_o", inner = r.index + "_i";
+    for (const auto& name : {outer, inner})
+      if (names_[n].count(name)) {
+        error(r.at, fmt::format("splitting `{}` would name a loop `{}`, which the assignment to `{}` already has",
+                                r.index, name, r.tensor));
+        return false;
+      }
+    Var vo = make_var(outer), vi = make_var(inner);
+    f_.body = replace_for(f_.body, res->var.get(), [&](const Stmt& loop) {
+      const Expr& e = loop->extent;
+      Expr kk = build::int_imm(k);
+      Expr idx = build::binary(BinOp::Add, build::binary(BinOp::Mul, build::var(vo), kk), build::var(vi));
+      std::map<const VarNode*, Expr> m{{loop->var.get(), idx}};
+      Stmt body = rewrite(loop->body[0], [&](const Expr& x) { return x ? substitute(x, m) : x; });
+      bool exact = e->kind == ExprKind::IntImm && e->int_value % k == 0;
+      if (!exact) body = build::if_then_else(build::binary(BinOp::LT, idx, e), body);
+      Expr outer_extent = e->kind == ExprKind::IntImm
+                              ? build::int_imm((e->int_value + k - 1) / k)
+                              : build::binary(BinOp::Div, build::binary(BinOp::Add, e, build::int_imm(k - 1)), kk);
+      return make_for(vo, outer_extent, make_for(vi, kk, body, LoopKind::Serial), loop->loop);
+    });
+    names_[n].erase(r.index);
+    names_[n][outer] = vo;
+    names_[n][inner] = vi;
+    split_[n].insert(r.index);
+    notes_[n].push_back(fmt::format("{}: `{}` becomes `{}` (outer) and `{}` ({} iterations){} (directive)", where(d),
+                                    r.index, outer, inner, k,
+                                    d.kind == DirectiveKind::Tile ? ", for the tile" : ""));
+    return true;
+  }
+
+  // ------------------------------------------------------------ reorder
+  bool reorder(const Directive& d, const std::vector<LoopRef>& refs) {
+    std::vector<Resolved> loops;
+    std::map<const VarNode*, const LoopRef*> ref_of;
+    for (const auto& r : refs) {
+      auto res = resolve(r);
+      if (!res) return false;
+      if (!loops.empty() && res->nest != loops[0].nest) {
+        error(r.at, fmt::format("`reorder` names loops of different assignments (`{}` and `{}`)", refs[0].tensor,
+                                r.tensor));
+        return false;
+      }
+      if (ref_of.count(res->var.get())) {
+        error(r.at, fmt::format("loop `{}` is named twice", r.index));
+        return false;
+      }
+      ref_of[res->var.get()] = &r;
+      loops.push_back(*res);
+    }
+    size_t n = loops[0].nest;
+    // The outermost named loop, then down the chain of single nested loops
+    // (through the bound checks of split loops) until every named loop is in it.
+    const StmtNode* top = nullptr;
+    each_stmt(f_.body, [&](const StmtNode& x) {
+      if (!top && x.kind == StmtKind::For && ref_of.count(x.var.get())) top = &x;
+    });
+    std::vector<const StmtNode*> chain{top};
+    std::vector<Expr> guards;
+    std::set<const VarNode*> remaining;
+    for (const auto& l : loops) remaining.insert(l.var.get());
+    remaining.erase(top->var.get());
+    Stmt inner = top->body[0];
+    while (true) {
+      while (inner && ((inner->kind == StmtKind::Seq && inner->body.size() == 1) ||
+                       (inner->kind == StmtKind::IfThenElse && (inner->body.size() == 1 || !inner->body[1])))) {
+        if (inner->kind == StmtKind::IfThenElse) guards.push_back(inner->value);
+        inner = inner->body[0];
+      }
+      if (remaining.empty()) break;
+      if (!inner || inner->kind != StmtKind::For) {
+        const LoopRef* missing = nullptr;
+        for (const auto& r : refs)
+          if (!missing && remaining.count(names_[n].at(r.index).get())) missing = &r;
+        error(missing->at, fmt::format("loop `{}` is not perfectly nested inside `{}`: other statements lie between "
+                                       "them (a `reduce` initialises its accumulator there), so they cannot be "
+                                       "reordered",
+                                       missing->index, name_of(n, chain.back()->var.get())));
+        return false;
+      }
+      chain.push_back(inner.get());
+      remaining.erase(inner->var.get());
+      inner = inner->body[0];
+    }
+    // New order: the named loops' positions in the chain, filled in the given order.
+    std::vector<const StmtNode*> order = chain;
+    {
+      size_t j = 0;
+      for (auto& slot : order)
+        if (ref_of.count(slot->var.get())) slot = find_for(f_.body, loops[j++].var.get());
+    }
+    // A loop's extent may use only the loops outside it (a vloop stays
+    // inside the loop its bound depends on).
+    for (size_t q = 0; q < order.size(); ++q)
+      for (size_t q2 = q + 1; q2 < order.size(); ++q2)
+        if (mentions(order[q]->extent, order[q2]->var)) {
+          const LoopRef* r = ref_of.count(order[q]->var.get()) ? ref_of[order[q]->var.get()] : &refs[0];
+          error(r->at, fmt::format("`{}` cannot be placed outside `{}`: its extent depends on `{}` (a vloop stays inside "
+                                   "the loop its bound depends on)",
+                                   name_of(n, order[q]->var.get()), name_of(n, order[q2]->var.get()),
+                                   name_of(n, order[q2]->var.get())));
+          return false;
+        }
+    // Bound checks sink below the loops, which must not need them.
+    for (const auto& g : guards)
+      for (const StmtNode* l : chain)
+        for (const StmtNode* l2 : chain)
+          if (mentions(g, l2->var) && mentions(l->extent, l2->var)) {
+            error(d.at, fmt::format("the bound check of a split loop guards the extent of `{}`; these loops cannot be "
+                                    "reordered",
+                                    name_of(n, l->var.get())));
+            return false;
+          }
+    // Independent iterations: the order must not show.
+    std::string bad;
+    each_stmt(inner, [&](const StmtNode& x) {
+      if (!bad.empty()) return;
+      if (x.kind == StmtKind::Print || x.kind == StmtKind::Assert) bad = "the loop body prints or checks a condition";
+      if (x.kind != StmtKind::Store) return;
+      if (x.buffer->dims.empty()) {
+        if (x.buffer->kind != BufferKind::Scalar || !written_before_read(inner, x.buffer.get()))
+          bad = fmt::format("the loops carry the `reduce` accumulation into `{}`, whose order would change", x.buffer->name);
+        return;
+      }
+      std::set<const VarNode*> named;
+      for (const auto& a : x.args) plain_vars(a, named);
+      for (const auto& l : loops) {
+        if (!named.count(l.var.get())) bad = fmt::format("`{}` is not stored at an element of its own in each iteration", x.buffer->name);
+      }
+      bool read = false;
+      each_stmt(inner, [&](const StmtNode& y) {
+        own_exprs(y, [&](const ExprNode& e) { read |= e.kind == ExprKind::Load && e.buffer == x.buffer; });
+      });
+      if (read) bad = fmt::format("`{}` is read in the loops that write it", x.buffer->name);
+    });
+    if (!bad.empty()) {
+      error(d.at, fmt::format("cannot reorder these loops: {}", bad));
+      return false;
+    }
+    Stmt body = inner;
+    if (!guards.empty()) {
+      Expr cond = guards[0];
+      for (size_t i = 1; i < guards.size(); ++i) cond = build::binary(BinOp::And, cond, guards[i]);
+      body = build::if_then_else(cond, body);
+    }
+    // Each position keeps its `parallel` mark: the loop moved there has
+    // independent iterations (checked above).
+    for (size_t q = order.size(); q-- > 0;) body = make_for(order[q]->var, order[q]->extent, body, chain[q]->loop);
+    f_.body = replace_for(f_.body, top->var.get(), [&](const Stmt&) { return body; });
+    std::string names;
+    for (const auto& r : refs) names += (names.empty() ? "" : ", ") + r.index;
+    if (d.kind == DirectiveKind::Reorder)
+      notes_[n].push_back(fmt::format("{}: loops {} run in this order, outermost first (directive)", where(d), names));
+    return true;
+  }
+
+  /// The loop variables an index determines one-to-one: `v`, or a split
+  /// loop's `v_o * k + v_i` (v_i running over 0 .. k), nested.
+  void plain_vars(const Expr& e, std::set<const VarNode*>& out) const {
+    if (e->kind == ExprKind::VarRef) {
+      out.insert(e->var.get());
+      return;
+    }
+    if (e->kind != ExprKind::Binary || e->binop != BinOp::Add || e->args[1]->kind != ExprKind::VarRef) return;
+    const Expr& mul = e->args[0];
+    if (mul->kind != ExprKind::Binary || mul->binop != BinOp::Mul || mul->args[1]->kind != ExprKind::IntImm) return;
+    const StmtNode* inner = find_for(f_.body, e->args[1]->var.get());
+    if (!inner || inner->extent->kind != ExprKind::IntImm || inner->extent->int_value != mul->args[1]->int_value) return;
+    std::set<const VarNode*> outer;
+    plain_vars(mul->args[0], outer);
+    if (outer.empty()) return;
+    out.insert(outer.begin(), outer.end());
+    out.insert(e->args[1]->var.get());
+  }
+
+  void tile(const Directive& d) {
+    const LoopRef &x = d.loops[0], &y = d.loops[1];
+    if (x.tensor != y.tensor || x.index == y.index) {
+      error(y.at, "`tile` takes two different loops of one assignment");
+      return;
+    }
+    if (!split(d, x, d.factors[0]) || !split(d, y, d.factors[1])) return;
+    auto with = [](LoopRef r, const char* suffix) {
+      r.index += suffix;
+      return r;
+    };
+    if (reorder(d, {with(x, "_o"), with(y, "_o"), with(x, "_i"), with(y, "_i")}))
+      notes_[f_.nests.empty() ? 0 : resolve(with(x, "_o"))->nest].push_back(
+          fmt::format("{}: tiles of {} x {} iterations: loops {}_o, {}_o, {}_i, {}_i (directive)", where(d),
+                      d.factors[0], d.factors[1], x.index, y.index, x.index, y.index));
+  }
+
+  Func& f_;
+  DiagnosticEngine& diags_;
+  std::vector<std::map<std::string, Var>> names_;  // per nest: loop name -> variable (after splits)
+  std::vector<std::vector<std::string>> notes_;   // per nest: what --explain says
+  std::vector<std::set<std::string>> split_;      // per nest: names split away
+  std::string order_note_ = "loop order and `parallel` from the CPU heuristics";
+  std::set<size_t> directed_;                     // nests a directive names
+  std::vector<std::string> defaults_;             // per nest: the default padding's note
+  std::map<std::pair<const BufferNode*, size_t>, SourceRange> storage_at_;  // pad_storage directives
+  bool ok_ = true;
+};
+
+}  // namespace
+
+bool apply_schedule(Func& f, const Schedule* schedule, DiagnosticEngine& diags, std::string* explain,
+                    const ScheduleDefaults& defaults) {
+  Scheduler s(f, diags);
+  bool ok = s.run(schedule);
+  if (ok) s.apply_defaults(defaults.pad, defaults.off_reason, defaults.order_note);
+  if (explain) *explain += s.explain();
+  return ok;
+}
+
+}  // namespace dccc::ir

@@ -1,0 +1,154 @@
+#include "ir/schedule.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace dccc::ir {
+namespace {
+
+using ast::ExprKind;
+
+/// Directives by name: kind, how many loops, how many factors (-1 loops: two or more).
+struct Spec {
+  const char* name;
+  DirectiveKind kind;
+  int loops;
+  int factors;
+  const char* usage;
+};
+constexpr Spec kSpecs[] = {
+    {"pad_loop", DirectiveKind::PadLoop, 1, 1, "pad_loop(TENSOR.INDEX, FACTOR)"},
+    {"pad_storage", DirectiveKind::PadStorage, 1, 1, "pad_storage(TENSOR.INDEX, FACTOR)"},
+    {"split", DirectiveKind::Split, 1, 1, "split(TENSOR.INDEX, FACTOR)"},
+    {"reorder", DirectiveKind::Reorder, -1, 0, "reorder(TENSOR.INDEX, TENSOR.INDEX, ...)"},
+    {"tile", DirectiveKind::Tile, 2, 2, "tile(TENSOR.OUTER, TENSOR.INNER, FACTOR, FACTOR)"},
+};
+
+/// The largest factor accepted: far beyond any useful padding or tile, and
+/// small enough that rounding an extent up cannot overflow.
+constexpr int64_t kMaxFactor = 1 << 20;
+
+class Reader {
+ public:
+  Reader(const SourceFile* file, DiagnosticEngine& diags) : file_(file), diags_(diags) {}
+
+  std::optional<Directive> directive(const ast::Directive& d) {
+    const Spec* spec = nullptr;
+    for (const auto& s : kSpecs)
+      if (d.name.name == s.name) spec = &s;
+    if (!spec) {
+      error(d.name.range, fmt::format("unknown schedule directive `{}`; expected one of `pad_loop`, `pad_storage`, "
+                                      "`split`, `reorder`, `tile`",
+                                      d.name.name));
+      return std::nullopt;
+    }
+    Directive out{spec->kind, {}, {}, tag(d.range)};
+    size_t want = spec->loops < 0 ? 0 : static_cast<size_t>(spec->loops + spec->factors);
+    if ((spec->loops < 0 && d.args.size() < 2) || (spec->loops >= 0 && d.args.size() != want)) {
+      error(d.range, fmt::format("`{}` takes {}; found {} argument(s)", spec->name, spec->usage, d.args.size()));
+      return std::nullopt;
+    }
+    size_t loops = spec->loops < 0 ? d.args.size() : static_cast<size_t>(spec->loops);
+    bool ok = true;
+    for (size_t i = 0; i < d.args.size(); ++i) {
+      if (i < loops) {
+        auto r = loop_ref(*d.args[i], spec->usage);
+        if (r) out.loops.push_back(*r);
+        else ok = false;
+      } else {
+        auto f = factor(*d.args[i]);
+        if (f) out.factors.push_back(*f);
+        else ok = false;
+      }
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  SourceRange tag(SourceRange r) const {
+    r.file = file_;
+    return r;
+  }
+
+  void error(SourceRange at, const std::string& msg) { diags_.report(DiagKind::Schedule, tag(at), msg); }
+
+ private:
+  /// `y.data.i`: a field chain of at least two names.
+  std::optional<LoopRef> loop_ref(const ast::Expr& e, const char* usage) {
+    std::vector<std::string> parts;
+    const ast::Expr* cur = &e;
+    while (cur->kind == ExprKind::Field && !cur->operands.empty()) {
+      parts.insert(parts.begin(), cur->name);
+      cur = cur->operands[0].get();
+    }
+    if (cur->kind != ExprKind::Name || parts.empty()) {
+      error(e.range, fmt::format("expected a loop named `TENSOR.INDEX` (the index of the assignment to TENSOR), as in "
+                                 "{}",
+                                 usage));
+      return std::nullopt;
+    }
+    parts.insert(parts.begin(), cur->name);
+    LoopRef r;
+    r.index = parts.back();
+    parts.pop_back();
+    for (size_t i = 0; i < parts.size(); ++i) r.tensor += (i ? "." : "") + parts[i];
+    r.at = tag(e.range);
+    return r;
+  }
+
+  std::optional<int64_t> factor(const ast::Expr& e) {
+    if (e.kind == ExprKind::Int) {
+      bool small = e.text.size() <= 9;
+      int64_t v = small ? std::stoll(e.text) : 0;
+      if (small && v >= 1 && v <= kMaxFactor) return v;
+      error(e.range, fmt::format("a factor must be a positive integer of at most {}, found `{}`", kMaxFactor, e.text));
+      return std::nullopt;
+    }
+    bool negative = e.kind == ExprKind::Unary && e.op == "-" && !e.operands.empty() &&
+                    e.operands[0]->kind == ExprKind::Int;
+    error(e.range, negative ? "a factor must be a positive integer, found a negative one"
+                            : "a factor must be a positive integer literal");
+    return std::nullopt;
+  }
+
+  const SourceFile* file_;
+  DiagnosticEngine& diags_;
+};
+
+}  // namespace
+
+const char* directive_name(DirectiveKind k) {
+  for (const auto& s : kSpecs)
+    if (s.kind == k) return s.name;
+  return "?";
+}
+
+std::vector<Schedule> schedules_from_ast(const ast::Program& program, const SourceFile* file,
+                                         DiagnosticEngine& diags) {
+  Reader reader(file, diags);
+  std::vector<Schedule> out;
+  for (const auto& sd : program.schedules) {
+    Schedule s{sd.func.name, reader.tag(sd.func.range), {}};
+    for (const auto& d : sd.directives)
+      if (auto x = reader.directive(d)) s.directives.push_back(std::move(*x));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string directive_text(const Directive& d) {
+  std::string out = std::string(directive_name(d.kind)) + "(";
+  bool first = true;
+  for (const auto& l : d.loops) {
+    out += (first ? "" : ", ") + l.tensor + "." + l.index;
+    first = false;
+  }
+  for (int64_t f : d.factors) {
+    out += (first ? "" : ", ") + std::to_string(f);
+    first = false;
+  }
+  return out + ")";
+}
+
+}  // namespace dccc::ir

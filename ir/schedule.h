@@ -1,0 +1,65 @@
+// Schedules: how a function's loops run, kept apart from what they compute
+// (CoRa §4.1). A schedule is plain data, written in the source as
+//
+//   schedule f {
+//       pad_loop(y.i, 4);       // vloop i of the assignment to y: run to a multiple of 4
+//       pad_storage(y.i, 4);    // y's dimension indexed by i: store a multiple of 4
+//       split(y.h, 2);          // loop h becomes h_o (outer) and h_i (inner, 2 iterations)
+//       reorder(y.h_o, y.i);    // these loops, outermost first
+//       tile(y.i, y.h, 4, 2);   // split(y.i, 4), split(y.h, 2), reorder(y.i_o, y.h_o, y.i_i, y.h_i)
+//   }
+//
+// or given on the command line (`--schedule='schedule f { ... }'`), and
+// applied by ir/apply_schedule.h. A loop is named `TENSOR.INDEX`: the index
+// variable INDEX (left side or `reduce`) of the assignment whose left side
+// is TENSOR (`y`, `x.data`). docs/schedules.md is the user's description.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/ast.h"
+#include "support/diagnostics.h"
+
+namespace dccc::ir {
+
+/// `TENSOR.INDEX` as written; `at` covers it.
+struct LoopRef {
+  std::string tensor;
+  std::string index;
+  SourceRange at;
+};
+
+enum class DirectiveKind { PadLoop, PadStorage, Split, Reorder, Tile };
+const char* directive_name(DirectiveKind k);
+
+/// One directive. PadLoop, PadStorage, Split: one loop and `factors[0]`;
+/// Reorder: two or more loops, outermost first; Tile: two loops (outer,
+/// inner) and two factors.
+struct Directive {
+  DirectiveKind kind;
+  std::vector<LoopRef> loops;
+  std::vector<int64_t> factors;
+  SourceRange at;
+};
+
+/// The directives for one function, in the order they apply.
+struct Schedule {
+  std::string func;
+  SourceRange at;  // the function's name in `schedule f`
+  std::vector<Directive> directives;
+};
+
+/// The `schedule` blocks of `program`, read from `file`. Ranges are tagged
+/// with `file`, so that a later pass reporting through another engine (that
+/// of the program, for command-line text) still shows the right line. Malformed
+/// directives (unknown name, wrong arguments, a factor that is not a
+/// positive integer) are [Schedule] errors and left out.
+std::vector<Schedule> schedules_from_ast(const ast::Program& program, const SourceFile* file,
+                                         DiagnosticEngine& diags);
+
+/// The directive as the source writes it, e.g. `pad_loop(y.i, 4)`.
+std::string directive_text(const Directive& d);
+
+}  // namespace dccc::ir

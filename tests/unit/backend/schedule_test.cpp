@@ -1,0 +1,241 @@
+// Differential tests of schedules (ir/apply_schedule.h): each directive on a
+// ragged function with a local intermediate, run on random length patterns
+// (lengths 0 .. 12 that are mostly not multiples of the padding, zero-length
+// sequences, B = 1, one sequence of 70): the scheduled program through the
+// LLVM backend and through the reference interpreter must give what the
+// unscheduled program gives.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "backend/llvm/jit.h"
+#include "ir/apply_schedule.h"
+#include "ir/printer.h"
+#include "ir/schedule.h"
+#include "tests/unit/backend/differential.h"
+
+namespace dccc::backend {
+namespace {
+
+const char* kProgram = R"(
+type Seqs = coupling {
+    data: [b: B][seqlen[b], H]f32,
+    seqlen: [B]i32
+}
+
+fn f(x: Seqs, w: [H, H]f32) -> Seqs {
+    let t = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
+    t.data[b][i, h] = reduce(+, x.data[b][i, k] * w[k, h]);
+    let u = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
+    u.data[b][i, h] = t.data[b][i, h] * 0.5 + exp(t.data[b][i, h]);
+    let y = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
+    y.data[b][i, h] = u.data[b][i, h] - x.data[b][i, h];
+    return y;
+}
+)";
+
+/// Attention-like: the innermost loops of `s` (a reduce over h) and of `y`
+/// (a reduce over j) cannot be padded by default, that of `e` (j, over the
+/// local tensors s and e only) can.
+const char* kAttention = R"(
+type Seqs = coupling {
+    data: [b: B][seqlen[b], H]f32,
+    seqlen: [B]i32
+}
+
+fn f(x: Seqs, w: [H, H]f32) -> Seqs {
+    let s: [b: B][x.seqlen[b], x.seqlen[b]]f32;
+    s[b][i, j] = reduce(+, x.data[b][i, h] * x.data[b][j, h]);
+    let e: [b: B][x.seqlen[b], x.seqlen[b]]f32;
+    e[b][i, j] = exp(s[b][i, j] * 0.25) + 1.0;
+    let y = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
+    y.data[b][i, h] = reduce(+, e[b][i, j] * x.data[b][j, h]);
+    return y;
+}
+)";
+
+/// `program` with `schedule` appended, compiled as the driver does for the
+/// CPU, with `defaults`.
+testing::Program compile_scheduled(const std::string& schedule, const char* program = kProgram,
+                                   const ir::ScheduleDefaults& defaults = {}) {
+  testing::Program p;
+  std::string text = std::string(program) + schedule;
+  p.file = std::make_unique<SourceFile>("schedule_test.toy", text);
+  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
+  p.ast = parse(*p.file, *p.diags);
+  if (!p.ast) return p;
+  p.checked = check(*p.ast, *p.diags);
+  if (p.diags->has_errors()) return p;
+  auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
+  p.module = ir::lower(*p.checked, *p.diags);
+  if (!p.module) return p;
+  for (auto& f : p.module->funcs) {
+    ir::expand_prints(f);
+    ir::mark_parallel(f);
+    ir::reorder_loops(f);
+    ir::Schedule none{f.name, {}, {}};
+    const ir::Schedule* mine = &none;
+    for (const auto& s : schedules)
+      if (s.func == f.name) mine = &s;
+    if (!ir::apply_schedule(f, mine, *p.diags, nullptr, defaults)) {
+      p.module.reset();
+      return p;
+    }
+    if (!ir::lower_storage(f, *p.diags)) {
+      p.module.reset();
+      return p;
+    }
+  }
+  return p;
+}
+
+std::string messages(const DiagnosticEngine& d) {
+  std::string out;
+  for (const auto& x : d.diagnostics()) out += d.render(x);
+  return out;
+}
+
+struct Case {
+  const char* name;
+  const char* schedule;
+  const char* shows;  // text the scheduled IR must contain (the schedule took effect)
+};
+
+class ScheduleDifferential : public ::testing::TestWithParam<Case> {};
+
+/// `sched` (scheduled) against `plain` (not): LLVM against the float64
+/// reference, and the interpreter bit for bit.
+void expect_same_results(const testing::Program& plain, const testing::Program& sched, const Case& c);
+
+TEST_P(ScheduleDifferential, MatchesUnscheduled) {
+  const Case& c = GetParam();
+  testing::Program plain = compile_scheduled("");
+  ASSERT_TRUE(plain.module) << messages(*plain.diags);
+  testing::Program sched = compile_scheduled(c.schedule);
+  ASSERT_TRUE(sched.module) << messages(*sched.diags);
+  expect_same_results(plain, sched, c);
+}
+
+void expect_same_results(const testing::Program& plain, const testing::Program& sched, const Case& c) {
+  EXPECT_NE(ir::print(*sched.module).find(c.shows), std::string::npos) << ir::print(*sched.module);
+  EXPECT_NE(ir::print(*sched.module), ir::print(*plain.module));
+  std::string error;
+  auto jit_plain = JitProgram::compile(*plain.module, error);
+  ASSERT_TRUE(jit_plain) << error;
+  auto jit_sched = JitProgram::compile(*sched.module, error);
+  ASSERT_TRUE(jit_sched) << error;
+  const ir::Func& pf = plain.module->funcs[0];
+  const ir::Func& sf = sched.module->funcs[0];
+  // LLVM, scheduled and not, against the float64 reference of the unscheduled program.
+  int compared = 0;
+  testing::run_differential(pf, {testing::Engine{"llvm scheduled", jit_sched->kernel("f")}, testing::Engine{"llvm", jit_plain->kernel("f")}},
+                            c.name, compared);
+  EXPECT_GT(compared, 100);
+  // The interpreter on the scheduled IR: the same operations in the same
+  // order as the unscheduled program, so bit for bit the same outputs.
+  int runs = 0;
+  for (int pattern = 0; pattern < 4; ++pattern) {
+    std::mt19937 rng(7 + pattern), rng2(7 + pattern);
+    std::map<std::string, int64_t> sizes{{"B", pattern == 2 ? 1 : 5}, {"H", 3}};
+    auto gen = [pattern](std::mt19937& r) {
+      return [pattern, &r](const ir::BufferNode* b, int64_t k) -> double {
+        if (is_int(b->type)) {
+          switch (pattern) {
+            case 0: return std::uniform_int_distribution<int>(1, 9)(r);
+            case 1: return k % 2 ? 0 : std::uniform_int_distribution<int>(1, 9)(r);
+            case 2: return std::uniform_int_distribution<int>(0, 12)(r);
+            default: return k == 1 ? 70 : std::uniform_int_distribution<int>(0, 3)(r);
+          }
+        }
+        return std::uniform_real_distribution<double>(-1.0, 1.0)(r);
+      };
+    };
+    auto in1 = ir::Interpreter::make_inputs(pf, sizes, gen(rng));
+    auto in2 = ir::Interpreter::make_inputs(sf, sizes, gen(rng2));
+    std::ostringstream o1, o2;
+    ir::Interpreter a(o1), b(o2);
+    a.run(pf, sizes, in1);
+    b.run(sf, sizes, in2);
+    for (size_t k = 0; k < pf.buffers.size(); ++k) {
+      if (pf.buffers[k]->kind != ir::BufferKind::Output) continue;
+      auto want = a.packed(pf.buffers[k].get());
+      auto got = b.packed(sf.buffers[k].get());
+      ASSERT_EQ(want.size(), got.size());
+      for (size_t e = 0; e < want.size(); ++e) EXPECT_EQ(want[e], got[e]) << c.name << " pattern " << pattern << " [" << e << "]";
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Directives, ScheduleDifferential,
+    ::testing::Values(
+        Case{"pad_loop_guarded", "schedule f { pad_loop(y.data.i, 4); }", "if (i.2 < i64(x.seqlen@(b.3)))"},
+        Case{"pad_loop_into_storage", "schedule f { pad_storage(u.data.i, 8); pad_loop(u.data.i, 4); }", "pad 8"},
+        Case{"pad_storage_only", "schedule f { pad_storage(t.data.h, 2); pad_storage(u.data.i, 3); }", "pad 3"},
+        Case{"pad_reduce_loop", "schedule f { pad_loop(t.data.k, 4); pad_loop(t.data.i, 2); }", "(k < H)"},
+        Case{"pad_into_storage_both", "schedule f { pad_storage(t.data.i, 4); pad_loop(t.data.i, 4); "
+                                      "pad_storage(u.data.i, 4); pad_loop(u.data.i, 2); }", "pad 4"},
+        Case{"split_vloop", "schedule f { split(y.data.i, 3); }", "i_o"},
+        Case{"split_reduce", "schedule f { split(t.data.k, 2); }", "k_i"},
+        Case{"reorder_dense", "schedule f { split(u.data.h, 2); reorder(u.data.h_o, u.data.i); }", "h_o"},
+        Case{"tile", "schedule f { tile(u.data.i, u.data.h, 4, 2); }", "h_i"},
+        Case{"everything", "schedule f { pad_storage(u.data.i, 4); pad_loop(u.data.i, 4); tile(u.data.i, u.data.h, 2, 2); "
+                           "split(t.data.k, 2); split(y.data.b, 2); }", "b_o"}),
+    [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
+
+// The CPU default padding (ir::kCpuDefaultPad): on the attention-like
+// function it pads `e`'s loop j and the storage of `s` and `e` along j, and
+// nothing else; results are unchanged on every length pattern.
+TEST(ScheduleDefaults, AttentionPaddedWhereUnguardedAndUnchanged) {
+  testing::Program plain = compile_scheduled("", kAttention);
+  ASSERT_TRUE(plain.module) << messages(*plain.diags);
+  testing::Program sched = compile_scheduled("", kAttention, ir::ScheduleDefaults{ir::kCpuDefaultPad});
+  ASSERT_TRUE(sched.module) << messages(*sched.diags);
+  std::string text = ir::print(*sched.module);
+  // s and e padded along j (4 when kCpuDefaultPad is 4), y (the result) not.
+  std::string pad = fmt::format("pad {}]", ir::kCpuDefaultPad);
+  size_t count = 0;
+  for (size_t at = text.find(pad); at != std::string::npos; at = text.find(pad, at + 1)) ++count;
+  EXPECT_EQ(count, 2u) << text;
+  for (const char* name : {"local s:", "local e:"}) {
+    size_t line = text.find(name);
+    ASSERT_NE(line, std::string::npos) << text;
+    EXPECT_NE(text.substr(line, text.find('\n', line) - line).find(pad), std::string::npos) << name;
+  }
+  // e's loop j runs to a rounded-up extent; s's and y's loops j do not.
+  EXPECT_NE(text.find(fmt::format("for j.1 in 0 .. (((i64(x.seqlen@(b.4)) + {}) / {}) * {})", ir::kCpuDefaultPad - 1,
+                                  ir::kCpuDefaultPad, ir::kCpuDefaultPad)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("for j in 0 .. i64(x.seqlen@(b.3))"), std::string::npos) << text;
+  EXPECT_NE(text.find("for j.2 in 0 .. i64(x.seqlen@(b.5))"), std::string::npos) << text;
+  EXPECT_EQ(text.find("if ("), std::string::npos) << "default padding is never guarded:\n" << text;
+  expect_same_results(plain, sched, Case{"defaults_attention", "", ""});
+}
+
+// Off (k = 0), or a directive naming the assignment: no default padding.
+TEST(ScheduleDefaults, OffOrOverriddenByDirective) {
+  testing::Program plain = compile_scheduled("", kAttention);
+  ASSERT_TRUE(plain.module) << messages(*plain.diags);
+  testing::Program off = compile_scheduled("", kAttention, ir::ScheduleDefaults{0});
+  ASSERT_TRUE(off.module) << messages(*off.diags);
+  EXPECT_EQ(ir::print(*off.module), ir::print(*plain.module));
+  testing::Program named =
+      compile_scheduled("schedule f { split(e.i, 2); }", kAttention, ir::ScheduleDefaults{ir::kCpuDefaultPad});
+  ASSERT_TRUE(named.module) << messages(*named.diags);
+  EXPECT_EQ(ir::print(*named.module).find(" pad "), std::string::npos) << ir::print(*named.module);
+  expect_same_results(plain, named, Case{"defaults_overridden", "", "i_o"});
+}
+
+// The first function's defaults on the program with no default-paddable
+// loop (every innermost loop reads the input or is constant): unchanged IR.
+TEST(ScheduleDefaults, NothingToPadLeavesIrUnchanged) {
+  testing::Program plain = compile_scheduled("");
+  testing::Program dflt = compile_scheduled("", kProgram, ir::ScheduleDefaults{ir::kCpuDefaultPad});
+  ASSERT_TRUE(plain.module && dflt.module);
+  EXPECT_EQ(ir::print(*dflt.module), ir::print(*plain.module));
+}
+
+}  // namespace
+}  // namespace dccc::backend
