@@ -930,10 +930,22 @@ extern "C" __attribute__((visibility("hidden"))) int64_t dcc__cuda_device(void) 
   return d;
 }
 
+// Set by an exit handler registered when the first device copy is made,
+// so after CUDA's own (exit handlers run last-registered first).
+static bool dcc__cuda_exiting = false;
+static void dcc__cuda_mark_exit() { dcc__cuda_exiting = true; }
+
 extern "C" __attribute__((visibility("hidden"))) void dcc__cuda_prelude_release(void* buffer, size_t bytes) {
   void* d = nullptr;
   std::memcpy(&d, buffer, sizeof d);
   (void)bytes;
+  // At process exit the CUDA runtime may be gone already (it reports
+  // cudaErrorCudartUnloading); the driver frees everything then anyway.
+  int dev = 0;
+  if (dcc__cuda_exiting || cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
   cudaFree(d);
 }
 
@@ -944,6 +956,8 @@ extern "C" __attribute__((visibility("hidden"))) dcc_status dcc__cuda_prelude(vo
     return e && std::strcmp(e, "gpu") == 0;
   }();
   (void)out_bytes;
+  static const bool exit_hook = (std::atexit(dcc__cuda_mark_exit), true);
+  (void)exit_hook;
   void* d = nullptr;
   cudaError_t e = cudaMalloc(&d, uc->bytes ? uc->bytes : 1);
   if (e != cudaSuccess) return (dcc_status)dcc_cuda_fail(e, "allocating the prelude's device copy");
@@ -964,6 +978,7 @@ extern "C" __attribute__((visibility("hidden"))) dcc_status dcc__cuda_prelude(vo
 // A library unloaded before the cache it used (another copy of libdccrt's)
 // takes its device copies with it: their release code is its own.
 __attribute__((destructor)) static void dcc__cuda_prelude_unload() {
+  if (dcc__cuda_exiting) return;
   dcc_prelude_cache_drop(dcc_default_prelude_cache(), dcc__cuda_prelude_release);
 }
 )CU";

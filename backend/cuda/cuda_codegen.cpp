@@ -893,9 +893,10 @@ class FuncEmitter {
       std::string o0;
       bool r_fast;
       std::vector<std::pair<const ir::ExprNode*, std::string>> affine;  // offset = b + lo * u + r * w
+      std::vector<std::pair<const ir::ExprNode*, std::string>> loads;   // prefetched into registers
     };
-    Operand ops[2] = {{"p", tp, g.p, &l.inner[plan.x]->var, "x0", g.p_r_fast, {}},
-                      {"q", tq, g.q, &l.inner[plan.y]->var, "y0", g.q_r_fast, {}}};
+    Operand ops[2] = {{"p", tp, g.p, &l.inner[plan.x]->var, "x0", g.p_r_fast, {}, {}},
+                      {"q", tq, g.q, &l.inner[plan.y]->var, "y0", g.q_r_fast, {}, {}}};
     auto coords = [&](const Operand& o) {
       return o.r_fast ? fmt::format("const int e = threadIdx.x + 256 * u, lr = e % {0}, lo = e / {0};", kStep)
                       : fmt::format("const int e = threadIdx.x + 256 * u, lo = e % {0}, lr = e / {0};", kBlock);
@@ -904,7 +905,25 @@ class FuncEmitter {
       std::vector<ir::Expr> offsets;
       flat_offsets(o.e, offsets);
       o.affine = hoist_affine(offsets, *o.vo, o.o0, plan.nest->var, "0", fmt::format("{}_off", o.name), body);
-      body += fmt::format("    {} {}_next[{}];\n", o.type, o.name, kPer);
+      // The operand's loads are prefetched (their latency hidden behind a
+      // step of compute); what it computes from them runs when it is staged.
+      // Only the outermost loads that move with x or r: the others are the
+      // same for the whole tile.
+      std::vector<const ir::ExprNode*> seen;
+      std::function<void(const ir::ExprNode&)> find = [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::Load && !x.buffer->dims.empty() && x.flat) {
+          if ((ir::mentions(x.args[0], *o.vo) || ir::mentions(x.args[0], plan.nest->var)) &&
+              std::find(seen.begin(), seen.end(), &x) == seen.end())
+            seen.push_back(&x);
+          return;
+        }
+        for (const auto& a : x.args) find(*a);
+      };
+      find(*o.e);
+      for (const ir::ExprNode* ld : seen) {
+        o.loads.emplace_back(ld, fmt::format("{}_l{}", o.name, o.loads.size()));
+        body += fmt::format("    {} {}[{}];\n", value_type(ld->type), o.loads.back().second, kPer);
+      }
     }
     // Loads step r0 of both operands into registers.
     auto load_step = [&](const std::string& r0, int depth) {
@@ -917,16 +936,30 @@ class FuncEmitter {
         s += fmt::format("{0}  const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n{0}  (void){1};\n", pad, vo, o.o0);
         for (const auto& [node, n] : o.affine)
           override_[node] = fmt::format("((int64_t)((uint64_t){0}_b + (uint64_t)lo * (uint64_t){0}_u + (uint64_t){1} * (uint64_t){0}_w))", n, vr);
-        s += fmt::format("{}  {}_next[u] = ok ? ({}) : ({})0;\n{}}}\n", pad, o.name, expr(o.e), o.type, pad);
+        for (const auto& [ld, n] : o.loads) {
+          ir::Expr e;
+          ir::each_expr(o.e, [&](const ir::ExprNode& x) {
+            if (&x == ld) e = std::make_shared<ir::ExprNode>(x);
+          });
+          s += fmt::format("{}  {}[u] = ok ? ({}) : ({})0;\n", pad, n, expr(e), value_type(ld->type));
+        }
+        s += pad + "}\n";
         override_.clear();
       }
       return s;
     };
     body += load_step("0", 2);
     body += fmt::format("    for (int64_t r0 = 0; r0 < {}_n; r0 += {}) {{\n", vr, kStep);
-    for (auto& o : ops)
-      body += fmt::format("      #pragma unroll\n      for (int u = 0; u < {}; ++u) {{\n        {}\n        s{}[lr][lo] = {}_next[u];\n      }}\n",
-                          kPer, coords(o), o.name, o.name);
+    for (auto& o : ops) {
+      std::string vo = var(*o.vo);
+      body += fmt::format("      #pragma unroll\n      for (int u = 0; u < {}; ++u) {{\n        {}\n", kPer, coords(o));
+      body += fmt::format("        const int64_t {0} = r0 + lr;\n        const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n"
+                          "        (void){0};\n        (void){1};\n", vr, vo, o.o0);
+      for (const auto& [ld, n] : o.loads) override_[ld] = n + "[u]";
+      body += fmt::format("        s{0}[lr][lo] = {2} + lo < {1}_n && {3} < {3}_n ? ({4}) : ({5})0;\n      }}\n", o.name, vo, o.o0, vr,
+                          expr(o.e), o.type);
+      override_.clear();
+    }
     body += "      __syncthreads();\n";
     body += fmt::format("      if (r0 + {} < {}_n) {{\n", kStep, vr);
     body += load_step(fmt::format("r0 + {}", kStep), 4);
