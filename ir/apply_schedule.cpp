@@ -51,6 +51,7 @@ class Scheduler {
     notes_.resize(f.nests.size());
     split_.resize(f.nests.size());
     defaults_.resize(f.nests.size());
+    fused_.resize(f.nests.size());
   }
 
   bool run(const Schedule* s) {
@@ -66,6 +67,7 @@ class Scheduler {
         case DirectiveKind::Split: split(d, d.loops[0], d.factors[0]); break;
         case DirectiveKind::Reorder: reorder(d, d.loops); break;
         case DirectiveKind::Tile: tile(d); break;
+        case DirectiveKind::Fuse: fuse(d); break;
       }
     }
     return ok_;
@@ -242,7 +244,10 @@ class Scheduler {
     directed_.insert(n);
     auto it = names_[n].find(r.index);
     if (it == names_[n].end()) {
-      if (split_[n].count(r.index)) {
+      if (fused_[n].count(r.index)) {
+        error(r.at, fmt::format("loop `{}` of `{}` was fused into `{}` by an earlier directive", r.index, r.tensor,
+                                fused_[n].at(r.index)));
+      } else if (split_[n].count(r.index)) {
         error(r.at, fmt::format("loop `{}` of `{}` was split into `{}_o` and `{}_i` by an earlier directive", r.index,
                                 r.tensor, r.index, r.index));
       } else {
@@ -621,11 +626,172 @@ class Scheduler {
                       d.factors[0], d.factors[1], x.index, y.index, x.index, y.index));
   }
 
+  // ------------------------------------------------------------ fuse
+  /// fuse(T.o, T.i): loop i directly inside loop o becomes one loop o_i over
+  /// every (o, i) in order (CoRa appendix B, vloop fusion). Before the
+  /// top-level statement holding the nest, the maps are computed into local
+  /// i64 arrays (in the body, not yet in the cached prelude): oif[o] (first fused iteration of o; oif[E_o] = the fused
+  /// extent F), fo[f] and fi[f] (o and i of fused iteration f); the body
+  /// reads o and i from them. Iterations run in the original order; the
+  /// fused loop keeps o's `parallel` mark only when i's iterations are
+  /// independent.
+  void fuse(const Directive& d) {
+    const LoopRef &ro = d.loops[0], &ri = d.loops[1];
+    auto o = resolve(ro);
+    if (!o) return;
+    auto in = resolve(ri);
+    if (!in) return;
+    if (o->nest != in->nest) {
+      error(ri.at, fmt::format("`fuse` names loops of different assignments (`{}` and `{}`)", ro.tensor, ri.tensor));
+      return;
+    }
+    size_t n = o->nest;
+    if (o->var == in->var) {
+      error(ri.at, fmt::format("`fuse` takes two different loops; `{}` is named twice", ri.index));
+      return;
+    }
+    const StmtNode* lo = find_for(f_.body, o->var.get());
+    const StmtNode* li = find_for(f_.body, in->var.get());
+    if (find_for(li->body[0], o->var.get())) {
+      error(d.at, fmt::format("`{}` is inside `{}`: `fuse` takes the outer loop first", ro.index, ri.index));
+      return;
+    }
+    Stmt inner = lo->body[0];
+    while (inner && inner->kind == StmtKind::Seq && inner->body.size() == 1) inner = inner->body[0];
+    if (!inner || inner.get() != li) {
+      error(ri.at, fmt::format("loop `{}` is not directly inside `{}` (other loops or statements lie between them); "
+                               "only directly nested loops can be fused",
+                               ri.index, ro.index));
+      return;
+    }
+    // The maps are computed once, before the nest: the extents may use no
+    // loop but o.
+    for (const auto* l : {lo, li})
+      for (const auto& [loop_name, v] : names_[n])
+        if (v != o->var && mentions(l->extent, v)) {
+          error(l == lo ? ro.at : ri.at,
+                fmt::format("the extent of `{}` depends on loop `{}`, which encloses the loops to fuse; the fusion "
+                            "maps are computed once, before the loop nest, so only the extent of `{}` may depend on "
+                            "`{}`",
+                            name_of(n, l->var.get()), loop_name, ri.index, ro.index));
+          return;
+        }
+    std::string name = ro.index + "_" + ri.index;
+    if (names_[n].count(name)) {
+      error(ri.at, fmt::format("fusing would name a loop `{}`, which the assignment to `{}` already has", name,
+                               ri.tensor));
+      return;
+    }
+    // The top-level statement that holds the nest.
+    std::vector<Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<Stmt>{f_.body};
+    size_t at = items.size();
+    for (size_t k = 0; k < items.size() && at == items.size(); ++k)
+      if (find_for(items[k], o->var.get())) at = k;
+    std::set<const BufferNode*> written;
+    each_stmt(items[at], [&](const StmtNode& x) {
+      if (x.kind == StmtKind::Store) written.insert(x.buffer.get());
+    });
+    bool reads_written = false;
+    for (const auto* l : {lo, li})
+      each_expr(l->extent, [&](const ExprNode& e) {
+        reads_written |= e.kind == ExprKind::Load && written.count(e.buffer.get());
+      });
+    if (reads_written) {
+      error(d.at, "the loop extents read a tensor that the same statement writes; the fusion maps need them final "
+                  "before the loop nest");
+      return;
+    }
+    // Aux arrays: oif [E_o + 1], fo and fi [F].
+    int id = fusions_++;
+    auto aux = [&](const std::string& nm, Expr extent) {
+      auto b = std::make_shared<BufferNode>();
+      b->name = fmt::format("{}{}", nm, id);
+      b->type = Scalar::I64;
+      // Local, not Aux: Aux arrays are the prelude's (the C wrapper sizes
+      // and caches them from the inputs); these are filled in the body.
+      b->kind = BufferKind::Local;
+      b->dims = {{make_var("x"), std::move(extent)}};
+      b->pad = {1};
+      f_.buffers.push_back(b);
+      return Buffer(b);
+    };
+    Buffer oif = aux("F_oif", build::binary(BinOp::Add, lo->extent, build::int_imm(1)));
+    Expr total = build::load(oif, {lo->extent});
+    Buffer fo = aux("F_fo", total), fi = aux("F_fi", total);
+    Var y = make_var("y"), z = make_var("z");
+    Expr inner_extent_y = substitute(li->extent, {{o->var.get(), build::var(y)}});
+    Stmt fill_oif = build::seq(
+        {build::store(oif, {build::int_imm(0)}, build::int_imm(0)),
+         build::for_loop(y, lo->extent,
+                         build::store(oif, {build::binary(BinOp::Add, build::var(y), build::int_imm(1))},
+                                      build::binary(BinOp::Add, build::load(oif, {build::var(y)}), inner_extent_y)),
+                         LoopKind::Serial)});
+    Expr slot = build::binary(BinOp::Add, build::load(oif, {build::var(y)}), build::var(z));
+    Stmt fill_maps = build::for_loop(
+        y, lo->extent,
+        build::for_loop(z, inner_extent_y,
+                        build::seq({build::store(fo, {slot}, build::var(y)), build::store(fi, {slot}, build::var(z))}),
+                        LoopKind::Serial),
+        LoopKind::Serial);
+    // The fused loop.
+    Var fv = make_var(name);
+    std::map<const VarNode*, Expr> m{{o->var.get(), build::load(fo, {build::var(fv)})},
+                                     {in->var.get(), build::load(fi, {build::var(fv)})}};
+    Stmt body = rewrite(li->body[0], [&](const Expr& x) { return x ? substitute(x, m) : x; });
+    std::string why;
+    LoopKind kind = lo->loop == LoopKind::Parallel && independent(li->body[0], in->var, why) ? LoopKind::Parallel
+                                                                                             : LoopKind::Serial;
+    Stmt fused = make_for(fv, total, body, kind);
+    items[at] = replace_for(items[at], o->var.get(), [&](const Stmt&) { return fused; });
+    items.insert(items.begin() + static_cast<long>(at), {fill_oif, fill_maps});
+    f_.body = build::seq(items);
+    names_[n].erase(ro.index);
+    names_[n].erase(ri.index);
+    names_[n][name] = fv;
+    fused_[n][ro.index] = name;
+    fused_[n][ri.index] = name;
+    notes_[n].push_back(fmt::format(
+        "{}: `{}` and `{}` run as one loop `{}` over every ({}, {}) in order; `{}`, `{}` and `{}`, computed before "
+        "the loop nest, map its iterations back{} (directive)",
+        where(d), ro.index, ri.index, name, ro.index, ri.index, oif->name, fo->name, fi->name,
+        kind == LoopKind::Parallel            ? "; it runs in parallel"
+        : lo->loop == LoopKind::Parallel ? fmt::format("; it runs serially, since {}", why)
+                                              : ""));
+  }
+
+  /// Whether the iterations of a loop over `v` with body `body` are
+  /// independent (may run in any order): every tensor store names `v`
+  /// plainly, no stored tensor is read, scalars are written before read, no
+  /// prints. `why` says why not.
+  bool independent(const Stmt& body, const Var& v, std::string& why) const {
+    each_stmt(body, [&](const StmtNode& x) {
+      if (!why.empty()) return;
+      if (x.kind == StmtKind::Print || x.kind == StmtKind::Assert) why = "the loop body prints or checks a condition";
+      if (x.kind != StmtKind::Store) return;
+      if (x.buffer->dims.empty()) {
+        if (x.buffer->kind != BufferKind::Scalar || !written_before_read(body, x.buffer.get()))
+          why = fmt::format("`{}` accumulates across iterations", x.buffer->name);
+        return;
+      }
+      bool named = false;
+      for (const auto& a : x.args) named |= a->kind == ExprKind::VarRef && a->var == v;
+      if (!named) why = fmt::format("`{}` is not stored at an element of its own in each iteration", x.buffer->name);
+      bool read = false;
+      each_stmt(body, [&](const StmtNode& y) {
+        own_exprs(y, [&](const ExprNode& e) { read |= e.kind == ExprKind::Load && e.buffer == x.buffer; });
+      });
+      if (read) why = fmt::format("`{}` is read in the loop that writes it", x.buffer->name);
+    });
+    return why.empty();
+  }
+
+  int fusions_ = 0;
   Func& f_;
   DiagnosticEngine& diags_;
   std::vector<std::map<std::string, Var>> names_;  // per nest: loop name -> variable (after splits)
   std::vector<std::vector<std::string>> notes_;   // per nest: what --explain says
   std::vector<std::set<std::string>> split_;      // per nest: names split away
+  std::vector<std::map<std::string, std::string>> fused_;  // per nest: names fused away -> the fused loop
   std::string order_note_ = "loop order and `parallel` from the CPU heuristics";
   std::set<size_t> directed_;                     // nests a directive names
   std::vector<std::string> defaults_;             // per nest: the default padding's note

@@ -23,6 +23,7 @@ constexpr Spec kSpecs[] = {
     {"split", DirectiveKind::Split, 1, 1, "split(TENSOR.INDEX, FACTOR)"},
     {"reorder", DirectiveKind::Reorder, -1, 0, "reorder(TENSOR.INDEX, TENSOR.INDEX, ...)"},
     {"tile", DirectiveKind::Tile, 2, 2, "tile(TENSOR.OUTER, TENSOR.INNER, FACTOR, FACTOR)"},
+    {"fuse", DirectiveKind::Fuse, 2, 0, "fuse(TENSOR.OUTER, TENSOR.INNER)"},
 };
 
 /// The largest factor accepted: far beyond any useful padding or tile, and
@@ -39,7 +40,7 @@ class Reader {
       if (d.name.name == s.name) spec = &s;
     if (!spec) {
       error(d.name.range, fmt::format("unknown schedule directive `{}`; expected one of `pad_loop`, `pad_storage`, "
-                                      "`split`, `reorder`, `tile`",
+                                      "`split`, `reorder`, `tile`, `fuse`",
                                       d.name.name));
       return std::nullopt;
     }

@@ -7,6 +7,7 @@
 //       split(y.h, 2);          // loop h becomes h_o (outer) and h_i (inner, 2 iterations)
 //       reorder(y.h_o, y.i);    // these loops, outermost first
 //       tile(y.i, y.h, 4, 2);   // split(y.i, 4), split(y.h, 2), reorder(y.i_o, y.h_o, y.i_i, y.h_i)
+//       fuse(y.b, y.i);         // loops b and i (directly inside b) become one loop b_i over all (b, i)
 //   }
 //
 // or given on the command line (`--schedule='schedule f { ... }'`), and
@@ -31,12 +32,12 @@ struct LoopRef {
   SourceRange at;
 };
 
-enum class DirectiveKind { PadLoop, PadStorage, Split, Reorder, Tile };
+enum class DirectiveKind { PadLoop, PadStorage, Split, Reorder, Tile, Fuse };
 const char* directive_name(DirectiveKind k);
 
 /// One directive. PadLoop, PadStorage, Split: one loop and `factors[0]`;
 /// Reorder: two or more loops, outermost first; Tile: two loops (outer,
-/// inner) and two factors.
+/// inner) and two factors; Fuse: two loops (outer, inner), no factor.
 struct Directive {
   DirectiveKind kind;
   std::vector<LoopRef> loops;

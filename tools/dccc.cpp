@@ -204,7 +204,7 @@ int parse_args(int argc, char** argv, Options& o) {
       o.schedules.push_back(a.substr(11));
     } else if (a == "--explain") {
       o.explain = true;
-    } else if (a == "--no-default-schedule") {
+    } else if (a == "--no-default-schedule" || a == "--default-pad=0") {
       o.default_pad = 0;
       o.default_pad_given = true;
     } else if (a.rfind("--default-pad=", 0) == 0) {
@@ -290,7 +290,8 @@ bool apply_schedules(const Options& o, const std::vector<dccc::ir::Schedule>& sc
     defaults.off_reason = "IR text is taken as scheduled";
   } else {
     defaults.pad = o.default_pad;
-    if (o.default_pad_given) defaults.off_reason = "--no-default-schedule";
+    if (o.default_pad_given)
+      defaults.off_reason = o.default_pad == 0 ? "--no-default-schedule" : "--default-pad=" + std::to_string(o.default_pad);
   }
   std::string explained;
   for (auto& f : module.funcs) {

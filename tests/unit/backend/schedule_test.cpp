@@ -180,6 +180,12 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"split_reduce", "schedule f { split(t.data.k, 2); }", "k_i"},
         Case{"reorder_dense", "schedule f { split(u.data.h, 2); reorder(u.data.h_o, u.data.i); }", "h_o"},
         Case{"tile", "schedule f { tile(u.data.i, u.data.h, 4, 2); }", "h_i"},
+        Case{"fuse", "schedule f { fuse(y.data.b, y.data.i); }", "parallel b_i in 0 .. F_oif0@(B)"},
+        Case{"fuse_reduce", "schedule f { fuse(t.data.b, t.data.i); }", "F_fi0@(b_i)"},
+        Case{"fuse_split", "schedule f { fuse(u.data.b, u.data.i); split(u.data.b_i, 4); }", "b_i_o"},
+        Case{"fuse_bulk_pad", "schedule f { fuse(y.data.b, y.data.i); pad_loop(y.data.b_i, 8); }",
+             "if (b_i < F_oif0@(B))"},
+        Case{"fuse_twice", "schedule f { fuse(y.data.b, y.data.i); fuse(t.data.b, t.data.i); }", "F_fo1"},
         Case{"everything", "schedule f { pad_storage(u.data.i, 4); pad_loop(u.data.i, 4); tile(u.data.i, u.data.h, 2, 2); "
                            "split(t.data.k, 2); split(y.data.b, 2); }", "b_o"}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
