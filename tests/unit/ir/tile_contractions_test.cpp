@@ -30,31 +30,12 @@ using testing::buffer;
 using testing::generator;
 using testing::Pattern;
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Lowered {
-  std::unique_ptr<SourceFile> file;
-  std::unique_ptr<DiagnosticEngine> diags;
-  std::unique_ptr<ast::Program> program;
-  std::unique_ptr<CheckedProgram> checked;
-  std::optional<Module> module;
-};
+using testing::Lowered;
+using testing::read_file;
 
 /// Lowered, with the CPU passes that run before tiling.
 Lowered lower_source(const std::string& name, const std::string& text) {
-  Lowered l;
-  l.file = std::make_unique<SourceFile>(name, text);
-  l.diags = std::make_unique<DiagnosticEngine>(l.file.get());
-  l.program = parse(*l.file, *l.diags);
-  if (!l.program) return l;
-  l.checked = check(*l.program, *l.diags);
-  if (l.diags->has_errors()) return l;
-  l.module = lower(*l.checked, *l.diags);
+  Lowered l = testing::lower_source(name, text);
   if (l.module)
     for (auto& f : l.module->funcs) {
       mark_parallel(f);
