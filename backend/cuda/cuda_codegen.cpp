@@ -147,28 +147,39 @@ class FuncEmitter {
   /// load ignores X and some other load ignores Y (otherwise nothing is
   /// reused and tiling only adds registers).
   static constexpr int kTile = 4;
-  struct TilePlan {
+  /// A parallel body `pre; nest; post`: one loop, the statements around it loop-free.
+  struct LoopSplit {
     std::vector<ir::Stmt> pre, post;
-    ir::Stmt nest;                   // R
-    int x = -1, y = -1;
+    ir::Stmt nest;
   };
-  std::optional<TilePlan> plan_tiling(const Launch& l, const ir::Stmt& body) {
-    if (l.inner.size() < 2) return std::nullopt;
+  static std::optional<LoopSplit> split_at_loop(const ir::Stmt& body) {
     std::vector<ir::Stmt> items = body->kind == StmtKind::Seq ? body->body : std::vector<ir::Stmt>{body};
-    TilePlan plan;
+    LoopSplit split;
     for (const auto& it : items) {
       bool has_loop = false;
       ir::each_stmt(it, [&](const ir::StmtNode& x) { has_loop = has_loop || x.kind == StmtKind::For; });
       if (it->kind == StmtKind::For) {
-        if (plan.nest) return std::nullopt;
-        plan.nest = it;
+        if (split.nest) return std::nullopt;
+        split.nest = it;
       } else if (has_loop) {
         return std::nullopt;
       } else {
-        (plan.nest ? plan.post : plan.pre).push_back(it);
+        (split.nest ? split.post : split.pre).push_back(it);
       }
     }
-    if (!plan.nest) return std::nullopt;
+    if (!split.nest) return std::nullopt;
+    return split;
+  }
+
+  struct TilePlan : LoopSplit {      // nest: R
+    int x = -1, y = -1;
+  };
+  std::optional<TilePlan> plan_tiling(const Launch& l, const ir::Stmt& body) {
+    if (l.inner.size() < 2) return std::nullopt;
+    auto split = split_at_loop(body);
+    if (!split) return std::nullopt;
+    TilePlan plan;
+    static_cast<LoopSplit&>(plan) = *split;
     std::vector<ir::Stmt> levels;
     ir::Stmt cur = plan.nest;
     while (cur && cur->kind == StmtKind::For) {
@@ -256,8 +267,7 @@ class FuncEmitter {
   }
   std::optional<GemmPlan> plan_gemm(const Launch& l, const TilePlan& t) {
     if (t.nest->kind != StmtKind::For || only_loop(t.nest->body[0])) return std::nullopt;
-    ir::Stmt st = t.nest->body[0];
-    while (st && st->kind == StmtKind::Seq && st->body.size() == 1) st = st->body[0];
+    ir::Stmt st = only_stmt(t.nest->body[0]);
     if (!st || st->kind != StmtKind::Store || !private_.count(st->buffer.get()) || !is_float(st->buffer->type))
       return std::nullopt;
     const ir::Expr& v = st->value;
@@ -290,30 +300,16 @@ class FuncEmitter {
   /// read adjacent r (coalesced when r is the unit-stride index). Sums are
   /// reassociated (a different rounding from the serial loop, well within
   /// the tests' tolerance); max and min are exact.
-  struct WarpPlan {
-    std::vector<ir::Stmt> pre, post;
-    ir::Stmt loop;          // the reduction loop
+  struct WarpPlan : LoopSplit {  // nest: the reduction loop
     ir::Stmt update;        // acc = OP(acc, e)
     ir::Expr operand;       // e
   };
   std::optional<WarpPlan> plan_warp_rows(const ir::Stmt& body) {
-    std::vector<ir::Stmt> items = body->kind == StmtKind::Seq ? body->body : std::vector<ir::Stmt>{body};
+    auto split = split_at_loop(body);
+    if (!split || only_loop(split->nest->body[0])) return std::nullopt;
     WarpPlan w;
-    for (const auto& it : items) {
-      bool has_loop = false;
-      ir::each_stmt(it, [&](const ir::StmtNode& x) { has_loop = has_loop || x.kind == StmtKind::For; });
-      if (it->kind == StmtKind::For) {
-        if (w.loop) return std::nullopt;
-        w.loop = it;
-      } else if (has_loop) {
-        return std::nullopt;
-      } else {
-        (w.loop ? w.post : w.pre).push_back(it);
-      }
-    }
-    if (!w.loop || only_loop(w.loop->body[0])) return std::nullopt;
-    ir::Stmt st = w.loop->body[0];
-    while (st && st->kind == StmtKind::Seq && st->body.size() == 1) st = st->body[0];
+    static_cast<LoopSplit&>(w) = *split;
+    ir::Stmt st = only_stmt(w.nest->body[0]);
     if (!st || st->kind != StmtKind::Store || !st->buffer->dims.empty() || !private_.count(st->buffer.get()) ||
         !is_float(st->buffer->type))
       return std::nullopt;
@@ -583,9 +579,14 @@ class FuncEmitter {
     }
   }
 
-  static ir::Stmt only_loop(const ir::Stmt& body) {
+  /// `body` without the one-item sequences around it.
+  static ir::Stmt only_stmt(const ir::Stmt& body) {
     ir::Stmt s = body;
     while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
+    return s;
+  }
+  static ir::Stmt only_loop(const ir::Stmt& body) {
+    ir::Stmt s = only_stmt(body);
     return s && s->kind == StmtKind::For ? s : nullptr;
   }
 
@@ -1021,9 +1022,9 @@ class FuncEmitter {
     }
     declare_private(body, 2);
     for (const auto& p : w.pre) stmt(p, 2, body);
-    std::string vr = var(w.loop->var);
-    body += fmt::format("    for (int64_t {0} = lane, {0}_n = {1}; {0} < {0}_n; {0} += 32) {{\n", vr, expr(w.loop->extent));
-    stmt(w.loop->body[0], 3, body);
+    std::string vr = var(w.nest->var);
+    body += fmt::format("    for (int64_t {0} = lane, {0}_n = {1}; {0} < {0}_n; {0} += 32) {{\n", vr, expr(w.nest->extent));
+    stmt(w.nest->body[0], 3, body);
     body += "    }\n";
     const BufferNode* acc = w.update->buffer.get();
     body += "    #pragma unroll\n    for (int off = 16; off > 0; off /= 2) {\n";

@@ -33,33 +33,15 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "mha.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::vector<int32_t> read_lengths(const std::string& file, int B) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ls(line);
-    int b = 0;
-    char colon = 0;
-    if (!(ls >> b >> colon) || colon != ':' || b != B) continue;
-    std::vector<int32_t> out;
-    int32_t x;
-    while (ls >> x) out.push_back(x);
-    return out;
-  }
-  return {};
-}
+using bench::Clock;
+using bench::median;
+using bench::read_lengths;
+using bench::us_since;
 
 template <typename T>
 T* to_device(const std::vector<T>& v) {

@@ -14,6 +14,6 @@ if [[ ! -x "$nvcc" ]] && ! nvcc="$(command -v nvcc)"; then
 fi
 mkdir -p "$out"
 DCCC_CUDA_ARCH="${DCCC_CUDA_ARCH:--arch=sm_90}" "$dccc" --target=cuda -o "$out/mha.so" "$src/examples/mha.toy"
-"$nvcc" -O2 -std=c++17 -o "$out/bench_prelude_cuda" "$src/bench/cuda/bench_prelude_cuda.cu" -I"$out" "$out/mha.so"
+"$nvcc" -O2 -std=c++17 -o "$out/bench_prelude_cuda" "$src/bench/cuda/bench_prelude_cuda.cu" -I"$out" -I"$src/bench" "$out/mha.so"
 "$nvcc" -O2 -std=c++17 -o "$out/mha_cuda_host" "$src/examples/host/mha_cuda_host.cu" -I"$out" "$out/mha.so"
 echo "prelude hosts: compiled"
