@@ -10,40 +10,6 @@ namespace {
 constexpr int kMaxLoads = 3;
 constexpr int kMaxNodes = 24;
 
-bool same(const Expr& a, const Expr& b) {
-  if (a == b) return true;
-  if (!a || !b) return false;
-  if (a->kind != b->kind || a->type != b->type || a->args.size() != b->args.size() || a->flat != b->flat) return false;
-  switch (a->kind) {
-    case ExprKind::IntImm:
-      if (a->int_value != b->int_value) return false;
-      break;
-    case ExprKind::FloatImm:
-      if (a->float_value != b->float_value) return false;
-      break;
-    case ExprKind::VarRef:
-      if (a->var != b->var) return false;
-      break;
-    case ExprKind::SizeRef:
-      if (a->name != b->name) return false;
-      break;
-    case ExprKind::Binary:
-      if (a->binop != b->binop) return false;
-      break;
-    case ExprKind::Unary:
-      if (a->unop != b->unop) return false;
-      break;
-    case ExprKind::Load:
-      if (a->buffer != b->buffer) return false;
-      break;
-    case ExprKind::Select:
-    case ExprKind::Cast: break;
-  }
-  for (size_t k = 0; k < a->args.size(); ++k)
-    if (!same(a->args[k], b->args[k])) return false;
-  return true;
-}
-
 std::vector<Stmt> items_of(const Stmt& body) {
   if (!body) return {};
   if (body->kind == StmtKind::Seq) return body->body;
@@ -76,7 +42,7 @@ const StmtNode* producer_store(const Stmt& item, const Buffer& p, std::vector<co
     dim_to_loop[p->dims[k].var.get()] = build::var(loops[k]->var);
   }
   for (size_t k = 0; k < loops.size(); ++k)
-    if (!same(loops[k]->extent, substitute(p->dims[k].extent, dim_to_loop))) return nullptr;
+    if (!same_expr(loops[k]->extent, substitute(p->dims[k].extent, dim_to_loop))) return nullptr;
   return s.get();
 }
 

@@ -234,6 +234,40 @@ bool mentions(const Expr& e, const Var& v) {
   return false;
 }
 
+bool same_expr(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  if (a->kind != b->kind || a->type != b->type || a->args.size() != b->args.size() || a->flat != b->flat) return false;
+  switch (a->kind) {
+    case ExprKind::IntImm:
+      if (a->int_value != b->int_value) return false;
+      break;
+    case ExprKind::FloatImm:
+      if (a->float_value != b->float_value) return false;
+      break;
+    case ExprKind::VarRef:
+      if (a->var != b->var) return false;
+      break;
+    case ExprKind::SizeRef:
+      if (a->name != b->name) return false;
+      break;
+    case ExprKind::Binary:
+      if (a->binop != b->binop) return false;
+      break;
+    case ExprKind::Unary:
+      if (a->unop != b->unop) return false;
+      break;
+    case ExprKind::Load:
+      if (a->buffer != b->buffer) return false;
+      break;
+    case ExprKind::Select:
+    case ExprKind::Cast: break;
+  }
+  for (size_t k = 0; k < a->args.size(); ++k)
+    if (!same_expr(a->args[k], b->args[k])) return false;
+  return true;
+}
+
 }  // namespace dccc::ir
 
 namespace dccc::ir {
@@ -315,7 +349,8 @@ bool loads_from(const Expr& e, const BufferNode* b) {
 bool touches(const Stmt& s, const BufferNode* b) {
   bool found = false;
   each_stmt(s, [&](const StmtNode& x) {
-    if (x.kind == StmtKind::Store && x.buffer.get() == b) found = true;
+    // A Store, or a Print of the whole tensor (before expand_prints).
+    if ((x.kind == StmtKind::Store || x.kind == StmtKind::Print) && x.buffer.get() == b) found = true;
     own_exprs(x, [&](const ExprNode& e) { found |= e.kind == ExprKind::Load && e.buffer.get() == b; });
   });
   return found;
@@ -350,7 +385,7 @@ bool written_before_read(const Stmt& s, const BufferNode* b) {
 
 bool touches_outside(const Stmt& s, const StmtNode* loop, const BufferNode* b) {
   if (!s || s.get() == loop) return false;
-  bool found = s->kind == StmtKind::Store && s->buffer.get() == b;
+  bool found = (s->kind == StmtKind::Store || s->kind == StmtKind::Print) && s->buffer.get() == b;
   own_exprs(*s, [&](const ExprNode& e) { found |= e.kind == ExprKind::Load && e.buffer.get() == b; });
   for (const auto& c : s->body) found |= touches_outside(c, loop, b);
   return found;

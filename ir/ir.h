@@ -141,6 +141,10 @@ struct BufferNode {
   /// Number of stored elements, in terms of sizes, length buffers and aux
   /// buffers; set by storage lowering (null before).
   Expr total;
+  /// Fresh storage reads as zeros; false when storage lowering found that
+  /// the tensor's first statement stores every element before anything
+  /// reads it (ir/written_first.h), so the backends skip the fill.
+  bool zero_fill = true;
 };
 
 /// A size parameter of a function (`B`, `H`), read from its arguments.
@@ -258,7 +262,7 @@ void each_stmt(const Stmt& s, const std::function<void(const StmtNode&)>& fn);
 void own_exprs(const StmtNode& s, const std::function<void(const ExprNode&)>& fn);
 /// True when `e` loads from `b`.
 bool loads_from(const Expr& e, const BufferNode* b);
-/// True when `s` loads from or stores to `b`.
+/// True when `s` loads from or stores to `b` (or prints it whole).
 bool touches(const Stmt& s, const BufferNode* b);
 /// True when every execution of `s` stores scalar `b` before reading it (or
 /// never touches it): all uses lie in one sequence whose first use is a
@@ -267,6 +271,10 @@ bool touches(const Stmt& s, const BufferNode* b);
 bool written_before_read(const Stmt& s, const BufferNode* b);
 /// True when `s` touches `b` outside the subtree rooted at `inner`.
 bool touches_outside(const Stmt& s, const StmtNode* inner, const BufferNode* b);
+
+/// True when `a` and `b` are the same expression: same kinds, operators,
+/// constants, variables and buffers (by identity), and operands.
+bool same_expr(const Expr& a, const Expr& b);
 
 /// Replace variables by expressions.
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "ir/printer.h"
+#include "ir/written_first.h"
 
 namespace dccc::ir {
 namespace {
@@ -23,6 +24,7 @@ class StorageLowerer {
     for (const auto& b : f_.buffers)
       if (!b->dims.empty()) tensors.push_back(b);
     for (const auto& b : tensors) b->total = size_from(*b, 0, identity(*b));
+    for (const auto& b : tensors) b->zero_fill = !written_first(f_, b.get());
     f_.body = lower_accesses(f_.body);
     for (auto& c : f_.checks) {
       c.pre = lower_accesses(c.pre);

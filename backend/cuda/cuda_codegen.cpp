@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -102,6 +104,27 @@ bool is_parallel_loop(const ir::Stmt& loop) {
 }
 
 namespace {
+
+/// The shape of the shared-memory contraction kernels: outputs per thread
+/// along each side (4 or 8), reduction values staged per step, and the
+/// minimum resident blocks asked of ptxas. DCCC_CUDA_GEMM="TILE,STEP,MIN"
+/// overrides it (for measuring alternatives; bench/README.md).
+struct GemmShape {
+  int tile = 4, step = 16, min_blocks = 2;
+};
+const GemmShape& gemm_shape() {
+  static const GemmShape shape = [] {
+    GemmShape g;
+    if (const char* v = std::getenv("DCCC_CUDA_GEMM")) {
+      GemmShape o;
+      if (std::sscanf(v, "%d,%d,%d", &o.tile, &o.step, &o.min_blocks) == 3 && (o.tile == 4 || o.tile == 8) &&
+          (o.step == 4 || o.step == 8 || o.step == 16 || o.step == 32) && o.min_blocks >= 1 && o.min_blocks <= 16)
+        g = o;
+    }
+    return g;
+  }();
+  return shape;
+}
 
 /// Emits one function: its kernels and host code.
 class FuncEmitter {
@@ -233,18 +256,31 @@ class FuncEmitter {
   /// Shared-memory tiling of a contraction (a GEMM inside a loop nest): when
   /// the register-tiling plan's reduction nest is one loop r whose body is
   /// `acc = acc + [cast](P * Q)`, P ignoring Y and Q ignoring X, a block of
-  /// 256 threads computes a kBlock x kBlock tile of (X, Y). Each step stages
-  /// P over (x, r) and Q over (y, r) for kStep values of r in shared memory,
-  /// threads taking adjacent elements along the operand's unit-stride index
-  /// (coalesced), and every thread accumulates 4 x 4 outputs from there.
-  /// Elements outside the iteration space are staged as zeros: 0 * 0 adds
-  /// exactly +0 to a sum, so the results are those of the plain loop.
-  static constexpr int kBlock = 64, kStep = 16;
+  /// kGemmThreads threads computes a kBlock x kBlock tile of (X, Y). Each
+  /// step stages P over (x, r) and Q over (y, r) for kStep values of r in
+  /// shared memory, threads taking adjacent elements along the operand's
+  /// unit-stride index (coalesced), and every thread accumulates kGemmTile x
+  /// kGemmTile outputs from there (8 x 8: 64 FMAs for four 16-byte
+  /// shared-memory reads). Elements outside the iteration space are staged
+  /// as zeros: 0 * 0 adds exactly +0 to a sum, so the results are those of
+  /// the plain loop.
+  static constexpr int kBlock = 64;
+  const int kStep = gemm_shape().step, kGemmTile = gemm_shape().tile;
+  const int kGemmThreads = (kBlock / kGemmTile) * (kBlock / kGemmTile), kGemmMinBlocks = gemm_shape().min_blocks;
   struct GemmPlan {
     ir::Expr p, q;                        // the factors: p ignores Y, q ignores X
     ir::Stmt update;                      // acc = acc + [cast](p * q)
     bool p_r_fast = true, q_r_fast = true;  // unit stride along r (else along x or y)
   };
+  /// True when evaluating `e` can set the error flag (integer division or
+  /// remainder): then it runs only where its element is in range.
+  static bool can_fail(const ir::Expr& e) {
+    bool found = false;
+    ir::each_expr(e, [&](const ir::ExprNode& x) {
+      found |= x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type);
+    });
+    return found;
+  }
   /// True when the flat offset of some load in `e` is `... + v` (so adjacent
   /// values of v are adjacent in memory).
   static bool unit_stride(const ir::Expr& e, const ir::Var& v) {
@@ -741,13 +777,14 @@ class FuncEmitter {
   /// the given formulas of dx and dy, clamped into range so that loads stay
   /// in bounds; with `guard`, `inner` runs only where both are in range.
   std::string tile_lanes(const std::string& vx, const std::string& xf, const std::string& vy, const std::string& yf,
-                         int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
+                         int depth, bool guard, const std::function<void(std::string&, int)>& inner,
+                         int lanes = kTile) {
     std::string pad(depth * 2, ' ');
     std::string o;
-    o += fmt::format("{}#pragma unroll\n{}for (int dx = 0; dx < {}; ++dx) {{\n", pad, pad, kTile);
+    o += fmt::format("{}#pragma unroll\n{}for (int dx = 0; dx < {}; ++dx) {{\n", pad, pad, lanes);
     o += fmt::format("{}  const bool ok_x = {} < {}_n;\n", pad, xf, vx);
     o += fmt::format("{}  const int64_t {} = ok_x ? {} : {}_n - 1;\n", pad, vx, xf, vx);
-    o += fmt::format("{}  #pragma unroll\n{}  for (int dy = 0; dy < {}; ++dy) {{\n", pad, pad, kTile);
+    o += fmt::format("{}  #pragma unroll\n{}  for (int dy = 0; dy < {}; ++dy) {{\n", pad, pad, lanes);
     o += fmt::format("{}    const bool ok_y = {} < {}_n;\n", pad, yf, vy);
     o += fmt::format("{}    const int64_t {} = ok_y ? {} : {}_n - 1;\n", pad, vy, yf, vy);
     o += fmt::format("{}    (void)ok_x;\n{}    (void)ok_y;\n", pad, pad);
@@ -849,7 +886,10 @@ class FuncEmitter {
 
   /// A contraction staged through shared memory (see GemmPlan). Blocks
   /// stride over (other inner loops) x X tiles x Y tiles; thread (tx, ty)
-  /// of 16 x 16 owns x = x0 + 4 ty + dx, y = y0 + 4 tx + dy. The next step's
+  /// of 8 x 8 owns x = x0 + 4 ty + L(dx), y = y0 + 4 tx + L(dy), where
+  /// L(d) = d % 4 + 32 (d / 4): two runs of 4 adjacent elements half a tile
+  /// apart, so that a quarter warp reads 8 adjacent float4s of a staged row
+  /// (no bank conflicts) and writes rows of 4 adjacent outputs. The next step's
   /// operands are loaded into registers while the current step computes.
   /// The offset of a staged load that is affine in r is computed once per
   /// tile as base + r * stride.
@@ -874,18 +914,20 @@ class FuncEmitter {
       std::string v = var(l.inner[k]->var);
       body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
     }
-    body += "    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n";
+    const int kSide = kBlock / kGemmTile;  // threads along x and along y
+    body += fmt::format("    const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};\n", kSide);
     for (const BufferNode* b : private_)
-      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTile, kTile);
+      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kGemmTile, kGemmTile);
     tiled_ = true;
     auto lanes = [&](int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
-      return tile_lanes(vx, "x0 + 4 * ty + dx", vy, "y0 + 4 * tx + dy", depth, guard, inner);
+      return tile_lanes(vx, "x0 + 4 * ty + ((dx & 3) + 32 * (dx >> 2))", vy, "y0 + 4 * tx + ((dy & 3) + 32 * (dy >> 2))",
+                        depth, guard, inner, kGemmTile);
     };
     emit_pre(plan, lanes, body);
     body += fmt::format("    const int64_t {0}_n = {1};\n", vr, expr(plan.nest->extent));
     // Staging: element u of this thread is e = threadIdx.x + 256 u of the
     // kStep x kBlock slab; adjacent threads take adjacent addresses.
-    constexpr int kPer = kStep * kBlock / 256;
+    const int kPer = kStep * kBlock / kGemmThreads;
     struct Operand {
       const char* name;
       std::string type;
@@ -894,13 +936,42 @@ class FuncEmitter {
       std::string o0;
       bool r_fast;
       std::vector<std::pair<const ir::ExprNode*, std::string>> affine;  // offset = b + lo * u + r * w
-      std::vector<std::pair<const ir::ExprNode*, std::string>> loads;   // prefetched into registers
+      std::vector<std::pair<const ir::ExprNode*, std::string>> loads;   // prefetched into registers, per step
+      std::vector<std::pair<const ir::ExprNode*, std::string>> tile_loads;  // the same for every step: per tile
     };
-    Operand ops[2] = {{"p", tp, g.p, &l.inner[plan.x]->var, "x0", g.p_r_fast, {}, {}},
-                      {"q", tq, g.q, &l.inner[plan.y]->var, "y0", g.q_r_fast, {}, {}}};
+    Operand ops[2] = {{"p", tp, g.p, &l.inner[plan.x]->var, "x0", g.p_r_fast, {}, {}, {}},
+                      {"q", tq, g.q, &l.inner[plan.y]->var, "y0", g.q_r_fast, {}, {}, {}}};
     auto coords = [&](const Operand& o) {
-      return o.r_fast ? fmt::format("const int e = threadIdx.x + 256 * u, lr = e % {0}, lo = e / {0};", kStep)
-                      : fmt::format("const int e = threadIdx.x + 256 * u, lo = e % {0}, lr = e / {0};", kBlock);
+      return o.r_fast ? fmt::format("const int e = threadIdx.x + {1} * u, lr = e % {0}, lo = e / {0};", kStep, kGemmThreads)
+                      : fmt::format("const int e = threadIdx.x + {1} * u, lo = e % {0}, lr = e / {0};", kBlock, kGemmThreads);
+    };
+    // Loads `which` of operand o's elements at step R into registers: the
+    // affine offsets run from N_t + R * N_w by N_c per element.
+    auto elements = [&](Operand& o, const std::string& R, const std::vector<std::pair<const ir::ExprNode*, std::string>>& which,
+                        int depth) {
+      std::string pad(depth * 2, ' '), s;
+      std::string vo = var(*o.vo);
+      s += pad + "{\n";
+      s += fmt::format("{}  const int rl = (int)dcc_imin<int64_t>({}_n - ({}), (int64_t){});\n", pad, vr, R, kStep);
+      for (const auto& [node, n] : o.affine)
+        s += fmt::format("{0}  int64_t {1}_cur = (int64_t)((uint64_t){1}_t + (uint64_t)({2}) * (uint64_t){1}_w);\n", pad, n, R);
+      s += fmt::format("{}  #pragma unroll\n{}  for (int u = 0; u < {}; ++u) {{\n{}    {}\n", pad, pad, kPer, pad, coords(o));
+      s += fmt::format("{}    const int64_t {} = ({}) + lr;\n", pad, vr, R);
+      s += fmt::format("{0}    const bool ok = (({1}_okx >> u) & 1u) && lr < rl;\n", pad, o.name);
+      s += fmt::format("{0}    const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n{0}    (void){1};\n{0}    (void){3};\n", pad,
+                       vo, o.o0, vr);
+      for (const auto& [node, n] : o.affine) override_[node] = n + "_cur";
+      for (const auto& [ld, n] : which) {
+        ir::Expr e;
+        ir::each_expr(o.e, [&](const ir::ExprNode& x) {
+          if (&x == ld) e = std::make_shared<ir::ExprNode>(x);
+        });
+        s += fmt::format("{}    {}[u] = ok ? ({}) : ({})0;\n", pad, n, expr(e), value_type(ld->type));
+      }
+      override_.clear();
+      for (const auto& [node, n] : o.affine) s += fmt::format("{0}    {1}_cur = (int64_t)((uint64_t){1}_cur + (uint64_t){1}_c);\n", pad, n);
+      s += pad + "  }\n" + pad + "}\n";
+      return s;
     };
     for (auto& o : ops) {
       std::vector<ir::Expr> offsets;
@@ -922,43 +993,55 @@ class FuncEmitter {
       };
       find(*o.e);
       for (const ir::ExprNode* ld : seen) {
-        o.loads.emplace_back(ld, fmt::format("{}_l{}", o.name, o.loads.size()));
-        body += fmt::format("    {} {}[{}];\n", value_type(ld->type), o.loads.back().second, kPer);
+        bool per_step = ir::mentions(ld->args[0], plan.nest->var);
+        auto& list = per_step ? o.loads : o.tile_loads;
+        list.emplace_back(ld, fmt::format("{}_{}{}", o.name, per_step ? "l" : "t", list.size()));
+        body += fmt::format("    {} {}[{}];\n", value_type(ld->type), list.back().second, kPer);
       }
+      // Staging is most of a step's integer work, so what does not change
+      // from step to step is computed once per tile: which of this thread's
+      // elements lie inside the X (or Y) extent (bit u of OKX), and each
+      // affine offset at r = 0 for element 0 (N_t) and from element u to
+      // u + 1 (N_c: threads take the same lr, or the same lo, for every u).
+      body += fmt::format("    uint32_t {}_okx = 0u;\n    #pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      {}\n"
+                          "      (void)lr;\n      {}_okx |= (uint32_t)({} + lo < {}_n) << u;\n    }}\n",
+                          o.name, kPer, coords(o), o.name, o.o0, var(*o.vo));
+      const int dlo = o.r_fast ? kGemmThreads / kStep : 0, dlr = o.r_fast ? 0 : kGemmThreads / kBlock;
+      for (const auto& [node, n] : o.affine) {
+        body += fmt::format("    int64_t {0}_t;\n    {{\n      const int u = 0;\n      {1}\n      (void)e;\n"
+                            "      {0}_t = (int64_t)((uint64_t){0}_b + (uint64_t)lo * (uint64_t){0}_u + (uint64_t)lr * (uint64_t){0}_w);\n    }}\n",
+                            n, coords(o));
+        body += fmt::format("    const int64_t {0}_c = (int64_t)((uint64_t){1} * (uint64_t){0}_u + (uint64_t){2} * (uint64_t){0}_w);\n", n,
+                            dlo, dlr);
+      }
+      // Loads that do not move with r: once per tile.
+      if (!o.tile_loads.empty()) body += elements(o, "(int64_t)0", o.tile_loads, 2);
     }
     // Loads step r0 of both operands into registers.
     auto load_step = [&](const std::string& r0, int depth) {
-      std::string pad(depth * 2, ' '), s;
-      for (auto& o : ops) {
-        std::string vo = var(*o.vo);
-        s += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n{}  {}\n", pad, pad, kPer, pad, coords(o));
-        s += fmt::format("{}  const int64_t {} = {} + lr;\n", pad, vr, r0);
-        s += fmt::format("{0}  const bool ok = {2} + lo < {1}_n && {3} < {3}_n;\n", pad, vo, o.o0, vr);
-        s += fmt::format("{0}  const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n{0}  (void){1};\n", pad, vo, o.o0);
-        for (const auto& [node, n] : o.affine)
-          override_[node] = fmt::format("((int64_t)((uint64_t){0}_b + (uint64_t)lo * (uint64_t){0}_u + (uint64_t){1} * (uint64_t){0}_w))", n, vr);
-        for (const auto& [ld, n] : o.loads) {
-          ir::Expr e;
-          ir::each_expr(o.e, [&](const ir::ExprNode& x) {
-            if (&x == ld) e = std::make_shared<ir::ExprNode>(x);
-          });
-          s += fmt::format("{}  {}[u] = ok ? ({}) : ({})0;\n", pad, n, expr(e), value_type(ld->type));
-        }
-        s += pad + "}\n";
-        override_.clear();
-      }
+      std::string s;
+      for (auto& o : ops) s += elements(o, r0, o.loads, depth);
       return s;
     };
-    body += load_step("0", 2);
+    body += load_step("(int64_t)0", 2);
     body += fmt::format("    for (int64_t r0 = 0; r0 < {}_n; r0 += {}) {{\n", vr, kStep);
     for (auto& o : ops) {
       std::string vo = var(*o.vo);
-      body += fmt::format("      #pragma unroll\n      for (int u = 0; u < {}; ++u) {{\n        {}\n", kPer, coords(o));
-      body += fmt::format("        const int64_t {0} = r0 + lr;\n        const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n"
-                          "        (void){0};\n        (void){1};\n", vr, vo, o.o0);
+      body += fmt::format("      {{\n        const int rl = (int)dcc_imin<int64_t>({}_n - r0, (int64_t){});\n", vr, kStep);
+      body += fmt::format("        #pragma unroll\n        for (int u = 0; u < {}; ++u) {{\n          {}\n", kPer, coords(o));
+      body += fmt::format("          const int64_t {0} = r0 + lr;\n          const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n"
+                          "          (void){0};\n          (void){1};\n", vr, vo, o.o0);
+      body += fmt::format("          const bool ok = (({}_okx >> u) & 1u) && lr < rl;\n", o.name);
       for (const auto& [ld, n] : o.loads) override_[ld] = n + "[u]";
-      body += fmt::format("        s{0}[lr][lo] = {2} + lo < {1}_n && {3} < {3}_n ? ({4}) : ({5})0;\n      }}\n", o.name, vo, o.o0, vr,
-                          expr(o.e), o.type);
+      for (const auto& [ld, n] : o.tile_loads) override_[ld] = n + "[u]";
+      // Computed in every lane when nothing in it can fail (no integer
+      // division), so that no branch surrounds it; out-of-range lanes
+      // compute from zeros and store zero.
+      if (can_fail(o.e))
+        body += fmt::format("          s{0}[lr][lo] = ok ? ({1}) : ({2})0;\n", o.name, expr(o.e), o.type);
+      else
+        body += fmt::format("          const {2} v = {1};\n          s{0}[lr][lo] = ok ? v : ({2})0;\n", o.name, expr(o.e), o.type);
+      body += "        }\n      }\n";
       override_.clear();
     }
     body += "      __syncthreads();\n";
@@ -969,18 +1052,20 @@ class FuncEmitter {
     for (auto& o : ops) {
       const char* idx = o.name[0] == 'p' ? "ty" : "tx";
       std::string arr = o.name[0] == 'p' ? "pa" : "qb";
-      body += fmt::format("        {} {}[4];\n", o.type, arr);
+      body += fmt::format("        {} {}[{}];\n", o.type, arr, kGemmTile);
       if (o.type == "float")
-        body += fmt::format("        {{\n          const float4 w = *reinterpret_cast<const float4*>(&s{0}[k][4 * {2}]);\n"
-                            "          {1}[0] = w.x;\n          {1}[1] = w.y;\n          {1}[2] = w.z;\n          {1}[3] = w.w;\n        }}\n",
-                            o.name, arr, idx);
+        for (int half = 0; half < kGemmTile / 4; ++half)
+          body += fmt::format("        {{\n          const float4 w = *reinterpret_cast<const float4*>(&s{0}[k][4 * {2} + {3}]);\n"
+                              "          {1}[{4}] = w.x;\n          {1}[{5}] = w.y;\n          {1}[{6}] = w.z;\n          {1}[{7}] = w.w;\n        }}\n",
+                              o.name, arr, idx, 32 * half, 4 * half, 4 * half + 1, 4 * half + 2, 4 * half + 3);
       else
-        body += fmt::format("        #pragma unroll\n        for (int d = 0; d < 4; ++d) {}[d] = s{}[k][4 * {} + d];\n", arr, o.name, idx);
+        body += fmt::format("        #pragma unroll\n        for (int d = 0; d < {}; ++d) {}[d] = s{}[k][4 * {} + (d & 3) + 32 * (d >> 2)];\n",
+                            kGemmTile, arr, o.name, idx);
     }
     override_[g.p.get()] = "pa[dx]";
     override_[g.q.get()] = "qb[dy]";
-    body += "        #pragma unroll\n        for (int dx = 0; dx < 4; ++dx) {\n";
-    body += "          #pragma unroll\n          for (int dy = 0; dy < 4; ++dy) {\n";
+    body += fmt::format("        #pragma unroll\n        for (int dx = 0; dx < {}; ++dx) {{\n", kGemmTile);
+    body += fmt::format("          #pragma unroll\n          for (int dy = 0; dy < {}; ++dy) {{\n", kGemmTile);
     stmt(g.update, 6, body);
     body += "          }\n        }\n      }\n      __syncthreads();\n    }\n";
     override_.clear();
@@ -989,19 +1074,20 @@ class FuncEmitter {
     for (const auto& st : plan.post) flat_offsets(st, post_offsets);
     for (const auto& [node, n] : hoist_affine(post_offsets, l.inner[plan.x]->var, "x0 + 4 * ty", l.inner[plan.y]->var,
                                               "y0 + 4 * tx", "out_off", body))
-      override_[node] = fmt::format("((int64_t)((uint64_t){0}_b + (uint64_t)dx * (uint64_t){0}_u + (uint64_t)dy * (uint64_t){0}_w))", n);
+      override_[node] = fmt::format(
+          "((int64_t)((uint64_t){0}_b + (uint64_t)((dx & 3) + 32 * (dx >> 2)) * (uint64_t){0}_u + (uint64_t)((dy & 3) + 32 * (dy >> 2)) * (uint64_t){0}_w))", n);
     for (const auto& st : plan.post) body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
     override_.clear();
     tiled_ = false;
     out_ += fmt::format(
-        "__global__ void __launch_bounds__(256, 2) {}({}__args a) {{\n"
+        "__global__ void __launch_bounds__({}, {}) {}({}__args a) {{\n"
         "  __shared__ __align__(16) {} sp[{}][{}];\n"
         "  __shared__ __align__(16) {} sq[{}][{}];\n"
         "  const int64_t {}_n = {};\n"
         "  for (int64_t {} = blockIdx.y; {} < {}_n; {} += gridDim.y) {{\n{}"
         "    const int64_t t_n = {};\n"
         "    for (int64_t t = blockIdx.x; t < t_n; t += gridDim.x) {{\n{}    }}\n  }}\n}}\n\n",
-        l.kernel, f_.name, tp, kStep, kBlock + 4, tq, kStep, kBlock + 4, v0, expr(item->extent), v0, v0, v0, v0, extents,
+        kGemmThreads, kGemmMinBlocks, l.kernel, f_.name, tp, kStep, kBlock + 4, tq, kStep, kBlock + 4, v0, expr(item->extent), v0, v0, v0, v0, extents,
         total, indent(body, 2));
   }
 
@@ -1110,12 +1196,15 @@ class FuncEmitter {
     // Stream-ordered allocations from the device's pool, which keeps freed
     // memory for the next call (dcc_cuda_init raises its release threshold).
     o += "  if (dcc_cuda_init() != 0) return DCC_ERR_CUDA;\n";
-    o += "  auto dalloc = [&](size_t bytes, void** p) -> bool {\n"
+    // zero = false: a local whose first statement stores every element
+    // (BufferNode::zero_fill); filled with 0xFF only under DCC_POISON_UNINIT.
+    o += "  auto dalloc = [&](size_t bytes, void** p, bool zero = true) -> bool {\n"
          "    if (bytes == 0) bytes = 1;\n"
          "    cudaError_t e = cudaMallocAsync(p, bytes, 0);\n"
          "    if (e != cudaSuccess) { *p = nullptr; dcc_cuda_fail(e, \"allocating device memory\"); return false; }\n"
          "    owned.push_back(*p);\n"
-         "    if ((e = cudaMemsetAsync(*p, 0, bytes, 0)) != cudaSuccess) { dcc_cuda_fail(e, \"cudaMemsetAsync\"); return false; }\n"
+         "    if ((zero || dcc_cuda_poison()) && (e = cudaMemsetAsync(*p, zero ? 0 : 0xFF, bytes, 0)) != cudaSuccess) {\n"
+         "      dcc_cuda_fail(e, \"cudaMemsetAsync\");\n      return false;\n    }\n"
          "    return true;\n  };\n";
     o += "  DccProfile prof;\n";
     o += "  if (!dalloc(sizeof(int), (void**)&a.err)) { st = DCC_ERR_CUDA; goto done; }\n";
@@ -1172,8 +1261,8 @@ class FuncEmitter {
         o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
         o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",
                          fn, b->name);
-        o += fmt::format("    if (!dalloc((size_t)n * sizeof({}), &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n  }}\n",
-                         c_type(b->type), k);
+        o += fmt::format("    if (!dalloc((size_t)n * sizeof({}), &a.p[{}]{})) {{ st = DCC_ERR_CUDA; goto done; }}\n  }}\n",
+                         c_type(b->type), k, b->zero_fill ? "" : ", false");
       }
     }
     // The kernels, in statement order on the default stream.
@@ -1202,7 +1291,7 @@ class FuncEmitter {
         o += fmt::format("      dim3 grid((unsigned)std::min<int64_t>({}, {}), (unsigned)std::min<int64_t>(n0, 65535));\n",
                          l.block_tiles ? "most" : l.warp_rows ? "(most + 7) / 8" : "(most + 255) / 256",
                          l.block_tiles ? 65535 : 4096);
-        o += fmt::format("      {}<<<grid, 256>>>(a);\n    }}\n", l.kernel);
+        o += fmt::format("      {}<<<grid, {}>>>(a);\n    }}\n", l.kernel, l.block_tiles ? kGemmThreads : 256);
       }
       o += fmt::format("    prof.stop(\"{}\");\n", l.kernel);
       o += "    cudaError_t e = cudaGetLastError();\n";
@@ -1336,6 +1425,16 @@ extern "C" __attribute__((visibility("hidden"))) void* dcc__cuda_stage(const voi
     }
   }
   return h;
+}
+
+// DCC_POISON_UNINIT (set, not "0"): locals that are not zero-filled are
+// filled with 0xFF instead, so that tests see a read before a write.
+static bool dcc_cuda_poison() {
+  static const bool on = [] {
+    const char* v = std::getenv("DCC_POISON_UNINIT");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return on;
 }
 
 // Once per process: the default memory pool keeps what is freed (so a

@@ -200,8 +200,9 @@ class FuncEmitter {
     out.push_back(b);
   }
 
-  /// Allocates a local or aux buffer (zero-filled): checks the total for
-  /// negative values and the byte size for overflow.
+  /// Allocates a local or aux buffer, zero-filled unless its first
+  /// statement stores every element (BufferNode::zero_fill): checks the
+  /// total for negative values and the byte size for overflow.
   void allocate(const BufferNode* buf) {
     if (allocated_.count(buf)) return;
     allocated_.insert(buf);
@@ -219,7 +220,13 @@ class FuncEmitter {
     auto alloc = mod_.getOrInsertFunction("dcc_alloc", llvm::FunctionType::get(ptr, {b_.getInt64Ty()}, false));
     llvm::Value* p = b_.CreateCall(alloc, {bytes});
     fail_if(b_.CreateIsNull(p), kOutOfMemory, "cannot allocate `" + buf->name + "`");
-    b_.CreateMemSet(p, b_.getInt8(0), bytes, llvm::MaybeAlign(64));
+    if (buf->zero_fill) {
+      b_.CreateMemSet(p, b_.getInt8(0), bytes, llvm::MaybeAlign(64));
+    } else {
+      auto fill = mod_.getOrInsertFunction("dcc_fill_uninit",
+                                           llvm::FunctionType::get(b_.getVoidTy(), {ptr, b_.getInt64Ty()}, false));
+      b_.CreateCall(fill, {p, bytes});
+    }
     b_.CreateStore(p, slot_.at(buf));
   }
 

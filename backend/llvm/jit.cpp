@@ -58,6 +58,7 @@ std::unique_ptr<JitProgram> JitProgram::compile(const ir::Module& m, std::string
   };
   add("dcc_alloc", &dcc_alloc);
   add("dcc_free", &dcc_free);
+  add("dcc_fill_uninit", &dcc_fill_uninit);
   add("dcc_set_error", &dcc_set_error);
   add("dcc_parallel_for", &dcc_parallel_for);
   add("dccc_print_text", &dccc_print_text);

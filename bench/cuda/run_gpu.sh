@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$results
 status=0
 if [[ $mode != bench-only ]]; then
   LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
-    DCCC_RUNTIME_INCLUDE="$PWD/include" /tmp/dccc-gpu/dccc_cuda_backend_tests 2>&1 | tail -40 | tee "$results/gpu_test.txt"
+    DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" /tmp/dccc-gpu/dccc_cuda_backend_tests 2>&1 | tail -40 | tee "$results/gpu_test.txt"
   grep -q "\[  PASSED  \] 1 test" "$results/gpu_test.txt" || status=1
   nvcc -std=c++17 -o /tmp/dccc-gpu/mha_cuda_host mha_cuda_host.cu -I. ./mha.so -Xlinker -rpath -Xlinker "$PWD" &&
     /tmp/dccc-gpu/mha_cuda_host 2>&1 | tee "$results/cuda_host.txt"

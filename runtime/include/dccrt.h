@@ -391,6 +391,14 @@ DCCRT_API void dcc_alloc_trim(void) DCCRT_NOEXCEPT;
 /* Bytes of freed blocks now kept for reuse. */
 DCCRT_API size_t dcc_alloc_kept_bytes(void) DCCRT_NOEXCEPT;
 
+/* Called by generated code for a local tensor that it does not zero-fill
+ * because its first statement stores every element (ir/written_first.h).
+ * Does nothing, unless the environment variable DCC_POISON_UNINIT is set to
+ * a non-empty value other than "0" when first called: then fills the
+ * `bytes` bytes at `p` with 0xFF (NaN for floats), so that a test would see
+ * an element read before it was written. */
+DCCRT_API void dcc_fill_uninit(void* p, size_t bytes) DCCRT_NOEXCEPT;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

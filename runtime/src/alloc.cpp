@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <string_view>
 #include <limits>
 #include <mutex>
 #include <unordered_map>
@@ -151,6 +153,14 @@ void* dcc_alloc(size_t bytes) noexcept {
     fail(DCC_ERR_OUT_OF_MEMORY, "dcc_alloc: out of memory allocating {} bytes", bytes);
   }
   return p;
+}
+
+void dcc_fill_uninit(void* p, size_t bytes) noexcept {
+  static const bool poison = [] {
+    const char* v = std::getenv("DCC_POISON_UNINIT");
+    return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+  }();
+  if (poison && p != nullptr) std::memset(p, 0xFF, bytes);
 }
 
 void dcc_free(void* ptr) noexcept {

@@ -10,7 +10,11 @@
 #     program's does, since nested statement sequences print flat and an aux
 #     array's fill may land one statement later, but it must compute the same);
 #   - `dccc --emit=cuda` of every example's IR text for the CUDA target
-#     (`--emit=vloop --target=cuda`) equals that of the example.
+#     (`--emit=vloop --target=cuda`) equals that of the example, but for
+#     one documented difference: IR text read back zero-fills every local
+#     (`dalloc(..., false)` skips the fill where the example's first
+#     statement stores every element, found on the multi-index IR; see
+#     ir/written_first.h), so `, false)` is dropped from the example's.
 #
 #   tests/vloop/driver_roundtrip.sh path/to/dccc
 set -uo pipefail
@@ -51,7 +55,7 @@ for toy in "$ROOT"/examples/*.toy "$ROOT"/tests/lang/run/*.toy; do
       # The IR the CUDA target gets (the CPU's also has its loops reordered).
       # shellcheck disable=SC2086
       "$DCCC" --emit=vloop --target=cuda $args "$toy" >"$TMP/cuda.vloop" 2>/dev/null
-      "$DCCC" --emit=cuda "$toy" >"$TMP/a.cu" 2>/dev/null
+      "$DCCC" --emit=cuda "$toy" 2>/dev/null | sed 's/^\(    if (!dalloc(.*\), false)) {/\1)) {/' >"$TMP/a.cu"
       "$DCCC" --emit=cuda "$TMP/cuda.vloop" >"$TMP/b.cu" 2>/dev/null
       cmp -s "$TMP/a.cu" "$TMP/b.cu" || fail "$name" "--emit=cuda of its IR text differs from the example's"
       ;;

@@ -1,0 +1,77 @@
+#include "ir/written_first.h"
+
+#include <map>
+#include <set>
+
+namespace dccc::ir {
+namespace {
+
+/// The top-level statements of a body, nested sequences flattened.
+void flatten(const Stmt& s, std::vector<Stmt>& out) {
+  if (!s) return;
+  if (s->kind == StmtKind::Seq) {
+    for (const auto& c : s->body) flatten(c, out);
+    return;
+  }
+  out.push_back(s);
+}
+
+}  // namespace
+
+bool written_first(const Func& f, const BufferNode* b) {
+  if (!b || b->kind != BufferKind::Local || b->dims.empty() || f.storage_lowered) return false;
+  for (int64_t p : b->pad)
+    if (p > 1) return false;
+  std::vector<Stmt> top;
+  flatten(f.body, top);
+  const Stmt* first = nullptr;
+  for (const auto& s : top)
+    if (touches(s, b)) {
+      first = &s;
+      break;
+    }
+  if (!first) return false;
+  // Down the nest: every level but the innermost is one loop; the innermost
+  // body's items hold the store directly, and no other item touches `b`.
+  std::vector<const StmtNode*> loops;
+  Stmt s = *first;
+  while (true) {
+    while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
+    if (!s || s->kind != StmtKind::For) break;
+    if (loads_from(s->extent, b)) return false;
+    loops.push_back(s.get());
+    s = s->body.empty() ? nullptr : s->body[0];
+  }
+  if (!s) return false;
+  std::vector<Stmt> items;
+  flatten(s, items);
+  const StmtNode* store = nullptr;
+  for (const auto& it : items) {
+    if (!touches(it, b)) continue;
+    if (store || it->kind != StmtKind::Store || it->buffer.get() != b || it->flat || loads_from(it->value, b))
+      return false;
+    store = it.get();
+  }
+  if (!store || store->args.size() != b->dims.size() || loops.size() != b->dims.size()) return false;
+  // Each index is a distinct loop of the nest, which runs to the extent of
+  // the dimension it indexes (outer dimensions' variables read as the loops
+  // that index them).
+  std::map<const VarNode*, const StmtNode*> loop_of;
+  for (const StmtNode* l : loops) loop_of[l->var.get()] = l;
+  std::map<const VarNode*, Expr> dim_to_loop;
+  std::set<const StmtNode*> used;
+  std::vector<const StmtNode*> by_dim;
+  for (size_t k = 0; k < store->args.size(); ++k) {
+    const Expr& a = store->args[k];
+    if (a->kind != ExprKind::VarRef) return false;
+    auto it = loop_of.find(a->var.get());
+    if (it == loop_of.end() || !used.insert(it->second).second) return false;
+    by_dim.push_back(it->second);
+    dim_to_loop[b->dims[k].var.get()] = build::var(it->second->var);
+  }
+  for (size_t k = 0; k < by_dim.size(); ++k)
+    if (!same_expr(by_dim[k]->extent, substitute(b->dims[k].extent, dim_to_loop))) return false;
+  return true;
+}
+
+}  // namespace dccc::ir

@@ -1,0 +1,24 @@
+// Which local tensors need no zero-fill.
+//
+// Fresh storage reads as zeros (docs/language.md). A local tensor whose
+// first use, in statement order, is one assignment that stores every one of
+// its elements (a nest of loops over exactly its dimensions, each loop
+// running to the extent of the dimension it indexes, the store made on every
+// iteration, not under a condition, by a value that does not read the
+// tensor) can never be read as zeros: the backends skip zero-filling it
+// (a large intermediate such as attention scores is written once instead of
+// twice). Storage-padded tensors are always zero-filled: their padding is
+// never stored by the assignment.
+#pragma once
+
+#include "ir/ir.h"
+
+namespace dccc::ir {
+
+/// True when `b`, a local tensor of `f`, is stored at every element by the
+/// first top-level statement of `f.body` that touches it, before anything
+/// reads it. `f` must be multi-index IR (before storage lowering);
+/// conservative: false whenever the pattern above is not recognised.
+bool written_first(const Func& f, const BufferNode* b);
+
+}  // namespace dccc::ir

@@ -1,0 +1,104 @@
+// written_first: which local tensors need no zero-fill. Each case is read
+// here by hand (which statement first touches the tensor, and whether it
+// stores every element); the backends' differential and language tests run
+// with DCC_POISON_UNINIT=1, which fills the unfilled tensors with NaN, so a
+// wrong "true" would also change results there.
+#include "ir/written_first.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/ir_parser.h"
+#include "tests/unit/ir/test_support.h"
+
+namespace dccc::ir {
+namespace {
+
+using testing::lower_source;
+using testing::Lowered;
+
+/// written_first of every local tensor of `fn`, by name.
+std::map<std::string, bool> of_program(const std::string& text, const std::string& fn = "f") {
+  Lowered l = lower_source("t.toy", text);
+  EXPECT_TRUE(l.module) << text;
+  std::map<std::string, bool> out;
+  if (!l.module) return out;
+  for (const auto& f : l.module->funcs)
+    if (f.name == fn)
+      for (const auto& b : f.buffers)
+        if (b->kind == BufferKind::Local && !b->dims.empty()) out[b->name] = written_first(f, b.get());
+  return out;
+}
+
+std::map<std::string, bool> of_ir(const std::string& text) {
+  SourceFile file("t.vloop", text);
+  DiagnosticEngine diags(&file);
+  auto m = parse_vloop(file, diags);
+  EXPECT_TRUE(m.has_value()) << text;
+  std::map<std::string, bool> out;
+  if (!m) return out;
+  for (const auto& b : m->funcs[0].buffers)
+    if (b->kind == BufferKind::Local && !b->dims.empty()) out[b->name] = written_first(m->funcs[0], b.get());
+  return out;
+}
+
+TEST(WrittenFirst, AttentionIntermediatesAreStoredWhole) {
+  auto r = of_program(testing::read_file(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy"), "mha");
+  // scores and p: one assignment over [b][i, h, j] (scores with an inner
+  // `reduce` over d); row_max and row_sum: one `reduce` per [b][i, h].
+  EXPECT_EQ(r, (std::map<std::string, bool>{{"scores", true}, {"row_max", true}, {"p", true}, {"row_sum", true}}));
+}
+
+TEST(WrittenFirst, ReadBeforeWrittenOrReadingItself) {
+  // Printed before it is assigned: it must read as zeros.
+  EXPECT_EQ(of_program("fn f() { let x: [4]f32; print(x); x[i] = 1.0; print(x); }"),
+            (std::map<std::string, bool>{{"x", false}}));
+  // The first assignment reads the tensor it writes.
+  EXPECT_EQ(of_program("fn f() { let x: [4]f32; x[i] = x[i] + 1.0; print(x); }"),
+            (std::map<std::string, bool>{{"x", false}}));
+  // Written whole by its first statement, then updated: fine.
+  EXPECT_EQ(of_program("fn f() { let x: [4]f32; x[i] = 2.0; x[i] = x[i] + 1.0; print(x); }"),
+            (std::map<std::string, bool>{{"x", true}}));
+}
+
+TEST(WrittenFirst, PartialOrConditionalStores) {
+  const std::string head = "func f() {\n  local x: f32 [i: 4];\n";
+  // Loop shorter than the dimension.
+  EXPECT_EQ(of_ir(head + "  for i in 0 .. 3 {\n    x[i] = 1.0f32;\n  }\n}\n"), (std::map<std::string, bool>{{"x", false}}));
+  // Store under a condition.
+  EXPECT_EQ(of_ir(head + "  for i in 0 .. 4 {\n    if (i < 2) {\n      x[i] = 1.0f32;\n    }\n  }\n}\n"),
+            (std::map<std::string, bool>{{"x", false}}));
+  // A constant index.
+  EXPECT_EQ(of_ir(head + "  for i in 0 .. 4 {\n    x[0] = 1.0f32;\n  }\n}\n"), (std::map<std::string, bool>{{"x", false}}));
+  // An extra loop around the store (its extent may be zero).
+  EXPECT_EQ(of_ir("func f() {\n  local x: f32 [i: 4];\n  for k in 0 .. 0 {\n    for i in 0 .. 4 {\n      x[i] = 1.0f32;\n"
+                  "    }\n  }\n}\n"),
+            (std::map<std::string, bool>{{"x", false}}));
+  // The whole loop.
+  EXPECT_EQ(of_ir(head + "  for i in 0 .. 4 {\n    x[i] = 1.0f32;\n  }\n}\n"), (std::map<std::string, bool>{{"x", true}}));
+}
+
+TEST(WrittenFirst, RaggedExtentsMustMatchTheDimensions) {
+  const std::string head =
+      "func f() {\n  local lens: i32 [k: 3];\n  local d: i64 [b: 3, i: i64(lens[b])];\n"
+      "  lens[0] = 2i32;\n  lens[1] = 0i32;\n  lens[2] = 3i32;\n";
+  EXPECT_EQ(of_ir(head + "  for b in 0 .. 3 {\n    for i in 0 .. i64(lens[b]) {\n      d[b, i] = (b + i);\n    }\n  }\n}\n"),
+            (std::map<std::string, bool>{{"lens", false}, {"d", true}}));
+  // The inner loop runs over another row's length.
+  EXPECT_EQ(of_ir(head + "  for b in 0 .. 3 {\n    for i in 0 .. i64(lens[0]) {\n      d[b, i] = (b + i);\n    }\n  }\n}\n"),
+            (std::map<std::string, bool>{{"lens", false}, {"d", false}}));
+}
+
+TEST(WrittenFirst, StoragePaddingIsAlwaysFilled) {
+  Lowered l = lower_source("t.toy", "fn f() { let x: [4]f32; x[i] = 2.0; print(x); }");
+  ASSERT_TRUE(l.module);
+  Func& f = l.module->funcs[0];
+  for (auto& b : f.buffers)
+    if (b->name == "x") {
+      EXPECT_TRUE(written_first(f, b.get()));
+      b->pad = {8};
+      EXPECT_FALSE(written_first(f, b.get()));
+    }
+}
+
+}  // namespace
+}  // namespace dccc::ir
