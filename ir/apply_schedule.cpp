@@ -888,7 +888,9 @@ class Scheduler {
       return !holds(a->second, b->second) && !holds(b->second, a->second);
     };
     HFuseRefusal why;
-    Var fv = ir::hfuse(f_, vars, name, disjoint, why);
+    std::vector<std::string> shown;
+    for (const auto& r : d.loops) shown.push_back(r.tensor + "." + r.index);
+    Var fv = ir::hfuse(f_, vars, shown, name, disjoint, why);
     if (!fv) {
       error(why.arg < 0 ? d.at : d.loops[static_cast<size_t>(why.arg)].at, "cannot fuse horizontally: " + why.message);
       return;
@@ -901,12 +903,14 @@ class Scheduler {
       names_[n][name] = fv;
       fused_[n][d.loops[q].index] = name;
     }
+    std::string refs;
+    for (const auto& r : d.loops) refs += (refs.empty() ? "`" : ", `") + r.tensor + "." + r.index + "`";
     for (size_t q = 0; q < loops.size(); ++q)
       if (done.insert(loops[q].nest).second)
         notes_[loops[q].nest].push_back(fmt::format(
-            "{}: the outer loops run as one loop `{}` over the sum of their extents, each range running its own "
-            "nest{} (directive)",
-            where(d), name,
+            "{}: loops {} run as one loop `{}` over the sum of their extents, each range of iterations running "
+            "its own statement's body{} (directive)",
+            where(d), refs, name,
             fused->loop == LoopKind::Parallel ? "; it runs in parallel, one dispatch for all"
                                               : "; it runs serially, since not every fused loop was `parallel`"));
   }

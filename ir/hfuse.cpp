@@ -86,7 +86,7 @@ std::string describe(const Stmt& s) {
 
 }  // namespace
 
-Var hfuse(Func& f, const std::vector<Var>& loops, const std::string& name,
+Var hfuse(Func& f, const std::vector<Var>& loops, const std::vector<std::string>& shown, const std::string& name,
           const std::function<bool(size_t, size_t)>& disjoint, HFuseRefusal& why) {
   std::vector<Stmt> items = f.body && f.body->kind == StmtKind::Seq ? f.body->body : std::vector<Stmt>{f.body};
   std::vector<size_t> at;
@@ -97,17 +97,17 @@ Var hfuse(Func& f, const std::vector<Var>& loops, const std::string& name,
     if (found == items.size()) {
       why = {static_cast<int>(q), fmt::format("`{}` is not the outermost loop of a top-level statement; `hfuse` "
                                               "fuses the outermost loops of whole loop nests",
-                                              loops[q]->name)};
+                                              shown[q])};
       return nullptr;
     }
     for (size_t p = 0; p < q; ++p)
       if (at[p] == found) {
-        why = {static_cast<int>(q), fmt::format("loop `{}` is named twice", loops[q]->name)};
+        why = {static_cast<int>(q), fmt::format("loop `{}` is named twice", shown[q])};
         return nullptr;
       }
     if (!at.empty() && found < at.back()) {
       why = {static_cast<int>(q), fmt::format("`hfuse` takes the loops in program order, and `{}` runs before `{}`",
-                                              loops[q]->name, loops[q - 1]->name)};
+                                              shown[q], shown[q - 1])};
       return nullptr;
     }
     at.push_back(found);
@@ -118,7 +118,7 @@ Var hfuse(Func& f, const std::vector<Var>& loops, const std::string& name,
     if (prints(s)) {
       why = {static_cast<int>(q), fmt::format("the nest of `{}` prints or checks a condition, whose order would "
                                               "change",
-                                              loops[q]->name)};
+                                              shown[q])};
       return nullptr;
     }
     acc.push_back(access_of(s));
@@ -126,14 +126,14 @@ Var hfuse(Func& f, const std::vector<Var>& loops, const std::string& name,
     for (const BufferNode* b : acc.back().writes)
       if (b->dims.empty()) {
         why = {static_cast<int>(q), fmt::format("`{}` accumulates across iterations of `{}`", b->name,
-                                                loops[q]->name)};
+                                                shown[q])};
         return nullptr;
       }
     for (size_t p = 0; p < q; ++p) {
       std::string c = conflict(acc[p], acc[q], disjoint(p, q));
       if (!c.empty()) {
-        why = {static_cast<int>(q), fmt::format("the nests of `{}` and `{}` are not independent: {}", loops[p]->name,
-                                                loops[q]->name, c)};
+        why = {static_cast<int>(q), fmt::format("the nests of `{}` and `{}` are not independent: {}", shown[p],
+                                                shown[q], c)};
         return nullptr;
       }
     }
@@ -148,12 +148,7 @@ Var hfuse(Func& f, const std::vector<Var>& loops, const std::string& name,
         if (!c.empty()) {
           why = {static_cast<int>(q), fmt::format("{} lies between the nests and would run before the nest of `{}`, "
                                                   "on which it depends: {}",
-                                                  describe(items[j]), loops[p]->name, c)};
-          return nullptr;
-        }
-        if (prints(items[j]) && prints(items[at[p]])) {
-          why = {static_cast<int>(q), fmt::format("{} lies between the nests and would print before the nest of `{}`",
-                                                  describe(items[j]), loops[p]->name)};
+                                                  describe(items[j]), shown[p], c)};
           return nullptr;
         }
       }

@@ -38,12 +38,12 @@ struct HFuseRefusal {
 
 /// Fuses the top-level loops `loops` of `f` (two or more, each the
 /// outermost loop of a top-level statement, in program order) into one loop
-/// named `name`, as described above. Returns the fused loop's variable, or
+/// named `name`, as described above; messages call loop q `shown[q]`. Returns the fused loop's variable, or
 /// null after setting `why`. `disjoint(p, q)` is the caller's knowledge that
 /// the nests of loops[p] and loops[q] store disjoint elements of every
 /// tensor both store (the parts of one split operation): then both may
 /// store it, as long as neither loads it.
-Var hfuse(Func& f, const std::vector<Var>& loops, const std::string& name,
+Var hfuse(Func& f, const std::vector<Var>& loops, const std::vector<std::string>& shown, const std::string& name,
           const std::function<bool(size_t, size_t)>& disjoint, HFuseRefusal& why);
 
 }  // namespace dccc::ir
