@@ -174,6 +174,12 @@ std::optional<SplitOpResult> split_op(Func& f, const Var& loop, int64_t k,
                       loop->name, lp->extent->int_value, k);
     return std::nullopt;
   }
+  if (is_multiple_of(lp->extent, k)) {
+    why = fmt::format("`{}` already runs a multiple of {} iterations (padded, or the bulk of a split): there is no "
+                      "remainder to split off",
+                      loop->name, k);
+    return std::nullopt;
+  }
   // Independence of the iterations the split reorders.
   std::map<const BufferNode*, Buffer> scalars;
   each_stmt(top, [&](const StmtNode& x) {
