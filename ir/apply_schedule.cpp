@@ -7,6 +7,9 @@
 #include <optional>
 #include <set>
 
+#include "ir/hfuse.h"
+#include "ir/split_op.h"
+
 namespace dccc::ir {
 namespace {
 
@@ -68,6 +71,8 @@ class Scheduler {
         case DirectiveKind::Reorder: reorder(d, d.loops); break;
         case DirectiveKind::Tile: tile(d); break;
         case DirectiveKind::Fuse: fuse(d); break;
+        case DirectiveKind::SplitOp: split_op(d); break;
+        case DirectiveKind::HFuse: hfuse(d); break;
       }
     }
     return ok_;
@@ -448,10 +453,11 @@ class Scheduler {
       Expr idx = build::binary(BinOp::Add, build::binary(BinOp::Mul, build::var(vo), kk), build::var(vi));
       std::map<const VarNode*, Expr> m{{loop->var.get(), idx}};
       Stmt body = rewrite(loop->body[0], [&](const Expr& x) { return x ? substitute(x, m) : x; });
-      bool exact = e->kind == ExprKind::IntImm && e->int_value % k == 0;
+      // A multiple of k (a constant, the bulk of split_op): no bound check.
+      bool exact = is_multiple_of(e, k);
       if (!exact) body = build::if_then_else(build::binary(BinOp::LT, idx, e), body);
-      Expr outer_extent = e->kind == ExprKind::IntImm
-                              ? build::int_imm((e->int_value + k - 1) / k)
+      Expr outer_extent = exact                         ? exact_quotient(e, k)
+                          : e->kind == ExprKind::IntImm ? build::int_imm((e->int_value + k - 1) / k)
                               : build::binary(BinOp::Div, build::binary(BinOp::Add, e, build::int_imm(k - 1)), kk);
       return make_for(vo, outer_extent, make_for(vi, kk, body, LoopKind::Serial), loop->loop);
     });
@@ -459,6 +465,7 @@ class Scheduler {
     names_[n][outer] = vo;
     names_[n][inner] = vi;
     split_[n].insert(r.index);
+    inherit_part(res->var, {vo, vi});
     notes_[n].push_back(fmt::format("{}: `{}` becomes `{}` (outer) and `{}` ({} iterations){} (directive)", where(d),
                                     r.index, outer, inner, k,
                                     d.kind == DirectiveKind::Tile ? ", for the tile" : ""));
@@ -748,6 +755,7 @@ class Scheduler {
     names_[n].erase(ro.index);
     names_[n].erase(ri.index);
     names_[n][name] = fv;
+    inherit_part(o->var, {fv});
     fused_[n][ro.index] = name;
     fused_[n][ri.index] = name;
     notes_[n].push_back(fmt::format(
@@ -785,7 +793,138 @@ class Scheduler {
     return why.empty();
   }
 
+  // ------------------------------------------------------------ split_op, hfuse
+  /// split_op(T.i, k): ir/split_op.h. The remainder nest's loops are named
+  /// after the originals with `_rest` (`T.b_rest`, `T.i_rest`).
+  void split_op(const Directive& d) {
+    const LoopRef& r = d.loops[0];
+    int64_t k = d.factors[0];
+    auto res = resolve(r);
+    if (!res) return;
+    size_t n = res->nest;
+    const NamedNest& nest = f_.nests[n];
+    bool lhs = std::find(nest.lhs.begin(), nest.lhs.end(), res->var) != nest.lhs.end();
+    bool reduce = !lhs && std::any_of(nest.loops.begin(), nest.loops.end(),
+                                      [&](const auto& l) { return l.second == res->var; });
+    if (reduce) {
+      error(r.at, fmt::format("`{}` is a `reduce` loop: splitting it would split the accumulation across two "
+                              "statements; only loops over left-side indices can be split into operations",
+                              r.index));
+      return;
+    }
+    std::set<const VarNode*> mine;
+    for (const auto& [name, v] : names_[n]) mine.insert(v.get());
+    // `_rest`, or `_rest2`, `_rest3`, ... where an earlier split_op of the
+    // assignment took it: the first suffix no loop name clashes with.
+    std::string suffix = "_rest";
+    for (int q = 2;; ++q) {
+      bool clash = false;
+      for (const auto& [name, v] : names_[n]) clash |= names_[n].count(name + suffix) > 0;
+      if (!clash) break;
+      suffix = fmt::format("_rest{}", q);
+    }
+    std::string why;
+    auto out = ir::split_op(f_, res->var, k, [&](const VarNode* v) { return name_of(n, v) + suffix; }, why);
+    if (!out) {
+      error(r.at, fmt::format("cannot split the operation at `{}`: {}", r.index, why));
+      return;
+    }
+    for (const auto& [old, v] : out->rest_loops)
+      if (mine.count(old)) names_[n][v->name] = v;
+    // The two statements are parts of one operation, storing disjoint elements.
+    int whole = part_of_.count(res->var.get()) ? part_of_.at(res->var.get()) : -1;
+    int bulk = static_cast<int>(part_parent_.size()), remainder = bulk + 1;
+    part_parent_.push_back(whole);
+    part_parent_.push_back(whole);
+    for (const auto& [old, v] : out->rest_loops) {
+      part_of_[old] = bulk;
+      part_of_[v.get()] = remainder;
+    }
+    notes_[n].push_back(fmt::format("{}: `{}` runs its bulk, a multiple of {} iterations; a second statement runs the "
+                                    "remaining `{}` % {} with loops {} (directive)",
+                                    where(d), r.index, k, r.index, k, loop_order_of(n, out->rest_loops)));
+  }
+
+  /// The twins' names in nest order (split_op's note).
+  std::string loop_order_of(size_t n, const std::map<const VarNode*, Var>& twins) const {
+    std::set<const VarNode*> rest;
+    for (const auto& [old, v] : twins) rest.insert(v.get());
+    std::string out;
+    each_stmt(f_.body, [&](const StmtNode& x) {
+      if (x.kind == StmtKind::For && rest.count(x.var.get())) out += (out.empty() ? "" : ", ") + name_of(n, x.var.get());
+    });
+    return out;
+  }
+
+  /// hfuse(A.x, B.y, ...): ir/hfuse.h. The fused loop is named by the
+  /// loops' names joined with `_`, in each assignment it holds.
+  void hfuse(const Directive& d) {
+    std::vector<Resolved> loops;
+    std::vector<Var> vars;
+    std::string name;
+    for (const auto& r : d.loops) {
+      auto res = resolve(r);
+      if (!res) return;
+      loops.push_back(*res);
+      vars.push_back(res->var);
+      name += (name.empty() ? "" : "_") + r.index;
+    }
+    for (size_t q = 0; q < loops.size(); ++q)
+      if (names_[loops[q].nest].count(name)) {
+        error(d.loops[q].at, fmt::format("fusing would name a loop `{}`, which the assignment to `{}` already has",
+                                         name, d.loops[q].tensor));
+        return;
+      }
+    // Parts of one split operation (neither part holding the other) store
+    // disjoint elements.
+    auto disjoint = [&](size_t p, size_t q) {
+      auto a = part_of_.find(vars[p].get()), b = part_of_.find(vars[q].get());
+      if (a == part_of_.end() || b == part_of_.end()) return false;
+      auto holds = [&](int outer, int inner) {
+        for (int x = inner; x >= 0; x = part_parent_[static_cast<size_t>(x)])
+          if (x == outer) return true;
+        return false;
+      };
+      return !holds(a->second, b->second) && !holds(b->second, a->second);
+    };
+    HFuseRefusal why;
+    std::vector<std::string> shown;
+    for (const auto& r : d.loops) shown.push_back(r.tensor + "." + r.index);
+    Var fv = ir::hfuse(f_, vars, shown, name, disjoint, why);
+    if (!fv) {
+      error(why.arg < 0 ? d.at : d.loops[static_cast<size_t>(why.arg)].at, "cannot fuse horizontally: " + why.message);
+      return;
+    }
+    const StmtNode* fused = find_for(f_.body, fv.get());
+    std::set<size_t> done;
+    for (size_t q = 0; q < loops.size(); ++q) {
+      size_t n = loops[q].nest;
+      names_[n].erase(d.loops[q].index);
+      names_[n][name] = fv;
+      fused_[n][d.loops[q].index] = name;
+    }
+    std::string refs;
+    for (const auto& r : d.loops) refs += (refs.empty() ? "`" : ", `") + r.tensor + "." + r.index + "`";
+    for (size_t q = 0; q < loops.size(); ++q)
+      if (done.insert(loops[q].nest).second)
+        notes_[loops[q].nest].push_back(fmt::format(
+            "{}: loops {} run as one loop `{}` over the sum of their extents, each range of iterations running "
+            "its own statement's body{} (directive)",
+            where(d), refs, name,
+            fused->loop == LoopKind::Parallel ? "; it runs in parallel, one dispatch for all"
+                                              : "; it runs serially, since not every fused loop was `parallel`"));
+  }
+
+  /// New loops replacing `old` belong to its part of a split operation.
+  void inherit_part(const Var& old, std::initializer_list<Var> fresh) {
+    auto it = part_of_.find(old.get());
+    if (it == part_of_.end()) return;
+    for (const auto& v : fresh) part_of_[v.get()] = it->second;
+  }
+
   int fusions_ = 0;
+  std::map<const VarNode*, int> part_of_;  // loop -> the part of a split operation it runs in
+  std::vector<int> part_parent_;           // part -> the part it was split from (-1: a whole statement)
   Func& f_;
   DiagnosticEngine& diags_;
   std::vector<std::map<std::string, Var>> names_;  // per nest: loop name -> variable (after splits)

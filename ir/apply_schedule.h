@@ -18,7 +18,8 @@
 //                        `if (i < extent)`. Either way results are unchanged.
 //   split(T.i, k)        for i_o in 0 .. ceil(E / k) { for i_i in 0 .. k {
 //                        if (i_o * k + i_i < E) body } } (no guard when E is a
-//                        constant multiple of k); i_o keeps i's parallel mark.
+//                        multiple of k: is_multiple_of in ir/split_op.h); i_o
+//                        keeps i's parallel mark.
 //   reorder(T.a, T.b...) the named loops of one perfectly nested chain take the
 //                        given order (outermost first); refused when a loop
 //                        would move above a loop its extent depends on (a
@@ -29,6 +30,13 @@
 //                        split loops in the chain sink to its innermost body.
 //   tile(T.x, T.y, a, b) split(T.x, a), split(T.y, b),
 //                        reorder(T.x_o, T.y_o, T.x_i, T.y_i).
+//   split_op(T.i, k)     operation splitting (ir/split_op.h): the bulk keeps
+//                        the names, i over (E / k) * k; the remainder
+//                        statement's loops are T.X_rest (T.X_rest2, ... for a
+//                        later split_op of the same assignment).
+//   hfuse(A.x, B.y, ...) horizontal fusion (ir/hfuse.h) into one loop A.x_y
+//                        (= B.x_y); the two parts of one split_op may both
+//                        store the assignment's tensor.
 // A bad directive is a [Schedule] error at its location and changes nothing.
 #pragma once
 

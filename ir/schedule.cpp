@@ -24,6 +24,8 @@ constexpr Spec kSpecs[] = {
     {"reorder", DirectiveKind::Reorder, -1, 0, "reorder(TENSOR.INDEX, TENSOR.INDEX, ...)"},
     {"tile", DirectiveKind::Tile, 2, 2, "tile(TENSOR.OUTER, TENSOR.INNER, FACTOR, FACTOR)"},
     {"fuse", DirectiveKind::Fuse, 2, 0, "fuse(TENSOR.OUTER, TENSOR.INNER)"},
+    {"split_op", DirectiveKind::SplitOp, 1, 1, "split_op(TENSOR.INDEX, FACTOR)"},
+    {"hfuse", DirectiveKind::HFuse, -1, 0, "hfuse(TENSOR.INDEX, TENSOR.INDEX, ...)"},
 };
 
 /// The largest factor accepted: far beyond any useful padding or tile, and
@@ -40,7 +42,7 @@ class Reader {
       if (d.name.name == s.name) spec = &s;
     if (!spec) {
       error(d.name.range, fmt::format("unknown schedule directive `{}`; expected one of `pad_loop`, `pad_storage`, "
-                                      "`split`, `reorder`, `tile`, `fuse`",
+                                      "`split`, `reorder`, `tile`, `fuse`, `split_op`, `hfuse`",
                                       d.name.name));
       return std::nullopt;
     }

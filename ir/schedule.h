@@ -8,6 +8,8 @@
 //       reorder(y.h_o, y.i);    // these loops, outermost first
 //       tile(y.i, y.h, 4, 2);   // split(y.i, 4), split(y.h, 2), reorder(y.i_o, y.h_o, y.i_i, y.h_i)
 //       fuse(y.b, y.i);         // loops b and i (directly inside b) become one loop b_i over all (b, i)
+//       split_op(y.i, 4);       // two nests: i over [0, floor(E/4)*4), then b_rest, i_rest over the rest
+//       hfuse(y.b, y.b_rest);   // outermost loops of top-level nests become one loop b_b_rest
 //   }
 //
 // or given on the command line (`--schedule='schedule f { ... }'`), and
@@ -32,12 +34,14 @@ struct LoopRef {
   SourceRange at;
 };
 
-enum class DirectiveKind { PadLoop, PadStorage, Split, Reorder, Tile, Fuse };
+enum class DirectiveKind { PadLoop, PadStorage, Split, Reorder, Tile, Fuse, SplitOp, HFuse };
 const char* directive_name(DirectiveKind k);
 
 /// One directive. PadLoop, PadStorage, Split: one loop and `factors[0]`;
 /// Reorder: two or more loops, outermost first; Tile: two loops (outer,
-/// inner) and two factors; Fuse: two loops (outer, inner), no factor.
+/// inner) and two factors; Fuse: two loops (outer, inner), no factor;
+/// SplitOp: one loop and the factor its split point is a multiple of;
+/// HFuse: two or more loops (outermost loops of top-level nests), no factor.
 struct Directive {
   DirectiveKind kind;
   std::vector<LoopRef> loops;
