@@ -1,0 +1,122 @@
+#include "ir/fuse_dims.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "ir/fuse_elementwise.h"
+
+namespace dccc::ir {
+namespace {
+
+Expr add(Expr a, Expr b) { return build::binary(BinOp::Add, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return build::binary(BinOp::Mul, std::move(a), std::move(b)); }
+
+/// `x` when `e` is `buf[x]` (multi-index), else null.
+Expr index_of(const Expr& e, const Buffer& buf) {
+  if (e->kind == ExprKind::Load && !e->flat && e->buffer == buf && e->args.size() == 1) return e->args[0];
+  return nullptr;
+}
+
+/// The fused iteration `e` when indices (args[0], args[1]) are (F_fo[e], F_fi[e]).
+Expr fused_row(const std::vector<Expr>& args, const FusedLoops& fl) {
+  if (args.size() < 2) return nullptr;
+  Expr a = index_of(args[0], fl.fo), b = index_of(args[1], fl.fi);
+  if (!a || !b || !same_expr(a, b)) return nullptr;
+  return a;
+}
+
+/// Why `b`'s dimensions 0 and 1 are not packed rows of the fused loop ("" if they are).
+std::string layout_problem(const BufferNode& b, const FusedLoops& fl) {
+  if (b.dims.size() < 2) return fmt::format("`{}` has fewer than two dimensions", b.name);
+  for (size_t k = 0; k < 2; ++k)
+    if (k < b.pad.size() && b.pad[k] > 1)
+      return fmt::format("the storage of `{}` is padded along its {} dimension (pad {}), so its rows are not packed "
+                         "in fused-iteration order",
+                         b.name, k == 0 ? "first" : "second", b.pad[k]);
+  Expr l = substitute(b.dims[1].extent, {{b.dims[0].var.get(), build::var(fl.outer)}});
+  if (!same_expr(l, fl.inner_extent))
+    return fmt::format("the second dimension of `{}` does not have the fused inner loop's extent, so its packed "
+                       "rows are not numbered like the fused iterations",
+                       b.name);
+  for (size_t k = 2; k < b.dims.size(); ++k)
+    for (size_t j = 0; j < k; ++j)
+      if (mentions(b.dims[k].extent, b.dims[j].var))
+        return fmt::format("the rows of `{}` (its dimensions below the second) differ in size", b.name);
+  return "";
+}
+
+/// e * R + rest: the packed offset of row `e` and the remaining indices.
+Expr flat_offset(const BufferNode& b, const Expr& row, const std::vector<Expr>& args) {
+  std::vector<Expr> below(b.dims.size() + 1, build::int_imm(1));  // below[k]: elements of dims k..
+  for (size_t k = b.dims.size(); k-- > 2;) {
+    Expr ext = b.dims[k].extent;
+    if (k < b.pad.size() && b.pad[k] > 1) ext = build::round_up(ext, b.pad[k]);
+    below[k] = mul(ext, below[k + 1]);
+  }
+  Expr off = mul(row, below[2]);
+  for (size_t k = 2; k < b.dims.size(); ++k) off = add(off, mul(args[k], below[k + 1]));
+  return off;
+}
+
+}  // namespace
+
+std::string fuse_dims(Func& f, const FusedLoops& fl, const Buffer& target, std::vector<std::string>& rewritten,
+                      std::vector<std::string>& skipped) {
+  if (std::string why = layout_problem(*target, fl); !why.empty()) return why;
+  // Which tensors the loop indexes by (F_fo[e], F_fi[e]); the target must be one.
+  std::map<const BufferNode*, std::string> verdict;  // "" rewrite, else why not
+  std::vector<const BufferNode*> order;
+  auto consider = [&](const Buffer& b, const std::vector<Expr>& args, bool flat) {
+    if (flat || !fused_row(args, fl) || verdict.count(b.get())) return;
+    verdict[b.get()] = layout_problem(*b, fl);
+    order.push_back(b.get());
+  };
+  each_stmt(f.body, [&](const StmtNode& s) {
+    own_exprs(s, [&](const ExprNode& e) {
+      if (e.kind == ExprKind::Load) consider(e.buffer, e.args, e.flat);
+    });
+    if (s.kind == StmtKind::Store) consider(s.buffer, s.args, s.flat);
+  });
+  if (!verdict.count(target.get()))
+    return fmt::format("the fused loop does not index `{}` by (`{}`, `{}`) in its first two dimensions", target->name,
+                       fl.outer->name, fl.inner->name);
+  std::function<Expr(const Expr&)> fe = [&](const Expr& e) -> Expr {
+    if (!e) return e;
+    std::vector<Expr> args;
+    bool changed = false;
+    for (const auto& a : e->args) {
+      args.push_back(fe(a));
+      changed |= args.back() != a;
+    }
+    if (e->kind == ExprKind::Load && !e->flat && verdict.count(e->buffer.get()) && verdict[e->buffer.get()].empty())
+      if (Expr row = fused_row(args, fl)) return build::flat_load(e->buffer, flat_offset(*e->buffer, row, args));
+    if (!changed) return e;
+    auto copy = std::make_shared<ExprNode>(*e);
+    copy->args = std::move(args);
+    return copy;
+  };
+  std::function<Stmt(const Stmt&)> fs = [&](const Stmt& s) -> Stmt {
+    if (!s) return s;
+    auto copy = std::make_shared<StmtNode>(*s);
+    if (copy->extent) copy->extent = fe(copy->extent);
+    if (copy->value) copy->value = fe(copy->value);
+    for (auto& a : copy->args) a = fe(a);
+    for (auto& c : copy->body) c = fs(c);
+    if (s->kind == StmtKind::Store && !s->flat && verdict.count(s->buffer.get()) && verdict[s->buffer.get()].empty())
+      if (Expr row = fused_row(copy->args, fl)) {
+        copy->args = {flat_offset(*s->buffer, row, copy->args)};
+        copy->flat = true;
+      }
+    return copy;
+  };
+  f.body = fs(f.body);
+  for (const BufferNode* b : order) {
+    if (verdict[b].empty()) rewritten.push_back(b->name);
+    else skipped.push_back(verdict[b]);
+  }
+  return "";
+}
+
+}  // namespace dccc::ir
