@@ -916,7 +916,8 @@ class Scheduler {
     std::string skip;
     for (const auto& x : skipped) skip += "; not rewritten: " + x;
     notes_[n].push_back(fmt::format(
-        "{}: accesses of {} at ({}, {}) index their packed rows by the fused loop `{}` directly ({} * row size), "
+        "{}: accesses of {} at ({}, {}) index their packed rows by the fused loop `{}` directly ({} * row size, "
+        "from storage lowering on), "
         "not through {}, {} and the offset array (packed order: A[{}] + {} * R = ({}[{}] + {}) * R){} (directive)",
         where(d), names, ro.index, ri.index, m->name, m->name, m->maps.fo->name, m->maps.fi->name, ro.index, ri.index,
         m->maps.oif->name, ro.index, ri.index, skip));

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <map>
+#include <functional>
 #include <set>
 
 #include "ir/fuse_elementwise.h"
@@ -62,26 +62,30 @@ Expr flat_offset(const BufferNode& b, const Expr& row, const std::vector<Expr>& 
 
 }  // namespace
 
-std::string fuse_dims(Func& f, const FusedLoops& fl, const Buffer& target, std::vector<std::string>& rewritten,
-                      std::vector<std::string>& skipped) {
-  if (std::string why = layout_problem(*target, fl); !why.empty()) return why;
-  // Which tensors the loop indexes by (F_fo[e], F_fi[e]); the target must be one.
-  std::map<const BufferNode*, std::string> verdict;  // "" rewrite, else why not
-  std::vector<const BufferNode*> order;
+namespace {
+
+/// The tensors `fl` indexes by (F_fo[e], F_fi[e]) in `body`, in order, with
+/// "" (rows qualify) or why not.
+std::vector<std::pair<const BufferNode*, std::string>> candidates(const Stmt& body, const FusedLoops& fl) {
+  std::vector<std::pair<const BufferNode*, std::string>> out;
+  std::set<const BufferNode*> seen;
   auto consider = [&](const Buffer& b, const std::vector<Expr>& args, bool flat) {
-    if (flat || !fused_row(args, fl) || verdict.count(b.get())) return;
-    verdict[b.get()] = layout_problem(*b, fl);
-    order.push_back(b.get());
+    if (flat || !fused_row(args, fl) || !seen.insert(b.get()).second) return;
+    out.emplace_back(b.get(), layout_problem(*b, fl));
   };
-  each_stmt(f.body, [&](const StmtNode& s) {
+  each_stmt(body, [&](const StmtNode& s) {
     own_exprs(s, [&](const ExprNode& e) {
       if (e.kind == ExprKind::Load) consider(e.buffer, e.args, e.flat);
     });
     if (s.kind == StmtKind::Store) consider(s.buffer, s.args, s.flat);
   });
-  if (!verdict.count(target.get()))
-    return fmt::format("the fused loop does not index `{}` by (`{}`, `{}`) in its first two dimensions", target->name,
-                       fl.outer->name, fl.inner->name);
+  return out;
+}
+
+void rewrite_rows(Func& f, const FusedLoops& fl) {
+  std::set<const BufferNode*> ok;
+  for (const auto& [b, why] : candidates(f.body, fl))
+    if (why.empty()) ok.insert(b);
   std::function<Expr(const Expr&)> fe = [&](const Expr& e) -> Expr {
     if (!e) return e;
     std::vector<Expr> args;
@@ -90,7 +94,7 @@ std::string fuse_dims(Func& f, const FusedLoops& fl, const Buffer& target, std::
       args.push_back(fe(a));
       changed |= args.back() != a;
     }
-    if (e->kind == ExprKind::Load && !e->flat && verdict.count(e->buffer.get()) && verdict[e->buffer.get()].empty())
+    if (e->kind == ExprKind::Load && !e->flat && ok.count(e->buffer.get()))
       if (Expr row = fused_row(args, fl)) return build::flat_load(e->buffer, flat_offset(*e->buffer, row, args));
     if (!changed) return e;
     auto copy = std::make_shared<ExprNode>(*e);
@@ -104,7 +108,7 @@ std::string fuse_dims(Func& f, const FusedLoops& fl, const Buffer& target, std::
     if (copy->value) copy->value = fe(copy->value);
     for (auto& a : copy->args) a = fe(a);
     for (auto& c : copy->body) c = fs(c);
-    if (s->kind == StmtKind::Store && !s->flat && verdict.count(s->buffer.get()) && verdict[s->buffer.get()].empty())
+    if (s->kind == StmtKind::Store && !s->flat && ok.count(s->buffer.get()))
       if (Expr row = fused_row(copy->args, fl)) {
         copy->args = {flat_offset(*s->buffer, row, copy->args)};
         copy->flat = true;
@@ -112,11 +116,30 @@ std::string fuse_dims(Func& f, const FusedLoops& fl, const Buffer& target, std::
     return copy;
   };
   f.body = fs(f.body);
-  for (const BufferNode* b : order) {
-    if (verdict[b].empty()) rewritten.push_back(b->name);
-    else skipped.push_back(verdict[b]);
+}
+
+}  // namespace
+
+std::string fuse_dims(Func& f, const FusedLoops& fl, const Buffer& target, std::vector<std::string>& rewritten,
+                      std::vector<std::string>& skipped) {
+  if (std::string why = layout_problem(*target, fl); !why.empty()) return why;
+  auto found = candidates(f.body, fl);
+  bool indexed = false;
+  for (const auto& [b, why] : found) indexed |= b == target.get();
+  if (!indexed)
+    return fmt::format("the fused loop does not index `{}` by (`{}`, `{}`) in its first two dimensions", target->name,
+                       fl.outer->name, fl.inner->name);
+  for (const auto& [b, why] : found) {
+    if (why.empty()) rewritten.push_back(b->name);
+    else skipped.push_back(why);
   }
+  f.dim_fusions.push_back(fl);
   return "";
+}
+
+void apply_dim_fusions(Func& f) {
+  for (const auto& fl : f.dim_fusions) rewrite_rows(f, fl);
+  f.dim_fusions.clear();
 }
 
 }  // namespace dccc::ir

@@ -20,6 +20,14 @@
 // they are). The addresses are the same, so results are bit-identical; what
 // changes is that the body no longer loads A, F_fo and F_fi for them.
 //
+// The directive checks the layout and records the fusion in
+// Func::dim_fusions (fuse_dims); storage lowering rewrites the accesses
+// first thing (apply_dim_fusions), so multi-index IR (and the layout-free
+// interpreter of `--no-storage-lowering`) keeps plain (b, i) accesses. The
+// rewrite re-checks each tensor's layout then, since later passes (the
+// default padding) may pad a tensor; one that no longer qualifies keeps its
+// offset-array access.
+//
 // Refused (the reason returned) for the directive's own tensor when its
 // storage is padded along i or b, its dimension i is not the fused loop's
 // extent, its rows (dimensions below i) depend on b or i, or the fused loop
@@ -34,19 +42,16 @@
 
 namespace dccc::ir {
 
-/// A vloop fusion made by `fuse(T.o, T.i)`: the original loops, the inner
-/// loop's extent (in terms of `outer`), and the maps.
-struct FusedLoops {
-  Var outer, inner;
-  Expr inner_extent;
-  Buffer oif, fo, fi;
-};
-
-/// Rewrites the accesses of `target` (and of every other tensor that
-/// qualifies) at (F_fo[e], F_fi[e]) into flat row accesses; "" when done,
-/// else why `target` does not qualify (nothing changed then). `rewritten`
-/// and `skipped` (name: reason) list the tensors.
+/// Checks that `fused` can index `target`'s rows (and which other tensors'
+/// too) and records it in `f.dim_fusions`; "" when done, else why not
+/// (nothing recorded then). `rewritten` and `skipped` (reasons) list the
+/// tensors as of now.
 std::string fuse_dims(Func& f, const FusedLoops& fused, const Buffer& target, std::vector<std::string>& rewritten,
                       std::vector<std::string>& skipped);
+
+/// Rewrites the accesses at (F_fo[e], F_fi[e]) of every qualifying tensor,
+/// for each fusion in `f.dim_fusions`, into flat row accesses; called by
+/// storage lowering. Clears the list.
+void apply_dim_fusions(Func& f);
 
 }  // namespace dccc::ir

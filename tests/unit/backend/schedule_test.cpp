@@ -279,6 +279,32 @@ INSTANTIATE_TEST_SUITE_P(
                                       "fuse_dims(u.data.b, u.data.i); }", "u.data@(((b_i * (((H + 3) / 4) * 4))"}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
+// The permutation itself, on lengths 1, 0, 2, 2, 5 (H = 3), computed by
+// hand: longest first (work = 3 * length) is 4, 2, 3, 0, 1 (2 and 3 tie:
+// by index); the key `0 - x.seqlen[b]` (shortest first) gives 1, 0, 2, 3, 4.
+TEST(ScheduleCora, RemapPermutationByHand) {
+  for (auto [schedule, want] : std::vector<std::pair<const char*, std::vector<double>>>{
+           {"schedule f { remap(y.data.b, longest_first); }", {4, 2, 3, 0, 1}},
+           {"schedule f { remap(y.data.b, 0 - x.seqlen[b]); }", {1, 0, 2, 3, 4}}}) {
+    testing::Program sched = compile_scheduled(schedule);
+    ASSERT_TRUE(sched.module) << messages(*sched.diags);
+    const ir::Func& f = sched.module->funcs[0];
+    std::map<std::string, int64_t> sizes{{"B", 5}, {"H", 3}};
+    const double lens[] = {1, 0, 2, 2, 5};
+    auto in = ir::Interpreter::make_inputs(f, sizes, [&](const ir::BufferNode* b, int64_t k) -> double {
+      return is_int(b->type) ? lens[k] : 0.25 * static_cast<double>(k % 7);
+    });
+    std::ostringstream o;
+    ir::Interpreter run(o);
+    run.run(f, sizes, in);
+    const ir::BufferNode* perm = nullptr;
+    for (const auto& b : f.buffers)
+      if (b->name == "R_perm0") perm = b.get();
+    ASSERT_NE(perm, nullptr) << ir::print(*sched.module);
+    EXPECT_EQ(run.packed(perm), want) << schedule;
+  }
+}
+
 /// A padding-change operator: `p` only copies `t` into storage padded by
 /// the schedule; `inline` fuses it into its consumer, or its producer into it.
 const char* kPadChange = R"(
