@@ -828,6 +828,12 @@ class Scheduler {
                               r.index, why));
       return;
     }
+    auto has_loop = [](const Stmt& body) {
+      bool found = false;
+      each_stmt(body, [&](const StmtNode& x) { found |= x.kind == StmtKind::For; });
+      return found;
+    };
+    bool inner_loops = has_loop(loop->body[0]);  // `loop` does not outlive remap_loop
     RemapResult out = remap_loop(f_, res->var, r.index, d.key.empty() ? nullptr : &d.key[0], remaps_++);
     if (!out.error.empty()) {
       error(out.at.file ? out.at : d.at, out.error);
@@ -836,9 +842,10 @@ class Scheduler {
     names_[n][r.index] = out.loop;
     remapped_.insert(out.loop.get());
     notes_[n].push_back(fmt::format(
-        "{}: iteration t of `{}` runs `{}` = {}[t], ordered by descending {}, ties by index, ranked before the "
-        "statement; the thread pool hands out iterations in increasing t (directive)",
-        where(d), r.index, r.index, out.perm->name, out.key));
+        "{}: iteration `{}` of the parallel loop runs `{}` = {}[{}], the order of descending {}, ties by index, "
+        "ranked before the statement; the thread pool hands out iterations in this order{} (directive)",
+        where(d), out.loop->name, r.index, out.perm->name, out.loop->name, out.key,
+        inner_loops ? ", one at a time (the body holds loops)" : ", in chunks (the body holds no loop)"));
   }
 
   // ------------------------------------------------------------ inline
