@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -137,8 +138,40 @@ std::string fuse_dims(Func& f, const FusedLoops& fl, const Buffer& target, std::
   return "";
 }
 
+namespace {
+
+/// `s` without its stores to `dead`, and without loops and sequences left empty.
+Stmt drop_stores(const Stmt& s, const BufferNode* dead) {
+  if (!s) return s;
+  if (s->kind == StmtKind::Store && s->buffer.get() == dead) return nullptr;
+  if (s->kind != StmtKind::Seq && s->kind != StmtKind::For) return s;
+  std::vector<Stmt> body;
+  for (const auto& c : s->body)
+    if (Stmt k = drop_stores(c, dead)) body.push_back(k);
+  if (body.empty()) return nullptr;
+  if (s->kind == StmtKind::Seq && body.size() == 1 && s->body.size() != 1) return body[0];
+  auto copy = std::make_shared<StmtNode>(*s);
+  copy->body = std::move(body);
+  return copy;
+}
+
+}  // namespace
+
 void apply_dim_fusions(Func& f) {
   for (const auto& fl : f.dim_fusions) rewrite_rows(f, fl);
+  // A map no access reads any more is not filled (the fill loop goes when
+  // both F_fo and F_fi are unread).
+  for (const auto& fl : f.dim_fusions)
+    for (const Buffer& m : {fl.fo, fl.fi}) {
+      bool read = false;
+      each_stmt(f.body, [&](const StmtNode& x) {
+        own_exprs(x, [&](const ExprNode& e) { read |= e.kind == ExprKind::Load && e.buffer == m; });
+      });
+      if (read || std::find(f.buffers.begin(), f.buffers.end(), m) == f.buffers.end()) continue;
+      Stmt body = drop_stores(f.body, m.get());
+      f.body = body ? body : build::seq({});
+      f.buffers.erase(std::find(f.buffers.begin(), f.buffers.end(), m));
+    }
   f.dim_fusions.clear();
 }
 

@@ -26,7 +26,8 @@
 // interpreter of `--no-storage-lowering`) keeps plain (b, i) accesses. The
 // rewrite re-checks each tensor's layout then, since later passes (the
 // default padding) may pad a tensor; one that no longer qualifies keeps its
-// offset-array access.
+// offset-array access. A map (F_fo, F_fi) that nothing reads after the
+// rewrite is neither filled nor allocated.
 //
 // Refused (the reason returned) for the directive's own tensor when its
 // storage is padded along i or b, its dimension i is not the fused loop's
