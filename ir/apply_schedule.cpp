@@ -9,6 +9,9 @@
 
 #include "ir/hfuse.h"
 #include "ir/split_op.h"
+#include "ir/fuse_dims.h"
+#include "ir/fuse_elementwise.h"
+#include "ir/remap_loop.h"
 
 namespace dccc::ir {
 namespace {
@@ -63,9 +66,16 @@ class Scheduler {
     // guard decisions: all of it first.
     for (const auto& d : s->directives)
       if (d.kind == DirectiveKind::PadStorage) pad_storage(d);
+    // Kernel fusion next: the loop directives' checks (padding into storage
+    // above all) must see the accesses the fused readers make.
+    for (const auto& d : s->directives)
+      if (d.kind == DirectiveKind::Inline) inline_tensor(d);
     for (const auto& d : s->directives) {
       switch (d.kind) {
         case DirectiveKind::PadStorage: break;
+        case DirectiveKind::Inline: break;
+        case DirectiveKind::Remap: remap(d); break;
+        case DirectiveKind::FuseDims: fuse_dims(d); break;
         case DirectiveKind::PadLoop: pad_loop(d); break;
         case DirectiveKind::Split: split(d, d.loops[0], d.factors[0]); break;
         case DirectiveKind::Reorder: reorder(d, d.loops); break;
@@ -247,6 +257,11 @@ class Scheduler {
     }
     size_t n = hits[0];
     directed_.insert(n);
+    if (inlined_.count(n)) {
+      error(r.at, fmt::format("`{}` was computed in its readers by `inline({})`; it has no loops left", r.tensor,
+                              r.tensor));
+      return std::nullopt;
+    }
     auto it = names_[n].find(r.index);
     if (it == names_[n].end()) {
       if (fused_[n].count(r.index)) {
@@ -758,6 +773,7 @@ class Scheduler {
     inherit_part(o->var, {fv});
     fused_[n][ro.index] = name;
     fused_[n][ri.index] = name;
+    fusion_maps_.push_back({n, ro.index, ri.index, name, FusedLoops{o->var, in->var, li->extent, oif, fo, fi}});
     notes_[n].push_back(fmt::format(
         "{}: `{}` and `{}` run as one loop `{}` over every ({}, {}) in order; `{}`, `{}` and `{}`, computed before "
         "the loop nest, map its iterations back{} (directive)",
@@ -921,6 +937,144 @@ class Scheduler {
     if (it == part_of_.end()) return;
     for (const auto& v : fresh) part_of_[v.get()] = it->second;
   }
+
+  // ------------------------------------------------------------ remap
+  /// remap(T.v, longest_first | KEY): ir/remap_loop.h. The loop must be
+  /// parallel with independent iterations, so that the order cannot show.
+  void remap(const Directive& d) {
+    const LoopRef& r = d.loops[0];
+    auto res = resolve(r);
+    if (!res) return;
+    size_t n = res->nest;
+    const StmtNode* loop = find_for(f_.body, res->var.get());
+    if (remapped_.count(res->var.get())) {
+      error(r.at, fmt::format("loop `{}` of `{}` is remapped already by an earlier `remap`", r.index, r.tensor));
+      return;
+    }
+    if (loop->loop != LoopKind::Parallel) {
+      error(r.at, fmt::format("loop `{}` of `{}` is not a `parallel` loop; remapping orders the iterations the "
+                              "thread pool hands out, so only a parallel loop can be remapped",
+                              r.index, r.tensor));
+      return;
+    }
+    std::string why;
+    if (!independent(loop->body[0], res->var, why)) {
+      error(d.at, fmt::format("cannot remap loop `{}`: its iterations are not independent ({}), so their order "
+                              "would show",
+                              r.index, why));
+      return;
+    }
+    auto has_loop = [](const Stmt& body) {
+      bool found = false;
+      each_stmt(body, [&](const StmtNode& x) { found |= x.kind == StmtKind::For; });
+      return found;
+    };
+    bool inner_loops = has_loop(loop->body[0]);  // `loop` does not outlive remap_loop
+    RemapResult out = remap_loop(f_, res->var, r.index, d.key.empty() ? nullptr : &d.key[0], remaps_++);
+    if (!out.error.empty()) {
+      error(out.at.file ? out.at : d.at, out.error);
+      return;
+    }
+    names_[n][r.index] = out.loop;
+    remapped_.insert(out.loop.get());
+    notes_[n].push_back(fmt::format(
+        "{}: iteration `{}` of the parallel loop runs `{}` = {}[{}], the order of descending {}, ties by index, "
+        "ranked before the statement; the thread pool hands out iterations in this order{} (directive)",
+        where(d), out.loop->name, r.index, out.perm->name, out.loop->name, out.key,
+        inner_loops ? ", one at a time (the body holds loops)" : ", in chunks (the body holds no loop)"));
+  }
+
+  // ------------------------------------------------------------ inline
+  /// inline(P): kernel fusion of P into its readers (ir/fuse_elementwise.h).
+  void inline_tensor(const Directive& d) {
+    const LoopRef& r = d.loops[0];
+    std::vector<size_t> hits;
+    for (size_t i = 0; i < f_.nests.size(); ++i)
+      if (f_.nests[i].tensor == r.tensor) hits.push_back(i);
+    if (hits.empty()) {
+      bool param = false;
+      for (const auto& b : f_.buffers) param |= b->name == r.tensor && b->kind == BufferKind::Input;
+      error(r.at, param ? fmt::format("`{}` is a parameter of `{}`; only a local tensor (`let`) can be computed in "
+                                      "its readers",
+                                      r.tensor, f_.name)
+                        : fmt::format("`{}` has no assignment to `{}`", f_.name, r.tensor));
+      return;
+    }
+    if (hits.size() > 1) {
+      error(r.at, fmt::format("`{}` is written by {} statements of `{}`; only a tensor one statement computes can "
+                              "be computed in its readers",
+                              r.tensor, hits.size(), f_.name));
+      for (size_t h : hits) note(f_.nests[h].at, fmt::format("`{}` is assigned here", r.tensor));
+      return;
+    }
+    size_t n = hits[0];
+    directed_.insert(n);
+    std::string why = fuse_tensor(f_, f_.nests[n].target);
+    if (!why.empty()) {
+      error(r.at, fmt::format("cannot compute `{}` in its readers: {}", r.tensor, why));
+      return;
+    }
+    inlined_.insert(n);
+    notes_[n].push_back(fmt::format("{}: not stored; each read of `{}` computes its element instead (kernel "
+                                    "fusion into its readers) (directive)",
+                                    where(d), r.tensor));
+  }
+
+  // ------------------------------------------------------------ fuse_dims
+  /// fuse_dims(T.o, T.i): after fuse(T.o, T.i), T's rows (o, i) are indexed
+  /// by the fused loop directly (ir/fuse_dims.h).
+  void fuse_dims(const Directive& d) {
+    const LoopRef &ro = d.loops[0], &ri = d.loops[1];
+    if (ro.tensor != ri.tensor) {
+      error(ri.at, fmt::format("`fuse_dims` names loops of different assignments (`{}` and `{}`)", ro.tensor,
+                               ri.tensor));
+      return;
+    }
+    std::vector<size_t> hits;
+    for (size_t i = 0; i < f_.nests.size(); ++i)
+      if (f_.nests[i].tensor == ro.tensor) hits.push_back(i);
+    if (hits.size() != 1) {
+      resolve(ro);  // reports the unknown or ambiguous name
+      return;
+    }
+    size_t n = hits[0];
+    directed_.insert(n);
+    const FusionMaps* m = nullptr;
+    for (const auto& x : fusion_maps_)
+      if (x.nest == n && x.outer == ro.index && x.inner == ri.index) m = &x;
+    if (!m) {
+      error(d.at, fmt::format("`fuse_dims` needs loops `{}` and `{}` of `{}` fused first, outer loop first, by "
+                              "`fuse({}.{}, {}.{})` (the packed order of the rows)",
+                              ro.index, ri.index, ro.tensor, ro.tensor, ro.index, ro.tensor, ri.index));
+      return;
+    }
+    std::vector<std::string> rewritten, skipped;
+    std::string why = ir::fuse_dims(f_, m->maps, f_.nests[n].target, rewritten, skipped);
+    if (!why.empty()) {
+      error(d.at, fmt::format("cannot fuse dimensions `{}` and `{}` of `{}`: {}", ro.index, ri.index, ro.tensor, why));
+      return;
+    }
+    std::string names;
+    for (const auto& x : rewritten) names += (names.empty() ? "`" : ", `") + x + "`";
+    std::string skip;
+    for (const auto& x : skipped) skip += "; not rewritten: " + x;
+    notes_[n].push_back(fmt::format(
+        "{}: accesses of {} at ({}, {}) index their packed rows by the fused loop `{}` directly ({} * row size, "
+        "from storage lowering on), "
+        "not through {}, {} and the offset array (packed order: A[{}] + {} * R = ({}[{}] + {}) * R){} (directive)",
+        where(d), names, ro.index, ri.index, m->name, m->name, m->maps.fo->name, m->maps.fi->name, ro.index, ri.index,
+        m->maps.oif->name, ro.index, ri.index, skip));
+  }
+
+  struct FusionMaps {
+    size_t nest;
+    std::string outer, inner, name;
+    FusedLoops maps;
+  };
+  std::vector<FusionMaps> fusion_maps_;  // every fuse() so far
+  std::set<size_t> inlined_;             // nests computed in their readers
+  std::set<const VarNode*> remapped_;    // remapped loops
+  int remaps_ = 0;
 
   int fusions_ = 0;
   std::map<const VarNode*, int> part_of_;  // loop -> the part of a split operation it runs in

@@ -1,5 +1,7 @@
 #include "ir/fuse_elementwise.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -83,29 +85,52 @@ Expr inline_loads(const Expr& e, const Buffer& p, const std::vector<const StmtNo
   return copy;
 }
 
-bool fuse_one(Func& f, const Buffer& p) {
+}  // namespace
+
+std::string fuse_tensor(Func& f, const Buffer& p) {
+  if (f.storage_lowered) return "the function's storage is lowered already";
+  if (p->kind != BufferKind::Local || p->dims.empty())
+    return fmt::format("`{}` is {}; only a local tensor (`let`) can be computed in its readers", p->name,
+                       p->dims.empty()                    ? "a scalar"
+                       : p->kind == BufferKind::Input ? "a parameter of the function"
+                       : p->kind == BufferKind::Output ? "the function's result"
+                                                        : "not a local tensor");
   std::vector<Stmt> items = items_of(f.body);
   int producer = -1;
   for (size_t k = 0; k < items.size(); ++k) {
     if (!uses(items[k], p.get())) continue;
     if (producer < 0) {
       producer = static_cast<int>(k);
+      if (!stores_to(items[k], p.get())) return fmt::format("`{}` is read before it is written", p->name);
       continue;
     }
-    if (stores_to(items[k], p.get())) return false;  // a second writer
+    if (stores_to(items[k], p.get()))
+      return fmt::format("`{}` is written by more than one statement", p->name);
   }
-  if (producer < 0) return false;
+  if (producer < 0) return fmt::format("`{}` is never written", p->name);
   std::vector<const StmtNode*> loops;
   const StmtNode* st = producer_store(items[producer], p, loops);
-  if (!st || !cheap(st->value)) return false;
-  bool ok = true;
+  if (!st)
+    return fmt::format("the statement that writes `{}` is not a loop nest storing each element once by a plain "
+                       "assignment (`{}[v1, ..] = value` over its extents: no `reduce`, padded loop, split or "
+                       "other statement in the nest)",
+                       p->name, p->name);
+  if (!cheap(st->value))
+    return fmt::format("an element of `{}` costs more than {} loads or {} operations, and would be recomputed at "
+                       "every read",
+                       p->name, kMaxLoads, kMaxNodes);
+  std::string why;
   each_expr(st->value, [&](const ExprNode& x) {
-    if (x.kind != ExprKind::Load) return;
-    if (x.buffer == p || x.buffer->dims.empty()) ok = false;
-    for (size_t k = producer + 1; k < items.size(); ++k)
-      if (stores_to(items[k], x.buffer.get())) ok = false;
+    if (x.kind != ExprKind::Load || !why.empty()) return;
+    if (x.buffer == p || x.buffer->dims.empty())
+      why = fmt::format("the value of `{}` reads `{}` itself or a scalar", p->name, p->name);
+    for (size_t k = producer + 1; k < items.size() && why.empty(); ++k)
+      if (stores_to(items[k], x.buffer.get()))
+        why = fmt::format("the value of `{}` reads `{}`, which a later statement writes", p->name, x.buffer->name);
   });
+  if (!why.empty()) return why;
   // Every read names one element (a whole-tensor print before expand_prints does not).
+  bool ok = true;
   for (size_t k = producer + 1; k < items.size(); ++k)
     each_stmt(items[k], [&](const StmtNode& x) {
       if (x.kind == StmtKind::Print && x.buffer == p) ok = false;
@@ -113,7 +138,7 @@ bool fuse_one(Func& f, const Buffer& p) {
         if (e.kind == ExprKind::Load && e.buffer == p && (e.flat || e.args.size() != loops.size())) ok = false;
       });
     });
-  if (!ok) return false;
+  if (!ok) return fmt::format("`{}` is read other than element by element (printed whole, or a flat access)", p->name);
   // A store converts its value to the buffer's type; so does a read of it.
   Expr value = st->value->type == p->type ? st->value : build::cast(p->type, st->value);
   std::vector<Stmt> out;
@@ -127,10 +152,8 @@ bool fuse_one(Func& f, const Buffer& p) {
   }
   f.body = out.size() == 1 ? out[0] : build::seq(std::move(out));
   f.buffers.erase(std::remove(f.buffers.begin(), f.buffers.end(), p), f.buffers.end());
-  return true;
+  return "";
 }
-
-}  // namespace
 
 std::vector<std::string> fuse_elementwise(Func& f) {
   std::vector<std::string> fused;
@@ -139,7 +162,7 @@ std::vector<std::string> fuse_elementwise(Func& f) {
   for (const auto& b : f.buffers)
     if (b->kind == BufferKind::Local && !b->dims.empty()) candidates.push_back(b);
   for (const auto& b : candidates)
-    if (fuse_one(f, b)) fused.push_back(b->name);
+    if (fuse_tensor(f, b).empty()) fused.push_back(b->name);
   return fused;
 }
 

@@ -18,7 +18,9 @@
 // Reads P[e1, .., en] become value with vk := ek. The same expression on the
 // same values gives the same bits, so results do not change. Runs before
 // storage lowering, on multi-index accesses. Used by the CUDA target, where
-// a read recomputes in registers what a load would fetch from memory.
+// a read recomputes in registers what a load would fetch from memory; on the
+// CPU, the schedule directive `inline(P)` fuses one named tensor by the same
+// rules (ir/apply_schedule.h), and says why when it cannot.
 #pragma once
 
 #include <string>
@@ -31,5 +33,10 @@ namespace dccc::ir {
 /// Fuses every local tensor of `f` that qualifies (see above), in statement
 /// order; returns their names.
 std::vector<std::string> fuse_elementwise(Func& f);
+
+/// Fuses the one tensor `p` of `f` (see above): "" when done, else why not
+/// (a lowercase sentence naming `p`; `f` is unchanged then). fuse_elementwise
+/// calls it for every local tensor.
+std::string fuse_tensor(Func& f, const Buffer& p);
 
 }  // namespace dccc::ir

@@ -194,6 +194,15 @@ struct NamedNest {
   std::vector<std::pair<std::string, Var>> loops;
 };
 
+/// A vloop fusion `fuse(T.o, T.i)` whose packed rows a schedule's
+/// `fuse_dims` indexes by the fused iteration (ir/fuse_dims.h): the original
+/// loops, the inner loop's extent (in terms of `outer`) and the maps.
+struct FusedLoops {
+  Var outer, inner;
+  Expr inner_extent;
+  Buffer oif, fo, fi;
+};
+
 /// A lowered function: buffers in declaration order and one body.
 struct Func {
   std::string name;
@@ -210,6 +219,10 @@ struct Func {
   bool storage_lowered = false;
   /// The assignments a schedule can name (empty for IR read from text).
   std::vector<NamedNest> nests;
+  /// Tensor-dimension fusions asked for by `fuse_dims`, applied by storage
+  /// lowering (multi-index IR keeps the (b, i) accesses; not printed: the
+  /// lowered accesses show them).
+  std::vector<FusedLoops> dim_fusions;
 };
 
 /// The lowered program.

@@ -26,6 +26,11 @@ constexpr Spec kSpecs[] = {
     {"fuse", DirectiveKind::Fuse, 2, 0, "fuse(TENSOR.OUTER, TENSOR.INNER)"},
     {"split_op", DirectiveKind::SplitOp, 1, 1, "split_op(TENSOR.INDEX, FACTOR)"},
     {"hfuse", DirectiveKind::HFuse, -1, 0, "hfuse(TENSOR.INDEX, TENSOR.INDEX, ...)"},
+    // remap's second argument is its key (a Term) and inline's only one a
+    // tensor name, read in place of a factor and a loop.
+    {"remap", DirectiveKind::Remap, 1, 1, "remap(TENSOR.INDEX, longest_first) or remap(TENSOR.INDEX, KEY)"},
+    {"inline", DirectiveKind::Inline, 1, 0, "inline(TENSOR)"},
+    {"fuse_dims", DirectiveKind::FuseDims, 2, 0, "fuse_dims(TENSOR.OUTER, TENSOR.INNER)"},
 };
 
 /// The largest factor accepted: far beyond any useful padding or tile, and
@@ -41,9 +46,9 @@ class Reader {
     for (const auto& s : kSpecs)
       if (d.name.name == s.name) spec = &s;
     if (!spec) {
-      error(d.name.range, fmt::format("unknown schedule directive `{}`; expected one of `pad_loop`, `pad_storage`, "
-                                      "`split`, `reorder`, `tile`, `fuse`, `split_op`, `hfuse`",
-                                      d.name.name));
+      std::string names;
+      for (const auto& s : kSpecs) names += std::string(names.empty() ? "`" : ", `") + s.name + "`";
+      error(d.name.range, fmt::format("unknown schedule directive `{}`; expected one of {}", d.name.name, names));
       return std::nullopt;
     }
     Directive out{spec->kind, {}, {}, tag(d.range)};
@@ -55,7 +60,15 @@ class Reader {
     size_t loops = spec->loops < 0 ? d.args.size() : static_cast<size_t>(spec->loops);
     bool ok = true;
     for (size_t i = 0; i < d.args.size(); ++i) {
-      if (i < loops) {
+      if (spec->kind == DirectiveKind::Inline) {
+        auto r = tensor_ref(*d.args[i]);
+        if (r) out.loops.push_back(*r);
+        else ok = false;
+      } else if (spec->kind == DirectiveKind::Remap && i == 1) {
+        auto t = term(*d.args[i]);
+        if (!t) ok = false;
+        else if (!(t->kind == Term::Name && t->text == "longest_first")) out.key.push_back(std::move(*t));
+      } else if (i < loops) {
         auto r = loop_ref(*d.args[i], spec->usage);
         if (r) out.loops.push_back(*r);
         else ok = false;
@@ -100,6 +113,69 @@ class Reader {
     return r;
   }
 
+  /// `t`, `x.data`: a name or a field chain (inline's tensor).
+  std::optional<LoopRef> tensor_ref(const ast::Expr& e) {
+    std::string name;
+    const ast::Expr* cur = &e;
+    while (cur->kind == ExprKind::Field && !cur->operands.empty()) {
+      name = "." + cur->name + name;
+      cur = cur->operands[0].get();
+    }
+    if (cur->kind != ExprKind::Name) {
+      error(e.range, "expected a tensor name, as in inline(TENSOR)");
+      return std::nullopt;
+    }
+    return LoopRef{cur->name + name, "", tag(e.range)};
+  }
+
+  /// remap's key: integer literals, names, tensor elements, `+ - *`, negation.
+  std::optional<Term> term(const ast::Expr& e) {
+    Term t;
+    t.at = tag(e.range);
+    auto sub = [&](const ast::Expr& x) {
+      auto s = term(x);
+      if (s) t.args.push_back(std::move(*s));
+      return s.has_value();
+    };
+    switch (e.kind) {
+      case ExprKind::Int: {
+        if (e.text.size() > 18) break;
+        t.kind = Term::Int;
+        t.value = std::stoll(e.text);
+        return t;
+      }
+      case ExprKind::Name:
+        t.kind = Term::Name;
+        t.text = e.name;
+        return t;
+      case ExprKind::Index: {
+        if (e.operands.empty()) break;
+        auto base = tensor_ref(*e.operands[0]);
+        if (!base) return std::nullopt;
+        t.kind = Term::Load;
+        t.text = base->tensor;
+        for (size_t k = 1; k < e.operands.size(); ++k)
+          if (!sub(*e.operands[k])) return std::nullopt;
+        return t;
+      }
+      case ExprKind::Binary:
+        if (e.op != "+" && e.op != "-" && e.op != "*") break;
+        t.kind = Term::Binary;
+        t.text = e.op;
+        if (e.operands.size() != 2 || !sub(*e.operands[0]) || !sub(*e.operands[1])) return std::nullopt;
+        return t;
+      case ExprKind::Unary:
+        if (e.op != "-" || e.operands.size() != 1) break;
+        t.kind = Term::Neg;
+        if (!sub(*e.operands[0])) return std::nullopt;
+        return t;
+      default: break;
+    }
+    error(e.range, "a `remap` key is `longest_first` or an integer expression of the loop index, sizes and tensor "
+                   "elements with `+`, `-`, `*` (as in `x.seqlen[b]`)");
+    return std::nullopt;
+  }
+
   std::optional<int64_t> factor(const ast::Expr& e) {
     if (e.kind == ExprKind::Int) {
       bool small = e.text.size() <= 9;
@@ -140,13 +216,29 @@ std::vector<Schedule> schedules_from_ast(const ast::Program& program, const Sour
   return out;
 }
 
+std::string term_text(const Term& t) {
+  switch (t.kind) {
+    case Term::Int: return std::to_string(t.value);
+    case Term::Name: return t.text;
+    case Term::Load: {
+      std::string out = t.text + "[";
+      for (size_t k = 0; k < t.args.size(); ++k) out += (k ? ", " : "") + term_text(t.args[k]);
+      return out + "]";
+    }
+    case Term::Binary: return "(" + term_text(t.args[0]) + " " + t.text + " " + term_text(t.args[1]) + ")";
+    case Term::Neg: return "-" + term_text(t.args[0]);
+  }
+  return "?";
+}
+
 std::string directive_text(const Directive& d) {
   std::string out = std::string(directive_name(d.kind)) + "(";
   bool first = true;
   for (const auto& l : d.loops) {
-    out += (first ? "" : ", ") + l.tensor + "." + l.index;
+    out += (first ? "" : ", ") + l.tensor + (l.index.empty() ? "" : "." + l.index);
     first = false;
   }
+  if (d.kind == DirectiveKind::Remap) out += ", " + (d.key.empty() ? std::string("longest_first") : term_text(d.key[0]));
   for (int64_t f : d.factors) {
     out += (first ? "" : ", ") + std::to_string(f);
     first = false;

@@ -10,6 +10,10 @@
 //       fuse(y.b, y.i);         // loops b and i (directly inside b) become one loop b_i over all (b, i)
 //       split_op(y.i, 4);       // two nests: i over [0, floor(E/4)*4), then b_rest, i_rest over the rest
 //       hfuse(y.b, y.b_rest);   // outermost loops of top-level nests become one loop b_b_rest
+//       fuse_dims(y.b, y.i);    // after fuse: y's rows (b, i) are indexed by b_i directly (ir/fuse_dims.h)
+//       remap(y.b, longest_first);  // parallel loop b runs its iterations by descending work (ir/remap_loop.h)
+//       remap(y.b, x.seqlen[b]);    // ... by descending key
+//       inline(t);              // local tensor t is computed in its readers (ir/fuse_elementwise.h)
 //   }
 //
 // or given on the command line (`--schedule='schedule f { ... }'`), and
@@ -34,19 +38,35 @@ struct LoopRef {
   SourceRange at;
 };
 
-enum class DirectiveKind { PadLoop, PadStorage, Split, Reorder, Tile, Fuse, SplitOp, HFuse };
+enum class DirectiveKind { PadLoop, PadStorage, Split, Reorder, Tile, Fuse, SplitOp, HFuse, Remap, Inline, FuseDims };
 const char* directive_name(DirectiveKind k);
+
+/// An expression argument of a directive as written (`remap`'s key): an
+/// integer literal, a name (a loop index or a size), a tensor element
+/// `x.seqlen[b]`, `+ - *` or a negation. Resolved against the function's
+/// buffers by the directive that takes it.
+struct Term {
+  enum Kind { Int, Name, Load, Binary, Neg } kind = Int;
+  std::string text;  // Name, Load: the (dotted) name; Binary: the operator
+  int64_t value = 0;  // Int
+  std::vector<Term> args;  // Load: indices; Binary: two operands; Neg: one
+  SourceRange at;
+};
+std::string term_text(const Term& t);
 
 /// One directive. PadLoop, PadStorage, Split: one loop and `factors[0]`;
 /// Reorder: two or more loops, outermost first; Tile: two loops (outer,
-/// inner) and two factors; Fuse: two loops (outer, inner), no factor;
-/// SplitOp: one loop and the factor its split point is a multiple of;
-/// HFuse: two or more loops (outermost loops of top-level nests), no factor.
+/// inner) and two factors; Fuse, FuseDims: two loops (outer, inner), no
+/// factor; SplitOp: one loop and the factor its split point is a multiple
+/// of; HFuse: two or more loops (outermost loops of top-level nests), no
+/// factor; Remap: one loop and `key` (none: `longest_first`); Inline: one
+/// LoopRef whose `tensor` is the tensor named and whose `index` is empty.
 struct Directive {
   DirectiveKind kind;
   std::vector<LoopRef> loops;
   std::vector<int64_t> factors;
   SourceRange at;
+  std::vector<Term> key = {};  // Remap: the key, or empty for `longest_first`
 };
 
 /// The directives for one function, in the order they apply.

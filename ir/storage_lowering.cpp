@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "ir/fuse_dims.h"
 #include "ir/printer.h"
 #include "ir/written_first.h"
 
@@ -240,6 +241,7 @@ class StorageLowerer {
 
 bool lower_storage(Func& f, DiagnosticEngine& diags) {
   try {
+    apply_dim_fusions(f);
     StorageLowerer s(f);
     s.run();
     s.finish();
