@@ -396,6 +396,8 @@ class Simplifier {
       if (lt->kind != ExprKind::Binary || lt->binop != BinOp::LT || !same(lt->args[0], v)) continue;
       const Expr& e = lt->args[1];
       if (same(e, bound)) return true;
+      if (e->kind == ExprKind::IntImm && bound->kind == ExprKind::IntImm && e->int_value <= bound->int_value)
+        return true;
       if (bound->kind == ExprKind::Binary && bound->binop == BinOp::Add && same(bound->args[0], e) &&
           bound->args[1]->kind == ExprKind::IntImm && bound->args[1]->int_value >= 0)
         return true;
@@ -431,6 +433,7 @@ class Simplifier {
     std::set<const BufferNode*> loads;
     std::set<std::string> sizes;
     bool ok = true;
+    std::vector<z3::expr> lengths;  // loads of length arrays met (each >= 0)
 
     z3::context& ctx() { return s.z3_->ctx; }
     z3::expr fail() {
@@ -532,7 +535,9 @@ class Simplifier {
           // One-index loads of one array share a function (flat or not:
           // the buffers this pass reasons about are one-dimensional).
           loads.insert(e->buffer.get());
-          return fn_app(e->buffer.get(), args);
+          z3::expr app = fn_app(e->buffer.get(), args);
+          if (s.lengths_.count(e->buffer.get())) lengths.push_back(app);
+          return app;
         }
       }
       return fail();
@@ -561,7 +566,7 @@ class Simplifier {
     auto z0 = c.int_val(0);
     for (const auto& p : prefixes_) {
       if (p->ready > pos_ || !bufs.count(p->buf.get())) continue;
-      Tr t{*this, {}, {}, {}, true};
+      Tr t{*this, {}, {}, {}, true, {}};
       z3::expr y = c.int_const(("y!" + p->buf->name).c_str());
       t.bound.emplace(p->y.get(), y);
       z3::expr e = t.tr(p->extent), s = t.tr(p->slice);
@@ -577,7 +582,7 @@ class Simplifier {
     }
     for (const auto& r : ratios_) {
       if (r.p->ready > pos_ || r.q->ready > pos_ || !bufs.count(r.p->buf.get())) continue;
-      Tr t{*this, {}, {}, {}, true};
+      Tr t{*this, {}, {}, {}, true, {}};
       z3::expr y = c.int_const(("r!" + r.p->buf->name + r.q->buf->name).c_str());
       z3::expr e = t.tr(r.p->extent), k = t.tr(r.c);
       if (!t.ok) continue;
@@ -588,7 +593,7 @@ class Simplifier {
     for (const auto& u : fusions_) {
       if (u->ready > pos_ || !u->oif->nonneg || !(bufs.count(u->fo.get()) || bufs.count(u->fi.get()))) continue;
       const Prefix& p = *u->oif;
-      Tr t{*this, {}, {}, {}, true};
+      Tr t{*this, {}, {}, {}, true, {}};
       z3::expr f = c.int_const(("f!" + u->fo->name).c_str());
       z3::expr o = c.int_const(("o!" + u->fo->name).c_str()), i = c.int_const(("i!" + u->fo->name).c_str());
       z3::expr e = t.tr(p.extent);
@@ -606,13 +611,65 @@ class Simplifier {
       sol.add(z3::forall(o, i, z3::implies(0 <= o && o < e && 0 <= i && i < s_o,
                                            fo(oif(o) + i) == o && fi(oif(o) + i) == i)));
     }
-    for (const auto* b : bufs)
-      if (lengths_.count(b)) {
-        Tr t{*this, {}, {}, {}, true};
-        z3::expr x = c.int_const(("l!" + b->name).c_str());
-        sol.add(z3::forall(x, t.fn_app(b, {x}) >= 0));
-      }
     for (const auto& n : sizes) sol.add(c.int_const(("size:" + n).c_str()) >= 0);
+  }
+
+  /// The value of `e` with every loop variable at `corner` (0: the first
+  /// iteration, 1: the last, for variables with a constant extent); none
+  /// where it reads memory or a size.
+  std::optional<int64_t> at_corner(const Expr& e, int corner) const {
+    switch (e->kind) {
+      case ExprKind::IntImm: return e->int_value;
+      case ExprKind::VarRef: {
+        if (corner == 0) return 0;
+        for (const auto& c : context_) {
+          if (c->kind != ExprKind::Binary || c->binop != BinOp::And) continue;
+          const Expr& lt = c->args[1];
+          if (lt->kind == ExprKind::Binary && lt->binop == BinOp::LT && same(lt->args[0], e) &&
+              lt->args[1]->kind == ExprKind::IntImm && lt->args[1]->int_value >= 1)
+            return lt->args[1]->int_value - 1;
+        }
+        return std::nullopt;
+      }
+      case ExprKind::Cast:
+        if (!is_int(e->type) || !is_int(e->args[0]->type)) return std::nullopt;
+        return at_corner(e->args[0], corner);
+      case ExprKind::Unary: {
+        auto a = at_corner(e->args[0], corner);
+        if (!a) return a;
+        if (e->unop == UnOp::Not) return *a ? 0 : 1;
+        if (e->unop == UnOp::Neg) return -*a;
+        return std::nullopt;
+      }
+      case ExprKind::Binary: {
+        auto a = at_corner(e->args[0], corner), b = at_corner(e->args[1], corner);
+        if (!a || !b) return std::nullopt;
+        switch (e->binop) {
+          case BinOp::Add: return *a + *b;
+          case BinOp::Sub: return *a - *b;
+          case BinOp::Mul: return *a * *b;
+          case BinOp::LT: return *a < *b;
+          case BinOp::LE: return *a <= *b;
+          case BinOp::EQ: return *a == *b;
+          case BinOp::NE: return *a != *b;
+          case BinOp::And: return *a && *b;
+          case BinOp::Or: return *a || *b;
+          default: return std::nullopt;
+        }
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  /// Whether `c` is false at a corner of the loop ranges: then it cannot
+  /// always hold and Z3 need not be asked (a filter only: skipping a proof
+  /// is always safe).
+  bool false_at_a_corner(const Expr& c) const {
+    for (int corner : {0, 1}) {
+      auto v = at_corner(c, corner);
+      if (v && *v == 0) return true;
+    }
+    return false;
   }
 
   /// Is `goal` true here (context_, the arrays ready at pos_)?
@@ -623,7 +680,7 @@ class Simplifier {
     if (auto it = cache_.find(k); it != cache_.end()) return it->second;
     bool result = false;
     try {
-      Tr t{*this, {}, {}, {}, true};
+      Tr t{*this, {}, {}, {}, true, {}};
       z3::expr g = t.tr(goal);
       if (t.ok && g.is_bool()) {
         z3::solver sol(z3_->ctx);
@@ -631,14 +688,18 @@ class Simplifier {
         p.set("rlimit", o_.budget);
         sol.set(p);
         for (const auto& c : context_) {
-          Tr tc{*this, {}, {}, {}, true};
+          Tr tc{*this, {}, {}, {}, true, {}};
           z3::expr x = tc.tr(c);
           if (!tc.ok || !x.is_bool()) continue;
           sol.add(x);
+          for (const auto& l : tc.lengths) t.lengths.push_back(l);
           t.loads.insert(tc.loads.begin(), tc.loads.end());
           t.sizes.insert(tc.sizes.begin(), tc.sizes.end());
         }
         for (const auto& n : t.sizes) sol.add(z3_->ctx.int_const(("size:" + n).c_str()) >= 0);
+        // Lengths are >= 0 where they are read (ground facts: cheaper than
+        // a quantified axiom, and the prefix sums carry their slices' signs).
+        for (const auto& l : t.lengths) sol.add(l >= 0);
         axioms(sol, t.loads);
         sol.add(!g);
         ++report_.queries;
@@ -876,12 +937,13 @@ class Simplifier {
         ex(copy->value);
         const Expr& c = copy->value;
         bool has_else = s->body.size() > 1 && s->body[1];
-        if (prove(c)) {
+        if (!false_at_a_corner(c) && prove(c)) {
           ++report_.checks;
           report_.notes.push_back(fmt::format("the check `{}` always holds: removed", show(c)));
           return simplify(s->body[0]);
         }
-        if (prove(build::unary(UnOp::Not, c))) {
+        Expr not_c = build::unary(UnOp::Not, c);
+        if (!false_at_a_corner(not_c) && prove(not_c)) {
           ++report_.checks;
           report_.notes.push_back(fmt::format("the check `{}` never holds: removed with its body", show(c)));
           return has_else ? simplify(s->body[1]) : build::seq({});
