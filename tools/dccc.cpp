@@ -18,6 +18,9 @@
 //   fuse elementwise -> CUDA only: element-wise producers computed in their
 //                       readers (ir/fuse_elementwise.h)
 //   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
+//   simplify indices -> Z3-proved index rewrites through the aux arrays and
+//                       fusion maps, redundant bound checks dropped, invariant
+//                       aux loads hoisted (ir/simplify_indices.h; --no-simplify)
 //   LLVM codegen     -> O3 for the host CPU (--emit=llvm); the JIT runs
 //                       `fn main()` (`dccc run`), or
 //   AOT + C ABI      -> prog.so and prog.h (`dccc prog.toy -o prog.so`)
@@ -58,6 +61,7 @@
 #include "ir/tile_contractions.h"
 #include "ir/apply_schedule.h"
 #include "ir/schedule.h"
+#include "ir/simplify_indices.h"
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
 #include "support/large_stack.h"
@@ -128,6 +132,10 @@ options:
   --no-default-schedule
                      no default padding (CPU target; docs/schedules.md#defaults)
   --default-pad=K    the CPU target's default padding factor (default 4; 0 or 1: none)
+  --no-simplify      skip the Z3-backed index simplification, bound-check
+                     elimination and load hoisting after storage lowering
+                     (ir/simplify_indices.h)
+  --explain-simplify print, per function, what that pass changed and why
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
   --max-errors=N     stop listing errors after N (default 100)
   --help             show this help
@@ -155,6 +163,8 @@ struct Options {
   bool summary = false;
   std::vector<std::string> schedules;  // --schedule=TEXT
   bool explain = false;
+  bool simplify = true;          // --no-simplify turns ir/simplify_indices off
+  bool explain_simplify = false;
   int64_t default_pad = dccc::ir::kCpuDefaultPad;  // 0: --no-default-schedule
   bool default_pad_given = false;
   int max_errors = 100;
@@ -204,6 +214,10 @@ int parse_args(int argc, char** argv, Options& o) {
       o.schedules.push_back(a.substr(11));
     } else if (a == "--explain") {
       o.explain = true;
+    } else if (a == "--no-simplify") {
+      o.simplify = false;
+    } else if (a == "--explain-simplify") {
+      o.explain_simplify = true;
     } else if (a == "--no-default-schedule" || a == "--default-pad=0") {
       o.default_pad = 0;
       o.default_pad_given = true;
@@ -426,13 +440,34 @@ int run(const Options& o) {
     if (!verified("fuse-elementwise")) return kExitInternal;
   }
   if (o.storage) {
-    for (auto& f : module->funcs)
+    std::vector<bool> lowered_now;
+    for (auto& f : module->funcs) {
+      lowered_now.push_back(!f.storage_lowered);
       if (!f.storage_lowered && !dccc::ir::lower_storage(f, diags)) {
         diags.print(std::cerr);
         std::cerr << diags.error_count() << " error(s) generated.\n";
         return kExitErrors;
       }
+    }
     if (!verified("storage-lowering")) return kExitInternal;
+    // Z3-proved index rewrites, bound checks dropped, invariant aux loads
+    // hoisted; IR text lowered already is taken as it is. The CUDA emitter
+    // hoists kernel-invariant loads itself, so it gets no scalars.
+    if (o.simplify) {
+      dccc::ir::SimplifyOptions so;
+      so.hoist = o.target != "cuda" && o.emit != "cuda";
+      for (size_t k = 0; k < module->funcs.size(); ++k) {
+        if (!lowered_now[k]) continue;
+        auto report = dccc::ir::simplify_indices(module->funcs[k], so);
+        if (o.explain_simplify) {
+          std::cout << "fn " << module->funcs[k].name << ": " << report.indices << " index rewrite(s), "
+                    << report.checks << " bound check(s) removed, " << report.hoisted << " load(s) hoisted ("
+                    << report.queries << " Z3 queries)\n";
+          for (const auto& n : report.notes) std::cout << "  " << n << "\n";
+        }
+      }
+      if (!verified("simplify-indices")) return kExitInternal;
+    }
   }
   if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
   if (o.emit == "cuda") {
