@@ -108,9 +108,12 @@ namespace {
 /// The shape of the shared-memory contraction kernels: outputs per thread
 /// along each side (4 or 8), reduction values staged per step, and the
 /// minimum resident blocks asked of ptxas. DCCC_CUDA_GEMM="TILE,STEP,MIN"
-/// overrides it (for measuring alternatives; bench/README.md).
+/// overrides it (for measuring alternatives; bench/README.md). Measured on
+/// an H100, mha f32 race B=128 (bench/RESULTS.md): 4,16,3 2.91 ms; 4,16,2
+/// 2.99; 4,8,3 3.00; and, before the staging rework, 8,8,1 3.26 (245
+/// registers) against 4,16,2 3.10, 8,16,1 4.58 (spills).
 struct GemmShape {
-  int tile = 4, step = 16, min_blocks = 2;
+  int tile = 4, step = 16, min_blocks = 3;
 };
 const GemmShape& gemm_shape() {
   static const GemmShape shape = [] {
