@@ -106,21 +106,24 @@ bool is_parallel_loop(const ir::Stmt& loop) {
 namespace {
 
 /// The shape of the shared-memory contraction kernels: outputs per thread
-/// along each side (4 or 8), reduction values staged per step, and the
-/// minimum resident blocks asked of ptxas. DCCC_CUDA_GEMM="TILE,STEP,MIN"
-/// overrides it (for measuring alternatives; bench/README.md). Measured on
-/// an H100, mha f32 race B=128 (bench/RESULTS.md): 4,16,3 2.91 ms; 4,16,2
-/// 2.99; 4,8,3 3.00; and, before the staging rework, 8,8,1 3.26 (245
-/// registers) against 4,16,2 3.10, 8,16,1 4.58 (spills).
+/// along X and along Y (4 or 8; a block of 16 x 16 threads then covers 64
+/// or 128 of each), reduction values staged per step, and the minimum
+/// resident blocks asked of ptxas. DCCC_CUDA_GEMM="TX,TY,STEP,MIN" overrides
+/// it (for measuring alternatives; bench/README.md). Measured on an H100,
+/// mha f32 at B = 128, race / squad / mnli ms (bench/RESULTS.md): 8,4,16,2
+/// 2.66 / 1.13 / 0.26; 8,4,8,2 2.71 / 1.03 / 0.24; 4,4,16,3 2.82 / 1.14 /
+/// 0.23; 8,8,8,1 3.69 / 1.55 / 0.34. 8,4,8,2: 128-row tiles for long
+/// sequences (race), about even with 64-row ones on short ones (mnli).
 struct GemmShape {
-  int tile = 4, step = 16, min_blocks = 3;
+  int tile_x = 8, tile_y = 4, step = 8, min_blocks = 2;
 };
 const GemmShape& gemm_shape() {
   static const GemmShape shape = [] {
     GemmShape g;
     if (const char* v = std::getenv("DCCC_CUDA_GEMM")) {
       GemmShape o;
-      if (std::sscanf(v, "%d,%d,%d", &o.tile, &o.step, &o.min_blocks) == 3 && (o.tile == 4 || o.tile == 8) &&
+      if (std::sscanf(v, "%d,%d,%d,%d", &o.tile_x, &o.tile_y, &o.step, &o.min_blocks) == 4 &&
+          (o.tile_x == 4 || o.tile_x == 8) && (o.tile_y == 4 || o.tile_y == 8) &&
           (o.step == 4 || o.step == 8 || o.step == 16 || o.step == 32) && o.min_blocks >= 1 && o.min_blocks <= 16)
         g = o;
     }
@@ -160,7 +163,7 @@ class FuncEmitter {
     ir::Stmt outer;                  // the loop on blockIdx.y (or on x when `inner` is empty)
     std::vector<ir::Stmt> inner;     // loops flattened over threads
     int tile_x = -1, tile_y = -1;    // indices into `inner` of the register-tiled loops
-    bool block_tiles = false;        // a block per kBlock x kBlock tile (emit_gemm_kernel)
+    bool block_tiles = false;        // a block per kBlockX x kBlockY tile (emit_gemm_kernel)
     bool warp_rows = false;          // a warp per iteration (emit_warp_rows_kernel)
   };
 
@@ -259,17 +262,19 @@ class FuncEmitter {
   /// Shared-memory tiling of a contraction (a GEMM inside a loop nest): when
   /// the register-tiling plan's reduction nest is one loop r whose body is
   /// `acc = acc + [cast](P * Q)`, P ignoring Y and Q ignoring X, a block of
-  /// kGemmThreads threads computes a kBlock x kBlock tile of (X, Y). Each
+  /// kGemmThreads threads computes a kBlockX x kBlockY tile of (X, Y). Each
   /// step stages P over (x, r) and Q over (y, r) for kStep values of r in
   /// shared memory, threads taking adjacent elements along the operand's
-  /// unit-stride index (coalesced), and every thread accumulates kGemmTile x
-  /// kGemmTile outputs from there (8 x 8: 64 FMAs for four 16-byte
+  /// unit-stride index (coalesced), and every thread accumulates kTileX x
+  /// kTileY outputs from there (8 x 8: 64 FMAs for four 16-byte
   /// shared-memory reads). Elements outside the iteration space are staged
   /// as zeros: 0 * 0 adds exactly +0 to a sum, so the results are those of
   /// the plain loop.
-  static constexpr int kBlock = 64;
-  const int kStep = gemm_shape().step, kGemmTile = gemm_shape().tile;
-  const int kGemmThreads = (kBlock / kGemmTile) * (kBlock / kGemmTile), kGemmMinBlocks = gemm_shape().min_blocks;
+  // A block has 16 x 16 threads; each computes kTileX x kTileY outputs, so
+  // a block tile is kBlockX x kBlockY (64 or 128 each).
+  static constexpr int kSide = 16, kGemmThreads = kSide * kSide;
+  const int kStep = gemm_shape().step, kTileX = gemm_shape().tile_x, kTileY = gemm_shape().tile_y;
+  const int kBlockX = kSide * kTileX, kBlockY = kSide * kTileY, kGemmMinBlocks = gemm_shape().min_blocks;
   struct GemmPlan {
     ir::Expr p, q;                        // the factors: p ignores Y, q ignores X
     ir::Stmt update;                      // acc = acc + [cast](p * q)
@@ -781,13 +786,13 @@ class FuncEmitter {
   /// in bounds; with `guard`, `inner` runs only where both are in range.
   std::string tile_lanes(const std::string& vx, const std::string& xf, const std::string& vy, const std::string& yf,
                          int depth, bool guard, const std::function<void(std::string&, int)>& inner,
-                         int lanes = kTile) {
+                         int lanes = kTile, int lanes_y = 0) {
     std::string pad(depth * 2, ' ');
     std::string o;
     o += fmt::format("{}#pragma unroll\n{}for (int dx = 0; dx < {}; ++dx) {{\n", pad, pad, lanes);
     o += fmt::format("{}  const bool ok_x = {} < {}_n;\n", pad, xf, vx);
     o += fmt::format("{}  const int64_t {} = ok_x ? {} : {}_n - 1;\n", pad, vx, xf, vx);
-    o += fmt::format("{}  #pragma unroll\n{}  for (int dy = 0; dy < {}; ++dy) {{\n", pad, pad, lanes);
+    o += fmt::format("{}  #pragma unroll\n{}  for (int dy = 0; dy < {}; ++dy) {{\n", pad, pad, lanes_y ? lanes_y : lanes);
     o += fmt::format("{}    const bool ok_y = {} < {}_n;\n", pad, yf, vy);
     o += fmt::format("{}    const int64_t {} = ok_y ? {} : {}_n - 1;\n", pad, vy, yf, vy);
     o += fmt::format("{}    (void)ok_x;\n{}    (void)ok_y;\n", pad, pad);
@@ -905,32 +910,34 @@ class FuncEmitter {
     for (size_t k = 0; k < l.inner.size(); ++k)
       extents += fmt::format("    const int64_t {}_n = {};\n", var(l.inner[k]->var), expr(l.inner[k]->extent));
     extents += fmt::format("    const int64_t nbx = ({}_n + {} - 1) / {};\n    const int64_t nby = ({}_n + {} - 1) / {};\n", vx,
-                           kBlock, kBlock, vy, kBlock, kBlock);
+                           kBlockX, kBlockX, vy, kBlockY, kBlockY);
     for (size_t k = 0; k < l.inner.size(); ++k)
       if (static_cast<int>(k) != plan.x && static_cast<int>(k) != plan.y) total += " * " + var(l.inner[k]->var) + "_n";
     total += " * nbx * nby";
     std::string body = "    int64_t t_rest = t;\n";
-    body += fmt::format("    const int64_t y0 = dcc_divmod(t_rest, nby) * {};\n", kBlock);
-    body += fmt::format("    const int64_t x0 = dcc_divmod(t_rest, nbx) * {};\n", kBlock);
+    body += fmt::format("    const int64_t y0 = dcc_divmod(t_rest, nby) * {};\n", kBlockY);
+    body += fmt::format("    const int64_t x0 = dcc_divmod(t_rest, nbx) * {};\n", kBlockX);
     for (size_t k = l.inner.size(); k-- > 0;) {
       if (static_cast<int>(k) == plan.x || static_cast<int>(k) == plan.y) continue;
       std::string v = var(l.inner[k]->var);
       body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
     }
-    const int kSide = kBlock / kGemmTile;  // threads along x and along y
     body += fmt::format("    const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};\n", kSide);
     for (const BufferNode* b : private_)
-      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kGemmTile, kGemmTile);
+      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTileX, kTileY);
     tiled_ = true;
+    // Lane d of a thread: runs of 4 adjacent elements, 4 * kSide apart.
+    const std::string lane_x = fmt::format("((dx & 3) + {} * (dx >> 2))", 4 * kSide);
+    const std::string lane_y = fmt::format("((dy & 3) + {} * (dy >> 2))", 4 * kSide);
     auto lanes = [&](int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
-      return tile_lanes(vx, "x0 + 4 * ty + ((dx & 3) + 32 * (dx >> 2))", vy, "y0 + 4 * tx + ((dy & 3) + 32 * (dy >> 2))",
-                        depth, guard, inner, kGemmTile);
+      return tile_lanes(vx, "x0 + 4 * ty + " + lane_x, vy, "y0 + 4 * tx + " + lane_y, depth, guard, inner, kTileX, kTileY);
     };
     emit_pre(plan, lanes, body);
     body += fmt::format("    const int64_t {0}_n = {1};\n", vr, expr(plan.nest->extent));
     // Staging: element u of this thread is e = threadIdx.x + 256 u of the
     // kStep x kBlock slab; adjacent threads take adjacent addresses.
-    const int kPer = kStep * kBlock / kGemmThreads;
+    // kPer(o): elements of operand o per thread and step.
+    auto kPer = [&](const auto& o) { return kStep * o.blk / kGemmThreads; };
     struct Operand {
       const char* name;
       std::string type;
@@ -938,15 +945,16 @@ class FuncEmitter {
       const ir::Var* vo;
       std::string o0;
       bool r_fast;
+      int blk;  // the block tile's extent along vo (kBlockX or kBlockY)
       std::vector<std::pair<const ir::ExprNode*, std::string>> affine;  // offset = b + lo * u + r * w
       std::vector<std::pair<const ir::ExprNode*, std::string>> loads;   // prefetched into registers, per step
       std::vector<std::pair<const ir::ExprNode*, std::string>> tile_loads;  // the same for every step: per tile
     };
-    Operand ops[2] = {{"p", tp, g.p, &l.inner[plan.x]->var, "x0", g.p_r_fast, {}, {}, {}},
-                      {"q", tq, g.q, &l.inner[plan.y]->var, "y0", g.q_r_fast, {}, {}, {}}};
+    Operand ops[2] = {{"p", tp, g.p, &l.inner[plan.x]->var, "x0", g.p_r_fast, kBlockX, {}, {}, {}},
+                      {"q", tq, g.q, &l.inner[plan.y]->var, "y0", g.q_r_fast, kBlockY, {}, {}, {}}};
     auto coords = [&](const Operand& o) {
       return o.r_fast ? fmt::format("const int e = threadIdx.x + {1} * u, lr = e % {0}, lo = e / {0};", kStep, kGemmThreads)
-                      : fmt::format("const int e = threadIdx.x + {1} * u, lo = e % {0}, lr = e / {0};", kBlock, kGemmThreads);
+                      : fmt::format("const int e = threadIdx.x + {1} * u, lo = e % {0}, lr = e / {0};", o.blk, kGemmThreads);
     };
     // Loads `which` of operand o's elements at step R into registers: the
     // affine offsets run from N_t + R * N_w by N_c per element.
@@ -958,7 +966,7 @@ class FuncEmitter {
       s += fmt::format("{}  const int rl = (int)dcc_imin<int64_t>({}_n - ({}), (int64_t){});\n", pad, vr, R, kStep);
       for (const auto& [node, n] : o.affine)
         s += fmt::format("{0}  int64_t {1}_cur = (int64_t)((uint64_t){1}_t + (uint64_t)({2}) * (uint64_t){1}_w);\n", pad, n, R);
-      s += fmt::format("{}  #pragma unroll\n{}  for (int u = 0; u < {}; ++u) {{\n{}    {}\n", pad, pad, kPer, pad, coords(o));
+      s += fmt::format("{}  #pragma unroll\n{}  for (int u = 0; u < {}; ++u) {{\n{}    {}\n", pad, pad, kPer(o), pad, coords(o));
       s += fmt::format("{}    const int64_t {} = ({}) + lr;\n", pad, vr, R);
       s += fmt::format("{0}    const bool ok = (({1}_okx >> u) & 1u) && lr < rl;\n", pad, o.name);
       s += fmt::format("{0}    const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n{0}    (void){1};\n{0}    (void){3};\n", pad,
@@ -999,7 +1007,7 @@ class FuncEmitter {
         bool per_step = ir::mentions(ld->args[0], plan.nest->var);
         auto& list = per_step ? o.loads : o.tile_loads;
         list.emplace_back(ld, fmt::format("{}_{}{}", o.name, per_step ? "l" : "t", list.size()));
-        body += fmt::format("    {} {}[{}];\n", value_type(ld->type), list.back().second, kPer);
+        body += fmt::format("    {} {}[{}];\n", value_type(ld->type), list.back().second, kPer(o));
       }
       // Staging is most of a step's integer work, so what does not change
       // from step to step is computed once per tile: which of this thread's
@@ -1008,8 +1016,8 @@ class FuncEmitter {
       // u + 1 (N_c: threads take the same lr, or the same lo, for every u).
       body += fmt::format("    uint32_t {}_okx = 0u;\n    #pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n      {}\n"
                           "      (void)lr;\n      {}_okx |= (uint32_t)({} + lo < {}_n) << u;\n    }}\n",
-                          o.name, kPer, coords(o), o.name, o.o0, var(*o.vo));
-      const int dlo = o.r_fast ? kGemmThreads / kStep : 0, dlr = o.r_fast ? 0 : kGemmThreads / kBlock;
+                          o.name, kPer(o), coords(o), o.name, o.o0, var(*o.vo));
+      const int dlo = o.r_fast ? kGemmThreads / kStep : 0, dlr = o.r_fast ? 0 : kGemmThreads / o.blk;
       for (const auto& [node, n] : o.affine) {
         body += fmt::format("    int64_t {0}_t;\n    {{\n      const int u = 0;\n      {1}\n      (void)e;\n"
                             "      {0}_t = (int64_t)((uint64_t){0}_b + (uint64_t)lo * (uint64_t){0}_u + (uint64_t)lr * (uint64_t){0}_w);\n    }}\n",
@@ -1031,7 +1039,7 @@ class FuncEmitter {
     for (auto& o : ops) {
       std::string vo = var(*o.vo);
       body += fmt::format("      {{\n        const int rl = (int)dcc_imin<int64_t>({}_n - r0, (int64_t){});\n", vr, kStep);
-      body += fmt::format("        #pragma unroll\n        for (int u = 0; u < {}; ++u) {{\n          {}\n", kPer, coords(o));
+      body += fmt::format("        #pragma unroll\n        for (int u = 0; u < {}; ++u) {{\n          {}\n", kPer(o), coords(o));
       body += fmt::format("          const int64_t {0} = r0 + lr;\n          const int64_t {1} = {2} + lo < {1}_n ? {2} + lo : {1}_n - 1;\n"
                           "          (void){0};\n          (void){1};\n", vr, vo, o.o0);
       body += fmt::format("          const bool ok = (({}_okx >> u) & 1u) && lr < rl;\n", o.name);
@@ -1055,20 +1063,21 @@ class FuncEmitter {
     for (auto& o : ops) {
       const char* idx = o.name[0] == 'p' ? "ty" : "tx";
       std::string arr = o.name[0] == 'p' ? "pa" : "qb";
-      body += fmt::format("        {} {}[{}];\n", o.type, arr, kGemmTile);
+      const int tile = o.name[0] == 'p' ? kTileX : kTileY;
+      body += fmt::format("        {} {}[{}];\n", o.type, arr, tile);
       if (o.type == "float")
-        for (int half = 0; half < kGemmTile / 4; ++half)
+        for (int half = 0; half < tile / 4; ++half)
           body += fmt::format("        {{\n          const float4 w = *reinterpret_cast<const float4*>(&s{0}[k][4 * {2} + {3}]);\n"
                               "          {1}[{4}] = w.x;\n          {1}[{5}] = w.y;\n          {1}[{6}] = w.z;\n          {1}[{7}] = w.w;\n        }}\n",
-                              o.name, arr, idx, 32 * half, 4 * half, 4 * half + 1, 4 * half + 2, 4 * half + 3);
+                              o.name, arr, idx, 4 * kSide * half, 4 * half, 4 * half + 1, 4 * half + 2, 4 * half + 3);
       else
-        body += fmt::format("        #pragma unroll\n        for (int d = 0; d < {}; ++d) {}[d] = s{}[k][4 * {} + (d & 3) + 32 * (d >> 2)];\n",
-                            kGemmTile, arr, o.name, idx);
+        body += fmt::format("        #pragma unroll\n        for (int d = 0; d < {}; ++d) {}[d] = s{}[k][4 * {} + (d & 3) + {} * (d >> 2)];\n",
+                            tile, arr, o.name, idx, 4 * kSide);
     }
     override_[g.p.get()] = "pa[dx]";
     override_[g.q.get()] = "qb[dy]";
-    body += fmt::format("        #pragma unroll\n        for (int dx = 0; dx < {}; ++dx) {{\n", kGemmTile);
-    body += fmt::format("          #pragma unroll\n          for (int dy = 0; dy < {}; ++dy) {{\n", kGemmTile);
+    body += fmt::format("        #pragma unroll\n        for (int dx = 0; dx < {}; ++dx) {{\n", kTileX);
+    body += fmt::format("          #pragma unroll\n          for (int dy = 0; dy < {}; ++dy) {{\n", kTileY);
     stmt(g.update, 6, body);
     body += "          }\n        }\n      }\n      __syncthreads();\n    }\n";
     override_.clear();
@@ -1078,7 +1087,7 @@ class FuncEmitter {
     for (const auto& [node, n] : hoist_affine(post_offsets, l.inner[plan.x]->var, "x0 + 4 * ty", l.inner[plan.y]->var,
                                               "y0 + 4 * tx", "out_off", body))
       override_[node] = fmt::format(
-          "((int64_t)((uint64_t){0}_b + (uint64_t)((dx & 3) + 32 * (dx >> 2)) * (uint64_t){0}_u + (uint64_t)((dy & 3) + 32 * (dy >> 2)) * (uint64_t){0}_w))", n);
+          "((int64_t)((uint64_t){0}_b + (uint64_t){1} * (uint64_t){0}_u + (uint64_t){2} * (uint64_t){0}_w))", n, lane_x, lane_y);
     for (const auto& st : plan.post) body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
     override_.clear();
     tiled_ = false;
@@ -1090,7 +1099,7 @@ class FuncEmitter {
         "  for (int64_t {} = blockIdx.y; {} < {}_n; {} += gridDim.y) {{\n{}"
         "    const int64_t t_n = {};\n"
         "    for (int64_t t = blockIdx.x; t < t_n; t += gridDim.x) {{\n{}    }}\n  }}\n}}\n\n",
-        kGemmThreads, kGemmMinBlocks, l.kernel, f_.name, tp, kStep, kBlock + 4, tq, kStep, kBlock + 4, v0, expr(item->extent), v0, v0, v0, v0, extents,
+        kGemmThreads, kGemmMinBlocks, l.kernel, f_.name, tp, kStep, kBlockX + 4, tq, kStep, kBlockY + 4, v0, expr(item->extent), v0, v0, v0, v0, extents,
         total, indent(body, 2));
   }
 
@@ -1282,7 +1291,7 @@ class FuncEmitter {
         o += fmt::format("    for (int64_t {} = 0; {} < n0; ++{}) {{\n      int64_t m = 1;\n", v0, v0, v0);
         for (size_t k = 0; k < l.inner.size(); ++k) {
           std::string n = host_.expr(l.inner[k]->extent);
-          int tile = l.block_tiles ? kBlock : kTile;
+          int tile = !l.block_tiles ? kTile : static_cast<int>(k) == l.tile_x ? kBlockX : kBlockY;
           if (static_cast<int>(k) == l.tile_x || static_cast<int>(k) == l.tile_y)
             n = fmt::format("(({} + {}) / {})", n, tile - 1, tile);
           o += fmt::format("      m = dcc__mul(m, {}, &ovf);\n", n);
