@@ -726,16 +726,12 @@ class Scheduler {
       return;
     }
     // Aux arrays: oif [E_o + 1], fo and fi [F]. When the extents read only
-    // the function's inputs (sizes, length arguments), the maps are the
+    // the arguments' sizes and length arrays, the maps are the
     // prelude's: aux arrays, which storage lowering moves into the prelude
     // (computed once per length pattern and cached by the C wrapper, like
     // the offset arrays). Otherwise (lengths the body computes) they stay
     // locals filled in the body.
-    bool from_inputs = true;
-    for (const auto* l : {lo, li})
-      each_expr(l->extent, [&](const ExprNode& e) {
-        from_inputs &= e.kind != ExprKind::Load || e.buffer->kind == BufferKind::Input;
-      });
+    bool from_inputs = reads_only_lengths(f_, {lo->extent, li->extent});
     int id = fusions_++;
     auto aux = [&](const std::string& nm, Expr extent) {
       auto b = std::make_shared<BufferNode>();
@@ -990,8 +986,9 @@ class Scheduler {
     remapped_.insert(out.loop.get());
     notes_[n].push_back(fmt::format(
         "{}: iteration `{}` of the parallel loop runs `{}` = {}[{}], the order of descending {}, ties by index, "
-        "ranked before the statement; the thread pool hands out iterations in this order{} (directive)",
+        "ranked {}; the thread pool hands out iterations in this order{} (directive)",
         where(d), out.loop->name, r.index, out.perm->name, out.loop->name, out.key,
+        out.perm->kind == BufferKind::Aux ? "in the prelude (once per length pattern)" : "before the statement",
         inner_loops ? ", one at a time (the body holds loops)" : ", in chunks (the body holds no loop)"));
   }
 

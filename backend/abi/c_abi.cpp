@@ -286,7 +286,8 @@ std::vector<PreludeUnit> prelude_units(const ir::Func& f) {
     };
     for (const auto& st : u.stmts)
       ir::each_stmt(st, [&](const ir::StmtNode& x) {
-        if (x.kind == StmtKind::For) ce.vars[x.var.get()] = "v" + std::to_string(ce.vars.size());
+        // A loop variable reused by another loop (`remap`'s y) keeps its name.
+        if (x.kind == StmtKind::For && !ce.vars.count(x.var.get())) ce.vars[x.var.get()] = "v" + std::to_string(ce.vars.size());
         ir::own_exprs(x, [&](const ir::ExprNode& e) { note(e); });
       });
     for (const auto& b : u.aux) ir::each_expr(b->total, [&](const ir::ExprNode& e) { note(e); });
