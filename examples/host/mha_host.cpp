@@ -150,22 +150,22 @@ void prelude_cache(std::mt19937& rng) {
   CacheStats s0 = cache_stats();
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, D, false), "first call with a new length pattern");
   CacheStats s1 = cache_stats();
-  expect(!kCounts || (s1.misses == s0.misses + 4 + kMapUnits && s1.hits == s0.hits + kMapUnits),"a new length pattern computes the four arrays");
+  expect(!kCounts || (s1.misses == s0.misses + 4 + kMapUnits && s1.hits == s0.hits + kMapUnits), "a new length pattern computes the four arrays");
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, D, false), "second call with the same lengths");
   CacheStats s2 = cache_stats();
-  expect(!kCounts || (s2.hits == s1.hits + 4 + 2 * kMapUnits && s2.misses == s1.misses),"the same lengths (other arrays, other data) reuse them");
+  expect(!kCounts || (s2.hits == s1.hits + 4 + 2 * kMapUnits && s2.misses == s1.misses), "the same lengths (other arrays, other data) reuse them");
   expect(run_case(rng, {4, 0, 4}, {2, 4, 1}, H, D, false), "call with other query lengths, same total");
   CacheStats s3 = cache_stats();
-  expect(!kCounts || (s3.misses == s2.misses + 3 + kMapUnits && s3.hits == s2.hits + 1 + kMapUnits),"other query lengths with the same total compute the three arrays they shape, the keys' is reused");
+  expect(!kCounts || (s3.misses == s2.misses + 3 + kMapUnits && s3.hits == s2.hits + 1 + kMapUnits), "other query lengths with the same total compute the three arrays they shape, the keys' is reused");
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, 4, false), "call with the same lengths and another D");
   CacheStats s4 = cache_stats();
-  expect(!kCounts || (s4.misses == s3.misses + 2 && s4.hits == s3.hits + 2 + 2 * kMapUnits),"another D computes the two arrays that read D; those that do not are reused");
+  expect(!kCounts || (s4.misses == s3.misses + 2 && s4.hits == s3.hits + 2 + 2 * kMapUnits), "another D computes the two arrays that read D; those that do not are reused");
   expect(run_case(rng, {4, 0, 4}, {2, 4, 1}, H, D), "meta and call with a pattern seen before");
   CacheStats s5 = cache_stats();
-  expect(!kCounts || (s5.hits == s4.hits + 8 + 4 * kMapUnits && s5.misses == s4.misses),"mha_meta and mha both reuse a cached pattern");
+  expect(!kCounts || (s5.hits == s4.hits + 8 + 4 * kMapUnits && s5.misses == s4.misses), "mha_meta and mha both reuse a cached pattern");
   expect(run_case(rng, {6, 1, 2}, {6, 1, 2}, H, D, false), "self-attention lengths");
   CacheStats s5b = cache_stats();
-  expect(!kCounts || (s5b.misses == s5.misses + 3 + kMapUnits && s5b.hits == s5.hits + 1 + kMapUnits),"equal query and key lengths share the q.seqlen * H * D and kv.seqlen * H * D entry");
+  expect(!kCounts || (s5b.misses == s5.misses + 3 + kMapUnits && s5b.hits == s5.hits + 1 + kMapUnits), "equal query and key lengths share the q.seqlen * H * D and kv.seqlen * H * D entry");
   s5 = s5b;
   // Arguments rejected before the prelude leave the cache alone.
   std::vector<int32_t> ql{2, -1}, kl{1, 1};
@@ -205,7 +205,7 @@ void held_prelude(std::mt19937& rng) {
   // is the held q.seqlen * H * D, q.seqlen * H is held too: one new entry.
   expect(mha_prelude(&q, (kv.seqlen = ql.data(), &kv), &p) == DCC_OK, "mha_prelude, equal lengths");
   dcc_prelude_stats(p, &n, nullptr);
-  expect(!kCounts || (n == 5 + (int64_t)kMapUnits),"only q.seqlen * H * kv.seqlen is new");
+  expect(!kCounts || (n == 5 + (int64_t)kMapUnits), "only q.seqlen * H * kv.seqlen is new");
   expect(run_case(rng, ql, ql, H, D, false, p), "self-attention with the held prelude");
   // Lengths the handle was not made for.
   std::vector<int32_t> other{5, 1, 6, 2};
