@@ -651,9 +651,11 @@ class Scheduler {
   // ------------------------------------------------------------ fuse
   /// fuse(T.o, T.i): loop i directly inside loop o becomes one loop o_i over
   /// every (o, i) in order (CoRa appendix B, vloop fusion). Before the
-  /// top-level statement holding the nest, the maps are computed into local
-  /// i64 arrays (in the body, not yet in the cached prelude): oif[o] (first fused iteration of o; oif[E_o] = the fused
-  /// extent F), fo[f] and fi[f] (o and i of fused iteration f); the body
+  /// top-level statement holding the nest, the maps are computed into i64
+  /// arrays (aux arrays that storage lowering moves into the cached prelude
+  /// when the extents read only inputs): oif[o] (first fused iteration of o;
+  /// oif[E_o] = the fused extent F), fo[f] and fi[f] (o and i of fused
+  /// iteration f); the body
   /// reads o and i from them. Iterations run in the original order; the
   /// fused loop keeps o's `parallel` mark only when i's iterations are
   /// independent.
@@ -723,15 +725,19 @@ class Scheduler {
                   "before the loop nest");
       return;
     }
-    // Aux arrays: oif [E_o + 1], fo and fi [F].
+    // Aux arrays: oif [E_o + 1], fo and fi [F]. When the extents read only
+    // the arguments' sizes and length arrays, the maps are the
+    // prelude's: aux arrays, which storage lowering moves into the prelude
+    // (computed once per length pattern and cached by the C wrapper, like
+    // the offset arrays). Otherwise (lengths the body computes) they stay
+    // locals filled in the body.
+    bool from_inputs = reads_only_lengths(f_, {lo->extent, li->extent});
     int id = fusions_++;
     auto aux = [&](const std::string& nm, Expr extent) {
       auto b = std::make_shared<BufferNode>();
       b->name = fmt::format("{}{}", nm, id);
       b->type = Scalar::I64;
-      // Local, not Aux: Aux arrays are the prelude's (the C wrapper sizes
-      // and caches them from the inputs); these are filled in the body.
-      b->kind = BufferKind::Local;
+      b->kind = from_inputs ? BufferKind::Aux : BufferKind::Local;
       b->dims = {{make_var("x"), std::move(extent)}};
       b->pad = {1};
       f_.buffers.push_back(b);
@@ -775,9 +781,10 @@ class Scheduler {
     fused_[n][ri.index] = name;
     fusion_maps_.push_back({n, ro.index, ri.index, name, FusedLoops{o->var, in->var, li->extent, oif, fo, fi}});
     notes_[n].push_back(fmt::format(
-        "{}: `{}` and `{}` run as one loop `{}` over every ({}, {}) in order; `{}`, `{}` and `{}`, computed before "
-        "the loop nest, map its iterations back{} (directive)",
+        "{}: `{}` and `{}` run as one loop `{}` over every ({}, {}) in order; `{}`, `{}` and `{}`, computed {}, "
+        "map its iterations back{} (directive)",
         where(d), ro.index, ri.index, name, ro.index, ri.index, oif->name, fo->name, fi->name,
+        from_inputs ? "in the prelude (once per length pattern)" : "before the loop nest",
         kind == LoopKind::Parallel            ? "; it runs in parallel"
         : lo->loop == LoopKind::Parallel ? fmt::format("; it runs serially, since {}", why)
                                               : ""));
@@ -979,8 +986,9 @@ class Scheduler {
     remapped_.insert(out.loop.get());
     notes_[n].push_back(fmt::format(
         "{}: iteration `{}` of the parallel loop runs `{}` = {}[{}], the order of descending {}, ties by index, "
-        "ranked before the statement; the thread pool hands out iterations in this order{} (directive)",
+        "ranked {}; the thread pool hands out iterations in this order{} (directive)",
         where(d), out.loop->name, r.index, out.perm->name, out.loop->name, out.key,
+        out.perm->kind == BufferKind::Aux ? "in the prelude (once per length pattern)" : "before the statement",
         inner_loops ? ", one at a time (the body holds loops)" : ", in chunks (the body holds no loop)"));
   }
 

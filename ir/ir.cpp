@@ -1,6 +1,7 @@
 #include "ir/ir.h"
 
 #include <algorithm>
+#include <set>
 
 namespace dccc::ir {
 
@@ -296,6 +297,19 @@ Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m) {
   auto copy = std::make_shared<ExprNode>(*e);
   copy->args = std::move(args);
   return copy;
+}
+
+bool reads_only_lengths(const Func& f, const std::vector<Expr>& es) {
+  std::set<const BufferNode*> lengths;
+  for (const auto& b : f.buffers)
+    for (const auto& d : b->dims)
+      each_expr(d.extent, [&](const ExprNode& e) {
+        if (e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Input) lengths.insert(e.buffer.get());
+      });
+  bool ok = true;
+  for (const auto& x : es)
+    each_expr(x, [&](const ExprNode& e) { ok &= e.kind != ExprKind::Load || lengths.count(e.buffer.get()) > 0; });
+  return ok;
 }
 
 std::vector<Buffer> prelude_aux(const Func& f) {

@@ -264,6 +264,12 @@ std::vector<Buffer> input_buffers(const Func& f);
 /// other aux buffers are filled by the body (offsets of local lengths).
 std::vector<Buffer> prelude_aux(const Func& f);
 
+/// Whether every load in `es` reads an input that sizes a tensor dimension
+/// (a length array of the arguments, checked non-negative by the C wrapper):
+/// arrays computed from such values alone (and sizes, constants) can be the
+/// prelude's, computed once per length pattern (`fuse`'s maps, `remap`'s).
+bool reads_only_lengths(const Func& f, const std::vector<Expr>& es);
+
 /// True when `e` mentions `v`.
 bool mentions(const Expr& e, const Var& v);
 

@@ -130,11 +130,11 @@ class KeyReader {
   RemapResult& r_;
 };
 
-Buffer local_i64(Func& f, const std::string& name, const Expr& extent) {
+Buffer local_i64(Func& f, const std::string& name, const Expr& extent, BufferKind kind) {
   auto b = std::make_shared<BufferNode>();
   b->name = name;
   b->type = Scalar::I64;
-  b->kind = BufferKind::Local;
+  b->kind = kind;
   b->dims = {{make_var("x"), extent}};
   b->pad = {1};
   f.buffers.push_back(b);
@@ -204,9 +204,12 @@ RemapResult remap_loop(Func& f, const Var& v, const std::string& name, const Ter
   }
   Var y = make_var("y"), z = make_var("z");
   Expr key_y = substitute(k, {{v.get(), build::var(y)}});
-  Buffer keys = local_i64(f, fmt::format("R_key{}", id), loop->extent);
-  Buffer rank = local_i64(f, fmt::format("R_rank{}", id), loop->extent);
-  Buffer perm = local_i64(f, fmt::format("R_perm{}", id), loop->extent);
+  // From the arguments' sizes and length arrays only: the prelude's (aux
+  // arrays, moved there by storage lowering, cached per length pattern).
+  BufferKind kind = reads_only_lengths(f, {loop->extent, k}) ? BufferKind::Aux : BufferKind::Local;
+  Buffer keys = local_i64(f, fmt::format("R_key{}", id), loop->extent, kind);
+  Buffer rank = local_i64(f, fmt::format("R_rank{}", id), loop->extent, kind);
+  Buffer perm = local_i64(f, fmt::format("R_perm{}", id), loop->extent, kind);
   Expr yv = build::var(y), zv = build::var(z);
   Stmt fill_keys = build::for_loop(
       y, loop->extent,

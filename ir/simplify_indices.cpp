@@ -294,8 +294,11 @@ class Simplifier {
         for (const auto* l : loaded_buffers(d.extent))
           if (is_int(l->type) && l->kind != BufferKind::Aux) lengths_.insert(l);
     // Fusion maps: for y in 0..E { for z in 0..s(y) { fo[oif[y] + z] = y; fi[oif[y] + z] = z } }.
-    for (size_t k = 0; k < body.size(); ++k) {
-      const Stmt& outer = body[k];
+    // In the prelude (`fuse` over input lengths) they are ready before the body.
+    for (const auto* list : {&pre, &body})
+    for (size_t k = 0; k < list->size(); ++k) {
+      const bool in_prelude = list == &pre;
+      const Stmt& outer = (*list)[k];
       if (outer->kind != StmtKind::For) continue;
       Stmt inner = single(outer->body[0]);
       if (!inner || inner->kind != StmtKind::For) continue;
@@ -315,12 +318,12 @@ class Simplifier {
       const Expr* oy = single_index(slot->args[0]);
       if (!oy || (*oy)->kind != ExprKind::VarRef || (*oy)->var != outer->var) continue;
       const Prefix* oif = prefix_of(slot->args[0]->buffer.get());
-      if (!oif || oif->ready > k || !same(oif->extent, outer->extent)) continue;
+      if (!oif || (in_prelude ? oif->ready != 0 : oif->ready > k) || !same(oif->extent, outer->extent)) continue;
       if (!same(substitute(oif->slice, {{oif->y.get(), build::var(outer->var)}}), inner->extent)) continue;
       const Buffer &fo = sfo->buffer, &fi = sfi->buffer;
       if (fo == fi || stores[fo.get()] != 1 || stores[fi.get()] != 1) continue;
-      if (first_body_load(fo.get()) < k || first_body_load(fi.get()) < k) continue;
-      fusions_.push_back(std::make_unique<Fusion>(Fusion{oif, fo, fi, k + 1}));
+      if (!in_prelude && (first_body_load(fo.get()) < k || first_body_load(fi.get()) < k)) continue;
+      fusions_.push_back(std::make_unique<Fusion>(Fusion{oif, fo, fi, in_prelude ? 0 : k + 1}));
     }
     // Proportional prefix sums over the same extent.
     for (const auto& p : prefixes_)

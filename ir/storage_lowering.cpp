@@ -186,6 +186,7 @@ class StorageLowerer {
       if (inputs_only) prelude.push_back(fill);
       else deferred.push_back({aux, fill});
     }
+    move_aux_fills(prelude);
     f_.prelude = build::seq(prelude);
     if (deferred.empty()) return;
     std::vector<Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<Stmt>{f_.body};
@@ -204,6 +205,49 @@ class StorageLowerer {
       out.push_back(item);
     }
     f_.body = build::seq(out);
+  }
+
+  /// Top-level body statements that store only aux arrays and read only
+  /// inputs and aux arrays the prelude has filled by then (`fuse`'s maps,
+  /// ir/apply_schedule.cpp) move to the end of the prelude: they are
+  /// computed once per length pattern, like the offset arrays. An aux array
+  /// a moved statement sizes from another (`F_fo0` of `F_oif0@(E)`) is then
+  /// allocated after the statements before it have run.
+  void move_aux_fills(std::vector<Stmt>& prelude) {
+    if (!f_.body) return;
+    std::vector<Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<Stmt>{f_.body};
+    std::set<const BufferNode*> filled;
+    for (const auto& st : prelude)
+      each_stmt(st, [&](const StmtNode& x) {
+        if (x.kind == StmtKind::Store) filled.insert(x.buffer.get());
+      });
+    std::vector<Stmt> rest;
+    bool moved = false;
+    for (const auto& item : items) {
+      bool ok = true, stores = false;
+      each_stmt(item, [&](const StmtNode& x) {
+        if (x.kind == StmtKind::Print || x.kind == StmtKind::Assert) ok = false;
+        if (x.kind != StmtKind::Store) return;
+        stores = true;
+        if (x.buffer->kind != BufferKind::Aux) ok = false;
+      });
+      std::set<const BufferNode*> mine;
+      each_stmt(item, [&](const StmtNode& x) {
+        if (x.kind == StmtKind::Store) mine.insert(x.buffer.get());
+      });
+      visit_loads(item, [&](const BufferNode* b) {
+        if (b->kind == BufferKind::Input || mine.count(b) || filled.count(b)) return;
+        ok = false;
+      });
+      if (!ok || !stores) {
+        rest.push_back(item);
+        continue;
+      }
+      prelude.push_back(item);
+      filled.insert(mine.begin(), mine.end());
+      moved = true;
+    }
+    if (moved) f_.body = build::seq(rest);
   }
 
   /// Calls `fn` for every buffer a statement loads from or stores to,

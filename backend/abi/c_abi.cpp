@@ -211,8 +211,19 @@ std::vector<PreludeUnit> prelude_units(const ir::Func& f) {
   std::map<const BufferNode*, size_t> owner;
   bool ok = true;
   for (size_t k = 0; k < items.size(); ++k) {
+    // An aux array that sizes an array this item fills (`fuse`'s F_fo0 of
+    // F_oif0@(E)) is complete before the item runs: it is read like an input,
+    // so its unit comes first and is found before this one is sized.
+    std::set<const BufferNode*> sizing;
+    ir::each_stmt(items[k], [&](const ir::StmtNode& st) {
+      if (st.kind == StmtKind::Store && st.buffer && st.buffer->kind == BufferKind::Aux)
+        ir::each_expr(st.buffer->total, [&](const ir::ExprNode& e) {
+          if (e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Aux && e.buffer != st.buffer)
+            sizing.insert(e.buffer.get());
+        });
+    });
     auto touch = [&](const BufferNode* b) {
-      if (b->kind == BufferKind::Input) return;
+      if (b->kind == BufferKind::Input || sizing.count(b)) return;
       if (b->kind != BufferKind::Aux) {
         ok = false;
         return;
@@ -243,18 +254,40 @@ std::vector<PreludeUnit> prelude_units(const ir::Func& f) {
   }
   for (const auto& b : f.buffers)
     if (owner.count(b.get())) units[unit_of.at(root(owner.at(b.get())))].aux.push_back(b);
+  // An aux array read as an input must come from an earlier unit.
+  for (size_t k = 0; k < units.size(); ++k)
+    for (const auto& st : units[k].stmts) {
+        bool bad = false;
+        ir::each_stmt(st, [&](const ir::StmtNode& y) {
+          ir::own_exprs(y, [&](const ir::ExprNode& e) {
+            if (e.kind != ExprKind::Load || e.buffer->kind != BufferKind::Aux) return;
+            auto it = owner.find(e.buffer.get());
+            if (it == owner.end() || unit_of.at(root(it->second)) > k) bad = true;
+          });
+        });
+        for (const auto& b : units[k].aux)
+          ir::each_expr(b->total, [&](const ir::ExprNode& e) {
+            if (e.kind != ExprKind::Load || e.buffer->kind != BufferKind::Aux) return;
+            auto it = owner.find(e.buffer.get());
+            if (it == owner.end() || unit_of.at(root(it->second)) >= k) bad = true;
+          });
+        if (bad) return {};
+      }
   for (auto& u : units) {
     CEmitter ce;
     auto note = [&](const ir::ExprNode& e) {
       if (e.kind == ExprKind::SizeRef && std::find(u.sizes.begin(), u.sizes.end(), e.name) == u.sizes.end())
         u.sizes.push_back(e.name);
-      if (e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Input &&
+      bool other_aux = e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Aux &&
+                       std::find(u.aux.begin(), u.aux.end(), e.buffer) == u.aux.end();
+      if (e.kind == ExprKind::Load && (e.buffer->kind == BufferKind::Input || other_aux) &&
           std::find(u.inputs.begin(), u.inputs.end(), e.buffer) == u.inputs.end())
         u.inputs.push_back(e.buffer);
     };
     for (const auto& st : u.stmts)
       ir::each_stmt(st, [&](const ir::StmtNode& x) {
-        if (x.kind == StmtKind::For) ce.vars[x.var.get()] = "v" + std::to_string(ce.vars.size());
+        // A loop variable reused by another loop (`remap`'s y) keeps its name.
+        if (x.kind == StmtKind::For && !ce.vars.count(x.var.get())) ce.vars[x.var.get()] = "v" + std::to_string(ce.vars.size());
         ir::own_exprs(x, [&](const ir::ExprNode& e) { note(e); });
       });
     for (const auto& b : u.aux) ir::each_expr(b->total, [&](const ir::ExprNode& e) { note(e); });
@@ -288,7 +321,7 @@ std::vector<PreludeUnit> prelude_units(const ir::Func& f) {
 /// (on the device), few enough of everything for the kernel's argument.
 bool gpu_prelude(const PreludeUnit& u) {
   for (const auto& b : u.inputs)
-    if (b->dims.empty()) return false;
+    if (b->dims.empty() || b->kind != BufferKind::Input) return false;  // an earlier unit's array is on the host
   return u.inputs.size() <= kGpuPreludeMax && u.sizes.size() <= kGpuPreludeMax && u.aux.size() <= kGpuPreludeMax;
 }
 
@@ -502,10 +535,18 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   for (const auto& u : units)
     for (const auto& b : u.inputs)
       if (reads_aux(b->total) || (!c.buffers.count(b.get()) && !b->dims.empty())) cached = false;
-  for (const auto& b : all_aux) {
-    out += fmt::format("  ovf = 0;\n  const int64_t n_{} = {};\n", ident(b->name), c.expr(b->total));
-    out += fmt::format("  if (ovf || n_{0} < 0 || (uint64_t)n_{0} > SIZE_MAX / 8 / {1}) {{ {2} goto done; }}\n",
+  // An aux array sized by another (`fuse`'s maps: F_fo0 holds F_oif0@(E)
+  // elements) is sized once that one is filled: in its prelude unit, or
+  // before the prelude statement that fills it.
+  auto size_aux = [&](const Buffer& b, const std::string& indent, bool declare) {
+    out += fmt::format("{0}ovf = 0;\n{0}{1}n_{2} = {3};\n", indent, declare ? "const int64_t " : "", ident(b->name),
+                       c.expr(b->total));
+    out += fmt::format("{0}if (ovf || n_{1} < 0 || (uint64_t)n_{1} > SIZE_MAX / 8 / {2}) {{ {3} goto done; }}\n", indent,
                        ident(b->name), all_aux.size() + 1, fail("DCC_ERR_OVERFLOW", quote(fn + ": offset array size overflows")));
+  };
+  for (const auto& b : all_aux) {
+    if (reads_aux(b->total)) out += fmt::format("  int64_t n_{} = 0;\n", ident(b->name));
+    else size_aux(b, "  ", true);
   }
   if (cached) {
     for (const auto& u : units) {
@@ -530,6 +571,8 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
         out += fmt::format("    key_bytes = dcc__add(key_bytes, dcc__add(INT64_C(8), dcc__mul({}, (int64_t)sizeof({}), &ovf), &ovf), &ovf);\n",
                            n, c_type(b->type));
       }
+      for (const auto& b : u.aux)
+        if (reads_aux(b->total)) size_aux(b, "    ", false);
       out += "    int64_t elems = 0;\n";
       for (const auto& b : u.aux) out += fmt::format("    elems = dcc__add(elems, n_{}, &ovf);\n", ident(b->name));
       out += fmt::format("    if (ovf || (uint64_t)key_bytes > SIZE_MAX || (uint64_t)elems > SIZE_MAX / 8) {{ {} goto done; }}\n",
@@ -613,12 +656,43 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   std::vector<Buffer> owned;
   for (const auto& b : all_aux)
     if (!cached || std::find(aux.begin(), aux.end(), b) == aux.end()) owned.push_back(b);
-  for (const auto& b : owned) {
+  auto alloc_aux = [&](const Buffer& b) {
     out += fmt::format("  {0} = (int64_t*)dcc_alloc((size_t)(n_{0} > 0 ? n_{0} : 1) * 8);\n", ident(b->name));
     out += fmt::format("  if (!{}) {{ st = DCC_ERR_OUT_OF_MEMORY; goto done; }}\n", ident(b->name));
+  };
+  std::vector<Buffer> sized_later;
+  for (const auto& b : owned) {
+    if (reads_aux(b->total)) sized_later.push_back(b);
+    else alloc_aux(b);
   }
   if (!cached) {
-    if (f.prelude) {
+    if (f.prelude && !sized_later.empty()) {
+      // Statement by statement: an array sized by another is allocated
+      // before the first statement that fills it, after those before.
+      std::vector<ir::Stmt> items = f.prelude->kind == StmtKind::Seq ? f.prelude->body : std::vector<ir::Stmt>{f.prelude};
+      out += "  ovf = 0;\n";
+      for (const auto& item : items) {
+        for (auto it = sized_later.begin(); it != sized_later.end();) {
+          bool fills = false;
+          ir::each_stmt(item, [&](const ir::StmtNode& x) { fills |= x.kind == StmtKind::Store && x.buffer == *it; });
+          if (!fills) {
+            ++it;
+            continue;
+          }
+          out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
+                             fail("DCC_ERR_OVERFLOW", quote(fn + ": the lengths make an offset overflow")));
+          size_aux(*it, "  ", false);
+          alloc_aux(*it);
+          it = sized_later.erase(it);
+        }
+        c.stmt(item, 1, out);
+      }
+      if (!sized_later.empty())
+        throw std::runtime_error("`" + fn + "`: aux array `" + sized_later[0]->name +
+                                 "` is sized by another but not filled in the prelude");
+      out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
+                         fail("DCC_ERR_OVERFLOW", quote(fn + ": the lengths make an offset overflow")));
+    } else if (f.prelude) {
       out += "  ovf = 0;\n";
       c.stmt(f.prelude, 1, out);
       out += fmt::format("  if (ovf) {{ {} goto done; }}\n",

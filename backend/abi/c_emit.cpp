@@ -75,6 +75,8 @@ std::string CEmitter::expr(const ir::Expr& e) {
       }
       break;
     }
+    case ExprKind::Select:  // `remap`'s ranking in the prelude
+      return fmt::format("({} ? {} : {})", expr(e->args[0]), expr(e->args[1]), expr(e->args[2]));
     default: break;
   }
   throw std::runtime_error("the C ABI cannot express an IR expression of kind " + std::string(ir::kind_name(e->kind)));

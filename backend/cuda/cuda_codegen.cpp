@@ -1245,15 +1245,32 @@ class FuncEmitter {
         ++i;
       }
     o += "  } else {\n";
-    for (const auto& b : f_.buffers) {
-      if (b->kind != BufferKind::Aux) continue;
+    auto host_aux = [&](const ir::Buffer& b) {
       int k = slot_.at(b.get());
       o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", host_.expr(b->total));
       o += fmt::format("    if (ovf || n < 0) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: offset array size overflows\"); goto done; }}\n", fn);
       o += fmt::format("    hp[{}] = std::calloc((size_t)n + 1, 8);\n    host_owned.push_back(hp[{}]);\n", k, k);
       o += fmt::format("    if (!hp[{}]) {{ st = dcc_set_error(DCC_ERR_OUT_OF_MEMORY, \"{}: cannot allocate an offset array\"); goto done; }}\n  }}\n", k, fn);
-    }
-    if (f_.prelude) {
+    };
+    std::vector<ir::Buffer> later = aux_sized_later();
+    for (const auto& b : f_.buffers)
+      if (b->kind == BufferKind::Aux && std::find(later.begin(), later.end(), b) == later.end()) host_aux(b);
+    if (f_.prelude && !later.empty()) {
+      // An aux array sized by another (`fuse`'s maps) is allocated after the
+      // statements before the one that fills it.
+      o += "  ovf = 0;\n";
+      for (const auto& item : prelude_items()) {
+        for (const auto& b : later)
+          if (fills(item, b)) {
+            o += fmt::format("  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
+            host_aux(b);
+          }
+        o += "  {\n";
+        host_.stmt(item, 2, o);
+        o += "  }\n";
+      }
+      o += fmt::format("  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
+    } else if (f_.prelude) {
       o += "  ovf = 0;\n  {\n";
       host_.stmt(f_.prelude, 2, o);
       o += fmt::format("  }}\n  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
@@ -1343,13 +1360,23 @@ class FuncEmitter {
       if (b->kind == BufferKind::Input && !b->dims.empty()) o += fmt::format("  hp[{}] = hb[{}];\n", slot_.at(b.get()), slot);
       ++slot;
     }
-    for (const auto& b : f_.buffers) {
-      if (b->kind != BufferKind::Aux) continue;
+    auto host_aux = [&](const ir::Buffer& b) {
       int k = slot_.at(b.get());
       o += fmt::format("  {{\n    const int64_t n = {};\n    hp[{}] = std::calloc((size_t)n + 1, 8);\n    host_owned.push_back(hp[{}]);\n  }}\n",
                        host_.expr(b->total), k, k);
-    }
-    if (f_.prelude) {
+    };
+    std::vector<ir::Buffer> later = aux_sized_later();
+    for (const auto& b : f_.buffers)
+      if (b->kind == BufferKind::Aux && std::find(later.begin(), later.end(), b) == later.end()) host_aux(b);
+    if (f_.prelude && !later.empty()) {
+      for (const auto& item : prelude_items()) {
+        for (const auto& b : later)
+          if (fills(item, b)) host_aux(b);
+        o += "  {\n";
+        host_.stmt(item, 2, o);
+        o += "  }\n";
+      }
+    } else if (f_.prelude) {
       o += "  {\n";
       host_.stmt(f_.prelude, 2, o);
       o += "  }\n";
@@ -1377,6 +1404,34 @@ class FuncEmitter {
     o += copy_back;
     o += "done:\n  for (void* p : owned) cudaFree(p);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
     out_ += o;
+  }
+
+  /// Aux arrays whose size reads another aux array (`fuse`'s maps): they
+  /// are allocated just before the prelude statement that fills them.
+  std::vector<ir::Buffer> aux_sized_later() const {
+    std::vector<ir::Buffer> out;
+    for (const auto& b : f_.buffers) {
+      if (b->kind != BufferKind::Aux) continue;
+      bool reads = false;
+      ir::each_expr(b->total, [&](const ir::ExprNode& e) {
+        reads |= e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Aux;
+      });
+      if (reads) out.push_back(b);
+    }
+    return out;
+  }
+  std::vector<ir::Stmt> prelude_items() const {
+    return f_.prelude->kind == StmtKind::Seq ? f_.prelude->body : std::vector<ir::Stmt>{f_.prelude};
+  }
+  /// Whether `item` is the first prelude statement storing `b`.
+  bool fills(const ir::Stmt& item, const ir::Buffer& b) const {
+    bool first = false;
+    for (const auto& x : prelude_items()) {
+      bool st = false;
+      ir::each_stmt(x, [&](const ir::StmtNode& y) { st |= y.kind == StmtKind::Store && y.buffer == b; });
+      if (st) return x == item;
+    }
+    return first;
   }
 
   const ir::Func& f_;

@@ -239,6 +239,33 @@ TEST(ScheduleDefaults, OffOrOverriddenByDirective) {
   expect_same_results(plain, named, Case{"defaults_overridden", "", "i_o"});
 }
 
+// fuse() over input lengths (x.seqlen): the maps are aux arrays the prelude
+// fills (so the C wrapper caches them per length pattern, host/mha_fused),
+// the body only reads them, and F_fo/F_fi are sized by F_oif[B]. Both
+// fusions' maps; results as the unscheduled program's on every pattern
+// (zero lengths included), the LLVM kernel computing the prelude itself.
+TEST(ScheduleFuse, MapsAreFilledInThePrelude) {
+  testing::Program plain = compile_scheduled("");
+  ASSERT_TRUE(plain.module) << messages(*plain.diags);
+  testing::Program sched = compile_scheduled("schedule f { fuse(y.data.b, y.data.i); fuse(t.data.b, t.data.i); }");
+  ASSERT_TRUE(sched.module) << messages(*sched.diags);
+  const ir::Func& f = sched.module->funcs[0];
+  std::vector<std::string> filled;
+  for (const auto& b : ir::prelude_aux(f)) filled.push_back(b->name);
+  for (const char* m : {"F_oif0", "F_fo0", "F_fi0", "F_oif1", "F_fo1", "F_fi1"}) {
+    EXPECT_NE(std::find(filled.begin(), filled.end(), m), filled.end()) << m << "\n" << ir::print(*sched.module);
+    bool body_stores = false;
+    ir::each_stmt(f.body, [&](const ir::StmtNode& x) {
+      body_stores |= x.kind == ir::StmtKind::Store && x.buffer->name == m;
+    });
+    EXPECT_FALSE(body_stores) << m;
+  }
+  std::string text = ir::print(*sched.module);
+  EXPECT_NE(text.find("aux F_fo0: i64 [x.1: F_oif0[B]] total F_oif0@(B);"), std::string::npos) << text;
+  EXPECT_EQ(text.find("local F_"), std::string::npos) << text;
+  expect_same_results(plain, sched, Case{"fuse_prelude", "", "parallel b_i in 0 .. F_oif1@(B)"});
+}
+
 // The first function's defaults on the program with no default-paddable
 // loop (every innermost loop reads the input or is constant): unchanged IR.
 TEST(ScheduleDefaults, NothingToPadLeavesIrUnchanged) {
