@@ -770,6 +770,8 @@ class Scheduler {
     LoopKind kind = lo->loop == LoopKind::Parallel && independent(li->body[0], in->var, why) ? LoopKind::Parallel
                                                                                              : LoopKind::Serial;
     Stmt fused = make_for(fv, total, body, kind);
+    // lo and li point into the statement replaced here; they are read below.
+    Stmt keep_alive = items[at];
     items[at] = replace_for(items[at], o->var.get(), [&](const Stmt&) { return fused; });
     items.insert(items.begin() + static_cast<long>(at), {fill_oif, fill_maps});
     f_.body = build::seq(items);

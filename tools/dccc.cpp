@@ -17,6 +17,8 @@
 //                       pass of its reduction (ir/tile_contractions.h)
 //   fuse elementwise -> CUDA only: element-wise producers computed in their
 //                       readers (ir/fuse_elementwise.h)
+//   fuse row sums    -> CUDA only: a row sum summed in the contraction that
+//                       divides by it (ir/fuse_row_sums.h)
 //   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
 //   simplify indices -> Z3-proved index rewrites through the aux arrays and
 //                       fusion maps, redundant bound checks dropped, invariant
@@ -55,6 +57,7 @@
 #include "ir/ir_parser.h"
 #include "ir/lower.h"
 #include "ir/fuse_elementwise.h"
+#include "ir/fuse_row_sums.h"
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
 #include "ir/reorder_loops.h"
@@ -438,6 +441,8 @@ int run(const Options& o) {
   if (o.target == "cuda" || o.emit == "cuda") {
     for (auto& f : module->funcs) dccc::ir::fuse_elementwise(f);
     if (!verified("fuse-elementwise")) return kExitInternal;
+    for (auto& f : module->funcs) dccc::ir::fuse_row_sums(f);
+    if (!verified("fuse-row-sums")) return kExitInternal;
   }
   if (o.storage) {
     std::vector<bool> lowered_now;

@@ -22,6 +22,7 @@
 #include "ir/expand_prints.h"
 #include "ir/lower.h"
 #include "ir/fuse_elementwise.h"
+#include "ir/fuse_row_sums.h"
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
 #include "ir/storage_lowering.h"
@@ -342,6 +343,8 @@ struct Session::Impl {
     if (cuda) {
       for (auto& f : c.module->funcs) ir::fuse_elementwise(f);
       if (!verified("fuse-elementwise")) return false;
+      for (auto& f : c.module->funcs) ir::fuse_row_sums(f);
+      if (!verified("fuse-row-sums")) return false;
     }
     for (auto& f : c.module->funcs)
       if (!ir::lower_storage(f, *c.diags)) {

@@ -279,6 +279,15 @@ class FuncEmitter {
     ir::Expr p, q;                        // the factors: p ignores Y, q ignores X
     ir::Stmt update;                      // acc = acc + [cast](p * q)
     bool p_r_fast = true, q_r_fast = true;  // unit stride along r (else along x or y)
+    /// Sums of a factor next to the product (ir/fuse_row_sums.h):
+    /// `s = s + p` (on_p) or `s = s + q`, each a private scalar. They add
+    /// the staged factor, once per x (or y), in r order like the loop.
+    struct Side {
+      ir::Stmt update;
+      ir::Expr term;
+      bool on_p;
+    };
+    std::vector<Side> sides;
   };
   /// True when evaluating `e` can set the error flag (integer division or
   /// remainder): then it runs only where its element is in range.
@@ -311,7 +320,12 @@ class FuncEmitter {
   }
   std::optional<GemmPlan> plan_gemm(const Launch& l, const TilePlan& t) {
     if (t.nest->kind != StmtKind::For || only_loop(t.nest->body[0])) return std::nullopt;
-    ir::Stmt st = only_stmt(t.nest->body[0]);
+    // The product's update first, then any sums of one factor.
+    ir::Stmt body = only_stmt(t.nest->body[0]);
+    if (!body) return std::nullopt;
+    std::vector<ir::Stmt> items = body->kind == StmtKind::Seq ? body->body : std::vector<ir::Stmt>{body};
+    if (items.empty()) return std::nullopt;
+    ir::Stmt st = items[0];
     if (!st || st->kind != StmtKind::Store || !private_.count(st->buffer.get()) || !is_float(st->buffer->type))
       return std::nullopt;
     const ir::Expr& v = st->value;
@@ -334,6 +348,21 @@ class FuncEmitter {
     const ir::Var& vr = t.nest->var;
     g.p_r_fast = unit_stride(g.p, vr) || !unit_stride(g.p, vx);
     g.q_r_fast = unit_stride(g.q, vr) || !unit_stride(g.q, vy);
+    for (size_t k = 1; k < items.size(); ++k) {
+      const ir::Stmt& side = items[k];
+      if (side->kind != StmtKind::Store || !private_.count(side->buffer.get()) || side->buffer == st->buffer ||
+          !is_float(side->buffer->type) || side->value->kind != ExprKind::Binary || side->value->binop != BinOp::Add)
+        return std::nullopt;
+      const ir::Expr& a = side->value->args[0];
+      const ir::Expr& term = side->value->args[1];
+      if (a->kind != ExprKind::Load || a->buffer != side->buffer) return std::nullopt;
+      bool on_p = ir::same_expr(term, g.p);
+      if (!on_p && !ir::same_expr(term, g.q)) return std::nullopt;
+      for (const auto& other : items)
+        if (other != side && (ir::loads_from(other->value, side->buffer.get()) || other->buffer == side->buffer))
+          return std::nullopt;
+      g.sides.push_back({side, term, on_p});
+    }
     return g;
   }
 
@@ -741,7 +770,7 @@ class FuncEmitter {
       std::string v = var(l.inner[k]->var);
       body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
     }
-    for (const BufferNode* b : private_)
+    for (const BufferNode* b : private_in_order())
       body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTile, kTile);
     tiled_ = true;
     auto lanes = [&](int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
@@ -923,7 +952,7 @@ class FuncEmitter {
       body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
     }
     body += fmt::format("    const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};\n", kSide);
-    for (const BufferNode* b : private_)
+    for (const BufferNode* b : private_in_order())
       body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTileX, kTileY);
     tiled_ = true;
     // Lane d of a thread: runs of 4 adjacent elements, 4 * kSide apart.
@@ -1079,8 +1108,26 @@ class FuncEmitter {
     body += fmt::format("        #pragma unroll\n        for (int dx = 0; dx < {}; ++dx) {{\n", kTileX);
     body += fmt::format("          #pragma unroll\n          for (int dy = 0; dy < {}; ++dy) {{\n", kTileY);
     stmt(g.update, 6, body);
-    body += "          }\n        }\n      }\n      __syncthreads();\n    }\n";
+    body += "          }\n        }\n";
     override_.clear();
+    // Sums of one factor: lane [dx][0] (or [0][dy]) adds each staged value.
+    for (const auto& side : g.sides) {
+      override_[side.term.get()] = side.on_p ? "pa[dx]" : "qb[dy]";
+      body += fmt::format("        {{\n          const int {} = 0;\n          #pragma unroll\n          for (int {} = 0; {} < {}; ++{}) {{\n",
+                          side.on_p ? "dy" : "dx", side.on_p ? "dx" : "dy", side.on_p ? "dx" : "dy",
+                          side.on_p ? kTileX : kTileY, side.on_p ? "dx" : "dy");
+      stmt(side.update, 6, body);
+      body += "          }\n        }\n";
+      override_.clear();
+    }
+    body += "      }\n      __syncthreads();\n    }\n";
+    // ... and every lane of the row (column) takes that sum.
+    for (const auto& side : g.sides) {
+      std::string r = "r_" + ident(side.update->buffer->name);
+      body += fmt::format("    #pragma unroll\n    for (int dx = 0; dx < {}; ++dx) {{\n      #pragma unroll\n"
+                          "      for (int dy = 0; dy < {}; ++dy) {}[dx][dy] = {}[{}][{}];\n    }}\n",
+                          kTileX, kTileY, r, r, side.on_p ? "dx" : "0", side.on_p ? "0" : "dy");
+    }
     // The epilogue: offsets affine in x and y from the thread's first lane.
     std::vector<ir::Expr> post_offsets;
     for (const auto& st : plan.post) flat_offsets(st, post_offsets);
@@ -1159,7 +1206,7 @@ class FuncEmitter {
 
   void declare_private(std::string& body, int depth) {
     std::string pad(depth * 2, ' ');
-    for (const BufferNode* b : private_) body += fmt::format("{}{} r_{} = 0;\n", pad, value_type(b->type), ident(b->name));
+    for (const BufferNode* b : private_in_order()) body += fmt::format("{}{} r_{} = 0;\n", pad, value_type(b->type), ident(b->name));
   }
 
   // ---- host code ----
@@ -1441,6 +1488,14 @@ class FuncEmitter {
   CEmitter host_;  // host code: totals, the prelude, launch sizes
   std::map<const ir::VarNode*, std::string> vars_;
   std::set<const BufferNode*> private_;
+  /// private_ in the function's buffer order: declarations in a fixed order
+  /// (a set of pointers iterates in allocation order, which varies).
+  std::vector<const BufferNode*> private_in_order() const {
+    std::vector<const BufferNode*> out;
+    for (const auto& b : f_.buffers)
+      if (private_.count(b.get())) out.push_back(b.get());
+    return out;
+  }
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
   std::map<const ir::ExprNode*, std::string> override_;  // expressions already in registers
   std::map<std::string, std::string> hoisted_;           // loads made once per outer iteration

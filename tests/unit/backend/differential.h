@@ -21,6 +21,7 @@
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
 #include "ir/fuse_elementwise.h"
+#include "ir/fuse_row_sums.h"
 #include "ir/interpreter.h"
 #include "ir/lower.h"
 #include "ir/mark_parallel.h"
@@ -61,7 +62,10 @@ inline Program compile(const std::string& name, const std::string& text, bool cp
       ir::reorder_loops(f);
       ir::tile_contractions(f);
     }
-    if (cuda_passes) ir::fuse_elementwise(f);
+    if (cuda_passes) {
+      ir::fuse_elementwise(f);
+      ir::fuse_row_sums(f);
+    }
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();
       return p;

@@ -1,0 +1,221 @@
+#include "ir/fuse_row_sums.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace dccc::ir {
+namespace {
+
+std::vector<Stmt> items_of(const Stmt& body) {
+  if (!body) return {};
+  if (body->kind == StmtKind::Seq) return body->body;
+  return {body};
+}
+
+Stmt strip(Stmt s) {
+  while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
+  return s;
+}
+
+bool loads_any(const Expr& e, const BufferNode* b) { return loads_from(e, b); }
+
+/// `acc = C; for r { acc = acc + X }; post`, the innermost body of a
+/// perfect loop nest.
+struct Reduction {
+  std::vector<const StmtNode*> loops;  // the nest, outermost first
+  Stmt init;                           // acc = C
+  Stmt loop;                           // for r { acc = acc + X }
+  Stmt update;                         // acc = acc + X
+  Stmt post;                           // the store after the loop
+  Buffer acc;
+};
+
+std::optional<Reduction> parse(const Stmt& item) {
+  Reduction r;
+  Stmt s = strip(item);
+  Stmt inner;
+  while (s && s->kind == StmtKind::For) {
+    r.loops.push_back(s.get());
+    Stmt b = strip(s->body[0]);
+    if (b && b->kind == StmtKind::Seq) {
+      inner = b;
+      break;
+    }
+    s = b;
+  }
+  if (!inner || inner->body.size() != 3 || r.loops.empty()) return std::nullopt;
+  r.init = inner->body[0];
+  r.loop = inner->body[1];
+  r.post = inner->body[2];
+  if (r.init->kind != StmtKind::Store || !r.init->buffer->dims.empty() || r.init->flat) return std::nullopt;
+  r.acc = r.init->buffer;
+  bool constant = true;
+  each_expr(r.init->value, [&](const ExprNode& x) {
+    constant &= x.kind != ExprKind::Load && x.kind != ExprKind::VarRef && x.kind != ExprKind::SizeRef;
+  });
+  if (!constant || r.loop->kind != StmtKind::For) return std::nullopt;
+  r.update = strip(r.loop->body[0]);
+  if (!r.update || r.update->kind != StmtKind::Store || r.update->buffer != r.acc) return std::nullopt;
+  const Expr& v = r.update->value;
+  if (v->kind != ExprKind::Binary || v->binop != BinOp::Add || v->args[0]->kind != ExprKind::Load ||
+      v->args[0]->buffer != r.acc || loads_any(v->args[1], r.acc.get()))
+    return std::nullopt;
+  if (r.post->kind != StmtKind::Store || r.post->flat) return std::nullopt;
+  return r;
+}
+
+/// `e` with every load of `from` (a scalar) reading `to` instead.
+Expr reload(const Expr& e, const Buffer& from, const Buffer& to) {
+  if (!e) return e;
+  std::vector<Expr> args;
+  bool changed = false;
+  for (const auto& a : e->args) {
+    args.push_back(reload(a, from, to));
+    changed |= args.back() != a;
+  }
+  if (e->kind == ExprKind::Load && e->buffer == from) return build::load(to, {});
+  if (!changed) return e;
+  auto copy = std::make_shared<ExprNode>(*e);
+  copy->args = std::move(args);
+  return copy;
+}
+
+/// `e` with the load of `r` (there is one) replaced by `value`.
+Expr replace_load(const Expr& e, const Buffer& r, const Expr& value) {
+  if (!e) return e;
+  if (e->kind == ExprKind::Load && e->buffer == r) return value;
+  std::vector<Expr> args;
+  bool changed = false;
+  for (const auto& a : e->args) {
+    args.push_back(replace_load(a, r, value));
+    changed |= args.back() != a;
+  }
+  if (!changed) return e;
+  auto copy = std::make_shared<ExprNode>(*e);
+  copy->args = std::move(args);
+  return copy;
+}
+
+/// `s` with the statement `inner` (a node of the nest) replaced by `with`.
+Stmt replace_stmt(const Stmt& s, const StmtNode* inner, const Stmt& with) {
+  if (s.get() == inner) return with;
+  if (s->body.empty()) return s;
+  auto copy = std::make_shared<StmtNode>(*s);
+  for (auto& c : copy->body)
+    if (c) c = replace_stmt(c, inner, with);
+  return copy;
+}
+
+/// Fuses the row sum of top-level statement `k` into its reader, if it
+/// qualifies; returns the tensor's name or "".
+std::string fuse_one(Func& f, std::vector<Stmt>& items, size_t k) {
+  auto sr = parse(items[k]);
+  if (!sr) return "";
+  const Buffer& R = sr->post->buffer;
+  if (R->kind != BufferKind::Local || R->dims.size() != sr->loops.size() || sr->post->args.size() != R->dims.size())
+    return "";
+  // S_R stores every element of R: its loops index R's dimensions in order
+  // over their extents.
+  std::map<const VarNode*, Expr> dim_to_loop;
+  for (size_t d = 0; d < R->dims.size(); ++d) {
+    const Expr& a = sr->post->args[d];
+    if (a->kind != ExprKind::VarRef || a->var != sr->loops[d]->var) return "";
+    dim_to_loop[R->dims[d].var.get()] = build::var(sr->loops[d]->var);
+  }
+  for (size_t d = 0; d < R->dims.size(); ++d)
+    if (!same_expr(sr->loops[d]->extent, substitute(R->dims[d].extent, dim_to_loop))) return "";
+  const Expr& term = sr->update->value->args[1];
+  if (loads_any(term, R.get()) || loads_any(sr->post->value, R.get())) return "";
+  // The one reader: exactly one load of R in all other statements, none before.
+  int reader = -1, loads = 0;
+  for (size_t c = 0; c < items.size(); ++c) {
+    if (c == k) continue;
+    bool printed = false;
+    each_stmt(items[c], [&](const StmtNode& x) {
+      printed |= x.kind == StmtKind::Print && x.buffer == R;
+      if (x.kind == StmtKind::Store && x.buffer == R) printed = true;  // another writer
+      own_exprs(x, [&](const ExprNode& e) {
+        if (e.kind == ExprKind::Load && e.buffer == R) {
+          ++loads;
+          reader = static_cast<int>(c);
+        }
+      });
+    });
+    if (printed) return "";
+  }
+  if (loads != 1 || reader <= static_cast<int>(k)) return "";
+  auto sc = parse(items[reader]);
+  if (!sc || sc->acc == sr->acc) return "";
+  // R is read in S_C's post, at indices e1..en.
+  const ExprNode* load = nullptr;
+  each_expr(sc->post->value, [&](const ExprNode& e) {
+    if (e.kind == ExprKind::Load && e.buffer == R) load = &e;
+  });
+  if (!load || load->flat || load->args.size() != R->dims.size()) return "";
+  std::map<const VarNode*, Expr> bind;
+  for (size_t d = 0; d < R->dims.size(); ++d) bind[sr->loops[d]->var.get()] = load->args[d];
+  // The same range of j, and T is a factor of S_C's product.
+  if (!same_expr(sc->loop->extent, substitute(sr->loop->extent, bind))) return "";
+  bind[sr->loop->var.get()] = build::var(sc->loop->var);
+  Expr t2 = substitute(term, bind);
+  Expr prod = sc->update->value->args[1];
+  if (prod->kind == ExprKind::Cast) prod = prod->args[0];
+  if (prod->kind != ExprKind::Binary || prod->binop != BinOp::Mul) return "";
+  if (!same_expr(prod->args[0], t2) && !same_expr(prod->args[1], t2)) return "";
+  // T reads the same values at S_C: nothing from S_R on writes what it reads.
+  std::set<const BufferNode*> read;
+  each_expr(term, [&](const ExprNode& e) {
+    if (e.kind == ExprKind::Load) read.insert(e.buffer.get());
+  });
+  for (int c = static_cast<int>(k) + 1; c <= reader; ++c) {
+    bool writes = false;
+    each_stmt(items[c], [&](const StmtNode& x) { writes |= x.kind == StmtKind::Store && read.count(x.buffer.get()); });
+    if (writes) return "";
+  }
+  // S_C gets a second accumulator, updated as S_R's was.
+  auto rsum = std::make_shared<BufferNode>();
+  rsum->name = R->name;
+  rsum->type = sr->acc->type;
+  rsum->kind = sr->acc->kind;
+  Stmt init = build::store(rsum, {}, sr->init->value);
+  Stmt update = build::store(rsum, {}, substitute(reload(sr->update->value, sr->acc, rsum), bind));
+  Expr value = substitute(reload(sr->post->value, sr->acc, rsum), bind);
+  if (value->type != R->type) value = build::cast(R->type, value);
+  auto loop = std::make_shared<StmtNode>(*sc->loop);
+  loop->body = {build::seq({loop->body[0], update})};
+  auto post = std::make_shared<StmtNode>(*sc->post);
+  post->value = replace_load(sc->post->value, R, value);
+  // The innermost Seq of S_C, rebuilt.
+  const StmtNode* inner = nullptr;
+  each_stmt(items[reader], [&](const StmtNode& x) {
+    if (x.kind == StmtKind::Seq && x.body.size() == 3 && x.body[1] == sc->loop) inner = &x;
+  });
+  if (!inner) return "";
+  items[reader] = replace_stmt(items[reader], inner, build::seq({sc->init, init, loop, post}));
+  items.erase(items.begin() + static_cast<long>(k));
+  auto at = std::find(f.buffers.begin(), f.buffers.end(), R);
+  *at = rsum;
+  return R->name;
+}
+
+}  // namespace
+
+std::vector<std::string> fuse_row_sums(Func& f) {
+  std::vector<std::string> fused;
+  if (f.storage_lowered) return fused;
+  std::vector<Stmt> items = items_of(f.body);
+  for (size_t k = 0; k < items.size();) {
+    std::string name = fuse_one(f, items, k);
+    if (name.empty()) {
+      ++k;
+      continue;
+    }
+    fused.push_back(name);
+    f.body = items.size() == 1 ? items[0] : build::seq(items);
+  }
+  return fused;
+}
+
+}  // namespace dccc::ir
