@@ -16,13 +16,6 @@
 namespace dccc::ir {
 namespace {
 
-const StmtNode* find_for(const Stmt& s, const VarNode* v) {
-  const StmtNode* found = nullptr;
-  each_stmt(s, [&](const StmtNode& x) {
-    if (!found && x.kind == StmtKind::For && x.var.get() == v) found = &x;
-  });
-  return found;
-}
 
 /// `s` with the loop of `v` replaced by fn(loop).
 Stmt replace_for(const Stmt& s, const VarNode* v, const std::function<Stmt(const Stmt&)>& fn) {
@@ -612,24 +605,9 @@ class Scheduler {
     return true;
   }
 
-  /// The loop variables an index determines one-to-one: `v`, or a split
-  /// loop's `v_o * k + v_i` (v_i running over 0 .. k), nested.
-  void plain_vars(const Expr& e, std::set<const VarNode*>& out) const {
-    if (e->kind == ExprKind::VarRef) {
-      out.insert(e->var.get());
-      return;
-    }
-    if (e->kind != ExprKind::Binary || e->binop != BinOp::Add || e->args[1]->kind != ExprKind::VarRef) return;
-    const Expr& mul = e->args[0];
-    if (mul->kind != ExprKind::Binary || mul->binop != BinOp::Mul || mul->args[1]->kind != ExprKind::IntImm) return;
-    const StmtNode* inner = find_for(f_.body, e->args[1]->var.get());
-    if (!inner || inner->extent->kind != ExprKind::IntImm || inner->extent->int_value != mul->args[1]->int_value) return;
-    std::set<const VarNode*> outer;
-    plain_vars(mul->args[0], outer);
-    if (outer.empty()) return;
-    out.insert(outer.begin(), outer.end());
-    out.insert(e->args[1]->var.get());
-  }
+  /// The loop variables an index determines one-to-one (ir/split_op.h).
+  void plain_vars(const Expr& e, std::set<const VarNode*>& out) const { plain_index_vars(f_.body, e, out); }
+
 
   void tile(const Directive& d) {
     const LoopRef &x = d.loops[0], &y = d.loops[1];

@@ -235,6 +235,14 @@ bool mentions(const Expr& e, const Var& v) {
   return false;
 }
 
+const StmtNode* find_for(const Stmt& s, const VarNode* v) {
+  const StmtNode* found = nullptr;
+  each_stmt(s, [&](const StmtNode& x) {
+    if (!found && x.kind == StmtKind::For && x.var.get() == v) found = &x;
+  });
+  return found;
+}
+
 bool same_expr(const Expr& a, const Expr& b) {
   if (a == b) return true;
   if (!a || !b) return false;

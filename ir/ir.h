@@ -295,6 +295,9 @@ bool touches_outside(const Stmt& s, const StmtNode* inner, const BufferNode* b);
 /// constants, variables and buffers (by identity), and operands.
 bool same_expr(const Expr& a, const Expr& b);
 
+/// The loop over `v` in `s` (null: none).
+const StmtNode* find_for(const Stmt& s, const VarNode* v);
+
 /// Replace variables by expressions.
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m);
 

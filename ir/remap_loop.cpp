@@ -57,13 +57,6 @@ Stmt replace_loop(const Stmt& s, const VarNode* v, const Stmt& with) {
   return copy;
 }
 
-const StmtNode* find_loop(const Stmt& s, const VarNode* v) {
-  const StmtNode* found = nullptr;
-  each_stmt(s, [&](const StmtNode& x) {
-    if (!found && x.kind == StmtKind::For && x.var.get() == v) found = &x;
-  });
-  return found;
-}
 
 /// The user's key as an i64 expression of `v`.
 class KeyReader {
@@ -148,12 +141,12 @@ RemapResult remap_loop(Func& f, const Var& v, const std::string& name, const Ter
   std::vector<Stmt> items = f.body->kind == StmtKind::Seq ? f.body->body : std::vector<Stmt>{f.body};
   size_t at = items.size();
   for (size_t k = 0; k < items.size() && at == items.size(); ++k)
-    if (find_loop(items[k], v.get())) at = k;
+    if (find_for(items[k], v.get())) at = k;
   if (at == items.size()) {
     r.error = fmt::format("loop `{}` is not in the lowered code", name);
     return r;
   }
-  const StmtNode* loop = find_loop(items[at], v.get());
+  const StmtNode* loop = find_for(items[at], v.get());
   std::string outer;
   each_expr(loop->extent, [&](const ExprNode& e) {
     if (e.kind == ExprKind::VarRef && outer.empty()) outer = e.var->name;

@@ -17,38 +17,6 @@ namespace {
 
 // ------------------------------------------------------------ structure
 
-bool same(const Expr& a, const Expr& b) {
-  if (a == b) return true;
-  if (!a || !b) return false;
-  if (a->kind != b->kind || a->type != b->type || a->args.size() != b->args.size()) return false;
-  switch (a->kind) {
-    case ExprKind::IntImm:
-      if (a->int_value != b->int_value) return false;
-      break;
-    case ExprKind::FloatImm:
-      if (a->float_value != b->float_value) return false;
-      break;
-    case ExprKind::VarRef:
-      if (a->var != b->var) return false;
-      break;
-    case ExprKind::SizeRef:
-      if (a->name != b->name) return false;
-      break;
-    case ExprKind::Binary:
-      if (a->binop != b->binop) return false;
-      break;
-    case ExprKind::Unary:
-      if (a->unop != b->unop) return false;
-      break;
-    case ExprKind::Load:
-      if (a->buffer != b->buffer || a->flat != b->flat) return false;
-      break;
-    default: break;
-  }
-  for (size_t k = 0; k < a->args.size(); ++k)
-    if (!same(a->args[k], b->args[k])) return false;
-  return true;
-}
 
 /// A readable text of `e` for --explain notes (not the IR printer's: that
 /// one prints whole functions).
@@ -306,7 +274,7 @@ class Simplifier {
       if (!pair || pair->kind != StmtKind::Seq || pair->body.size() != 2) continue;
       const Stmt &sfo = pair->body[0], &sfi = pair->body[1];
       if (sfo->kind != StmtKind::Store || sfi->kind != StmtKind::Store || sfo->args.size() != 1 ||
-          sfi->args.size() != 1 || !same(sfo->args[0], sfi->args[0]))
+          sfi->args.size() != 1 || !same_expr(sfo->args[0], sfi->args[0]))
         continue;
       if (!(sfo->value->kind == ExprKind::VarRef && sfo->value->var == outer->var &&
             sfi->value->kind == ExprKind::VarRef && sfi->value->var == inner->var))
@@ -318,8 +286,8 @@ class Simplifier {
       const Expr* oy = single_index(slot->args[0]);
       if (!oy || (*oy)->kind != ExprKind::VarRef || (*oy)->var != outer->var) continue;
       const Prefix* oif = prefix_of(slot->args[0]->buffer.get());
-      if (!oif || (in_prelude ? oif->ready != 0 : oif->ready > k) || !same(oif->extent, outer->extent)) continue;
-      if (!same(substitute(oif->slice, {{oif->y.get(), build::var(outer->var)}}), inner->extent)) continue;
+      if (!oif || (in_prelude ? oif->ready != 0 : oif->ready > k) || !same_expr(oif->extent, outer->extent)) continue;
+      if (!same_expr(substitute(oif->slice, {{oif->y.get(), build::var(outer->var)}}), inner->extent)) continue;
       const Buffer &fo = sfo->buffer, &fi = sfi->buffer;
       if (fo == fi || stores[fo.get()] != 1 || stores[fi.get()] != 1) continue;
       if (!in_prelude && (first_body_load(fo.get()) < k || first_body_load(fi.get()) < k)) continue;
@@ -328,7 +296,7 @@ class Simplifier {
     // Proportional prefix sums over the same extent.
     for (const auto& p : prefixes_)
       for (const auto& q : prefixes_) {
-        if (p == q || !same(p->extent, q->extent)) continue;
+        if (p == q || !same_expr(p->extent, q->extent)) continue;
         int64_t cp = 1, cq = 1;
         std::vector<Expr> rp, rq;
         factors(substitute(p->slice, {{p->y.get(), build::var(q->y)}}), cp, rp);
@@ -337,7 +305,7 @@ class Simplifier {
         bool ok = true;
         for (const auto& x : rq) {
           auto it = rp.begin();
-          while (it != rp.end() && !same(*it, x)) ++it;
+          while (it != rp.end() && !same_expr(*it, x)) ++it;
           if (it == rp.end()) {
             ok = false;
             break;
@@ -396,12 +364,12 @@ class Simplifier {
       // range_fact: (0 <= v) && (v < E)
       if (c->kind != ExprKind::Binary || c->binop != BinOp::And) continue;
       const Expr& lt = c->args[1];
-      if (lt->kind != ExprKind::Binary || lt->binop != BinOp::LT || !same(lt->args[0], v)) continue;
+      if (lt->kind != ExprKind::Binary || lt->binop != BinOp::LT || !same_expr(lt->args[0], v)) continue;
       const Expr& e = lt->args[1];
-      if (same(e, bound)) return true;
+      if (same_expr(e, bound)) return true;
       if (e->kind == ExprKind::IntImm && bound->kind == ExprKind::IntImm && e->int_value <= bound->int_value)
         return true;
-      if (bound->kind == ExprKind::Binary && bound->binop == BinOp::Add && same(bound->args[0], e) &&
+      if (bound->kind == ExprKind::Binary && bound->binop == BinOp::Add && same_expr(bound->args[0], e) &&
           bound->args[1]->kind == ExprKind::IntImm && bound->args[1]->int_value >= 0)
         return true;
     }
@@ -628,7 +596,7 @@ class Simplifier {
         for (const auto& c : context_) {
           if (c->kind != ExprKind::Binary || c->binop != BinOp::And) continue;
           const Expr& lt = c->args[1];
-          if (lt->kind == ExprKind::Binary && lt->binop == BinOp::LT && same(lt->args[0], e) &&
+          if (lt->kind == ExprKind::Binary && lt->binop == BinOp::LT && same_expr(lt->args[0], e) &&
               lt->args[1]->kind == ExprKind::IntImm && lt->args[1]->int_value >= 1)
             return lt->args[1]->int_value - 1;
         }
@@ -781,7 +749,7 @@ class Simplifier {
       // x - x
       for (size_t i = 0; i < terms.size() && !again; ++i)
         for (size_t j = 0; j < terms.size() && !again; ++j)
-          if (i != j && terms[i].neg != terms[j].neg && same(terms[i].e, terms[j].e)) {
+          if (i != j && terms[i].neg != terms[j].neg && same_expr(terms[i].e, terms[j].e)) {
             report_.notes.push_back(fmt::format("`{}` cancels in `{}`", show(terms[i].e), show(e)));
             std::vector<Term> cand;
             for (size_t k = 0; k < terms.size(); ++k)
@@ -814,7 +782,7 @@ class Simplifier {
           Expr k;
           auto is_fi = [&](const Expr& l) {
             const Expr* ix = single_index(l);
-            return ix && l->buffer == u->fi && same(*ix, x);
+            return ix && l->buffer == u->fi && same_expr(*ix, x);
           };
           if (is_fi(t2)) k = nullptr;
           else if (t2->kind == ExprKind::Binary && t2->binop == BinOp::Mul && is_fi(t2->args[0])) k = t2->args[1];
@@ -1006,7 +974,7 @@ class Simplifier {
       const Expr& t = x.buffer->total;
       if (plainly_nonneg(i)) {
         if (plainly_below(i, t)) return;
-        if (t->kind == ExprKind::Binary && t->binop == BinOp::Add && same(t->args[0], i) &&
+        if (t->kind == ExprKind::Binary && t->binop == BinOp::Add && same_expr(t->args[0], i) &&
             t->args[1]->kind == ExprKind::IntImm && t->args[1]->int_value > 0)
           return;  // i < i + c
         if (i->kind == ExprKind::IntImm && t->kind == ExprKind::IntImm && i->int_value < t->int_value) return;
@@ -1019,7 +987,7 @@ class Simplifier {
   static Expr replace_expr(const Expr& e, const std::vector<std::pair<Expr, Expr>>& m) {
     if (!e) return e;
     for (const auto& [from, to] : m)
-      if (same(e, from)) return to;
+      if (same_expr(e, from)) return to;
     std::vector<Expr> args;
     bool changed = false;
     for (const auto& a : e->args) {
@@ -1055,7 +1023,7 @@ class Simplifier {
           if (!e) return;
           if (hoistable(e, inner, written)) {
             for (const auto& x : found)
-              if (same(x, e)) return;
+              if (same_expr(x, e)) return;
             found.push_back(e);
             return;
           }

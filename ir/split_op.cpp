@@ -9,32 +9,7 @@
 namespace dccc::ir {
 namespace {
 
-const StmtNode* find_loop(const Stmt& s, const VarNode* v) {
-  const StmtNode* found = nullptr;
-  each_stmt(s, [&](const StmtNode& x) {
-    if (!found && x.kind == StmtKind::For && x.var.get() == v) found = &x;
-  });
-  return found;
-}
 
-/// The loop variables an index names one-to-one: `v`, or a split loop's
-/// `v_o * k + v_i` with v_i running over 0 .. k (nested).
-void plain_vars(const Stmt& nest, const Expr& e, std::set<const VarNode*>& out) {
-  if (e->kind == ExprKind::VarRef) {
-    out.insert(e->var.get());
-    return;
-  }
-  if (e->kind != ExprKind::Binary || e->binop != BinOp::Add || e->args[1]->kind != ExprKind::VarRef) return;
-  const Expr& mul = e->args[0];
-  if (mul->kind != ExprKind::Binary || mul->binop != BinOp::Mul || mul->args[1]->kind != ExprKind::IntImm) return;
-  const StmtNode* inner = find_loop(nest, e->args[1]->var.get());
-  if (!inner || inner->extent->kind != ExprKind::IntImm || inner->extent->int_value != mul->args[1]->int_value) return;
-  std::set<const VarNode*> outer;
-  plain_vars(nest, mul->args[0], outer);
-  if (outer.empty()) return;
-  out.insert(outer.begin(), outer.end());
-  out.insert(e->args[1]->var.get());
-}
 
 /// True when some expression of `s` (extents and conditions included) loads from `b`.
 bool reads(const Stmt& s, const BufferNode* b) {
@@ -120,6 +95,23 @@ class Cloner {
 
 }  // namespace
 
+void plain_index_vars(const Stmt& nest, const Expr& e, std::set<const VarNode*>& out) {
+  if (e->kind == ExprKind::VarRef) {
+    out.insert(e->var.get());
+    return;
+  }
+  if (e->kind != ExprKind::Binary || e->binop != BinOp::Add || e->args[1]->kind != ExprKind::VarRef) return;
+  const Expr& mul = e->args[0];
+  if (mul->kind != ExprKind::Binary || mul->binop != BinOp::Mul || mul->args[1]->kind != ExprKind::IntImm) return;
+  const StmtNode* inner = find_for(nest, e->args[1]->var.get());
+  if (!inner || inner->extent->kind != ExprKind::IntImm || inner->extent->int_value != mul->args[1]->int_value) return;
+  std::set<const VarNode*> outer;
+  plain_index_vars(nest, mul->args[0], outer);
+  if (outer.empty()) return;
+  out.insert(outer.begin(), outer.end());
+  out.insert(e->args[1]->var.get());
+}
+
 bool is_multiple_of(const Expr& e, int64_t k) {
   if (k == 1) return true;
   if (e->kind == ExprKind::IntImm) return e->int_value % k == 0;
@@ -143,7 +135,7 @@ std::optional<SplitOpResult> split_op(Func& f, const Var& loop, int64_t k,
   std::vector<Stmt> items = f.body && f.body->kind == StmtKind::Seq ? f.body->body : std::vector<Stmt>{f.body};
   size_t at = items.size();
   for (size_t q = 0; q < items.size() && at == items.size(); ++q)
-    if (find_loop(items[q], loop.get())) at = q;
+    if (find_for(items[q], loop.get())) at = q;
   if (at == items.size()) {
     why = fmt::format("loop `{}` is not in the lowered code", loop->name);
     return std::nullopt;
@@ -210,7 +202,7 @@ std::optional<SplitOpResult> split_op(Func& f, const Var& loop, int64_t k,
       return;
     }
     std::set<const VarNode*> named;
-    for (const auto& a : x.args) plain_vars(top, a, named);
+    for (const auto& a : x.args) plain_index_vars(top, a, named);
     for (const StmtNode* l : chain)
       if (!named.count(l->var.get())) {
         why = fmt::format("`{}` is not stored at an element of its own in each iteration of `{}`", b->name,

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "ir/ir.h"
@@ -57,5 +58,9 @@ bool is_multiple_of(const Expr& e, int64_t k);
 /// `e / k` for `e` with is_multiple_of(e, k): `x / m * (m / k)`, or `x / k`
 /// when m == k, folded for constants.
 Expr exact_quotient(const Expr& e, int64_t k);
+
+/// The loop variables of `nest` that index `e` names one-to-one: `v`, or a
+/// split loop's `v_o * k + v_i` with v_i running over 0 .. k (nested).
+void plain_index_vars(const Stmt& nest, const Expr& e, std::set<const VarNode*>& out);
 
 }  // namespace dccc::ir

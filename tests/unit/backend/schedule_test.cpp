@@ -12,26 +12,12 @@
 #include "ir/printer.h"
 #include "ir/schedule.h"
 #include "tests/unit/backend/differential.h"
+#include "tests/unit/backend/schedule_support.h"
 
 namespace dccc::backend {
 namespace {
 
-const char* kProgram = R"(
-type Seqs = coupling {
-    data: [b: B][seqlen[b], H]f32,
-    seqlen: [B]i32
-}
-
-fn f(x: Seqs, w: [H, H]f32) -> Seqs {
-    let t = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
-    t.data[b][i, h] = reduce(+, x.data[b][i, k] * w[k, h]);
-    let u = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
-    u.data[b][i, h] = t.data[b][i, h] * 0.5 + exp(t.data[b][i, h]);
-    let y = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
-    y.data[b][i, h] = u.data[b][i, h] - x.data[b][i, h];
-    return y;
-}
-)";
+const char* kProgram = testing::kSeqsProgram;
 
 /// Attention-like: the innermost loops of `s` (a reduce over h) and of `y`
 /// (a reduce over j) cannot be padded by default, that of `e` (j, over the
@@ -57,42 +43,10 @@ fn f(x: Seqs, w: [H, H]f32) -> Seqs {
 /// CPU, with `defaults`.
 testing::Program compile_scheduled(const std::string& schedule, const char* program = kProgram,
                                    const ir::ScheduleDefaults& defaults = {}) {
-  testing::Program p;
-  std::string text = std::string(program) + schedule;
-  p.file = std::make_unique<SourceFile>("schedule_test.toy", text);
-  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
-  p.ast = parse(*p.file, *p.diags);
-  if (!p.ast) return p;
-  p.checked = check(*p.ast, *p.diags);
-  if (p.diags->has_errors()) return p;
-  auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
-  p.module = ir::lower(*p.checked, *p.diags);
-  if (!p.module) return p;
-  for (auto& f : p.module->funcs) {
-    ir::expand_prints(f);
-    ir::mark_parallel(f);
-    ir::reorder_loops(f);
-    ir::Schedule none{f.name, {}, {}};
-    const ir::Schedule* mine = &none;
-    for (const auto& s : schedules)
-      if (s.func == f.name) mine = &s;
-    if (!ir::apply_schedule(f, mine, *p.diags, nullptr, defaults)) {
-      p.module.reset();
-      return p;
-    }
-    if (!ir::lower_storage(f, *p.diags)) {
-      p.module.reset();
-      return p;
-    }
-  }
-  return p;
+  return testing::compile_with_schedule(program, schedule, {defaults}, "schedule_test.toy");
 }
 
-std::string messages(const DiagnosticEngine& d) {
-  std::string out;
-  for (const auto& x : d.diagnostics()) out += d.render(x);
-  return out;
-}
+using testing::messages;
 
 struct Case {
   const char* name;

@@ -15,60 +15,20 @@
 #include "ir/simplify_indices.h"
 #include "ir/verifier.h"
 #include "tests/unit/backend/differential.h"
+#include "tests/unit/backend/schedule_support.h"
 
 namespace dccc::backend {
 namespace {
 
-const char* kProgram = R"(
-type Seqs = coupling {
-    data: [b: B][seqlen[b], H]f32,
-    seqlen: [B]i32
-}
-
-fn f(x: Seqs, w: [H, H]f32) -> Seqs {
-    let t = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
-    t.data[b][i, h] = reduce(+, x.data[b][i, k] * w[k, h]);
-    let u = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
-    u.data[b][i, h] = t.data[b][i, h] * 0.5 + exp(t.data[b][i, h]);
-    let y = Seqs { data: [b: B][x.seqlen[b], H]f32, seqlen: x.seqlen };
-    y.data[b][i, h] = u.data[b][i, h] - x.data[b][i, h];
-    return y;
-}
-)";
+const char* kProgram = testing::kSeqsProgram;
 
 /// kProgram with `schedule`, compiled as the driver does for the CPU; with
 /// `simplify` also through ir/simplify_indices.
 testing::Program compile(const std::string& schedule, bool simplify, ir::SimplifyReport* report = nullptr) {
-  testing::Program p;
-  std::string text = std::string(kProgram) + schedule;
-  p.file = std::make_unique<SourceFile>("simplify_test.toy", text);
-  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
-  p.ast = parse(*p.file, *p.diags);
-  if (!p.ast) return p;
-  p.checked = check(*p.ast, *p.diags);
-  if (p.diags->has_errors()) return p;
-  auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
-  p.module = ir::lower(*p.checked, *p.diags);
-  if (!p.module) return p;
-  for (auto& f : p.module->funcs) {
-    ir::expand_prints(f);
-    ir::mark_parallel(f);
-    ir::reorder_loops(f);
-    ir::Schedule none{f.name, {}, {}};
-    const ir::Schedule* mine = &none;
-    for (const auto& s : schedules)
-      if (s.func == f.name) mine = &s;
-    if (!ir::apply_schedule(f, mine, *p.diags) || !ir::lower_storage(f, *p.diags)) {
-      p.module.reset();
-      return p;
-    }
-    if (simplify) {
-      auto r = ir::simplify_indices(f);
-      if (report) *report = r;
-      EXPECT_EQ(ir::verify(f, "simplify-indices"), std::vector<std::string>{});
-    }
-  }
-  return p;
+  testing::ScheduledOptions o;
+  o.simplify = simplify;
+  o.report = report;
+  return testing::compile_with_schedule(kProgram, schedule, o, "simplify_test.toy");
 }
 
 struct Case {

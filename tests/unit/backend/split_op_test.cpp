@@ -16,6 +16,7 @@
 #include "ir/printer.h"
 #include "ir/schedule.h"
 #include "tests/unit/backend/differential.h"
+#include "tests/unit/backend/schedule_support.h"
 
 namespace dccc::backend {
 namespace {
@@ -54,42 +55,12 @@ std::string read_mha() {
 /// CPU target (mark_parallel, reorder_loops, the schedule with no default
 /// padding, tile_contractions, storage lowering).
 testing::Program compile_scheduled(const std::string& schedule, const std::string& program) {
-  testing::Program p;
-  p.file = std::make_unique<SourceFile>("split_op_test.toy", program + schedule);
-  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
-  p.ast = parse(*p.file, *p.diags);
-  if (!p.ast) return p;
-  p.checked = check(*p.ast, *p.diags);
-  if (p.diags->has_errors()) return p;
-  auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
-  p.module = ir::lower(*p.checked, *p.diags);
-  if (!p.module) return p;
-  for (auto& f : p.module->funcs) {
-    ir::expand_prints(f);
-    ir::mark_parallel(f);
-    ir::reorder_loops(f);
-    ir::Schedule none{f.name, {}, {}};
-    const ir::Schedule* mine = &none;
-    for (const auto& s : schedules)
-      if (s.func == f.name) mine = &s;
-    if (!ir::apply_schedule(f, mine, *p.diags)) {
-      p.module.reset();
-      return p;
-    }
-    ir::tile_contractions(f);
-    if (!ir::lower_storage(f, *p.diags)) {
-      p.module.reset();
-      return p;
-    }
-  }
-  return p;
+  testing::ScheduledOptions o;
+  o.tile = true;
+  return testing::compile_with_schedule(program, schedule, o, "split_op_test.toy");
 }
 
-std::string messages(const DiagnosticEngine& d) {
-  std::string out;
-  for (const auto& x : d.diagnostics()) out += d.render(x);
-  return out;
-}
+using testing::messages;
 
 struct Case {
   const char* name;
