@@ -29,16 +29,6 @@ Stmt replace_for(const Stmt& s, const VarNode* v, const std::function<Stmt(const
 
 Stmt make_for(const Var& v, Expr extent, Stmt body, LoopKind k) { return build::for_loop(v, std::move(extent), std::move(body), k); }
 
-/// Integer division or remainder: may fail at run time on values a padded
-/// iteration reads from padding.
-bool may_fail(const Expr& e) {
-  bool found = false;
-  each_expr(e, [&](const ExprNode& x) {
-    found |= x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type);
-  });
-  return found;
-}
-
 class Scheduler {
  public:
   Scheduler(Func& f, DiagnosticEngine& diags) : f_(f), diags_(diags) {

@@ -12,11 +12,6 @@ namespace {
 constexpr int kMaxLoads = 3;
 constexpr int kMaxNodes = 24;
 
-std::vector<Stmt> items_of(const Stmt& body) {
-  if (!body) return {};
-  if (body->kind == StmtKind::Seq) return body->body;
-  return {body};
-}
 
 bool stores_to(const Stmt& s, const BufferNode* b) {
   bool found = false;
@@ -30,7 +25,7 @@ const StmtNode* producer_store(const Stmt& item, const Buffer& p, std::vector<co
   Stmt s = item;
   loops.clear();
   while (true) {
-    while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
+    s = unwrap(s);
     if (!s || s->kind != StmtKind::For) break;
     loops.push_back(s.get());
     s = s->body[0];

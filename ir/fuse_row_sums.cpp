@@ -8,16 +8,7 @@
 namespace dccc::ir {
 namespace {
 
-std::vector<Stmt> items_of(const Stmt& body) {
-  if (!body) return {};
-  if (body->kind == StmtKind::Seq) return body->body;
-  return {body};
-}
 
-Stmt strip(Stmt s) {
-  while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
-  return s;
-}
 
 bool loads_any(const Expr& e, const BufferNode* b) { return loads_from(e, b); }
 
@@ -34,11 +25,11 @@ struct Reduction {
 
 std::optional<Reduction> parse(const Stmt& item) {
   Reduction r;
-  Stmt s = strip(item);
+  Stmt s = unwrap(item);
   Stmt inner;
   while (s && s->kind == StmtKind::For) {
     r.loops.push_back(s.get());
-    Stmt b = strip(s->body[0]);
+    Stmt b = unwrap(s->body[0]);
     if (b && b->kind == StmtKind::Seq) {
       inner = b;
       break;
@@ -56,7 +47,7 @@ std::optional<Reduction> parse(const Stmt& item) {
     constant &= x.kind != ExprKind::Load && x.kind != ExprKind::VarRef && x.kind != ExprKind::SizeRef;
   });
   if (!constant || r.loop->kind != StmtKind::For) return std::nullopt;
-  r.update = strip(r.loop->body[0]);
+  r.update = unwrap(r.loop->body[0]);
   if (!r.update || r.update->kind != StmtKind::Store || r.update->buffer != r.acc) return std::nullopt;
   const Expr& v = r.update->value;
   if (v->kind != ExprKind::Binary || v->binop != BinOp::Add || v->args[0]->kind != ExprKind::Load ||

@@ -235,6 +235,25 @@ bool mentions(const Expr& e, const Var& v) {
   return false;
 }
 
+std::vector<Stmt> items_of(const Stmt& body) {
+  if (!body) return {};
+  if (body->kind == StmtKind::Seq) return body->body;
+  return {body};
+}
+
+Stmt unwrap(Stmt s) {
+  while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
+  return s;
+}
+
+bool may_fail(const Expr& e) {
+  bool found = false;
+  each_expr(e, [&](const ExprNode& x) {
+    found |= x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type);
+  });
+  return found;
+}
+
 const StmtNode* find_for(const Stmt& s, const VarNode* v) {
   const StmtNode* found = nullptr;
   each_stmt(s, [&](const StmtNode& x) {

@@ -295,6 +295,13 @@ bool touches_outside(const Stmt& s, const StmtNode* inner, const BufferNode* b);
 /// constants, variables and buffers (by identity), and operands.
 bool same_expr(const Expr& a, const Expr& b);
 
+/// The items of a sequence, or `body` alone (none for null).
+std::vector<Stmt> items_of(const Stmt& body);
+/// `s` without the one-item sequences around it.
+Stmt unwrap(Stmt s);
+/// True when `e` divides integers (`/` or `%`), which can fail at run time.
+bool may_fail(const Expr& e);
+
 /// The loop over `v` in `s` (null: none).
 const StmtNode* find_for(const Stmt& s, const VarNode* v);
 

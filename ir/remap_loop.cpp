@@ -14,7 +14,7 @@ Expr add(Expr a, Expr b) { return build::binary(BinOp::Add, std::move(a), std::m
 Expr mul(Expr a, Expr b) { return build::binary(BinOp::Mul, std::move(a), std::move(b)); }
 
 /// Integer division or remainder by anything but a positive constant.
-bool may_fail(const Expr& e) {
+bool divides_unsafely(const Expr& e) {
   bool found = false;
   each_expr(e, [&](const ExprNode& x) {
     found |= x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type) &&
@@ -181,7 +181,7 @@ RemapResult remap_loop(Func& f, const Var& v, const std::string& name, const Ter
   } else {
     std::map<const VarNode*, Expr> bound;
     k = work(loop->body[0], bound);
-    if (may_fail(k)) {
+    if (divides_unsafely(k)) {
       r.error = fmt::format("the work of an iteration of `{}` (its inner loops' extents) divides by a value that "
                             "may be zero; give the order as a key instead",
                             name);

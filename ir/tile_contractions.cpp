@@ -11,7 +11,7 @@ namespace {
 constexpr int64_t kTileI = 4;
 constexpr int64_t kTileJ = 4;
 
-const Stmt& unwrap(const Stmt& s) { return s && s->kind == StmtKind::Seq && s->body.size() == 1 ? s->body[0] : s; }
+const Stmt& unwrap_once(const Stmt& s) { return s && s->kind == StmtKind::Seq && s->body.size() == 1 ? s->body[0] : s; }
 
 bool is_var(const Expr& e, const Var& v) { return e->kind == ExprKind::VarRef && e->var == v; }
 
@@ -80,7 +80,7 @@ class Tiler {
  private:
   std::optional<Nest> match(const Stmt& outer) const {
     if (outer->loop != LoopKind::Serial) return std::nullopt;
-    const Stmt& inner = unwrap(outer->body[0]);
+    const Stmt& inner = unwrap_once(outer->body[0]);
     if (!inner || inner->kind != StmtKind::For || inner->loop != LoopKind::Serial) return std::nullopt;
     const Var& i = outer->var;
     const Var& j = inner->var;
@@ -97,7 +97,7 @@ class Tiler {
     if (n.red->loop != LoopKind::Serial || mentions(n.red->extent, i) || mentions(n.red->extent, j) ||
         loads_from(n.red->extent, acc))
       return std::nullopt;
-    n.step = unwrap(n.red->body[0]);
+    n.step = unwrap_once(n.red->body[0]);
     if (!n.step || n.step->kind != StmtKind::Store || n.step->buffer != n.acc) return std::nullopt;
     const Expr& v = n.step->value;
     if (v->kind != ExprKind::Binary || v->args[0]->kind != ExprKind::Load || v->args[0]->buffer != n.acc ||

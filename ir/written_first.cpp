@@ -36,7 +36,7 @@ bool written_first(const Func& f, const BufferNode* b) {
   std::vector<const StmtNode*> loops;
   Stmt s = *first;
   while (true) {
-    while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
+    s = unwrap(s);
     if (!s || s->kind != StmtKind::For) break;
     if (loads_from(s->extent, b)) return false;
     loops.push_back(s.get());

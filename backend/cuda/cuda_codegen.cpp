@@ -182,7 +182,7 @@ class FuncEmitter {
     ir::Stmt nest;
   };
   static std::optional<LoopSplit> split_at_loop(const ir::Stmt& body) {
-    std::vector<ir::Stmt> items = body->kind == StmtKind::Seq ? body->body : std::vector<ir::Stmt>{body};
+    std::vector<ir::Stmt> items = ir::items_of(body);
     LoopSplit split;
     for (const auto& it : items) {
       bool has_loop = false;
@@ -289,15 +289,6 @@ class FuncEmitter {
     };
     std::vector<Side> sides;
   };
-  /// True when evaluating `e` can set the error flag (integer division or
-  /// remainder): then it runs only where its element is in range.
-  static bool can_fail(const ir::Expr& e) {
-    bool found = false;
-    ir::each_expr(e, [&](const ir::ExprNode& x) {
-      found |= x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type);
-    });
-    return found;
-  }
   /// True when the flat offset of some load in `e` is `... + v` (so adjacent
   /// values of v are adjacent in memory).
   static bool unit_stride(const ir::Expr& e, const ir::Var& v) {
@@ -321,9 +312,9 @@ class FuncEmitter {
   std::optional<GemmPlan> plan_gemm(const Launch& l, const TilePlan& t) {
     if (t.nest->kind != StmtKind::For || only_loop(t.nest->body[0])) return std::nullopt;
     // The product's update first, then any sums of one factor.
-    ir::Stmt body = only_stmt(t.nest->body[0]);
+    ir::Stmt body = ir::unwrap(t.nest->body[0]);
     if (!body) return std::nullopt;
-    std::vector<ir::Stmt> items = body->kind == StmtKind::Seq ? body->body : std::vector<ir::Stmt>{body};
+    std::vector<ir::Stmt> items = ir::items_of(body);
     if (items.empty()) return std::nullopt;
     ir::Stmt st = items[0];
     if (!st || st->kind != StmtKind::Store || !private_.count(st->buffer.get()) || !is_float(st->buffer->type))
@@ -382,7 +373,7 @@ class FuncEmitter {
     if (!split || only_loop(split->nest->body[0])) return std::nullopt;
     WarpPlan w;
     static_cast<LoopSplit&>(w) = *split;
-    ir::Stmt st = only_stmt(w.nest->body[0]);
+    ir::Stmt st = ir::unwrap(w.nest->body[0]);
     if (!st || st->kind != StmtKind::Store || !st->buffer->dims.empty() || !private_.count(st->buffer.get()) ||
         !is_float(st->buffer->type))
       return std::nullopt;
@@ -652,14 +643,8 @@ class FuncEmitter {
     }
   }
 
-  /// `body` without the one-item sequences around it.
-  static ir::Stmt only_stmt(const ir::Stmt& body) {
-    ir::Stmt s = body;
-    while (s && s->kind == StmtKind::Seq && s->body.size() == 1) s = s->body[0];
-    return s;
-  }
   static ir::Stmt only_loop(const ir::Stmt& body) {
-    ir::Stmt s = only_stmt(body);
+    ir::Stmt s = ir::unwrap(body);
     return s && s->kind == StmtKind::For ? s : nullptr;
   }
 
@@ -1077,7 +1062,7 @@ class FuncEmitter {
       // Computed in every lane when nothing in it can fail (no integer
       // division), so that no branch surrounds it; out-of-range lanes
       // compute from zeros and store zero.
-      if (can_fail(o.e))
+      if (ir::may_fail(o.e))  // integer division sets the error flag
         body += fmt::format("          s{0}[lr][lo] = ok ? ({1}) : ({2})0;\n", o.name, expr(o.e), o.type);
       else
         body += fmt::format("          const {2} v = {1};\n          s{0}[lr][lo] = ok ? v : ({2})0;\n", o.name, expr(o.e), o.type);

@@ -88,40 +88,8 @@ void expect_same_results(const testing::Program& plain, const testing::Program& 
   // order as the unscheduled program, so bit for bit the same outputs.
   int runs = 0;
   for (int pattern = 0; pattern < 4; ++pattern) {
-    std::mt19937 rng(7 + pattern), rng2(7 + pattern);
     std::map<std::string, int64_t> sizes{{"B", pattern == 2 ? 1 : 5}, {"H", 3}};
-    auto gen = [pattern](std::mt19937& r) {
-      return [pattern, &r](const ir::BufferNode* b, int64_t k) -> double {
-        if (is_int(b->type)) {
-          switch (pattern) {
-            case 0: return std::uniform_int_distribution<int>(1, 9)(r);
-            case 1: return k % 2 ? 0 : std::uniform_int_distribution<int>(1, 9)(r);
-            case 2: return std::uniform_int_distribution<int>(0, 12)(r);
-            default: return k == 1 ? 70 : std::uniform_int_distribution<int>(0, 3)(r);
-          }
-        }
-        return std::uniform_real_distribution<double>(-1.0, 1.0)(r);
-      };
-    };
-    auto in1 = ir::Interpreter::make_inputs(pf, sizes, gen(rng));
-    auto in2 = ir::Interpreter::make_inputs(sf, sizes, gen(rng2));
-    std::ostringstream o1, o2;
-    ir::Interpreter a(o1), b(o2);
-    a.run(pf, sizes, in1);
-    b.run(sf, sizes, in2);
-    for (size_t k = 0; k < pf.buffers.size(); ++k) {
-      if (pf.buffers[k]->kind != ir::BufferKind::Output) continue;
-      auto want = a.packed(pf.buffers[k].get());
-      // By name: a directive may add or remove local buffers.
-      const ir::BufferNode* out = nullptr;
-      for (const auto& sb : sf.buffers)
-        if (sb->kind == ir::BufferKind::Output && sb->name == pf.buffers[k]->name) out = sb.get();
-      ASSERT_NE(out, nullptr) << pf.buffers[k]->name;
-      auto got = b.packed(out);
-      ASSERT_EQ(want.size(), got.size());
-      for (size_t e = 0; e < want.size(); ++e) EXPECT_EQ(want[e], got[e]) << c.name << " pattern " << pattern << " [" << e << "]";
-      ++runs;
-    }
+    runs += testing::expect_same_outputs({&pf, &sf}, sizes, pattern, 7 + pattern, c.name);
   }
   EXPECT_EQ(runs, 4);
 }
