@@ -10,8 +10,6 @@ namespace {
 
 
 
-bool loads_any(const Expr& e, const BufferNode* b) { return loads_from(e, b); }
-
 /// `acc = C; for r { acc = acc + X }; post`, the innermost body of a
 /// perfect loop nest.
 struct Reduction {
@@ -51,7 +49,7 @@ std::optional<Reduction> parse(const Stmt& item) {
   if (!r.update || r.update->kind != StmtKind::Store || r.update->buffer != r.acc) return std::nullopt;
   const Expr& v = r.update->value;
   if (v->kind != ExprKind::Binary || v->binop != BinOp::Add || v->args[0]->kind != ExprKind::Load ||
-      v->args[0]->buffer != r.acc || loads_any(v->args[1], r.acc.get()))
+      v->args[0]->buffer != r.acc || loads_from(v->args[1], r.acc.get()))
     return std::nullopt;
   if (r.post->kind != StmtKind::Store || r.post->flat) return std::nullopt;
   return r;
@@ -118,7 +116,7 @@ std::string fuse_one(Func& f, std::vector<Stmt>& items, size_t k) {
   for (size_t d = 0; d < R->dims.size(); ++d)
     if (!same_expr(sr->loops[d]->extent, substitute(R->dims[d].extent, dim_to_loop))) return "";
   const Expr& term = sr->update->value->args[1];
-  if (loads_any(term, R.get()) || loads_any(sr->post->value, R.get())) return "";
+  if (loads_from(term, R.get()) || loads_from(sr->post->value, R.get())) return "";
   // The one reader: exactly one load of R in all other statements, none before.
   int reader = -1, loads = 0;
   for (size_t c = 0; c < items.size(); ++c) {
