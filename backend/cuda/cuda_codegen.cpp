@@ -78,14 +78,37 @@ std::string float_literal(double v, Scalar t) {
 
 }  // namespace
 
+/// `T@(o) = max(T@(o), e)` on a float tensor, e not reading T (ir/fuse_row_max.h):
+/// folded into memory by dcc_atomic_fmax, so any number of threads may run
+/// it on one element.
+bool is_max_update(const ir::StmtNode& s) {
+  if (s.kind != StmtKind::Store || s.buffer->dims.empty() || !s.flat || s.args.size() != 1) return false;
+  if (s.buffer->type != Scalar::F32 && s.buffer->type != Scalar::F64) return false;
+  const ir::Expr& v = s.value;
+  if (v->kind != ExprKind::Binary || v->binop != BinOp::Max || v->type != s.buffer->type) return false;
+  const ir::Expr& a = v->args[0];
+  return a->kind == ExprKind::Load && a->buffer == s.buffer && a->flat && ir::same_expr(a->args[0], s.args[0]) &&
+         !ir::loads_from(v->args[1], s.buffer.get());
+}
+
 bool is_parallel_loop(const ir::Stmt& loop) {
   if (!loop || loop->kind != StmtKind::For) return false;
   bool ok = true;
-  std::set<const BufferNode*> scalars;
+  std::set<const BufferNode*> scalars, max_updated, other_use;
   ir::each_stmt(loop->body[0], [&](const ir::StmtNode& s) {
     if (s.kind == StmtKind::Print) ok = false;
+    // A tensor folded by max updates is touched by nothing else in the loop.
+    bool update = is_max_update(s);
+    ir::own_exprs(s, [&](const ir::ExprNode& e) {
+      if (e.kind == ExprKind::Load && !(update && &e == s.value->args[0].get())) other_use.insert(e.buffer.get());
+    });
+    if (update) {
+      max_updated.insert(s.buffer.get());
+      return;
+    }
     if (s.kind != StmtKind::Store) return;
     const BufferNode* b = s.buffer.get();
+    other_use.insert(b);
     if (b->dims.empty()) {
       if (b->kind != BufferKind::Scalar) ok = false;  // a scalar result or input
       scalars.insert(b);
@@ -100,6 +123,7 @@ bool is_parallel_loop(const ir::Stmt& loop) {
   });
   // Every scalar it writes must be private to an iteration.
   for (const BufferNode* b : scalars) ok = ok && ir::written_before_read(loop->body[0], b);
+  for (const BufferNode* b : max_updated) ok = ok && !other_use.count(b);
   return ok;
 }
 
@@ -625,7 +649,10 @@ class FuncEmitter {
           else out += fmt::format("{}{} = {};\n", pad, scalar_ref(b), store_value(b->type, v));
         } else {
           if (!s->flat) unsupported("a store that was not storage-lowered");
-          out += fmt::format("{}{}[{}] = {};\n", pad, buf_ptr(b), expr(s->args[0]), store_value(b->type, v));
+          if (is_max_update(*s))
+            out += fmt::format("{}dcc_atomic_fmax(&{}[{}], {});\n", pad, buf_ptr(b), expr(s->args[0]), expr(s->value->args[1]));
+          else
+            out += fmt::format("{}{}[{}] = {};\n", pad, buf_ptr(b), expr(s->args[0]), store_value(b->type, v));
         }
         return;
       }
@@ -1120,7 +1147,12 @@ class FuncEmitter {
                                               "y0 + 4 * tx", "out_off", body))
       override_[node] = fmt::format(
           "((int64_t)((uint64_t){0}_b + (uint64_t){1} * (uint64_t){0}_u + (uint64_t){2} * (uint64_t){0}_w))", n, lane_x, lane_y);
-    for (const auto& st : plan.post) body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
+    for (const auto& st : plan.post) {
+      if (is_max_update(*st) && !ir::mentions(st->args[0], l.inner[plan.y]->var))
+        body += row_max(*st, vx, "x0 + 4 * ty + " + lane_x, vy, "y0 + 4 * tx + " + lane_y);
+      else
+        body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
+    }
     override_.clear();
     tiled_ = false;
     out_ += fmt::format(
@@ -1133,6 +1165,38 @@ class FuncEmitter {
         "    for (int64_t t = blockIdx.x; t < t_n; t += gridDim.x) {{\n{}    }}\n  }}\n}}\n\n",
         kGemmThreads, kGemmMinBlocks, l.kernel, f_.name, tp, kStep, kBlockX + 4, tq, kStep, kBlockY + 4, v0, expr(item->extent), v0, v0, v0, v0, extents,
         total, indent(body, 2));
+  }
+
+  /// A max update of a row (`st`, whose offset ignores y) in the contraction
+  /// kernel's epilogue: each thread folds its lanes of a row, the kSide
+  /// threads of a row (half a warp, adjacent tx) fold theirs by shuffles, and
+  /// the thread with tx = 0 folds the result into memory: one atomic per
+  /// row and block instead of one per element. NaN is fmax's identity.
+  std::string row_max(const ir::StmtNode& st, const std::string& vx, const std::string& xf, const std::string& vy,
+                      const std::string& yf) {
+    const bool dbl = st.buffer->type == Scalar::F64;
+    const char* t = dbl ? "double" : "float";
+    const char* fmax = dbl ? "fmax" : "fmaxf";
+    const char* nan = dbl ? "__longlong_as_double(0x7fffffffffffffffLL)" : "__int_as_float(0x7fffffff)";
+    std::string o = fmt::format("    {{\n      {} rm[{}];\n      #pragma unroll\n      for (int dx = 0; dx < {}; ++dx) rm[dx] = {};\n", t,
+                                kTileX, kTileX, nan);
+    o += tile_lanes(vx, xf, vy, yf, 3, true,
+                    [&](std::string& s, int d) {
+                      s += fmt::format("{}rm[dx] = {}(rm[dx], {});\n", std::string(d * 2, ' '), fmax, expr(st.value->args[1]));
+                    },
+                    kTileX, kTileY);
+    o += fmt::format("      #pragma unroll\n      for (int dx = 0; dx < {}; ++dx) {{\n        #pragma unroll\n"
+                     "        for (int m = {}; m > 0; m >>= 1) rm[dx] = {}(rm[dx], __shfl_xor_sync(0xffffffffu, rm[dx], m));\n      }}\n",
+                     kTileX, kSide / 2, fmax);
+    o += "      if (tx == 0) {\n";
+    o += tile_lanes(vx, xf, vy, yf, 4, true,
+                    [&](std::string& s, int d) {
+                      s += fmt::format("{}dcc_atomic_fmax(&{}[{}], rm[dx]);\n", std::string(d * 2, ' '), buf_ptr(st.buffer.get()),
+                                       expr(st.args[0]));
+                    },
+                    kTileX, 1);
+    o += "      }\n    }\n";
+    return o;
   }
 
   /// See WarpPlan: warps stride over the flattened inner loops.
@@ -1619,6 +1683,31 @@ __device__ __forceinline__ int64_t dcc_divmod(int64_t& t, int64_t n) {
   const int64_t q = t / n, r = t - q * n;
   t = q;
   return r;
+}
+// `*p = fmax(*p, v)` made by any number of threads at once (a row maximum,
+// ir/fuse_row_max.h): fmax skips NaN and the order does not change a
+// maximum (between +0 and -0 either may stay). What is in memory only grows,
+// so a stale first read costs at most a failed compare-and-swap.
+__device__ __forceinline__ void dcc_atomic_fmax(float* p, float v) {
+  float old = __ldcg(p);
+  for (;;) {
+    const float nv = fmaxf(old, v);
+    if (__float_as_int(nv) == __float_as_int(old)) return;
+    const int prev = atomicCAS((int*)p, __float_as_int(old), __float_as_int(nv));
+    if (prev == __float_as_int(old)) return;
+    old = __int_as_float(prev);
+  }
+}
+__device__ __forceinline__ void dcc_atomic_fmax(double* p, double v) {
+  double old = __ldcg(p);
+  for (;;) {
+    const double nv = fmax(old, v);
+    if (__double_as_longlong(nv) == __double_as_longlong(old)) return;
+    const unsigned long long prev = atomicCAS((unsigned long long*)p, (unsigned long long)__double_as_longlong(old),
+                                              (unsigned long long)__double_as_longlong(nv));
+    if (prev == (unsigned long long)__double_as_longlong(old)) return;
+    old = __longlong_as_double((long long)prev);
+  }
 }
 template <typename T> __device__ __forceinline__ T dcc_imin(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ __forceinline__ T dcc_imax(T a, T b) { return a > b ? a : b; }
