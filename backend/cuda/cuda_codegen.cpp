@@ -78,9 +78,10 @@ std::string float_literal(double v, Scalar t) {
 
 }  // namespace
 
-/// `T@(o) = max(T@(o), e)` on a float tensor, e not reading T (ir/fuse_row_max.h):
-/// folded into memory by dcc_atomic_fmax, so any number of threads may run
-/// it on one element.
+/// `T@(o) = max(T@(o), e)` on a float tensor, e not reading T
+/// (ir/fuse_row_max.h). Where T's memory holds no NaN with the sign bit
+/// clear (FuncEmitter::nan_free_max_), dcc_red_fmax folds it in, so any
+/// number of threads may run it on one element.
 bool is_max_update(const ir::StmtNode& s) {
   if (s.kind != StmtKind::Store || s.buffer->dims.empty() || !s.flat || s.args.size() != 1) return false;
   if (s.buffer->type != Scalar::F32 && s.buffer->type != Scalar::F64) return false;
@@ -91,14 +92,14 @@ bool is_max_update(const ir::StmtNode& s) {
          !ir::loads_from(v->args[1], s.buffer.get());
 }
 
-bool is_parallel_loop(const ir::Stmt& loop) {
+bool is_parallel_loop(const ir::Stmt& loop, const std::set<const BufferNode*>& foldable) {
   if (!loop || loop->kind != StmtKind::For) return false;
   bool ok = true;
   std::set<const BufferNode*> scalars, max_updated, other_use;
   ir::each_stmt(loop->body[0], [&](const ir::StmtNode& s) {
     if (s.kind == StmtKind::Print) ok = false;
     // A tensor folded by max updates is touched by nothing else in the loop.
-    bool update = is_max_update(s);
+    bool update = is_max_update(s) && foldable.count(s.buffer.get());
     ir::own_exprs(s, [&](const ir::ExprNode& e) {
       if (e.kind == ExprKind::Load && !(update && &e == s.value->args[0].get())) other_use.insert(e.buffer.get());
     });
@@ -171,6 +172,7 @@ class FuncEmitter {
       if (b->kind == BufferKind::Aux) host_.buffers[b] = fmt::format("((int64_t*)hp[{}])", k);
     }
     check_host_computable();
+    find_nan_free_maxima();
     out_ += fmt::format("// ---- {} ----\nstruct {}__args {{\n  int64_t s[{}];\n  void* p[{}];\n  int* err;\n}};\n\n",
                         f_.name, f_.name, std::max<size_t>(1, f_.sizes.size()), std::max<size_t>(1, f_.buffers.size()));
     std::vector<ir::Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<ir::Stmt>{f_.body};
@@ -649,8 +651,8 @@ class FuncEmitter {
           else out += fmt::format("{}{} = {};\n", pad, scalar_ref(b), store_value(b->type, v));
         } else {
           if (!s->flat) unsupported("a store that was not storage-lowered");
-          if (is_max_update(*s))
-            out += fmt::format("{}dcc_atomic_fmax(&{}[{}], {});\n", pad, buf_ptr(b), expr(s->args[0]), expr(s->value->args[1]));
+          if (is_max_update(*s) && nan_free_max_.count(b))
+            out += fmt::format("{}dcc_red_fmax(&{}[{}], {});\n", pad, buf_ptr(b), expr(s->args[0]), expr(s->value->args[1]));
           else
             out += fmt::format("{}{}[{}] = {};\n", pad, buf_ptr(b), expr(s->args[0]), store_value(b->type, v));
         }
@@ -679,13 +681,13 @@ class FuncEmitter {
     Launch l;
     l.kernel = fmt::format("{}__k{}", f_.name, index);
     private_.clear();
-    if (item->kind == StmtKind::For && is_parallel_loop(item)) {
+    if (item->kind == StmtKind::For && is_parallel_loop(item, nan_free_max_)) {
       l.parallel = true;
       l.outer = item;
       ir::Stmt cur = item;
       while (l.inner.size() < 3) {
         ir::Stmt next = only_loop(cur->body[0]);
-        if (!next || !is_parallel_loop(next)) break;
+        if (!next || !is_parallel_loop(next, nan_free_max_)) break;
         // Its extent may depend on the outer loop only, so the launch can size it.
         bool ok = true;
         for (const auto& in : l.inner)
@@ -1148,7 +1150,7 @@ class FuncEmitter {
       override_[node] = fmt::format(
           "((int64_t)((uint64_t){0}_b + (uint64_t){1} * (uint64_t){0}_u + (uint64_t){2} * (uint64_t){0}_w))", n, lane_x, lane_y);
     for (const auto& st : plan.post) {
-      if (is_max_update(*st) && !ir::mentions(st->args[0], l.inner[plan.y]->var))
+      if (is_max_update(*st) && nan_free_max_.count(st->buffer.get()) && !ir::mentions(st->args[0], l.inner[plan.y]->var))
         body += row_max(*st, vx, "x0 + 4 * ty + " + lane_x, vy, "y0 + 4 * tx + " + lane_y);
       else
         body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
@@ -1191,7 +1193,7 @@ class FuncEmitter {
     o += "      if (tx == 0) {\n";
     o += tile_lanes(vx, xf, vy, yf, 4, true,
                     [&](std::string& s, int d) {
-                      s += fmt::format("{}dcc_atomic_fmax(&{}[{}], rm[dx]);\n", std::string(d * 2, ' '), buf_ptr(st.buffer.get()),
+                      s += fmt::format("{}dcc_red_fmax(&{}[{}], rm[dx]);\n", std::string(d * 2, ' '), buf_ptr(st.buffer.get()),
                                        expr(st.args[0]));
                     },
                     kTileX, 1);
@@ -1537,6 +1539,24 @@ class FuncEmitter {
   CEmitter host_;  // host code: totals, the prelude, launch sizes
   std::map<const ir::VarNode*, std::string> vars_;
   std::set<const BufferNode*> private_;
+  /// Local float tensors whose every store is a max update or a constant
+  /// that is not NaN: their memory never holds a NaN with the sign bit clear
+  /// (they start zero-filled, poisoned with 0xFF bytes, or at such a
+  /// constant, and fmax skips NaN), so a max update can fold into them
+  /// with an integer atomic that returns nothing (dcc_red_fmax).
+  std::set<const BufferNode*> nan_free_max_;
+  void find_nan_free_maxima() {
+    std::set<const BufferNode*> updated, other;
+    ir::each_stmt(f_.body, [&](const ir::StmtNode& s) {
+      if (s.kind != StmtKind::Store) return;
+      const BufferNode* b = s.buffer.get();
+      if (is_max_update(s)) updated.insert(b);
+      else if (s.value->kind != ExprKind::FloatImm || std::isnan(s.value->float_value) || s.value->type != b->type) other.insert(b);
+    });
+    for (const BufferNode* b : updated)
+      if (b->kind == BufferKind::Local && !other.count(b)) nan_free_max_.insert(b);
+  }
+
   /// private_ in the function's buffer order: declarations in a fixed order
   /// (a set of pointers iterates in allocation order, which varies).
   std::vector<const BufferNode*> private_in_order() const {
@@ -1685,29 +1705,21 @@ __device__ __forceinline__ int64_t dcc_divmod(int64_t& t, int64_t n) {
   return r;
 }
 // `*p = fmax(*p, v)` made by any number of threads at once (a row maximum,
-// ir/fuse_row_max.h): fmax skips NaN and the order does not change a
-// maximum (between +0 and -0 either may stay). What is in memory only grows,
-// so a stale first read costs at most a failed compare-and-swap.
-__device__ __forceinline__ void dcc_atomic_fmax(float* p, float v) {
-  float old = __ldcg(p);
-  for (;;) {
-    const float nv = fmaxf(old, v);
-    if (__float_as_int(nv) == __float_as_int(old)) return;
-    const int prev = atomicCAS((int*)p, __float_as_int(old), __float_as_int(nv));
-    if (prev == __float_as_int(old)) return;
-    old = __int_as_float(prev);
-  }
+// ir/fuse_row_max.h), where memory holds no NaN with the sign bit clear
+// (nan_free_max_ in the emitter): then the float order is the integer order
+// of the bits for v >= +0 and the reverse unsigned order for v <= -0, a NaN
+// with the sign bit set loses to every number either way, and +0 beats -0
+// (fmax may keep either). A maximum does not depend on the order, and fmax
+// skips NaN. An atomic whose result is unused waits for nothing.
+__device__ __forceinline__ void dcc_red_fmax(float* p, float v) {
+  if (v != v) return;
+  if (__float_as_int(v) >= 0) atomicMax((int*)p, __float_as_int(v));
+  else atomicMin((unsigned int*)p, __float_as_uint(v));
 }
-__device__ __forceinline__ void dcc_atomic_fmax(double* p, double v) {
-  double old = __ldcg(p);
-  for (;;) {
-    const double nv = fmax(old, v);
-    if (__double_as_longlong(nv) == __double_as_longlong(old)) return;
-    const unsigned long long prev = atomicCAS((unsigned long long*)p, (unsigned long long)__double_as_longlong(old),
-                                              (unsigned long long)__double_as_longlong(nv));
-    if (prev == (unsigned long long)__double_as_longlong(old)) return;
-    old = __longlong_as_double((long long)prev);
-  }
+__device__ __forceinline__ void dcc_red_fmax(double* p, double v) {
+  if (v != v) return;
+  if (__double_as_longlong(v) >= 0) atomicMax((long long*)p, __double_as_longlong(v));
+  else atomicMin((unsigned long long*)p, (unsigned long long)__double_as_longlong(v));
 }
 template <typename T> __device__ __forceinline__ T dcc_imin(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ __forceinline__ T dcc_imax(T a, T b) { return a > b ? a : b; }
