@@ -1102,39 +1102,50 @@ class FuncEmitter {
     body += fmt::format("      if (r0 + {} < {}_n) {{\n", kStep, vr);
     body += load_step(fmt::format("r0 + {}", kStep), 4);
     body += "      }\n";
-    body += fmt::format("      #pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n", kStep);
-    for (auto& o : ops) {
-      const char* idx = o.name[0] == 'p' ? "ty" : "tx";
-      std::string arr = o.name[0] == 'p' ? "pa" : "qb";
-      const int tile = o.name[0] == 'p' ? kTileX : kTileY;
-      body += fmt::format("        {} {}[{}];\n", o.type, arr, tile);
-      if (o.type == "float")
-        for (int half = 0; half < tile / 4; ++half)
-          body += fmt::format("        {{\n          const float4 w = *reinterpret_cast<const float4*>(&s{0}[k][4 * {2} + {3}]);\n"
-                              "          {1}[{4}] = w.x;\n          {1}[{5}] = w.y;\n          {1}[{6}] = w.z;\n          {1}[{7}] = w.w;\n        }}\n",
-                              o.name, arr, idx, 4 * kSide * half, 4 * half, 4 * half + 1, 4 * half + 2, 4 * half + 3);
-      else
-        body += fmt::format("        #pragma unroll\n        for (int d = 0; d < {}; ++d) {}[d] = s{}[k][4 * {} + (d & 3) + {} * (d >> 2)];\n",
-                            tile, arr, o.name, idx, 4 * kSide);
-    }
-    override_[g.p.get()] = "pa[dx]";
-    override_[g.q.get()] = "qb[dy]";
-    body += fmt::format("        #pragma unroll\n        for (int dx = 0; dx < {}; ++dx) {{\n", kTileX);
-    body += fmt::format("          #pragma unroll\n          for (int dy = 0; dy < {}; ++dy) {{\n", kTileY);
-    stmt(g.update, 6, body);
-    body += "          }\n        }\n";
-    override_.clear();
-    // Sums of one factor: lane [dx][0] (or [0][dy]) adds each staged value.
-    for (const auto& side : g.sides) {
-      override_[side.term.get()] = side.on_p ? "pa[dx]" : "qb[dy]";
-      body += fmt::format("        {{\n          const int {} = 0;\n          #pragma unroll\n          for (int {} = 0; {} < {}; ++{}) {{\n",
-                          side.on_p ? "dy" : "dx", side.on_p ? "dx" : "dy", side.on_p ? "dx" : "dy",
-                          side.on_p ? kTileX : kTileY, side.on_p ? "dx" : "dy");
-      stmt(side.update, 6, body);
-      body += "          }\n        }\n";
+    // One step's products; `rows` of the thread's kTileX rows (the second
+    // run of 4 is skipped in a block whose rows all end before it).
+    auto compute = [&](int rows) {
+      std::string c;
+      c += fmt::format("      #pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n", kStep);
+      for (auto& o : ops) {
+        const char* idx = o.name[0] == 'p' ? "ty" : "tx";
+        std::string arr = o.name[0] == 'p' ? "pa" : "qb";
+        const int tile = o.name[0] == 'p' ? rows : kTileY;
+        c += fmt::format("        {} {}[{}];\n", o.type, arr, tile);
+        if (o.type == "float")
+          for (int half = 0; half < tile / 4; ++half)
+            c += fmt::format("        {{\n          const float4 w = *reinterpret_cast<const float4*>(&s{0}[k][4 * {2} + {3}]);\n"
+                             "          {1}[{4}] = w.x;\n          {1}[{5}] = w.y;\n          {1}[{6}] = w.z;\n          {1}[{7}] = w.w;\n        }}\n",
+                             o.name, arr, idx, 4 * kSide * half, 4 * half, 4 * half + 1, 4 * half + 2, 4 * half + 3);
+        else
+          c += fmt::format("        #pragma unroll\n        for (int d = 0; d < {}; ++d) {}[d] = s{}[k][4 * {} + (d & 3) + {} * (d >> 2)];\n",
+                           tile, arr, o.name, idx, 4 * kSide);
+      }
+      override_[g.p.get()] = "pa[dx]";
+      override_[g.q.get()] = "qb[dy]";
+      c += fmt::format("        #pragma unroll\n        for (int dx = 0; dx < {}; ++dx) {{\n", rows);
+      c += fmt::format("          #pragma unroll\n          for (int dy = 0; dy < {}; ++dy) {{\n", kTileY);
+      stmt(g.update, 6, c);
+      c += "          }\n        }\n";
       override_.clear();
-    }
-    body += "      }\n      __syncthreads();\n    }\n";
+      // Sums of one factor: lane [dx][0] (or [0][dy]) adds each staged value.
+      for (const auto& side : g.sides) {
+        override_[side.term.get()] = side.on_p ? "pa[dx]" : "qb[dy]";
+        c += fmt::format("        {{\n          const int {} = 0;\n          #pragma unroll\n          for (int {} = 0; {} < {}; ++{}) {{\n",
+                         side.on_p ? "dy" : "dx", side.on_p ? "dx" : "dy", side.on_p ? "dx" : "dy", side.on_p ? rows : kTileY,
+                         side.on_p ? "dx" : "dy");
+        stmt(side.update, 6, c);
+        c += "          }\n        }\n";
+        override_.clear();
+      }
+      c += "      }\n";
+      return c;
+    };
+    if (kTileX == 8)
+      body += fmt::format("      if (x0 + {} >= {}_n) {{\n{}      }} else {{\n{}      }}\n", 4 * kSide, vx, compute(4), compute(8));
+    else
+      body += compute(kTileX);
+    body += "      __syncthreads();\n    }\n";
     // ... and every lane of the row (column) takes that sum.
     for (const auto& side : g.sides) {
       std::string r = "r_" + ident(side.update->buffer->name);
