@@ -495,6 +495,7 @@ class FuncEmitter {
   }
   std::string scalar_ref(const BufferNode* b) {
     if (private_.count(b)) return "r_" + ident(b->name) + (tiled_ ? "[dx][dy]" : "");
+    in_memory_.insert(b);
     return buf_ptr(b) + "[0]";
   }
   std::string load_value(const BufferNode* b, const std::string& lvalue) {
@@ -618,8 +619,8 @@ class FuncEmitter {
       case BinOp::Add: return fmt::format("(({})(({})({}) + ({})({})))", vt, ut, a, ut, c);
       case BinOp::Sub: return fmt::format("(({})(({})({}) - ({})({})))", vt, ut, a, ut, c);
       case BinOp::Mul: return fmt::format("(({})(({})({}) * ({})({})))", vt, ut, a, ut, c);
-      case BinOp::Div: return fmt::format("(({})dcc_idiv({}, {}, a.err))", vt, a, c);
-      case BinOp::Mod: return fmt::format("(({})dcc_imod({}, {}, a.err))", vt, a, c);
+      case BinOp::Div: uses_err_ = true; return fmt::format("(({})dcc_idiv({}, {}, a.err))", vt, a, c);
+      case BinOp::Mod: uses_err_ = true; return fmt::format("(({})dcc_imod({}, {}, a.err))", vt, a, c);
       case BinOp::Min: return fmt::format("dcc_imin(({}), ({}))", a, c);
       case BinOp::Max: return fmt::format("dcc_imax(({}), ({}))", a, c);
       case BinOp::Pow: return cast(fmt::format("pow((double)({}), (double)({}))", a, c), Scalar::F64, t);
@@ -1328,7 +1329,8 @@ class FuncEmitter {
          "      dcc_cuda_fail(e, \"cudaMemsetAsync\");\n      return false;\n    }\n"
          "    return true;\n  };\n";
     o += "  DccProfile prof;\n";
-    o += "  if (!dalloc(sizeof(int), (void**)&a.err)) { st = DCC_ERR_CUDA; goto done; }\n";
+    // The error flag, where a kernel divides integers (dcc_idiv, dcc_imod).
+    if (uses_err_) o += "  if (!dalloc(sizeof(int), (void**)&a.err)) { st = DCC_ERR_CUDA; goto done; }\n";
     // Inputs and outputs: device pointers; scalars go through device slots.
     size_t dev_slot = 0;
     for (const auto& b : f_.buffers) {
@@ -1395,6 +1397,8 @@ class FuncEmitter {
     o += "  }\n";
     for (const auto& b : f_.buffers) {
       int k = slot_.at(b.get());
+      // A scalar that every kernel keeps in registers needs no memory.
+      if (b->kind == BufferKind::Scalar && b->dims.empty() && !in_memory_.count(b.get())) continue;
       if (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar) {
         o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
         o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",
@@ -1437,9 +1441,12 @@ class FuncEmitter {
     }
     o += "  {\n    cudaError_t e = cudaDeviceSynchronize();\n";
     o += "    if (e != cudaSuccess) { st = dcc_cuda_fail(e, \"running the kernels\"); goto done; }\n";
-    o += "    if ((e = cudaMemcpy(&err_host, a.err, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) { st = dcc_cuda_fail(e, \"cudaMemcpy\"); goto done; }\n";
-    o += "    if (err_host == 1) { st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"integer division by zero\"); goto done; }\n";
-    o += "    if (err_host == 2) { st = dcc_set_error(DCC_ERR_OVERFLOW, \"integer division overflow\"); goto done; }\n  }\n";
+    if (uses_err_) {
+      o += "    if ((e = cudaMemcpy(&err_host, a.err, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) { st = dcc_cuda_fail(e, \"cudaMemcpy\"); goto done; }\n";
+      o += "    if (err_host == 1) { st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"integer division by zero\"); goto done; }\n";
+      o += "    if (err_host == 2) { st = dcc_set_error(DCC_ERR_OVERFLOW, \"integer division overflow\"); goto done; }\n";
+    }
+    o += "  }\n";
     // Scalar results come back to the host.
     dev_slot = 0;
     for (const auto& b : f_.buffers) {
@@ -1550,6 +1557,10 @@ class FuncEmitter {
   CEmitter host_;  // host code: totals, the prelude, launch sizes
   std::map<const ir::VarNode*, std::string> vars_;
   std::set<const BufferNode*> private_;
+  /// Scalars some kernel reads or writes in device memory (not private).
+  std::set<const BufferNode*> in_memory_;
+  /// True when some kernel divides integers and may set the error flag.
+  bool uses_err_ = false;
   /// Local float tensors whose every store is a max update or a constant
   /// that is not NaN: their memory never holds a NaN with the sign bit clear
   /// (they start zero-filled, poisoned with 0xFF bytes, or at such a

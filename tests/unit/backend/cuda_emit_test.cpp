@@ -59,5 +59,25 @@ TEST(CudaEmit, MaxUpdatesOfATensorThatMayHoldNaNStaySerial) {
   EXPECT_NE(cu.find("= fmaxf("), std::string::npos) << cu;
 }
 
+TEST(CudaEmit, OnlyWhatTheKernelsUseIsAllocatedPerCall) {
+  // mha's kernels keep every scalar in registers and divide no integers:
+  // no device memory for the scalars, no error flag to read back.
+  Program p = compile("mha.toy", mha_text(), /*cpu_passes=*/false, /*cuda_passes=*/true);
+  ASSERT_TRUE(p.module);
+  std::string cu = emit_cuda(*p.module);
+  EXPECT_EQ(cu.find("the size of `acc0`"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("the size of `scores`"), std::string::npos) << cu;
+  EXPECT_EQ(cu.find("a.err"), std::string::npos) << cu;
+  // An integer division sets the flag; the launcher reads it back.
+  Program d = compile("div.toy", "fn f(x: [n: N]i32, y: [n: N]i32) [n: N]i32 {\n"
+                                 "    let out: [n: N]i32;\n    out[i] = x[i] / y[i];\n    return out;\n}\n",
+                      false, true);
+  ASSERT_TRUE(d.module);
+  std::string dc = emit_cuda(*d.module);
+  EXPECT_NE(dc.find("dcc_idiv("), std::string::npos) << dc;
+  EXPECT_NE(dc.find("dalloc(sizeof(int), (void**)&a.err)"), std::string::npos) << dc;
+  EXPECT_NE(dc.find("\"integer division by zero\""), std::string::npos) << dc;
+}
+
 }  // namespace
 }  // namespace dccc::backend
