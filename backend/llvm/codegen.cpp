@@ -730,6 +730,64 @@ class FuncEmitter {
     emit_loop(s, blocked, n);
   }
 
+  // ---- Lane accumulators for max and min ---------------------------------
+  //
+  // `for j { acc = max(acc, x(j)) }` (or min) over floats: LLVM's loop
+  // vectorizer splits a maxnum/minnum reduction into lanes only under
+  // no-NaNs flags, so the row max of a softmax stayed one scalar chain. But
+  // float max and min (maxnum/minnum: a NaN operand is ignored) give the
+  // same result in any order (docs/language.md), so the loop takes kLanes
+  // steps at a time into kLanes accumulators, each starting at acc's value
+  // (max(a, a) = a) and taking j = u mod kLanes; they are combined into acc
+  // at the end and the last n % kLanes steps run as before. The SLP
+  // vectorizer turns the kLanes independent chains into vector operations.
+  static constexpr int64_t kLanes = 16;
+
+  /// The step of `s` when `s` is such a loop; null otherwise.
+  ir::Stmt minmax_reduction(const ir::StmtNode& s) {
+    if (s.loop != ir::LoopKind::Serial) return nullptr;
+    const ir::Stmt* body = &s.body[0];
+    while (*body && (*body)->kind == StmtKind::Seq && (*body)->body.size() == 1) body = &(*body)->body[0];
+    const ir::Stmt& step = *body;
+    if (!step || step->kind != StmtKind::Store || step->flat || !step->args.empty() || !scalar_.count(step->buffer.get()))
+      return nullptr;
+    const ir::Expr& v = step->value;
+    if (v->kind != ExprKind::Binary || (v->binop != BinOp::Max && v->binop != BinOp::Min)) return nullptr;
+    if (step->buffer->type != v->type || (v->type != Scalar::F32 && v->type != Scalar::F64)) return nullptr;
+    const ir::Expr& acc = v->args[0];
+    if (acc->kind != ExprKind::Load || acc->buffer != step->buffer || !acc->args.empty()) return nullptr;
+    if (loads_buffer(v->args[1], step->buffer.get()) || loads_buffer(s.extent, step->buffer.get())) return nullptr;
+    return step;
+  }
+
+  void emit_minmax_lanes(const ir::StmtNode& s, const ir::Stmt& step) {
+    llvm::Value* n = emit(s.extent);
+    const BufferNode* acc = step->buffer.get();
+    llvm::AllocaInst* slot = scalar_.at(acc);
+    llvm::Type* type = slot->getAllocatedType();
+    auto* vtype = llvm::FixedVectorType::get(type, kLanes);
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    llvm::AllocaInst* lanes = entry.CreateAlloca(vtype, nullptr, acc->name + ".lanes");
+    b_.CreateStore(b_.CreateVectorSplat(kLanes, b_.CreateLoad(type, slot)), lanes);
+    bool max = step->value->binop == BinOp::Max;
+    auto id = max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
+    const ir::Var& jv = s.var;
+    llvm::Value* blocked = b_.CreateSub(n, b_.CreateSRem(n, b_.getInt64(kLanes)));
+    strided_loop(jv->name + ".lanes", b_.getInt64(0), blocked, kLanes, [&](llvm::Value* j) {
+      llvm::Value* xs = llvm::PoisonValue::get(vtype);
+      for (int64_t u = 0; u < kLanes; ++u) {
+        vars_[jv.get()] = u == 0 ? j : b_.CreateAdd(j, b_.getInt64(u), "", true, true);
+        xs = b_.CreateInsertElement(xs, emit(step->value->args[1]), b_.getInt64(u));
+      }
+      b_.CreateStore(b_.CreateBinaryIntrinsic(id, b_.CreateLoad(vtype, lanes), xs), lanes);
+    });
+    vars_.erase(jv.get());
+    // llvm.vector.reduce.fmax/fmin without no-NaNs flags: maxnum/minnum semantics.
+    llvm::Value* v = b_.CreateLoad(vtype, lanes);
+    b_.CreateStore(max ? b_.CreateFPMaxReduce(v) : b_.CreateFPMinReduce(v), slot);
+    emit_loop(s, blocked, n);
+  }
+
   /// `for var in [begin, end) { body }` at the insert point.
   void emit_loop(const ir::StmtNode& s, llvm::Value* begin, llvm::Value* n) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
@@ -975,6 +1033,10 @@ class FuncEmitter {
           if (interchange_pays(*s, *plan)) emit_interchanged(*s, *plan);
           else if (plan->inits.size() == 1 && jam_pays(*s, *plan)) emit_jammed(*s, *plan);
           else emit_loop(*s, b_.getInt64(0), emit(s->extent));
+          return;
+        }
+        if (ir::Stmt step = minmax_reduction(*s)) {
+          emit_minmax_lanes(*s, step);
           return;
         }
         llvm::Value* n = emit(s->extent);
