@@ -5,7 +5,11 @@
 // its elements (a nest of loops over exactly its dimensions, each loop
 // running to the extent of the dimension it indexes, the store made on every
 // iteration, not under a condition, by a value that does not read the
-// tensor) can never be read as zeros: the backends skip zero-filling it
+// tensor) can never be read as zeros: the backends skip zero-filling it.
+// The nest may also sit first in the body of outer loops that index the
+// tensor's first dimensions, followed there by statements that read only the
+// slice those loops index, complete by then (`for b { t[b, ...] = ...;
+// ... t[b, ...] ... }`, the copy of ir/transpose_operands.h)
 // (a large intermediate such as attention scores is written once instead of
 // twice). Storage-padded tensors are always zero-filled: their padding is
 // never stored by the assignment.
