@@ -13,6 +13,9 @@
 //                       reused slice (k[b][j, h, d] in attention) stays in cache
 //   apply schedule   -> the `schedule` blocks and --schedule: padding,
 //                       split, reorder, tile (--explain says what was chosen)
+//   transpose operands> CPU only: a contraction operand indexed by an output
+//                       loop and contiguous along the reduction (k in q k^T)
+//                       read from a transposed copy (ir/transpose_operands.h)
 //   tile contractions-> CPU only: a 4 x 4 tile of a contraction's outputs per
 //                       pass of its reduction (ir/tile_contractions.h)
 //   fuse elementwise -> CUDA only: element-wise producers computed in their
@@ -62,6 +65,7 @@
 #include "ir/printer.h"
 #include "ir/reorder_loops.h"
 #include "ir/tile_contractions.h"
+#include "ir/transpose_operands.h"
 #include "ir/apply_schedule.h"
 #include "ir/schedule.h"
 #include "ir/simplify_indices.h"
@@ -432,6 +436,9 @@ int run(const Options& o) {
   if (!apply_schedules(o, schedules, *module, diags)) return kExitErrors;
   if (!verified("apply-schedule")) return kExitInternal;
   if (o.target != "cuda" && o.emit != "cuda") {
+    for (auto& f : module->funcs)
+      if (!f.storage_lowered) dccc::ir::transpose_operands(f);
+    if (!verified("transpose-operands")) return kExitInternal;
     for (auto& f : module->funcs)
       if (!f.storage_lowered) dccc::ir::tile_contractions(f);
     if (!verified("tile-contractions")) return kExitInternal;
