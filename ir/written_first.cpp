@@ -20,8 +20,6 @@ void flatten(const Stmt& s, std::vector<Stmt>& out) {
 
 bool written_first(const Func& f, const BufferNode* b) {
   if (!b || b->kind != BufferKind::Local || b->dims.empty() || f.storage_lowered) return false;
-  for (int64_t p : b->pad)
-    if (p > 1) return false;
   std::vector<Stmt> top;
   flatten(f.body, top);
   const Stmt* first = nullptr;
@@ -84,8 +82,13 @@ bool written_first(const Func& f, const BufferNode* b) {
     by_dim.push_back(it->second);
     dim_to_loop[b->dims[k].var.get()] = build::var(it->second->var);
   }
-  for (size_t k = 0; k < by_dim.size(); ++k)
-    if (!same_expr(by_dim[k]->extent, substitute(b->dims[k].extent, dim_to_loop))) return false;
+  // A storage-padded dimension (`pad K`) holds its extent rounded up to a
+  // multiple of K: the loop must run over the padding too.
+  for (size_t k = 0; k < by_dim.size(); ++k) {
+    Expr extent = substitute(b->dims[k].extent, dim_to_loop);
+    if (k < b->pad.size() && b->pad[k] > 1) extent = build::round_up(extent, b->pad[k]);
+    if (!same_expr(by_dim[k]->extent, extent)) return false;
+  }
   // A trailing item at depth d: the d loops above it index the first d
   // dimensions in order, and it only loads `b` with those same first indices.
   for (const auto& [depth, item] : trailing) {

@@ -11,8 +11,10 @@
 // slice those loops index, complete by then (`for b { t[b, ...] = ...;
 // ... t[b, ...] ... }`, the copy of ir/transpose_operands.h)
 // (a large intermediate such as attention scores is written once instead of
-// twice). Storage-padded tensors are always zero-filled: their padding is
-// never stored by the assignment.
+// twice). A storage-padded dimension (`pad K`) counts as stored in full only
+// when its loop runs over the padding too (to the extent rounded up to a
+// multiple of K, as a padded loop does: mha's `p`); otherwise the padding
+// is never stored and must read as zeros.
 #pragma once
 
 #include "ir/ir.h"

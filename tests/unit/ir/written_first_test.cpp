@@ -109,7 +109,22 @@ TEST(WrittenFirst, SliceFilledFirstInAnOuterLoopThenReadThere) {
                   "    for i in 0 .. 4 {\n      x[i, b] = 1.0f32;\n    }\n    y[b] = x[b, 1];\n  }\n}\n").at("x"));
 }
 
-TEST(WrittenFirst, StoragePaddingIsAlwaysFilled) {
+TEST(WrittenFirst, PaddedDimensionStoredWhenItsLoopCoversThePadding) {
+  // x pads its ragged dimension to a multiple of 4: a loop to the length
+  // leaves the padding unstored; a loop to the rounded-up length (a padded
+  // loop, as the CPU default gives mha's p) stores it too.
+  const std::string head =
+      "func f() {\n  local lens: i32 [k: 2];\n  local x: f32 [b: 2, i: i64(lens[b]) pad 4];\n"
+      "  lens[0] = 3i32;\n  lens[1] = 5i32;\n  for b in 0 .. 2 {\n";
+  EXPECT_FALSE(of_ir(head + "    for i in 0 .. i64(lens[b]) {\n      x[b, i] = 1.0f32;\n    }\n  }\n}\n").at("x"));
+  EXPECT_TRUE(of_ir(head + "    for i in 0 .. (((i64(lens[b]) + 3) / 4) * 4) {\n      x[b, i] = 1.0f32;\n    }\n  }\n}\n")
+                  .at("x"));
+  // Rounded to another multiple: not the storage.
+  EXPECT_FALSE(of_ir(head + "    for i in 0 .. (((i64(lens[b]) + 7) / 8) * 8) {\n      x[b, i] = 1.0f32;\n    }\n  }\n}\n")
+                   .at("x"));
+}
+
+TEST(WrittenFirst, StoragePaddingIsFilledWhenTheLoopStopsShort) {
   Lowered l = lower_source("t.toy", "fn f() { let x: [4]f32; x[i] = 2.0; print(x); }");
   ASSERT_TRUE(l.module);
   Func& f = l.module->funcs[0];
