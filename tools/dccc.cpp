@@ -18,6 +18,9 @@
 //                       read from a transposed copy (ir/transpose_operands.h)
 //   tile contractions-> CPU only: a 4 x 4 tile of a contraction's outputs per
 //                       pass of its reduction (ir/tile_contractions.h)
+//   fuse parallel    -> CPU only: consecutive parallel loops over the same
+//                       extent that touch only their own slices of what they
+//                       share become one (ir/fuse_parallel_loops.h)
 //   fuse elementwise -> CUDA only: element-wise producers computed in their
 //                       readers (ir/fuse_elementwise.h)
 //   fuse row sums    -> CUDA only: a row sum summed in the contraction that
@@ -66,6 +69,7 @@
 #include "ir/reorder_loops.h"
 #include "ir/tile_contractions.h"
 #include "ir/transpose_operands.h"
+#include "ir/fuse_parallel_loops.h"
 #include "ir/apply_schedule.h"
 #include "ir/schedule.h"
 #include "ir/simplify_indices.h"
@@ -442,6 +446,9 @@ int run(const Options& o) {
     for (auto& f : module->funcs)
       if (!f.storage_lowered) dccc::ir::tile_contractions(f);
     if (!verified("tile-contractions")) return kExitInternal;
+    for (auto& f : module->funcs)
+      if (!f.storage_lowered) dccc::ir::fuse_parallel_loops(f);
+    if (!verified("fuse-parallel-loops")) return kExitInternal;
   }
   // Kernel fusion of element-wise producers into their readers: on the GPU
   // a read recomputes in registers what a load would fetch from memory.
