@@ -8,6 +8,8 @@
 namespace dccc::ir {
 namespace {
 
+constexpr int64_t kRowPad = 16;
+
 bool is_var(const Expr& e, const Var& v) { return e && e->kind == ExprKind::VarRef && e->var == v; }
 
 /// One operand to transpose: the load, the position of its j index.
@@ -91,6 +93,11 @@ class Transposer {
     bt->name = b->name + ".T";
     bt->type = b->type;
     bt->kind = BufferKind::Local;
+    // Rows (along j) padded to a multiple of 16 in storage: the backend's
+    // vector lanes along j may then run to the next multiple of 16 inside
+    // the row (backend/llvm/codegen.h) instead of ending in scalar steps.
+    bt->pad.assign(b->dims.size(), 1);
+    bt->pad.back() = kRowPad;
     std::map<const VarNode*, Expr> dim_vars;
     for (size_t k : order) {
       Var v = make_var(b->dims[k].var->name + ".T");

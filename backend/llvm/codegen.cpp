@@ -447,6 +447,22 @@ class FuncEmitter {
   // of them, so a load shared by the x_u (v[j, h, d]) is read once for all.
   static constexpr int64_t kInterchangeMax = 1024;
 
+  // The lane loops of an interchanged nest run over a run-time length
+  // (mha's key positions) that is rarely a multiple of the vector width,
+  // and LLVM finishes them with up to 7 scalar iterations, each as costly
+  // as a vector one. When every load the lane variable moves reads a local
+  // tensor whose rows are storage-padded to a multiple of kLanePad (`pad 16`
+  // on its last dimension: the transposed copies of ir/transpose_operands.h)
+  // at offset `base + lane` exactly, the init and pass loops run to the
+  // length rounded up to kLanePad instead: the extra lanes read the row's
+  // own padding (in bounds; written by no one), their values land in the
+  // stack arrays past the length, and the fin loop, which stores the
+  // results, still stops at the length. kInterchangeMax is a multiple of
+  // kLanePad, so the padded lanes fit the arrays.
+  static constexpr int64_t kLanePad = 16;
+  static_assert(kInterchangeMax % kLanePad == 0);
+
+
   struct InterchangePlan {
     std::vector<ir::Stmt> inits;
     ir::Stmt red;                  // the j loop
@@ -601,6 +617,30 @@ class FuncEmitter {
     b_.SetInsertPoint(exit);
   }
 
+  /// Whether the init and pass loops of `plan` may run past the lanes' extent.
+  bool lanes_may_pad(const ir::StmtNode& s, const InterchangePlan& plan) {
+    const ir::Var& v = s.var;
+    auto bare = [&](const ir::Expr& e) { return e->kind == ExprKind::VarRef && e->var == v; };
+    bool ok = true;
+    std::function<void(const ir::Expr&)> look = [&](const ir::Expr& e) {
+      if (!e) return;
+      if (e->kind == ExprKind::Load && !e->args.empty() && ir::mentions(e->args[0], v)) {
+        const BufferNode* b = e->buffer.get();
+        const ir::Expr& off = e->args[0];
+        bool row = e->flat && b->kind == BufferKind::Local && !b->pad.empty() && b->pad.back() % kLanePad == 0 &&
+                   off->kind == ExprKind::Binary && off->binop == BinOp::Add &&
+                   ((bare(off->args[1]) && !ir::mentions(off->args[0], v)) ||
+                    (bare(off->args[0]) && !ir::mentions(off->args[1], v)));
+        if (!row) ok = false;
+      }
+      for (const auto& a : e->args) look(a);
+    };
+    for (const auto& init : plan.inits) look(init->value);
+    for (const auto& step : plan.steps) look(step->value);
+    look(plan.red->extent);
+    return ok;
+  }
+
   void emit_interchanged(const ir::StmtNode& s, const InterchangePlan& plan) {
     llvm::Value* n = emit(s.extent);
     size_t k = plan.inits.size();
@@ -635,7 +675,10 @@ class FuncEmitter {
       for (size_t u = 0; u < k; ++u) b_.CreateStore(b_.CreateLoad(slots[u]->getAllocatedType(), slots[u]), lane(u, d));
     };
     const ir::Var& dv = s.var;
-    counted_loop(dv->name + ".init", n, [&](llvm::Value* d) {
+    llvm::Value* lanes_n = n;
+    if (lanes_may_pad(s, plan))
+      lanes_n = b_.CreateAnd(b_.CreateAdd(n, b_.getInt64(kLanePad - 1)), b_.getInt64(-kLanePad));
+    counted_loop(dv->name + ".init", lanes_n, [&](llvm::Value* d) {
       vars_[dv.get()] = d;
       for (const auto& init : plan.inits) emit(init);
       store_lanes(d);
@@ -645,7 +688,7 @@ class FuncEmitter {
     const ir::Var& jv = plan.red->var;
     // kJam steps of j per pass over the lanes (in j order), then the rest.
     auto pass = [&](llvm::Value* j, int64_t steps) {
-      counted_loop(dv->name + ".lane", n, [&](llvm::Value* d) {
+      counted_loop(dv->name + ".lane", lanes_n, [&](llvm::Value* d) {
         vars_[dv.get()] = d;
         load_lanes(d);
         for (int64_t w = 0; w < steps; ++w) {

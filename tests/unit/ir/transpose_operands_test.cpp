@@ -1,8 +1,8 @@
 // transpose_operands: every example runs bit for bit as before the pass in
 // the interpreter (with the CPU passes around it, on ragged lengths with
 // zero-length sequences, B = 1 and one long sequence); in mha the key
-// operand of `q k^T` is copied transposed inside the parallel `b` loop and
-// needs no zero fill, and `p v` is left alone; a dense `a b^T` gets its copy
+// operand of `q k^T` is copied transposed inside the parallel `b` loop, its
+// rows padded to 16, and `p v` is left alone; a dense `a b^T` gets its copy
 // before the nest; operands already contiguous along the output, indexed by
 // the row loop, or not contiguous along the reduction are left alone.
 #include "ir/transpose_operands.h"
@@ -104,8 +104,10 @@ TEST(TransposeOperands, MhaCopiesTheKeysInsideTheParallelLoop) {
   EXPECT_TRUE(loads_buffer_named(body[1], "kv.k.T"));
   EXPECT_TRUE(loads_buffer_named(top[1], "kv.v"));
   EXPECT_FALSE(loads_buffer_named(top[1], "kv.v.T"));
-  // Written in full before it is read: no zero fill.
-  EXPECT_TRUE(written_first(f, kt.get()));
+  // Rows padded to 16 in storage (the backend's lanes run into the padding,
+  // which the copy does not store: it stays zero-filled).
+  EXPECT_EQ(kt->pad, (std::vector<int64_t>{1, 1, 1, 16}));
+  EXPECT_FALSE(written_first(f, kt.get()));
 }
 
 TEST(TransposeOperands, DenseCopyGoesBeforeTheNest) {
@@ -126,7 +128,7 @@ fn abt(a: [M, K]f32, b: [N, K]f32) [M, N]f32 {
   const Buffer& bt = f.buffers.back();
   EXPECT_EQ(bt->name, "b.T");
   EXPECT_TRUE(touches(top[0], bt.get()));
-  EXPECT_TRUE(written_first(f, bt.get()));
+  EXPECT_EQ(bt->pad, (std::vector<int64_t>{1, 16}));
   int ran = 0, skipped = 0;
   testing::compare_transformed(
       "abt.toy", text, [&](Func& g, DiagnosticEngine&) { return cpu_passes(g, true) == 1; }, ran, skipped);
@@ -239,7 +241,6 @@ TEST(TransposeOperands, LoopOverMoreThanTheFirstDimensionCopiesBeforeIt) {
   EXPECT_FALSE(touches(top[0], c.get()));
   // The copy's outer loop runs over t's first dimension, N.
   EXPECT_TRUE(same_expr(top[0]->extent, build::size("N")));
-  EXPECT_TRUE(written_first(f, tt.get()));
 }
 
 }  // namespace
