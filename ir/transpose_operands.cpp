@@ -126,6 +126,13 @@ class Transposer {
       src[order[n]] = build::var(loops[n]);
       dst.push_back(build::var(loops[n]));
     }
+    // The j loop runs over the row padding too, storing there copies of the
+    // row's last element (B[.., min(j, n - 1), ..], always in bounds; no
+    // iteration when n = 0): nothing uses those values, but BT is then
+    // stored in full by its copy and needs no zero fill (ir/written_first.h).
+    const size_t last = order.size() - 1;
+    Expr row = substitute(bt->dims[last].extent, loop_of);
+    src[jpos] = build::binary(BinOp::Min, build::var(loops[last]), build::binary(BinOp::Sub, row, build::int_imm(1)));
     // Loops in BT's order but for the last two: j outside B's last
     // dimension, so the innermost loop reads B contiguously (along j it
     // would gather) and its stores stay within a few cache lines.
@@ -133,9 +140,11 @@ class Transposer {
     for (size_t n = 0; n < nest.size(); ++n) nest[n] = n;
     std::swap(nest[nest.size() - 2], nest[nest.size() - 1]);
     Stmt copy = build::store(bt, dst, build::load(b, src));
-    for (size_t n = nest.size(); n-- > (inside ? 1 : 0);)
-      copy = build::for_loop(loops[nest[n]], substitute(bt->dims[nest[n]].extent, loop_of), copy,
-                             n == 0 && s->kind == StmtKind::For ? s->loop : LoopKind::Serial);
+    for (size_t n = nest.size(); n-- > (inside ? 1 : 0);) {
+      Expr extent = substitute(bt->dims[nest[n]].extent, loop_of);
+      if (nest[n] == last) extent = build::round_up(extent, kRowPad);
+      copy = build::for_loop(loops[nest[n]], extent, copy, n == 0 && s->kind == StmtKind::For ? s->loop : LoopKind::Serial);
+    }
 
     // The nest reads BT[other indices in order, j].
     std::vector<Expr> args;

@@ -30,8 +30,12 @@
 //   - B is an input or an unpadded local tensor, not stored inside the
 //     top-level statement, and no extent of B's other dimensions mentions
 //     the variable of the dimension indexed by j.
-// BT is a new local tensor written in full by its copy nest (so it needs no
-// zero fill: ir/written_first.h). When the top-level statement is a loop
+// BT is a new local tensor, its rows (along j) storage-padded to a multiple
+// of 16 so that the backend's vector lanes along j can run into the padding
+// instead of ending in scalar steps; the copy's j loop runs over the padding
+// too, storing there copies of the row's last element (read at min(j, n - 1):
+// in bounds, and never used), so BT is written in full by its copy nest and
+// needs no zero fill (ir/written_first.h). When the top-level statement is a loop
 // over exactly B's first dimension and the load's first index is its
 // variable (`parallel b in 0 .. B`, `k[b][j, h, d]`), the copy of that
 // slice goes first in the loop's body, so it is still in cache when read;

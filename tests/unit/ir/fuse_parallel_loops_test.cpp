@@ -74,7 +74,7 @@ TEST(FuseParallelLoops, MhaBecomesOneParallelLoop) {
   EXPECT_EQ(parallel_loops(f), 1);
   // The row statistics are still written in full before they are read.
   for (const auto& b : f.buffers) {
-    if (b->name == "row_max" || b->name == "row_sum") {
+    if (b->name == "row_max" || b->name == "row_sum" || b->name == "kv.k.T") {
       EXPECT_TRUE(written_first(f, b.get())) << b->name;
     }
   }
