@@ -1,5 +1,7 @@
 #include "ir/storage_lowering.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <functional>
@@ -91,13 +93,37 @@ class StorageLowerer {
       if (mentions(slice, b.dims[o].var))
         throw Unsupported{fmt::format("buffer `{}`: the slices below dimension {} depend on more than one outer "
                                       "dimension", b.name, j)};
-    // Share identical definitions.
+    // Share identical definitions, up to the order of the slice's factors
+    // (`(seqlen * H) * D` and `(H * D) * seqlen`: the same i64 products).
+    std::vector<Expr> factors;
+    std::function<void(const Expr&)> split = [&](const Expr& e) {
+      if (e->kind == ExprKind::Binary && e->binop == BinOp::Mul && e->type == Scalar::I64) {
+        split(e->args[0]);
+        split(e->args[1]);
+      } else {
+        factors.push_back(e);
+      }
+    };
+    split(slice);
+    std::vector<std::pair<std::string, Expr>> keyed;
+    for (const Expr& e : factors) {
+      Func one;
+      auto probe = std::make_shared<BufferNode>();
+      probe->name = "probe";
+      probe->dims = {{y, extent}};
+      one.buffers = {probe};
+      one.body = build::store(probe, {build::var(y)}, e);
+      keyed.emplace_back(print(one), e);
+    }
+    std::sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& z) { return x.first < z.first; });
+    Expr canonical = keyed[0].second;
+    for (size_t k = 1; k < keyed.size(); ++k) canonical = build::binary(BinOp::Mul, canonical, keyed[k].second);
     Func tmp;
     auto probe = std::make_shared<BufferNode>();
     probe->name = "probe";
     probe->dims = {{y, extent}};
     tmp.buffers = {probe};
-    tmp.body = build::store(probe, {build::var(y)}, slice);
+    tmp.body = build::store(probe, {build::var(y)}, canonical);
     std::string key = print(tmp);
     auto it = aux_by_key_.find(key);
     if (it != aux_by_key_.end()) return it->second;

@@ -20,8 +20,6 @@ void flatten(const Stmt& s, std::vector<Stmt>& out) {
 
 bool written_first(const Func& f, const BufferNode* b) {
   if (!b || b->kind != BufferKind::Local || b->dims.empty() || f.storage_lowered) return false;
-  for (int64_t p : b->pad)
-    if (p > 1) return false;
   std::vector<Stmt> top;
   flatten(f.body, top);
   const Stmt* first = nullptr;
@@ -34,9 +32,24 @@ bool written_first(const Func& f, const BufferNode* b) {
   // Down the nest: every level but the innermost is one loop; the innermost
   // body's items hold the store directly, and no other item touches `b`.
   std::vector<const StmtNode*> loops;
+  // Items after a nested level that read `b` (at the depth of loops above them).
+  std::vector<std::pair<size_t, Stmt>> trailing;
   Stmt s = *first;
   while (true) {
     s = unwrap(s);
+    if (s && s->kind == StmtKind::Seq) {
+      // A loop body with several items: the first that touches `b` may be
+      // the next level of the nest; the items after it may then read the
+      // slice of `b` the enclosing loops index, complete by then (checked
+      // below): `for b { fill t[b, ...]; use t[b, ...] }`.
+      size_t k = 0;
+      while (k < s->body.size() && !touches(s->body[k], b)) ++k;
+      if (k == s->body.size()) return false;
+      Stmt next = unwrap(s->body[k]);
+      if (!next || next->kind != StmtKind::For || loops.empty()) break;
+      for (size_t t = k + 1; t < s->body.size(); ++t) trailing.emplace_back(loops.size(), s->body[t]);
+      s = next;
+    }
     if (!s || s->kind != StmtKind::For) break;
     if (loads_from(s->extent, b)) return false;
     loops.push_back(s.get());
@@ -69,8 +82,34 @@ bool written_first(const Func& f, const BufferNode* b) {
     by_dim.push_back(it->second);
     dim_to_loop[b->dims[k].var.get()] = build::var(it->second->var);
   }
-  for (size_t k = 0; k < by_dim.size(); ++k)
-    if (!same_expr(by_dim[k]->extent, substitute(b->dims[k].extent, dim_to_loop))) return false;
+  // A storage-padded dimension (`pad K`) holds its extent rounded up to a
+  // multiple of K: the loop must run over the padding too.
+  for (size_t k = 0; k < by_dim.size(); ++k) {
+    Expr extent = substitute(b->dims[k].extent, dim_to_loop);
+    if (k < b->pad.size() && b->pad[k] > 1) extent = build::round_up(extent, b->pad[k]);
+    if (!same_expr(by_dim[k]->extent, extent)) return false;
+  }
+  // A trailing item at depth d: the d loops above it index the first d
+  // dimensions in order, and it only loads `b` with those same first indices.
+  for (const auto& [depth, item] : trailing) {
+    for (size_t k = 0; k < depth; ++k)
+      if (by_dim[k] != loops[k]) return false;
+    bool ok = true;
+    each_stmt(item, [&](const StmtNode& x) {
+      if (x.kind == StmtKind::Store && x.buffer.get() == b) ok = false;
+      if (x.kind == StmtKind::Print && x.buffer.get() == b) ok = false;
+      own_exprs(x, [&](const ExprNode& e) {
+        if (e.kind != ExprKind::Load || e.buffer.get() != b) return;
+        if (e.flat || e.args.size() != b->dims.size()) {
+          ok = false;
+          return;
+        }
+        for (size_t k = 0; k < depth; ++k)
+          if (e.args[k]->kind != ExprKind::VarRef || e.args[k]->var != loops[k]->var) ok = false;
+      });
+    });
+    if (!ok) return false;
+  }
   return true;
 }
 

@@ -5,10 +5,16 @@
 // its elements (a nest of loops over exactly its dimensions, each loop
 // running to the extent of the dimension it indexes, the store made on every
 // iteration, not under a condition, by a value that does not read the
-// tensor) can never be read as zeros: the backends skip zero-filling it
+// tensor) can never be read as zeros: the backends skip zero-filling it.
+// The nest may also sit first in the body of outer loops that index the
+// tensor's first dimensions, followed there by statements that read only the
+// slice those loops index, complete by then (`for b { t[b, ...] = ...;
+// ... t[b, ...] ... }`, the copy of ir/transpose_operands.h)
 // (a large intermediate such as attention scores is written once instead of
-// twice). Storage-padded tensors are always zero-filled: their padding is
-// never stored by the assignment.
+// twice). A storage-padded dimension (`pad K`) counts as stored in full only
+// when its loop runs over the padding too (to the extent rounded up to a
+// multiple of K, as a padded loop does: mha's `p`); otherwise the padding
+// is never stored and must read as zeros.
 #pragma once
 
 #include "ir/ir.h"

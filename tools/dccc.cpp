@@ -13,8 +13,14 @@
 //                       reused slice (k[b][j, h, d] in attention) stays in cache
 //   apply schedule   -> the `schedule` blocks and --schedule: padding,
 //                       split, reorder, tile (--explain says what was chosen)
+//   transpose operands> CPU only: a contraction operand indexed by an output
+//                       loop and contiguous along the reduction (k in q k^T)
+//                       read from a transposed copy (ir/transpose_operands.h)
 //   tile contractions-> CPU only: a 4 x 4 tile of a contraction's outputs per
 //                       pass of its reduction (ir/tile_contractions.h)
+//   fuse parallel    -> CPU only: consecutive parallel loops over the same
+//                       extent that touch only their own slices of what they
+//                       share become one (ir/fuse_parallel_loops.h)
 //   fuse elementwise -> CUDA only: element-wise producers computed in their
 //                       readers (ir/fuse_elementwise.h)
 //   fuse row sums    -> CUDA only: a row sum summed in the contraction that
@@ -65,6 +71,8 @@
 #include "ir/printer.h"
 #include "ir/reorder_loops.h"
 #include "ir/tile_contractions.h"
+#include "ir/transpose_operands.h"
+#include "ir/fuse_parallel_loops.h"
 #include "ir/apply_schedule.h"
 #include "ir/schedule.h"
 #include "ir/simplify_indices.h"
@@ -436,8 +444,14 @@ int run(const Options& o) {
   if (!verified("apply-schedule")) return kExitInternal;
   if (o.target != "cuda" && o.emit != "cuda") {
     for (auto& f : module->funcs)
+      if (!f.storage_lowered) dccc::ir::transpose_operands(f);
+    if (!verified("transpose-operands")) return kExitInternal;
+    for (auto& f : module->funcs)
       if (!f.storage_lowered) dccc::ir::tile_contractions(f);
     if (!verified("tile-contractions")) return kExitInternal;
+    for (auto& f : module->funcs)
+      if (!f.storage_lowered) dccc::ir::fuse_parallel_loops(f);
+    if (!verified("fuse-parallel-loops")) return kExitInternal;
   }
   // Kernel fusion of element-wise producers into their readers: on the GPU
   // a read recomputes in registers what a load would fetch from memory.

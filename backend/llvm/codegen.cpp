@@ -447,6 +447,22 @@ class FuncEmitter {
   // of them, so a load shared by the x_u (v[j, h, d]) is read once for all.
   static constexpr int64_t kInterchangeMax = 1024;
 
+  // The lane loops of an interchanged nest run over a run-time length
+  // (mha's key positions) that is rarely a multiple of the vector width,
+  // and LLVM finishes them with up to 7 scalar iterations, each as costly
+  // as a vector one. When every load the lane variable moves reads a local
+  // tensor whose rows are storage-padded to a multiple of kLanePad (`pad 16`
+  // on its last dimension: the transposed copies of ir/transpose_operands.h)
+  // at offset `base + lane` exactly, the init and pass loops run to the
+  // length rounded up to kLanePad instead: the extra lanes read the row's
+  // own padding (in bounds; written by no one), their values land in the
+  // stack arrays past the length, and the fin loop, which stores the
+  // results, still stops at the length. kInterchangeMax is a multiple of
+  // kLanePad, so the padded lanes fit the arrays.
+  static constexpr int64_t kLanePad = 16;
+  static_assert(kInterchangeMax % kLanePad == 0);
+
+
   struct InterchangePlan {
     std::vector<ir::Stmt> inits;
     ir::Stmt red;                  // the j loop
@@ -601,6 +617,30 @@ class FuncEmitter {
     b_.SetInsertPoint(exit);
   }
 
+  /// Whether the init and pass loops of `plan` may run past the lanes' extent.
+  bool lanes_may_pad(const ir::StmtNode& s, const InterchangePlan& plan) {
+    const ir::Var& v = s.var;
+    auto bare = [&](const ir::Expr& e) { return e->kind == ExprKind::VarRef && e->var == v; };
+    bool ok = true;
+    std::function<void(const ir::Expr&)> look = [&](const ir::Expr& e) {
+      if (!e) return;
+      if (e->kind == ExprKind::Load && !e->args.empty() && ir::mentions(e->args[0], v)) {
+        const BufferNode* b = e->buffer.get();
+        const ir::Expr& off = e->args[0];
+        bool row = e->flat && b->kind == BufferKind::Local && !b->pad.empty() && b->pad.back() % kLanePad == 0 &&
+                   off->kind == ExprKind::Binary && off->binop == BinOp::Add &&
+                   ((bare(off->args[1]) && !ir::mentions(off->args[0], v)) ||
+                    (bare(off->args[0]) && !ir::mentions(off->args[1], v)));
+        if (!row) ok = false;
+      }
+      for (const auto& a : e->args) look(a);
+    };
+    for (const auto& init : plan.inits) look(init->value);
+    for (const auto& step : plan.steps) look(step->value);
+    look(plan.red->extent);
+    return ok;
+  }
+
   void emit_interchanged(const ir::StmtNode& s, const InterchangePlan& plan) {
     llvm::Value* n = emit(s.extent);
     size_t k = plan.inits.size();
@@ -635,7 +675,10 @@ class FuncEmitter {
       for (size_t u = 0; u < k; ++u) b_.CreateStore(b_.CreateLoad(slots[u]->getAllocatedType(), slots[u]), lane(u, d));
     };
     const ir::Var& dv = s.var;
-    counted_loop(dv->name + ".init", n, [&](llvm::Value* d) {
+    llvm::Value* lanes_n = n;
+    if (lanes_may_pad(s, plan))
+      lanes_n = b_.CreateAnd(b_.CreateAdd(n, b_.getInt64(kLanePad - 1)), b_.getInt64(-kLanePad));
+    counted_loop(dv->name + ".init", lanes_n, [&](llvm::Value* d) {
       vars_[dv.get()] = d;
       for (const auto& init : plan.inits) emit(init);
       store_lanes(d);
@@ -645,7 +688,7 @@ class FuncEmitter {
     const ir::Var& jv = plan.red->var;
     // kJam steps of j per pass over the lanes (in j order), then the rest.
     auto pass = [&](llvm::Value* j, int64_t steps) {
-      counted_loop(dv->name + ".lane", n, [&](llvm::Value* d) {
+      counted_loop(dv->name + ".lane", lanes_n, [&](llvm::Value* d) {
         vars_[dv.get()] = d;
         load_lanes(d);
         for (int64_t w = 0; w < steps; ++w) {
@@ -727,6 +770,64 @@ class FuncEmitter {
     j->addIncoming(next, b_.GetInsertBlock());
     b_.CreateBr(head);
     b_.SetInsertPoint(exit);
+    emit_loop(s, blocked, n);
+  }
+
+  // ---- Lane accumulators for max and min ---------------------------------
+  //
+  // `for j { acc = max(acc, x(j)) }` (or min) over floats: LLVM's loop
+  // vectorizer splits a maxnum/minnum reduction into lanes only under
+  // no-NaNs flags, so the row max of a softmax stayed one scalar chain. But
+  // float max and min (maxnum/minnum: a NaN operand is ignored) give the
+  // same result in any order (docs/language.md), so the loop takes kLanes
+  // steps at a time into kLanes accumulators, each starting at acc's value
+  // (max(a, a) = a) and taking j = u mod kLanes; they are combined into acc
+  // at the end and the last n % kLanes steps run as before. The SLP
+  // vectorizer turns the kLanes independent chains into vector operations.
+  static constexpr int64_t kLanes = 16;
+
+  /// The step of `s` when `s` is such a loop; null otherwise.
+  ir::Stmt minmax_reduction(const ir::StmtNode& s) {
+    if (s.loop != ir::LoopKind::Serial) return nullptr;
+    const ir::Stmt* body = &s.body[0];
+    while (*body && (*body)->kind == StmtKind::Seq && (*body)->body.size() == 1) body = &(*body)->body[0];
+    const ir::Stmt& step = *body;
+    if (!step || step->kind != StmtKind::Store || step->flat || !step->args.empty() || !scalar_.count(step->buffer.get()))
+      return nullptr;
+    const ir::Expr& v = step->value;
+    if (v->kind != ExprKind::Binary || (v->binop != BinOp::Max && v->binop != BinOp::Min)) return nullptr;
+    if (step->buffer->type != v->type || (v->type != Scalar::F32 && v->type != Scalar::F64)) return nullptr;
+    const ir::Expr& acc = v->args[0];
+    if (acc->kind != ExprKind::Load || acc->buffer != step->buffer || !acc->args.empty()) return nullptr;
+    if (loads_buffer(v->args[1], step->buffer.get()) || loads_buffer(s.extent, step->buffer.get())) return nullptr;
+    return step;
+  }
+
+  void emit_minmax_lanes(const ir::StmtNode& s, const ir::Stmt& step) {
+    llvm::Value* n = emit(s.extent);
+    const BufferNode* acc = step->buffer.get();
+    llvm::AllocaInst* slot = scalar_.at(acc);
+    llvm::Type* type = slot->getAllocatedType();
+    auto* vtype = llvm::FixedVectorType::get(type, kLanes);
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    llvm::AllocaInst* lanes = entry.CreateAlloca(vtype, nullptr, acc->name + ".lanes");
+    b_.CreateStore(b_.CreateVectorSplat(kLanes, b_.CreateLoad(type, slot)), lanes);
+    bool max = step->value->binop == BinOp::Max;
+    auto id = max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum;
+    const ir::Var& jv = s.var;
+    llvm::Value* blocked = b_.CreateSub(n, b_.CreateSRem(n, b_.getInt64(kLanes)));
+    strided_loop(jv->name + ".lanes", b_.getInt64(0), blocked, kLanes, [&](llvm::Value* j) {
+      llvm::Value* xs = llvm::PoisonValue::get(vtype);
+      for (int64_t u = 0; u < kLanes; ++u) {
+        vars_[jv.get()] = u == 0 ? j : b_.CreateAdd(j, b_.getInt64(u), "", true, true);
+        xs = b_.CreateInsertElement(xs, emit(step->value->args[1]), b_.getInt64(u));
+      }
+      b_.CreateStore(b_.CreateBinaryIntrinsic(id, b_.CreateLoad(vtype, lanes), xs), lanes);
+    });
+    vars_.erase(jv.get());
+    // llvm.vector.reduce.fmax/fmin without no-NaNs flags: maxnum/minnum semantics.
+    llvm::Value* v = b_.CreateLoad(vtype, lanes);
+    b_.CreateStore(max ? b_.CreateFPMaxReduce(v) : b_.CreateFPMinReduce(v), slot);
     emit_loop(s, blocked, n);
   }
 
@@ -975,6 +1076,10 @@ class FuncEmitter {
           if (interchange_pays(*s, *plan)) emit_interchanged(*s, *plan);
           else if (plan->inits.size() == 1 && jam_pays(*s, *plan)) emit_jammed(*s, *plan);
           else emit_loop(*s, b_.getInt64(0), emit(s->extent));
+          return;
+        }
+        if (ir::Stmt step = minmax_reduction(*s)) {
+          emit_minmax_lanes(*s, step);
           return;
         }
         llvm::Value* n = emit(s->extent);

@@ -25,6 +25,13 @@
 //   is interchanged (per-o accumulators in a stack array, inner loop over o)
 //   when x reads memory contiguously in o but strided in r, or else
 //   unrolled-and-jammed (4 o at once) when x has a load independent of o.
+//   The interchanged lane loops run to a multiple of 16 instead of ending
+//   in scalar steps when the loads they move read rows of a local tensor
+//   storage-padded to 16 (the transposed copies of ir/transpose_operands.h).
+// - A float `max`/`min` reduction loop `for j { acc = max(acc, x(j)) }` runs
+//   16 steps at a time in the lanes of a vector accumulator (LLVM's
+//   vectorizer leaves maxnum/minnum reductions scalar without no-NaNs
+//   flags); maxnum/minnum ignore NaNs in any order, so results are unchanged.
 #pragma once
 
 #include <memory>

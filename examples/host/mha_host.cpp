@@ -139,9 +139,10 @@ CacheStats cache_stats() {
 }
 
 /// The offset arrays come from the runtime's prelude cache, one entry per
-/// array (mha has four: q.seqlen * H * D, kv.seqlen * H * D -- the same
-/// computation from other lengths --, q.seqlen * H * kv.seqlen and
-/// q.seqlen * H), keyed by the sizes it reads and its lengths' contents: a
+/// array (mha has five: q.seqlen * H * D, kv.seqlen * H * D -- the same
+/// computation from other lengths --, q.seqlen * H * kv.seqlen, q.seqlen * H
+/// and H * D * kv.seqlen rounded up to 16, the transposed keys' padded rows,
+/// ir/transpose_operands.h), keyed by the sizes it reads and its lengths' contents: a
 /// second call with equal lengths (in other arrays) reuses them, different
 /// lengths (even with the same totals) and other sizes compute new ones for
 /// the arrays they change, and results stay right either way.
@@ -150,22 +151,22 @@ void prelude_cache(std::mt19937& rng) {
   CacheStats s0 = cache_stats();
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, D, false), "first call with a new length pattern");
   CacheStats s1 = cache_stats();
-  expect(!kCounts || (s1.misses == s0.misses + 4 + kMapUnits && s1.hits == s0.hits + kMapUnits), "a new length pattern computes the four arrays");
+  expect(!kCounts || (s1.misses == s0.misses + 5 + kMapUnits && s1.hits == s0.hits + kMapUnits), "a new length pattern computes the five arrays");
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, D, false), "second call with the same lengths");
   CacheStats s2 = cache_stats();
-  expect(!kCounts || (s2.hits == s1.hits + 4 + 2 * kMapUnits && s2.misses == s1.misses), "the same lengths (other arrays, other data) reuse them");
+  expect(!kCounts || (s2.hits == s1.hits + 5 + 2 * kMapUnits && s2.misses == s1.misses), "the same lengths (other arrays, other data) reuse them");
   expect(run_case(rng, {4, 0, 4}, {2, 4, 1}, H, D, false), "call with other query lengths, same total");
   CacheStats s3 = cache_stats();
-  expect(!kCounts || (s3.misses == s2.misses + 3 + kMapUnits && s3.hits == s2.hits + 1 + kMapUnits), "other query lengths with the same total compute the three arrays they shape, the keys' is reused");
+  expect(!kCounts || (s3.misses == s2.misses + 3 + kMapUnits && s3.hits == s2.hits + 2 + kMapUnits), "other query lengths with the same total compute the three arrays they shape, the keys' two are reused");
   expect(run_case(rng, {3, 0, 5}, {2, 4, 1}, H, 4, false), "call with the same lengths and another D");
   CacheStats s4 = cache_stats();
-  expect(!kCounts || (s4.misses == s3.misses + 2 && s4.hits == s3.hits + 2 + 2 * kMapUnits), "another D computes the two arrays that read D; those that do not are reused");
+  expect(!kCounts || (s4.misses == s3.misses + 3 && s4.hits == s3.hits + 2 + 2 * kMapUnits), "another D computes the three arrays that read D; those that do not are reused");
   expect(run_case(rng, {4, 0, 4}, {2, 4, 1}, H, D), "meta and call with a pattern seen before");
   CacheStats s5 = cache_stats();
-  expect(!kCounts || (s5.hits == s4.hits + 8 + 4 * kMapUnits && s5.misses == s4.misses), "mha_meta and mha both reuse a cached pattern");
+  expect(!kCounts || (s5.hits == s4.hits + 10 + 4 * kMapUnits && s5.misses == s4.misses), "mha_meta and mha both reuse a cached pattern");
   expect(run_case(rng, {6, 1, 2}, {6, 1, 2}, H, D, false), "self-attention lengths");
   CacheStats s5b = cache_stats();
-  expect(!kCounts || (s5b.misses == s5.misses + 3 + kMapUnits && s5b.hits == s5.hits + 1 + kMapUnits), "equal query and key lengths share the q.seqlen * H * D and kv.seqlen * H * D entry");
+  expect(!kCounts || (s5b.misses == s5.misses + 4 + kMapUnits && s5b.hits == s5.hits + 1 + kMapUnits), "equal query and key lengths share the q.seqlen * H * D and kv.seqlen * H * D entry");
   s5 = s5b;
   // Arguments rejected before the prelude leave the cache alone.
   std::vector<int32_t> ql{2, -1}, kl{1, 1};
@@ -180,8 +181,8 @@ void prelude_cache(std::mt19937& rng) {
               (unsigned long long)(s6.misses - s0.misses));
 }
 
-/// A prelude the host holds: mha_prelude computes the four arrays once
-/// (three when query and key lengths are equal: those two are one entry),
+/// A prelude the host holds: mha_prelude computes the five arrays once
+/// (four when query and key lengths are equal: those two are one entry),
 /// mha_with_prelude uses them without the cache, and other lengths are
 /// rejected without writing anything.
 void held_prelude(std::mt19937& rng) {
@@ -195,17 +196,18 @@ void held_prelude(std::mt19937& rng) {
   size_t bytes = 0;
   dcc_prelude_stats(p, &n, &bytes);
   // With the maps: F_oif (5 offsets) and F_fo, F_fi (14 query rows each).
-  expect(!kCounts || (n == 4 + (int64_t)kMapUnits && bytes == (4 * 5 + (kMapUnits ? 5 + 2 * 14 : 0)) * sizeof(int64_t)),
-         "four arrays of B + 1 offsets");
+  expect(!kCounts || (n == 5 + (int64_t)kMapUnits && bytes == (5 * 5 + (kMapUnits ? 5 + 2 * 14 : 0)) * sizeof(int64_t)),
+         "five arrays of B + 1 offsets");
   CacheStats s0 = cache_stats();
   for (int k = 0; k < 3; ++k) expect(run_case(rng, ql, kl, H, D, false, p), "mha_with_prelude matches the reference");
   CacheStats s1 = cache_stats();
   expect(s1.hits == s0.hits && s1.misses == s0.misses, "calls with a held prelude do not use the cache");
   // Keys with the queries' lengths added to the same handle: kv.seqlen * H * D
-  // is the held q.seqlen * H * D, q.seqlen * H is held too: one new entry.
+  // is the held q.seqlen * H * D, q.seqlen * H is held too: two new entries,
+  // q.seqlen * H * kv.seqlen and the transposed keys' padded rows.
   expect(mha_prelude(&q, (kv.seqlen = ql.data(), &kv), &p) == DCC_OK, "mha_prelude, equal lengths");
   dcc_prelude_stats(p, &n, nullptr);
-  expect(!kCounts || (n == 5 + (int64_t)kMapUnits), "only q.seqlen * H * kv.seqlen is new");
+  expect(!kCounts || (n == 7 + (int64_t)kMapUnits), "only q.seqlen * H * kv.seqlen and the padded key rows are new");
   expect(run_case(rng, ql, ql, H, D, false, p), "self-attention with the held prelude");
   // Lengths the handle was not made for.
   std::vector<int32_t> other{5, 1, 6, 2};

@@ -28,6 +28,8 @@
 #include "ir/mark_parallel.h"
 #include "ir/reorder_loops.h"
 #include "ir/tile_contractions.h"
+#include "ir/transpose_operands.h"
+#include "ir/fuse_parallel_loops.h"
 #include "ir/storage_lowering.h"
 #include "typecheck/checker.h"
 
@@ -43,7 +45,7 @@ struct Program {
 
 /// The front end, lowering and storage lowering; with `cpu_passes` also the
 /// passes the driver runs for the CPU target only (mark_parallel,
-/// reorder_loops, tile_contractions), as the LLVM backend's tests need; with
+/// reorder_loops, transpose_operands, tile_contractions, fuse_parallel_loops), as the LLVM backend's tests need; with
 /// `cuda_passes` the CUDA target's fusion (as tools/dccc.cpp runs them).
 inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false,
                        bool cuda_passes = false) {
@@ -61,7 +63,9 @@ inline Program compile(const std::string& name, const std::string& text, bool cp
     if (cpu_passes) {
       ir::mark_parallel(f);
       ir::reorder_loops(f);
+      ir::transpose_operands(f);
       ir::tile_contractions(f);
+      ir::fuse_parallel_loops(f);
     }
     if (cuda_passes) {
       ir::fuse_elementwise(f);

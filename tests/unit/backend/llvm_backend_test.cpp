@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "backend/llvm/jit.h"
+#include "backend/llvm/llvm_text.h"
 #include "tests/unit/backend/differential.h"
 
 namespace dccc::backend {
@@ -130,12 +131,13 @@ int count_parallel(const ir::Stmt& s) {
 
 // The five assignments of mha.toy (scores, row_max, p, row_sum, out.data)
 // each get their outer `b` loop marked, and nothing else: the reduction
-// loops (d, j) and the inner left-side loops (i, h, j, d) stay serial.
+// loops (d, j) and the inner left-side loops (i, h, j, d) stay serial. The
+// five loops are then fused into one (ir/fuse_parallel_loops.h).
 TEST(LlvmBackend, MhaOuterLoopsAreParallel) {
   Program p = compile("mha.toy", read_example("mha.toy"));
   ASSERT_TRUE(p.module);
   const ir::Func& f = func_named(*p.module, "mha");
-  EXPECT_EQ(count_parallel(f.body), 5);
+  EXPECT_EQ(count_parallel(f.body), 1);
   for (const auto& item : f.body->body)
     if (item->kind == ir::StmtKind::For) {
       EXPECT_EQ(item->loop, ir::LoopKind::Parallel);
@@ -197,6 +199,181 @@ TEST(LlvmBackend, MhaOnSeveralThreadsMatchesOneThread) {
   }
   dcc_set_num_threads(0);
   EXPECT_GT(checked, 10000);
+}
+
+// A float `reduce(max)` or `reduce(min)` whose loop walks memory
+// contiguously runs in vector lanes (codegen.h): the results must equal the
+// interpreter's (std::fmax / std::fmin, left to right) bit for bit, NaN
+// operands ignored, on rows of every length from 0 to 40 (below, at and past
+// multiples of the 16 lanes), with NaNs, infinities and an all-NaN row; f32
+// and f64, the row read directly or after a transposition into a local.
+// Their optimized LLVM IR has the vector reduction; an integer max
+// (vectorized by LLVM itself) does not take this path. A max down a column
+// (col_max) is interchanged with the outer loop instead, and must match too.
+TEST(LlvmBackend, FloatMaxMinReductionsInLanesMatchInterpreter) {
+  const std::string text = R"(
+type Rows = coupling {
+    data: [b: B][H, len[b]]f32,
+    len: [B]i32
+}
+type Rows64 = coupling {
+    data: [b: B][H, len[b]]f64,
+    len: [B]i32
+}
+type Cols = coupling {
+    data: [b: B][len[b], H]f32,
+    len: [B]i32
+}
+type IRows = coupling {
+    data: [b: B][len[b]]i32,
+    len: [B]i32
+}
+fn row_max(x: Rows) [B, H]f32 {
+    let m: [B, H]f32;
+    m[b, h] = reduce(max, x.data[b][h, i]);
+    return m;
+}
+fn row_min(x: Rows) [B, H]f32 {
+    let m: [B, H]f32;
+    m[b, h] = reduce(min, x.data[b][h, i]);
+    return m;
+}
+fn row_max64(x: Rows64) [B, H]f64 {
+    let m: [B, H]f64;
+    m[b, h] = reduce(max, x.data[b][h, i]);
+    return m;
+}
+fn col_max(x: Cols) [B, H]f32 {
+    let m: [B, H]f32;
+    m[b, h] = reduce(max, x.data[b][i, h]);
+    return m;
+}
+fn col_min(x: Cols) [B, H]f32 {
+    let t: [b: B][H, x.len[b]]f32;
+    t[b][h, i] = x.data[b][i, h];
+    let m: [B, H]f32;
+    m[b, h] = reduce(min, t[b][h, i]);
+    return m;
+}
+fn imax(x: IRows) [B]i32 {
+    let m: [B]i32;
+    m[b] = reduce(max, x.data[b][i]);
+    return m;
+}
+)";
+  Program p = compile("minmax.toy", text);
+  ASSERT_TRUE(p.module);
+  std::string error;
+  auto jit = JitProgram::compile(*p.module, error);
+  ASSERT_TRUE(jit) << error;
+  const int64_t batch = 41;
+  int compared = 0;
+  for (const char* name : {"row_max", "row_min", "row_max64", "col_max", "col_min", "imax"}) {
+    SCOPED_TRACE(name);
+    const ir::Func& f = func_named(*p.module, name);
+    auto kernel = jit->kernel(name);
+    ASSERT_NE(kernel, nullptr);
+    std::mt19937 rng(7);
+    std::map<std::string, int64_t> sizes{{"B", batch}, {"H", 2}};
+    auto gen = [&](const ir::BufferNode* b, int64_t k) -> double {
+      if (b->name == "x.len") return static_cast<double>(k);  // len[b] = b: 0 .. 40
+      if (is_int(b->type)) return std::uniform_int_distribution<int>(-1000, 1000)(rng);
+      double v = std::uniform_real_distribution<double>(-100.0, 100.0)(rng);
+      switch (std::uniform_int_distribution<int>(0, 19)(rng)) {
+        case 0: return NAN;
+        case 1: return k % 2 ? INFINITY : -INFINITY;
+        default: return static_cast<float>(v);
+      }
+    };
+    auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
+    // Sequence 17 all NaN (length 17: one pass of the lanes and one step
+    // after); sequence b has b * H elements, after sum_{c < b} c * H.
+    for (auto& [b, values] : inputs) {
+      if (b->name != "x.data" || is_int(b->type)) continue;
+      const int64_t H = 2, start = 17 * 16 / 2 * H;
+      ASSERT_GE(values.size(), static_cast<size_t>(start + 17 * H));
+      for (int64_t e = start; e < start + 17 * H; ++e) values[e] = NAN;
+    }
+    std::ostringstream sink;
+    ir::Interpreter ref(sink);
+    ref.run(f, sizes, inputs);
+    std::vector<HostBuffer> host;
+    ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, host), 0) << dcc_last_error();
+    const ir::BufferNode* out = nullptr;
+    for (const auto& b : f.buffers)
+      if (b->kind == ir::BufferKind::Output) out = b.get();
+    std::vector<double> want = ref.packed(out);
+    ASSERT_EQ(want.size(), static_cast<size_t>(std::string(name) == "imax" ? batch : batch * 2));
+    for (size_t e = 0; e < want.size(); ++e, ++compared) {
+      ASSERT_FALSE(std::isnan(want[e])) << e;  // NaNs are ignored; the start value is -inf (max) or inf (min)
+      EXPECT_EQ(host.back().get(e), want[e]) << e;
+    }
+    if (std::string(name) != "imax") {  // the all-NaN sequence gives the start value
+      for (size_t e : {size_t{17 * 2}, size_t{17 * 2 + 1}}) EXPECT_TRUE(std::isinf(want[e])) << e;
+    }
+  }
+  EXPECT_EQ(compared, 5 * batch * 2 + batch);
+  std::string ir = llvm_ir_text(*p.module, error).value_or("");
+  ASSERT_FALSE(ir.empty()) << error;
+  auto body = [&](const std::string& fn) {  // the definitions of fn's parallel bodies
+    std::string out;
+    for (size_t at = ir.find("define internal void @" + fn + "__par"); at != std::string::npos;
+         at = ir.find("define internal void @" + fn + "__par", at + 1))
+      out += ir.substr(at, ir.find("\n}\n", at) - at);
+    EXPECT_FALSE(out.empty()) << fn;
+    return out;
+  };
+  EXPECT_NE(body("row_max").find("llvm.vector.reduce.fmax"), std::string::npos);
+  EXPECT_NE(body("row_min").find("llvm.vector.reduce.fmin"), std::string::npos);
+  EXPECT_NE(body("row_max64").find("llvm.vector.reduce.fmax"), std::string::npos);
+  EXPECT_NE(body("col_min").find("llvm.vector.reduce.fmin"), std::string::npos);
+  EXPECT_EQ(body("imax").find("llvm.vector.reduce.fmax"), std::string::npos);
+  EXPECT_EQ(body("imax").find("maxnum"), std::string::npos);
+}
+
+// c = a b^T (ir/transpose_operands.h copies b transposed, its rows padded
+// to 16; the backend's lanes along j then run to the next multiple of 16
+// inside the padding): every N from 0 to 40 (M = 5, K = 3), so the lanes
+// end at every offset of a vector, must match the float64 reference, and the
+// results past N must not leak into c.
+TEST(LlvmBackend, TransposedOperandLanesMatchFloat64Reference) {
+  const std::string text = R"(
+fn abt(a: [M, K]f32, b: [N, K]f32) [M, N]f32 {
+    let c: [M, N]f32;
+    c[i, j] = reduce(+, a[i, r] * b[j, r]);
+    return c;
+}
+)";
+  Program p = compile("abt.toy", text);
+  ASSERT_TRUE(p.module);
+  const ir::Func& f = func_named(*p.module, "abt");
+  bool padded = false;
+  for (const auto& b : f.buffers) padded |= b->name == "b.T" && !b->pad.empty() && b->pad.back() == 16;
+  EXPECT_TRUE(padded) << "b is read from a transposed copy with padded rows";
+  std::string error;
+  auto jit = JitProgram::compile(*p.module, error);
+  ASSERT_TRUE(jit) << error;
+  auto kernel = jit->kernel("abt");
+  ASSERT_NE(kernel, nullptr);
+  std::mt19937 rng(3);
+  for (int64_t n = 0; n <= 40; ++n) {
+    std::map<std::string, int64_t> sizes{{"M", 5}, {"K", 3}, {"N", n}};
+    auto gen = [&](const ir::BufferNode*, int64_t) { return std::uniform_real_distribution<double>(-1, 1)(rng); };
+    auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
+    std::ostringstream sink;
+    ir::Interpreter ref(sink);
+    ref.set_float64_reference(true);
+    ref.run(f, sizes, inputs);
+    std::vector<HostBuffer> host;
+    ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, host), 0) << dcc_last_error();
+    const ir::BufferNode* out = nullptr;
+    for (const auto& b : f.buffers)
+      if (b->kind == ir::BufferKind::Output) out = b.get();
+    std::vector<double> want = ref.packed(out);
+    ASSERT_EQ(want.size(), static_cast<size_t>(5 * n));
+    for (size_t e = 0; e < want.size(); ++e)
+      ASSERT_NEAR(host.back().get(e), want[e], 1e-5 * std::max(1.0, std::fabs(want[e]))) << "N " << n << " [" << e << "]";
+  }
 }
 
 // An integer division by zero in a parallel loop body, on a worker thread

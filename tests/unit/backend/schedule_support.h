@@ -41,14 +41,14 @@ fn f(x: Seqs, w: [H, H]f32) -> Seqs {
 
 struct ScheduledOptions {
   ir::ScheduleDefaults defaults{};
-  bool tile = false;                     // tile_contractions, as the driver does for the CPU
+  bool tile = false;                     // transpose_operands, tile_contractions and fuse_parallel_loops, as the driver does for the CPU
   bool simplify = false;                 // ir/simplify_indices after storage lowering
   ir::SimplifyReport* report = nullptr;  // what simplify did
 };
 
 /// `program` with `schedule` appended, compiled as the driver does for the
 /// CPU: expand_prints, mark_parallel, reorder_loops, the schedule (with
-/// `o.defaults`), then as `o` asks tile_contractions, storage lowering and
+/// `o.defaults`), then as `o` asks transpose_operands, tile_contractions, fuse_parallel_loops, storage lowering and
 /// simplify_indices. No module after errors (in `diags`).
 inline Program compile_with_schedule(const std::string& program, const std::string& schedule,
                                      const ScheduledOptions& o = {}, const std::string& name = "schedule.toy") {
@@ -74,7 +74,11 @@ inline Program compile_with_schedule(const std::string& program, const std::stri
       p.module.reset();
       return p;
     }
-    if (o.tile) ir::tile_contractions(f);
+    if (o.tile) {
+      ir::transpose_operands(f);
+      ir::tile_contractions(f);
+      ir::fuse_parallel_loops(f);
+    }
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();
       return p;

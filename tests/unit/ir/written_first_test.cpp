@@ -88,7 +88,43 @@ TEST(WrittenFirst, RaggedExtentsMustMatchTheDimensions) {
             (std::map<std::string, bool>{{"lens", false}, {"d", false}}));
 }
 
-TEST(WrittenFirst, StoragePaddingIsAlwaysFilled) {
+TEST(WrittenFirst, SliceFilledFirstInAnOuterLoopThenReadThere) {
+  // for b { for i { x[b, i] = .. }; <reader> }: the reader runs after the
+  // slice x[b, ..] is complete, so it may read that slice and nothing else.
+  const std::string head = "func f() {\n  local x: f32 [b: 3, i: 4];\n  local y: f32 [c: 3];\n"
+                           "  for b in 0 .. 3 {\n    for i in 0 .. 4 {\n      x[b, i] = 1.0f32;\n    }\n";
+  auto with = [&](const std::string& reader) { return of_ir(head + reader + "  }\n}\n").at("x"); };
+  EXPECT_TRUE(with("    y[b] = x[b, 2];\n"));
+  EXPECT_TRUE(with("    for k in 0 .. 4 {\n      y[b] = (y[b] + x[b, k]);\n    }\n"));
+  // Another slice: the next b's is not written yet (and a constant index is not b).
+  EXPECT_FALSE(with("    y[b] = x[0, 2];\n"));
+  EXPECT_FALSE(with("    for k in 0 .. 3 {\n      y[b] = x[k, 0];\n    }\n"));
+  // Stored again after the fill: not a reader.
+  EXPECT_FALSE(with("    x[b, 0] = 2.0f32;\n"));
+  // A reader before the fill reads zeros.
+  EXPECT_FALSE(of_ir("func f() {\n  local x: f32 [b: 3, i: 4];\n  local y: f32 [c: 3];\n  for b in 0 .. 3 {\n"
+                  "    y[b] = x[b, 1];\n    for i in 0 .. 4 {\n      x[b, i] = 1.0f32;\n    }\n  }\n}\n").at("x"));
+  // The fill's loops index the dimensions out of order: x[i, b] under `for b`.
+  EXPECT_FALSE(of_ir("func f() {\n  local x: f32 [b: 4, i: 4];\n  local y: f32 [c: 4];\n  for b in 0 .. 4 {\n"
+                  "    for i in 0 .. 4 {\n      x[i, b] = 1.0f32;\n    }\n    y[b] = x[b, 1];\n  }\n}\n").at("x"));
+}
+
+TEST(WrittenFirst, PaddedDimensionStoredWhenItsLoopCoversThePadding) {
+  // x pads its ragged dimension to a multiple of 4: a loop to the length
+  // leaves the padding unstored; a loop to the rounded-up length (a padded
+  // loop, as the CPU default gives mha's p) stores it too.
+  const std::string head =
+      "func f() {\n  local lens: i32 [k: 2];\n  local x: f32 [b: 2, i: i64(lens[b]) pad 4];\n"
+      "  lens[0] = 3i32;\n  lens[1] = 5i32;\n  for b in 0 .. 2 {\n";
+  EXPECT_FALSE(of_ir(head + "    for i in 0 .. i64(lens[b]) {\n      x[b, i] = 1.0f32;\n    }\n  }\n}\n").at("x"));
+  EXPECT_TRUE(of_ir(head + "    for i in 0 .. (((i64(lens[b]) + 3) / 4) * 4) {\n      x[b, i] = 1.0f32;\n    }\n  }\n}\n")
+                  .at("x"));
+  // Rounded to another multiple: not the storage.
+  EXPECT_FALSE(of_ir(head + "    for i in 0 .. (((i64(lens[b]) + 7) / 8) * 8) {\n      x[b, i] = 1.0f32;\n    }\n  }\n}\n")
+                   .at("x"));
+}
+
+TEST(WrittenFirst, StoragePaddingIsFilledWhenTheLoopStopsShort) {
   Lowered l = lower_source("t.toy", "fn f() { let x: [4]f32; x[i] = 2.0; print(x); }");
   ASSERT_TRUE(l.module);
   Func& f = l.module->funcs[0];
