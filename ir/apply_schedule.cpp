@@ -756,6 +756,15 @@ class Scheduler {
     fused_[n][ro.index] = name;
     fused_[n][ri.index] = name;
     fusion_maps_.push_back({n, ro.index, ri.index, name, FusedLoops{o->var, in->var, li->extent, oif, fo, fi}});
+    if (gpu_ && oif->kind != BufferKind::Aux) {
+      // The fused loop's extent is F_oif[E]: the CUDA host code sizes the
+      // launch from it.
+      diags_.report(DiagKind::Unsupported, d.at,
+                    fmt::format("on the CUDA target, a `fuse` whose maps (`{}`) are computed in the body (the inner "
+                                "extent reads lengths the function computes, not only argument lengths)",
+                                oif->name));
+      ok_ = false;
+    }
     notes_[n].push_back(fmt::format(
         "{}: `{}` and `{}` run as one loop `{}` over every ({}, {}) in order; `{}`, `{}` and `{}`, computed {}, "
         "map its iterations back{} (directive)",
@@ -960,12 +969,32 @@ class Scheduler {
     }
     names_[n][r.index] = out.loop;
     remapped_.insert(out.loop.get());
+    if (gpu_ && out.perm->kind != BufferKind::Aux) {
+      // The CUDA host code sizes each launch from the inner extents, which
+      // now read the permutation: it must be the prelude's.
+      bool read_by_extents = false;
+      each_stmt(f_.body, [&](const StmtNode& x) {
+        if (x.kind == StmtKind::For && x.var != out.loop) read_by_extents |= loads_from(x.extent, out.perm.get());
+      });
+      if (read_by_extents) {
+        diags_.report(DiagKind::Unsupported, d.at,
+                      fmt::format("on the CUDA target, a `remap` whose permutation `{}` is computed in the body (its "
+                                  "key or extent reads what the function computes, not only argument lengths) while "
+                                  "inner loop extents read it (the host sizes the launch from them)",
+                                  out.perm->name));
+        ok_ = false;
+        return;
+      }
+    }
     notes_[n].push_back(fmt::format(
         "{}: iteration `{}` of the parallel loop runs `{}` = {}[{}], the order of descending {}, ties by index, "
-        "ranked {}; the thread pool hands out iterations in this order{} (directive)",
+        "ranked {}; {}{} (directive)",
         where(d), out.loop->name, r.index, out.perm->name, out.loop->name, out.key,
         out.perm->kind == BufferKind::Aux ? "in the prelude (once per length pattern)" : "before the statement",
-        inner_loops ? ", one at a time (the body holds loops)" : ", in chunks (the body holds no loop)"));
+        gpu_ ? "on the GPU, blocks (or threads) take iterations in this order, the grid's blocks being started in "
+               "index order"
+             : "the thread pool hands out iterations in this order",
+        gpu_ ? "" : inner_loops ? ", one at a time (the body holds loops)" : ", in chunks (the body holds no loop)"));
   }
 
   // ------------------------------------------------------------ inline
@@ -1115,6 +1144,18 @@ class Scheduler {
                                        : "`gpu_threads` takes one to three loops (flattened over the threads of a block)");
         continue;
       }
+      if (!gpu_) {
+        // The CPU target ignores the mapping: only its names are checked
+        // (the CPU's own loop order may differ from the CUDA target's).
+        std::optional<size_t> nest;
+        for (const auto& r : d.loops)
+          if (auto res = resolve(r)) nest = res->nest;
+        if (nest)
+          notes_[*nest].push_back(fmt::format("{}: ignored on the CPU target (a GPU grid and block mapping; "
+                                              "parallel loops run on the thread pool) (directive)",
+                                              where(d)));
+        continue;
+      }
       std::vector<Var> vars;
       std::vector<const StmtNode*> loops;
       size_t nest = 0;
@@ -1141,11 +1182,19 @@ class Scheduler {
                                   r.index, r.tensor, why, blocks ? "blocks" : "threads"));
           bad = true;
         }
-        if (k && !bad && child_loop(loops.back(), blocks) != loop) {
-          error(r.at, fmt::format("loop `{}` is not directly inside `{}`{}; `{}` takes a perfectly nested chain of "
-                                  "loops, outermost first",
-                                  r.index, d.loops[k - 1].index, blocks ? "" : " (no statement or condition between)",
-                                  name));
+        if (k && !bad && child_loop(loops.back(), true) != loop) {
+          error(r.at, fmt::format("loop `{}` is not directly inside `{}` (only an `if` without `else` may lie "
+                                  "between); `{}` takes a perfectly nested chain of loops, outermost first",
+                                  r.index, d.loops[k - 1].index, name));
+          bad = true;
+        }
+        // Thread loops are flattened: an inner one's extent is computed
+        // whether or not a condition between them holds (it reads no thread
+        // loop's variable, checked below, so only the grid's).
+        if (k && !bad && !blocks && child_loop(loops.back(), false) != loop && may_fail(loop->extent)) {
+          error(r.at, fmt::format("loop `{}` lies below a condition inside `{}`, and its extent may fail (an integer "
+                                  "division); the threads of a block compute it whether or not the condition holds",
+                                  r.index, d.loops[k - 1].index));
           bad = true;
         }
         vars.push_back(res->var);
@@ -1242,14 +1291,6 @@ class Scheduler {
       for (const auto& v : m.bv) bnames += (bnames.empty() ? "`" : ", `") + name_of(m.nest, v.get()) + "`";
       for (const auto& v : m.tv) tnames += (tnames.empty() ? "`" : ", `") + name_of(m.nest, v.get()) + "`";
       const Directive* d = m.blocks ? m.blocks : m.threads;
-      if (!gpu_) {
-        for (const Directive* x : {m.blocks, m.threads})
-          if (x)
-            notes_[m.nest].push_back(fmt::format("{}: ignored on the CPU target (a GPU grid and block mapping; "
-                                                 "parallel loops run on the thread pool) (directive)",
-                                                 where(*x)));
-        continue;
-      }
       if (m.blocks)
         notes_[m.nest].push_back(fmt::format(
             "{}: {} on the CUDA grid, a block per iteration ({}; blocks stride when there are more){} (directive)",

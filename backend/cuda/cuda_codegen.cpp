@@ -795,7 +795,9 @@ class FuncEmitter {
       rest = through_guards(cur->body[0], guards[k]);
       cur = rest;
     }
-    // The threads' loops: the mapping's, or the default's choice.
+    // The threads' loops: the mapping's, or the default's choice. A guard
+    // between two of them (a split's bound check) runs per thread.
+    std::vector<ir::Expr> thread_guards;
     for (size_t k = 0; k < m.threads.size(); ++k) {
       if (!cur || cur->kind != StmtKind::For || cur->var != m.threads[k])
         refuse(fmt::format("a GPU mapping of loop `{}`, which the passes after the schedule moved", m.threads[k]->name));
@@ -807,8 +809,12 @@ class FuncEmitter {
         if (ir::mentions(cur->extent, in->var))
           refuse(fmt::format("thread loops whose extents depend on each other (`{}` on `{}`)", cur->var->name,
                              in->var->name));
+      // Computed once per block, whether or not the conditions above hold:
+      // it reads only the grid's variables (checked above), and must not fail.
+      if (k > 0 && !thread_guards.empty() && ir::may_fail(cur->extent))
+        refuse(fmt::format("a thread loop `{}` below a condition, with an extent that may fail", cur->var->name));
       l.inner.push_back(cur);
-      cur = k + 1 < m.threads.size() ? only_loop(cur->body[0]) : nullptr;
+      cur = k + 1 < m.threads.size() ? through_guards(cur->body[0], thread_guards) : nullptr;
     }
     if (m.threads.empty()) {
       while (l.inner.size() < 3 && cur && cur->kind == StmtKind::For && is_parallel_loop(cur)) {
@@ -868,6 +874,7 @@ class FuncEmitter {
         inner += fmt::format("  const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
       }
       std::string b;
+      for (const auto& g : thread_guards) b += fmt::format("  if (!({})) continue;\n", expr(g));
       declare_private(b, 1);
       stmt(body, 1, b);
       inner += b + "}\n";
@@ -876,9 +883,10 @@ class FuncEmitter {
     for (size_t k = l.blocks.size(); k-- > 0;) {
       std::string v = var(l.blocks[k]->var);
       const char* dim = l.blocks.size() > 1 && k == 0 ? "y" : "x";
-      std::string head;
+      // Hoisted loads first: they come from no further than the first
+      // guard's condition (hoist_outer_loads stops at conditions).
+      std::string head = k == 0 ? indent_text(outer_prefix_, -4) : "";
       for (const auto& g : guards[k]) head += fmt::format("if (!({})) continue;\n", expr(g));
-      if (k == 0) head += indent_text(outer_prefix_, -4);
       inner = fmt::format("const int64_t {0}_n = {1};\nfor (int64_t {0} = blockIdx.{2}; {0} < {0}_n; {0} += gridDim.{2}) {{\n{3}}}\n",
                           v, expr(l.blocks[k]->extent), dim, indent(head + inner, 1));
     }
