@@ -756,7 +756,7 @@ class Scheduler {
     fused_[n][ro.index] = name;
     fused_[n][ri.index] = name;
     fusion_maps_.push_back({n, ro.index, ri.index, name, FusedLoops{o->var, in->var, li->extent, oif, fo, fi}});
-    if (gpu_ && oif->kind != BufferKind::Aux) {
+    if (gpu_ && f_.name != "main" && oif->kind != BufferKind::Aux) {  // `main` is not a CUDA kernel
       // The fused loop's extent is F_oif[E]: the CUDA host code sizes the
       // launch from it.
       diags_.report(DiagKind::Unsupported, d.at,
@@ -969,7 +969,7 @@ class Scheduler {
     }
     names_[n][r.index] = out.loop;
     remapped_.insert(out.loop.get());
-    if (gpu_ && out.perm->kind != BufferKind::Aux) {
+    if (gpu_ && f_.name != "main" && out.perm->kind != BufferKind::Aux) {  // `main` is not a CUDA kernel
       // The CUDA host code sizes each launch from the inner extents, which
       // now read the permutation: it must be the prelude's.
       bool read_by_extents = false;
