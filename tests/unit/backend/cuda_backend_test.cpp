@@ -18,10 +18,7 @@
 
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/jit.h"
-#include "ir/apply_schedule.h"
-#include "ir/schedule.h"
-#include "ir/simplify_indices.h"
-#include "tests/unit/backend/differential.h"
+#include "tests/unit/backend/cuda_scheduled.h"
 
 namespace dccc::backend {
 namespace {
@@ -112,75 +109,6 @@ TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
   EXPECT_GT(compared, 10000);
 }
 
-/// `text` with the schedule blocks `schedule` appended, through the passes
-/// tools/dccc.cpp runs for --target=cuda: expand_prints, mark_parallel, the
-/// schedule (gpu_blocks / gpu_threads recorded, no default padding), the
-/// CUDA fusions, storage lowering and simplify_indices without hoisting.
-Program compile_cuda_scheduled(const std::string& name, const std::string& text, const std::string& schedule) {
-  Program p;
-  p.file = std::make_unique<SourceFile>(name, text + "\n" + schedule);
-  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
-  p.ast = parse(*p.file, *p.diags);
-  if (!p.ast) return p;
-  p.checked = check(*p.ast, *p.diags);
-  if (p.diags->has_errors()) return p;
-  auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
-  p.module = ir::lower(*p.checked, *p.diags);
-  if (!p.module || p.diags->has_errors()) {
-    p.module.reset();
-    return p;
-  }
-  ir::ScheduleDefaults defaults;
-  defaults.gpu = true;
-  for (auto& f : p.module->funcs) {
-    ir::expand_prints(f);
-    ir::mark_parallel(f);
-    ir::Schedule merged{f.name, {}, {}};
-    for (const auto& sc : schedules)
-      if (sc.func == f.name) merged.directives.insert(merged.directives.end(), sc.directives.begin(), sc.directives.end());
-    if (!ir::apply_schedule(f, &merged, *p.diags, nullptr, defaults)) {
-      p.module.reset();
-      return p;
-    }
-    ir::fuse_elementwise(f);
-    ir::fuse_row_sums(f);
-    if (!ir::lower_storage(f, *p.diags)) {
-      p.module.reset();
-      return p;
-    }
-    ir::SimplifyOptions so;
-    so.hoist = false;
-    ir::simplify_indices(f, so);
-  }
-  return p;
-}
-
-/// The schedule files: DCCC_CUDA_SCHEDULES_DIRS (colon-separated folders).
-std::vector<std::filesystem::path> schedule_files() {
-  std::string dirs = path_from_env("DCCC_CUDA_SCHEDULES_DIRS", DCCC_CUDA_SCHEDULES_DIRS);
-  std::vector<std::filesystem::path> out;
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::filesystem::path dir = dirs.substr(start, end - start);
-    std::error_code ec;
-    if (!dir.empty() && std::filesystem::is_directory(dir, ec))
-      for (const auto& entry : std::filesystem::directory_iterator(dir))
-        if (entry.path().extension() == ".schedule") out.push_back(entry.path());
-    start = end + 1;
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(CudaBackend, ScheduledMatchCpuBackend) {
   if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
   std::string nvcc = find_nvcc();
@@ -188,23 +116,19 @@ TEST(CudaBackend, ScheduledMatchCpuBackend) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-sched-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
-  auto files = schedule_files();
+  auto files = testing::schedule_files(path_from_env("DCCC_CUDA_SCHEDULES_DIRS", DCCC_CUDA_SCHEDULES_DIRS));
   ASSERT_GE(files.size(), 4u) << "schedule files in " << path_from_env("DCCC_CUDA_SCHEDULES_DIRS", DCCC_CUDA_SCHEDULES_DIRS);
   int compared = 0, functions = 0, mapped = 0;
   for (const auto& file : files) {
     std::string stem = file.stem().string();
     std::string example = stem.substr(0, stem.find_first_of("._"));
     SCOPED_TRACE(file.string());
-    std::string text = read_text(std::filesystem::path(examples) / (example + ".toy"));
+    std::string text = testing::read_text(std::filesystem::path(examples) / (example + ".toy"));
     ASSERT_FALSE(text.empty()) << example;
     Program cpu = compile(example + ".toy", text);
     ASSERT_TRUE(cpu.module) << example;
-    Program gpu = compile_cuda_scheduled(example + ".toy", text, read_text(file));
-    ASSERT_TRUE(gpu.module) << [&] {
-      std::ostringstream o;
-      gpu.diags->print(o);
-      return o.str();
-    }();
+    Program gpu = testing::compile_cuda_scheduled(example + ".toy", text, testing::read_text(file));
+    ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
     for (const auto& f : gpu.module->funcs) mapped += static_cast<int>(f.gpu_mappings.size());
     std::string error;
     auto jit = JitProgram::compile(*cpu.module, error);
