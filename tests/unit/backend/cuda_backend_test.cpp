@@ -121,7 +121,7 @@ TEST(CudaBackend, ScheduledMatchCpuBackend) {
   int compared = 0, functions = 0, mapped = 0;
   for (const auto& file : files) {
     std::string stem = file.stem().string();
-    std::string example = stem.substr(0, stem.find_first_of("._"));
+    std::string example = testing::example_of(file);
     SCOPED_TRACE(file.string());
     std::string text = testing::read_text(std::filesystem::path(examples) / (example + ".toy"));
     ASSERT_FALSE(text.empty()) << example;

@@ -19,6 +19,7 @@
 #include <regex>
 
 #include "tests/unit/backend/cuda_scheduled.h"
+#include "tests/unit/backend/schedule_support.h"
 
 namespace dccc::backend {
 namespace {
@@ -127,9 +128,10 @@ TEST(CudaEmu, ScheduledMatchCpuBackend) {
   int functions = 0, compared = 0, mapped = 0;
   for (const auto& file : files) {
     std::string stem = file.stem().string();
-    std::string example = stem.substr(0, stem.find_first_of("._"));
+    std::string example = testing::example_of(file);
     SCOPED_TRACE(file.string());
     std::string text = testing::read_text(std::filesystem::path(DCCC_EXAMPLES_DIR) / (example + ".toy"));
+    ASSERT_FALSE(text.empty()) << example;
     Program cpu = compile(example + ".toy", text);
     ASSERT_TRUE(cpu.module) << example;
     Program gpu = testing::compile_cuda_scheduled(example + ".toy", text, testing::read_text(file));
@@ -140,6 +142,54 @@ TEST(CudaEmu, ScheduledMatchCpuBackend) {
   std::filesystem::remove_all(dir);
   EXPECT_GE(functions, 4);
   EXPECT_GE(mapped, 4) << "statements mapped by gpu_blocks / gpu_threads";
+  EXPECT_GT(compared, 1000);
+}
+
+/// The directives of schedule_test.cpp and split_op_test.cpp (and GPU
+/// mappings) on testing::kSeqsProgram (t a contraction, u and y
+/// element-wise), compiled for the CUDA target.
+TEST(CudaEmu, DirectivesOnSeqsMatchCpuBackend) {
+  auto dir = temp_dir("directives");
+  const char* schedules[] = {
+      "pad_loop(y.data.i, 4);",
+      "pad_storage(u.data.i, 8); pad_loop(u.data.i, 4);",
+      "pad_loop(t.data.k, 4); pad_loop(t.data.i, 2);",
+      "split(y.data.i, 3); split(t.data.k, 2);",
+      "split(u.data.h, 2); reorder(u.data.h_o, u.data.i);",
+      "tile(u.data.i, u.data.h, 4, 2);",
+      "fuse(y.data.b, y.data.i); fuse(t.data.b, t.data.i);",
+      "fuse(u.data.b, u.data.i); split(u.data.b_i, 4);",
+      "fuse(y.data.b, y.data.i); pad_loop(y.data.b_i, 8);",
+      "remap(y.data.b, longest_first); remap(t.data.b, x.seqlen[b]); remap(u.data.b, B - b);",
+      "remap(u.data.b, longest_first); split(u.data.b, 2);",
+      "inline(u.data); pad_loop(y.data.i, 4);",
+      "fuse(u.data.b, u.data.i); fuse_dims(u.data.b, u.data.i); fuse(y.data.b, y.data.i); split(y.data.b_i, 3); "
+      "fuse_dims(y.data.b, y.data.i);",
+      "pad_storage(u.data.h, 4); fuse(u.data.b, u.data.i); fuse_dims(u.data.b, u.data.i);",
+      "split_op(u.data.i, 4); split_op(t.data.i, 3);",
+      "split_op(u.data.i, 4); tile(u.data.i, u.data.h, 4, 3); hfuse(u.data.b, u.data.b_rest); split(u.data.h_rest, 2);",
+      "split_op(u.data.i, 4); split_op(u.data.h, 2); hfuse(u.data.b, u.data.b_rest2, u.data.b_rest);",
+      // (u is computed in its reader y by the CUDA target: not mappable.)
+      "gpu_blocks(t.data.b); gpu_threads(t.data.i, t.data.h); split(y.data.i, 2); gpu_blocks(y.data.b, y.data.i_o); "
+      "gpu_threads(y.data.i_i, y.data.h);",
+      "fuse(t.data.b, t.data.i); pad_loop(t.data.b_i, 4); gpu_blocks(t.data.b_i); gpu_threads(t.data.h); "
+      "remap(y.data.b, longest_first); split(y.data.h, 2); gpu_threads(y.data.i, y.data.h_o, y.data.h_i);",
+      "split(t.data.i, 3); gpu_blocks(t.data.b, t.data.i_o); fuse(y.data.b, y.data.i); gpu_blocks(y.data.b_i);",
+  };
+  int functions = 0, compared = 0, mapped = 0, k = 0;
+  for (const char* sched : schedules) {
+    SCOPED_TRACE(sched);
+    Program cpu = compile("seqs.toy", testing::kSeqsProgram);
+    ASSERT_TRUE(cpu.module);
+    Program gpu = testing::compile_cuda_scheduled("seqs.toy", testing::kSeqsProgram,
+                                                  std::string("schedule f { ") + sched + " }");
+    ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
+    for (const auto& f : gpu.module->funcs) mapped += static_cast<int>(f.gpu_mappings.size());
+    compare(cpu, gpu, dir, "seqs" + std::to_string(k++), functions, compared);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(functions, static_cast<int>(std::size(schedules)));
+  EXPECT_GE(mapped, 6) << "statements mapped by gpu_blocks / gpu_threads";
   EXPECT_GT(compared, 1000);
 }
 

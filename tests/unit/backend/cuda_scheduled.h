@@ -1,8 +1,8 @@
 // Shared by the CUDA backend's tests (cuda_backend_test on a GPU,
 // cuda_emu_test on the CPU): programs compiled with a schedule as
 // `dccc --target=cuda` compiles them, and the schedule files they run
-// (tests/cuda/schedules, tests/host: EXAMPLE.VARIANT.schedule or
-// EXAMPLE_VARIANT.schedule, applied to examples/EXAMPLE.toy).
+// (tests/cuda/schedules: EXAMPLE.VARIANT.schedule; tests/host:
+// EXAMPLE_VARIANT.schedule; applied to examples/EXAMPLE.toy).
 #pragma once
 
 #include <algorithm>
@@ -87,6 +87,15 @@ inline std::string read_text(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/// The example a schedule file is for: `softmax` for
+/// softmax.remap_split_op.schedule (before the first dot), `mha` for
+/// mha_fused.schedule (no dot: before the first underscore).
+inline std::string example_of(const std::filesystem::path& file) {
+  std::string stem = file.stem().string();
+  size_t dot = stem.find('.');
+  return dot != std::string::npos ? stem.substr(0, dot) : stem.substr(0, stem.find('_'));
 }
 
 /// What `p`'s diagnostics say (for a failed compile).
