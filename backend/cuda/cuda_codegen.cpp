@@ -179,6 +179,9 @@ class FuncEmitter {
     std::vector<ir::Stmt> blocks;
     std::vector<ir::Expr> grid_guards;
     int block_dim = 0;
+    /// An `hfuse`d loop (emit_ranges_kernel): per range of its iterations,
+    /// the condition (none for the last) and the loops flattened over threads.
+    std::vector<std::pair<ir::Expr, std::vector<ir::Stmt>>> ranges;
   };
 
   /// Register tiling (unroll-and-jam) of a contraction: each thread computes
@@ -679,6 +682,8 @@ class FuncEmitter {
       if (item->kind == StmtKind::For && !m.blocks.empty() && m.blocks[0] == item->var) l.mapping = &m;
     if (l.mapping) {
       emit_mapped_kernel(item, l);
+    } else if (plan_ranges(item, l)) {
+      emit_ranges_kernel(item, l);
     } else if (item->kind == StmtKind::For && is_parallel_loop(item)) {
       l.parallel = true;
       l.outer = item;
@@ -893,6 +898,89 @@ class FuncEmitter {
     out_ += fmt::format("__global__ void __launch_bounds__({}) {}({}__args a) {{\n{}}}\n\n", l.block_dim, l.kernel,
                         f_.name, indent(inner, 1));
   }
+  /// A parallel loop whose body is an `if` / `else` chain by range (ir/hfuse:
+  /// each range runs one statement's nest) where every range is a perfect
+  /// nest of parallel loops: each range's loops (up to three, extents
+  /// independent of each other and host-computable, as the default mapping
+  /// takes them) are flattened over the threads, instead of one thread per
+  /// iteration of the fused loop. The conditions must be host-computable
+  /// (the launch is sized from the largest range).
+  bool plan_ranges(const ir::Stmt& item, Launch& l) {
+    if (item->kind != StmtKind::For || !is_parallel_loop(item)) return false;
+    ir::Stmt cur = ir::unwrap(item->body[0]);
+    if (!cur || cur->kind != StmtKind::IfThenElse || cur->body.size() < 2 || !cur->body[1]) return false;
+    auto host_ok = [](const ir::Expr& e) {
+      bool ok = true;
+      ir::each_expr(e, [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::Load && x.buffer->kind != BufferKind::Input && x.buffer->kind != BufferKind::Aux) ok = false;
+      });
+      return ok;
+    };
+    std::vector<std::pair<ir::Expr, std::vector<ir::Stmt>>> ranges;
+    auto nest = [&](const ir::Stmt& body) {
+      std::vector<ir::Stmt> inner;
+      ir::Stmt x = only_loop(body);
+      while (inner.size() < 3 && x && is_parallel_loop(x)) {
+        bool ok = true;
+        for (const auto& in : inner)
+          if (ir::mentions(x->extent, in->var)) ok = false;
+        if (!ok) break;
+        inner.push_back(x);
+        x = only_loop(x->body[0]);
+      }
+      return inner;
+    };
+    while (cur && cur->kind == StmtKind::IfThenElse && cur->body.size() > 1 && cur->body[1]) {
+      if (!host_ok(cur->value)) return false;
+      ranges.emplace_back(cur->value, nest(cur->body[0]));
+      cur = ir::unwrap(cur->body[1]);
+    }
+    ranges.emplace_back(nullptr, nest(cur));
+    for (const auto& r : ranges)
+      if (r.second.empty()) return false;
+    l.ranges = std::move(ranges);
+    return true;
+  }
+
+  void emit_ranges_kernel(const ir::Stmt& item, Launch& l) {
+    l.parallel = true;
+    l.outer = item;
+    std::string v0 = var(item->var);
+    std::string body;
+    for (size_t k = 0; k < l.ranges.size(); ++k) {
+      const auto& [cond, inner] = l.ranges[k];
+      if (cond) body += fmt::format("{}if ({}) {{\n", k ? "} else " : "", expr(cond));
+      else body += "} else {\n";
+      std::string total = "(int64_t)1", b;
+      for (const auto& in : inner) {
+        std::string v = var(in->var);
+        b += fmt::format("const int64_t {}_n = {};\n", v, expr(in->extent));
+        total += " * " + v + "_n";
+      }
+      b += fmt::format("const int64_t t_n = {};\n", total);
+      b += "for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < t_n; t += (int64_t)gridDim.x * blockDim.x) {\n";
+      b += "  int64_t t_rest = t;\n";
+      for (size_t j = inner.size(); j-- > 0;) {
+        std::string v = var(inner[j]->var);
+        b += fmt::format("  const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
+      }
+      private_.clear();
+      ir::each_stmt(inner.back()->body[0], [&](const ir::StmtNode& x) {
+        if (x.kind == StmtKind::Store && x.buffer->dims.empty()) private_.insert(x.buffer.get());
+      });
+      declare_private(b, 1);
+      stmt(inner.back()->body[0], 1, b);
+      b += "}\n";
+      body += indent(b, 1);
+    }
+    body += "}\n";
+    out_ += fmt::format(
+        "__global__ void __launch_bounds__(256) {}({}__args a) {{\n"
+        "  const int64_t {}_n = {};\n"
+        "  for (int64_t {} = blockIdx.y; {} < {}_n; {} += gridDim.y) {{\n{}  }}\n}}\n\n",
+        l.kernel, f_.name, v0, expr(item->extent), v0, v0, v0, v0, indent(body, 2));
+  }
+
   /// `text` with `delta` (negative: removed) spaces of indentation per line.
   static std::string indent_text(const std::string& text, int delta) {
     std::string out;
@@ -1509,6 +1597,21 @@ class FuncEmitter {
       o += "  {\n    ovf = 0;\n    prof.start();\n";
       if (!l.parallel) {
         o += fmt::format("    {}<<<1, 1>>>(a);\n", l.kernel);
+      } else if (!l.ranges.empty()) {
+        // The fused loop on y; threads over the largest range's loops.
+        std::string v0 = host_.var(l.outer->var);
+        o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 0;\n", host_.expr(l.outer->extent));
+        o += fmt::format("    for (int64_t {0} = 0; {0} < n0; ++{0}) {{\n      int64_t m = 1;\n", v0);
+        for (size_t k = 0; k < l.ranges.size(); ++k) {
+          const auto& [cond, inner] = l.ranges[k];
+          o += cond ? fmt::format("      {}if ({}) {{\n", k ? "} else " : "", host_.expr(cond)) : "      } else {\n";
+          for (const auto& in : inner) o += fmt::format("        m = dcc__mul(m, {}, &ovf);\n", host_.expr(in->extent));
+        }
+        o += "      }\n      most = std::max(most, m);\n    }\n";
+        o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
+        o += "    if (n0 > 0 && most > 0) {\n";
+        o += "      dim3 grid((unsigned)std::min<int64_t>((most + 255) / 256, 4096), (unsigned)std::min<int64_t>(n0, 65535));\n";
+        o += fmt::format("      {}<<<grid, 256>>>(a);\n    }}\n", l.kernel);
       } else if (l.mapping) {
         // A block per iteration of the grid's loops (gpu_blocks).
         o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 1;\n", host_.expr(l.blocks[0]->extent));

@@ -18,7 +18,9 @@
 // serially in a thread (no shared-memory tiling, no warp reductions).
 // Other directives need nothing of their own: the kernels are formed from
 // the scheduled loops as from any others (guards, split and padded loops,
-// F_* fusion maps and R_perm permutations read like offset arrays).
+// F_* fusion maps and R_perm permutations read like offset arrays), except
+// an `hfuse`d loop, whose ranges (an if / else chain) each get their own
+// loops flattened over the threads.
 //
 // The prelude (the aux offset arrays) and every allocation size are computed
 // on the host from host copies of the length arrays, then uploaded.
