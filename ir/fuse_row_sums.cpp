@@ -2,58 +2,12 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <set>
+
+#include "ir/reduction_nest.h"
 
 namespace dccc::ir {
 namespace {
-
-
-
-/// `acc = C; for r { acc = acc + X }; post`, the innermost body of a
-/// perfect loop nest.
-struct Reduction {
-  std::vector<const StmtNode*> loops;  // the nest, outermost first
-  Stmt init;                           // acc = C
-  Stmt loop;                           // for r { acc = acc + X }
-  Stmt update;                         // acc = acc + X
-  Stmt post;                           // the store after the loop
-  Buffer acc;
-};
-
-std::optional<Reduction> parse(const Stmt& item) {
-  Reduction r;
-  Stmt s = unwrap(item);
-  Stmt inner;
-  while (s && s->kind == StmtKind::For) {
-    r.loops.push_back(s.get());
-    Stmt b = unwrap(s->body[0]);
-    if (b && b->kind == StmtKind::Seq) {
-      inner = b;
-      break;
-    }
-    s = b;
-  }
-  if (!inner || inner->body.size() != 3 || r.loops.empty()) return std::nullopt;
-  r.init = inner->body[0];
-  r.loop = inner->body[1];
-  r.post = inner->body[2];
-  if (r.init->kind != StmtKind::Store || !r.init->buffer->dims.empty() || r.init->flat) return std::nullopt;
-  r.acc = r.init->buffer;
-  bool constant = true;
-  each_expr(r.init->value, [&](const ExprNode& x) {
-    constant &= x.kind != ExprKind::Load && x.kind != ExprKind::VarRef && x.kind != ExprKind::SizeRef;
-  });
-  if (!constant || r.loop->kind != StmtKind::For) return std::nullopt;
-  r.update = unwrap(r.loop->body[0]);
-  if (!r.update || r.update->kind != StmtKind::Store || r.update->buffer != r.acc) return std::nullopt;
-  const Expr& v = r.update->value;
-  if (v->kind != ExprKind::Binary || v->binop != BinOp::Add || v->args[0]->kind != ExprKind::Load ||
-      v->args[0]->buffer != r.acc || loads_from(v->args[1], r.acc.get()))
-    return std::nullopt;
-  if (r.post->kind != StmtKind::Store || r.post->flat) return std::nullopt;
-  return r;
-}
 
 /// `e` with every load of `from` (a scalar) reading `to` instead.
 Expr reload(const Expr& e, const Buffer& from, const Buffer& to) {
@@ -87,20 +41,10 @@ Expr replace_load(const Expr& e, const Buffer& r, const Expr& value) {
   return copy;
 }
 
-/// `s` with the statement `inner` (a node of the nest) replaced by `with`.
-Stmt replace_stmt(const Stmt& s, const StmtNode* inner, const Stmt& with) {
-  if (s.get() == inner) return with;
-  if (s->body.empty()) return s;
-  auto copy = std::make_shared<StmtNode>(*s);
-  for (auto& c : copy->body)
-    if (c) c = replace_stmt(c, inner, with);
-  return copy;
-}
-
 /// Fuses the row sum of top-level statement `k` into its reader, if it
 /// qualifies; returns the tensor's name or "".
 std::string fuse_one(Func& f, std::vector<Stmt>& items, size_t k) {
-  auto sr = parse(items[k]);
+  auto sr = parse_reduction_nest(items[k], BinOp::Add);
   if (!sr) return "";
   const Buffer& R = sr->post->buffer;
   if (R->kind != BufferKind::Local || R->dims.size() != sr->loops.size() || sr->post->args.size() != R->dims.size())
@@ -135,7 +79,7 @@ std::string fuse_one(Func& f, std::vector<Stmt>& items, size_t k) {
     if (printed) return "";
   }
   if (loads != 1 || reader <= static_cast<int>(k)) return "";
-  auto sc = parse(items[reader]);
+  auto sc = parse_reduction_nest(items[reader], BinOp::Add);
   if (!sc || sc->acc == sr->acc) return "";
   // R is read in S_C's post, at indices e1..en.
   const ExprNode* load = nullptr;
@@ -177,12 +121,7 @@ std::string fuse_one(Func& f, std::vector<Stmt>& items, size_t k) {
   auto post = std::make_shared<StmtNode>(*sc->post);
   post->value = replace_load(sc->post->value, R, value);
   // The innermost Seq of S_C, rebuilt.
-  const StmtNode* inner = nullptr;
-  each_stmt(items[reader], [&](const StmtNode& x) {
-    if (x.kind == StmtKind::Seq && x.body.size() == 3 && x.body[1] == sc->loop) inner = &x;
-  });
-  if (!inner) return "";
-  items[reader] = replace_stmt(items[reader], inner, build::seq({sc->init, init, loop, post}));
+  items[reader] = replace_stmt(items[reader], sc->inner, build::seq({sc->init, init, loop, post}));
   items.erase(items.begin() + static_cast<long>(k));
   auto at = std::find(f.buffers.begin(), f.buffers.end(), R);
   *at = rsum;

@@ -246,6 +246,21 @@ Stmt unwrap(Stmt s) {
   return s;
 }
 
+Stmt replace_stmt(const Stmt& s, const StmtNode* inner, const Stmt& with) {
+  if (s.get() == inner) return with;
+  if (!s || s->body.empty()) return s;
+  std::vector<Stmt> body;
+  bool changed = false;
+  for (const auto& c : s->body) {
+    body.push_back(c ? replace_stmt(c, inner, with) : c);
+    changed |= body.back() != c;
+  }
+  if (!changed) return s;
+  auto copy = std::make_shared<StmtNode>(*s);
+  copy->body = std::move(body);
+  return copy;
+}
+
 bool may_fail(const Expr& e) {
   bool found = false;
   each_expr(e, [&](const ExprNode& x) {

@@ -319,6 +319,10 @@ bool may_fail(const Expr& e);
 /// The loop over `v` in `s` (null: none).
 const StmtNode* find_for(const Stmt& s, const VarNode* v);
 
+/// `s` with the statement node `inner` (somewhere in its tree) replaced by
+/// `with`; the nodes on the path to it are copied, the rest shared.
+Stmt replace_stmt(const Stmt& s, const StmtNode* inner, const Stmt& with);
+
 /// Replace variables by expressions.
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m);
 

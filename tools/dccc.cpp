@@ -19,6 +19,8 @@
 //                       readers (ir/fuse_elementwise.h)
 //   fuse row sums    -> CUDA only: a row sum summed in the contraction that
 //                       divides by it (ir/fuse_row_sums.h)
+//   fuse row max     -> CUDA only: a row maximum folded in by the statement
+//                       that writes the rows (ir/fuse_row_max.h)
 //   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
 //   simplify indices -> Z3-proved index rewrites through the aux arrays and
 //                       fusion maps, redundant bound checks dropped, invariant
@@ -57,6 +59,7 @@
 #include "ir/ir_parser.h"
 #include "ir/lower.h"
 #include "ir/fuse_elementwise.h"
+#include "ir/fuse_row_max.h"
 #include "ir/fuse_row_sums.h"
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
@@ -440,6 +443,8 @@ int run(const Options& o) {
     if (!verified("fuse-elementwise")) return kExitInternal;
     for (auto& f : module->funcs) dccc::ir::fuse_row_sums(f);
     if (!verified("fuse-row-sums")) return kExitInternal;
+    for (auto& f : module->funcs) dccc::ir::fuse_row_max(f);
+    if (!verified("fuse-row-max")) return kExitInternal;
   }
   if (o.storage) {
     std::vector<bool> lowered_now;

@@ -22,6 +22,7 @@
 #include "ir/expand_prints.h"
 #include "ir/lower.h"
 #include "ir/fuse_elementwise.h"
+#include "ir/fuse_row_max.h"
 #include "ir/fuse_row_sums.h"
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
@@ -345,6 +346,8 @@ struct Session::Impl {
       if (!verified("fuse-elementwise")) return false;
       for (auto& f : c.module->funcs) ir::fuse_row_sums(f);
       if (!verified("fuse-row-sums")) return false;
+      for (auto& f : c.module->funcs) ir::fuse_row_max(f);
+      if (!verified("fuse-row-max")) return false;
     }
     for (auto& f : c.module->funcs)
       if (!ir::lower_storage(f, *c.diags)) {

@@ -78,14 +78,38 @@ std::string float_literal(double v, Scalar t) {
 
 }  // namespace
 
-bool is_parallel_loop(const ir::Stmt& loop) {
+/// `T@(o) = max(T@(o), e)` on a float tensor, e not reading T
+/// (ir/fuse_row_max.h). Where T's memory holds no NaN with the sign bit
+/// clear (FuncEmitter::nan_free_max_), dcc_red_fmax folds it in, so any
+/// number of threads may run it on one element.
+bool is_max_update(const ir::StmtNode& s) {
+  if (s.kind != StmtKind::Store || s.buffer->dims.empty() || !s.flat || s.args.size() != 1) return false;
+  if (s.buffer->type != Scalar::F32 && s.buffer->type != Scalar::F64) return false;
+  const ir::Expr& v = s.value;
+  if (v->kind != ExprKind::Binary || v->binop != BinOp::Max || v->type != s.buffer->type) return false;
+  const ir::Expr& a = v->args[0];
+  return a->kind == ExprKind::Load && a->buffer == s.buffer && a->flat && ir::same_expr(a->args[0], s.args[0]) &&
+         !ir::loads_from(v->args[1], s.buffer.get());
+}
+
+bool is_parallel_loop(const ir::Stmt& loop, const std::set<const BufferNode*>& foldable) {
   if (!loop || loop->kind != StmtKind::For) return false;
   bool ok = true;
-  std::set<const BufferNode*> scalars;
+  std::set<const BufferNode*> scalars, max_updated, other_use;
   ir::each_stmt(loop->body[0], [&](const ir::StmtNode& s) {
     if (s.kind == StmtKind::Print) ok = false;
+    // A tensor folded by max updates is touched by nothing else in the loop.
+    bool update = is_max_update(s) && foldable.count(s.buffer.get());
+    ir::own_exprs(s, [&](const ir::ExprNode& e) {
+      if (e.kind == ExprKind::Load && !(update && &e == s.value->args[0].get())) other_use.insert(e.buffer.get());
+    });
+    if (update) {
+      max_updated.insert(s.buffer.get());
+      return;
+    }
     if (s.kind != StmtKind::Store) return;
     const BufferNode* b = s.buffer.get();
+    other_use.insert(b);
     if (b->dims.empty()) {
       if (b->kind != BufferKind::Scalar) ok = false;  // a scalar result or input
       scalars.insert(b);
@@ -100,6 +124,7 @@ bool is_parallel_loop(const ir::Stmt& loop) {
   });
   // Every scalar it writes must be private to an iteration.
   for (const BufferNode* b : scalars) ok = ok && ir::written_before_read(loop->body[0], b);
+  for (const BufferNode* b : max_updated) ok = ok && !other_use.count(b);
   return ok;
 }
 
@@ -147,6 +172,7 @@ class FuncEmitter {
       if (b->kind == BufferKind::Aux) host_.buffers[b] = fmt::format("((int64_t*)hp[{}])", k);
     }
     check_host_computable();
+    find_nan_free_maxima();
     out_ += fmt::format("// ---- {} ----\nstruct {}__args {{\n  int64_t s[{}];\n  void* p[{}];\n  int* err;\n}};\n\n",
                         f_.name, f_.name, std::max<size_t>(1, f_.sizes.size()), std::max<size_t>(1, f_.buffers.size()));
     std::vector<ir::Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<ir::Stmt>{f_.body};
@@ -157,7 +183,8 @@ class FuncEmitter {
       for (const auto& l : launches) used |= l.mapping == &m;
       if (!used)
         throw CudaUnsupported(m.at, fmt::format("a GPU mapping of loop `{}`, whose statement the CUDA target no longer "
-                                                "runs as its own kernel (kernel fusion computes it in its readers)",
+                                                "runs as its own kernel (kernel fusion computes it elsewhere: an element-wise "
+                                                "local in its readers, a row sum or maximum in a neighbouring statement)",
                                                 m.blocks.empty() ? "?" : m.blocks[0]->name));
     }
     emit_launcher(launches);
@@ -495,6 +522,7 @@ class FuncEmitter {
   }
   std::string scalar_ref(const BufferNode* b) {
     if (private_.count(b)) return "r_" + ident(b->name) + (tiled_ ? "[dx][dy]" : "");
+    in_memory_.insert(b);
     return buf_ptr(b) + "[0]";
   }
   std::string load_value(const BufferNode* b, const std::string& lvalue) {
@@ -618,8 +646,8 @@ class FuncEmitter {
       case BinOp::Add: return fmt::format("(({})(({})({}) + ({})({})))", vt, ut, a, ut, c);
       case BinOp::Sub: return fmt::format("(({})(({})({}) - ({})({})))", vt, ut, a, ut, c);
       case BinOp::Mul: return fmt::format("(({})(({})({}) * ({})({})))", vt, ut, a, ut, c);
-      case BinOp::Div: return fmt::format("(({})dcc_idiv({}, {}, a.err))", vt, a, c);
-      case BinOp::Mod: return fmt::format("(({})dcc_imod({}, {}, a.err))", vt, a, c);
+      case BinOp::Div: uses_err_ = true; return fmt::format("(({})dcc_idiv({}, {}, a.err))", vt, a, c);
+      case BinOp::Mod: uses_err_ = true; return fmt::format("(({})dcc_imod({}, {}, a.err))", vt, a, c);
       case BinOp::Min: return fmt::format("dcc_imin(({}), ({}))", a, c);
       case BinOp::Max: return fmt::format("dcc_imax(({}), ({}))", a, c);
       case BinOp::Pow: return cast(fmt::format("pow((double)({}), (double)({}))", a, c), Scalar::F64, t);
@@ -651,7 +679,10 @@ class FuncEmitter {
           else out += fmt::format("{}{} = {};\n", pad, scalar_ref(b), store_value(b->type, v));
         } else {
           if (!s->flat) unsupported("a store that was not storage-lowered");
-          out += fmt::format("{}{}[{}] = {};\n", pad, buf_ptr(b), expr(s->args[0]), store_value(b->type, v));
+          if (is_max_update(*s) && nan_free_max_.count(b))
+            out += fmt::format("{}dcc_red_fmax(&{}[{}], {});\n", pad, buf_ptr(b), expr(s->args[0]), expr(s->value->args[1]));
+          else
+            out += fmt::format("{}{}[{}] = {};\n", pad, buf_ptr(b), expr(s->args[0]), store_value(b->type, v));
         }
         return;
       }
@@ -684,13 +715,13 @@ class FuncEmitter {
       emit_mapped_kernel(item, l);
     } else if (plan_ranges(item, l)) {
       emit_ranges_kernel(item, l);
-    } else if (item->kind == StmtKind::For && is_parallel_loop(item)) {
+    } else if (item->kind == StmtKind::For && is_parallel_loop(item, nan_free_max_)) {
       l.parallel = true;
       l.outer = item;
       ir::Stmt cur = item;
       while (l.inner.size() < 3) {
         ir::Stmt next = only_loop(cur->body[0]);
-        if (!next || !is_parallel_loop(next)) break;
+        if (!next || !is_parallel_loop(next, nan_free_max_)) break;
         // Its extent may depend on the outer loop only, so the launch can size it.
         bool ok = true;
         for (const auto& in : l.inner)
@@ -792,7 +823,7 @@ class FuncEmitter {
     for (size_t k = 0; k < m.blocks.size(); ++k) {
       if (!cur || cur->kind != StmtKind::For || cur->var != m.blocks[k])
         refuse(fmt::format("a GPU mapping of loop `{}`, which the passes after the schedule moved", m.blocks[k]->name));
-      if (!is_parallel_loop(cur))
+      if (!is_parallel_loop(cur, nan_free_max_))
         refuse(fmt::format("`gpu_blocks` over loop `{}`, whose iterations may store the same element or share a "
                            "scalar",
                            cur->var->name));
@@ -806,7 +837,7 @@ class FuncEmitter {
     for (size_t k = 0; k < m.threads.size(); ++k) {
       if (!cur || cur->kind != StmtKind::For || cur->var != m.threads[k])
         refuse(fmt::format("a GPU mapping of loop `{}`, which the passes after the schedule moved", m.threads[k]->name));
-      if (!is_parallel_loop(cur))
+      if (!is_parallel_loop(cur, nan_free_max_))
         refuse(fmt::format("`gpu_threads` over loop `{}`, whose iterations may store the same element or share a "
                            "scalar",
                            cur->var->name));
@@ -822,7 +853,7 @@ class FuncEmitter {
       cur = k + 1 < m.threads.size() ? through_guards(cur->body[0], thread_guards) : nullptr;
     }
     if (m.threads.empty()) {
-      while (l.inner.size() < 3 && cur && cur->kind == StmtKind::For && is_parallel_loop(cur)) {
+      while (l.inner.size() < 3 && cur && cur->kind == StmtKind::For && is_parallel_loop(cur, nan_free_max_)) {
         bool ok = true;
         for (const auto& in : l.inner)
           if (ir::mentions(cur->extent, in->var)) ok = false;
@@ -906,7 +937,7 @@ class FuncEmitter {
   /// iteration of the fused loop. The conditions must be host-computable
   /// (the launch is sized from the largest range).
   bool plan_ranges(const ir::Stmt& item, Launch& l) {
-    if (item->kind != StmtKind::For || !is_parallel_loop(item)) return false;
+    if (item->kind != StmtKind::For || !is_parallel_loop(item, nan_free_max_)) return false;
     ir::Stmt cur = ir::unwrap(item->body[0]);
     if (!cur || cur->kind != StmtKind::IfThenElse || cur->body.size() < 2 || !cur->body[1]) return false;
     auto host_ok = [](const ir::Expr& e) {
@@ -920,7 +951,7 @@ class FuncEmitter {
     auto nest = [&](const ir::Stmt& body) {
       std::vector<ir::Stmt> inner;
       ir::Stmt x = only_loop(body);
-      while (inner.size() < 3 && x && is_parallel_loop(x)) {
+      while (inner.size() < 3 && x && is_parallel_loop(x, nan_free_max_)) {
         bool ok = true;
         for (const auto& in : inner)
           if (ir::mentions(x->extent, in->var)) ok = false;
@@ -1339,39 +1370,50 @@ class FuncEmitter {
     body += fmt::format("      if (r0 + {} < {}_n) {{\n", kStep, vr);
     body += load_step(fmt::format("r0 + {}", kStep), 4);
     body += "      }\n";
-    body += fmt::format("      #pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n", kStep);
-    for (auto& o : ops) {
-      const char* idx = o.name[0] == 'p' ? "ty" : "tx";
-      std::string arr = o.name[0] == 'p' ? "pa" : "qb";
-      const int tile = o.name[0] == 'p' ? kTileX : kTileY;
-      body += fmt::format("        {} {}[{}];\n", o.type, arr, tile);
-      if (o.type == "float")
-        for (int half = 0; half < tile / 4; ++half)
-          body += fmt::format("        {{\n          const float4 w = *reinterpret_cast<const float4*>(&s{0}[k][4 * {2} + {3}]);\n"
-                              "          {1}[{4}] = w.x;\n          {1}[{5}] = w.y;\n          {1}[{6}] = w.z;\n          {1}[{7}] = w.w;\n        }}\n",
-                              o.name, arr, idx, 4 * kSide * half, 4 * half, 4 * half + 1, 4 * half + 2, 4 * half + 3);
-      else
-        body += fmt::format("        #pragma unroll\n        for (int d = 0; d < {}; ++d) {}[d] = s{}[k][4 * {} + (d & 3) + {} * (d >> 2)];\n",
-                            tile, arr, o.name, idx, 4 * kSide);
-    }
-    override_[g.p.get()] = "pa[dx]";
-    override_[g.q.get()] = "qb[dy]";
-    body += fmt::format("        #pragma unroll\n        for (int dx = 0; dx < {}; ++dx) {{\n", kTileX);
-    body += fmt::format("          #pragma unroll\n          for (int dy = 0; dy < {}; ++dy) {{\n", kTileY);
-    stmt(g.update, 6, body);
-    body += "          }\n        }\n";
-    override_.clear();
-    // Sums of one factor: lane [dx][0] (or [0][dy]) adds each staged value.
-    for (const auto& side : g.sides) {
-      override_[side.term.get()] = side.on_p ? "pa[dx]" : "qb[dy]";
-      body += fmt::format("        {{\n          const int {} = 0;\n          #pragma unroll\n          for (int {} = 0; {} < {}; ++{}) {{\n",
-                          side.on_p ? "dy" : "dx", side.on_p ? "dx" : "dy", side.on_p ? "dx" : "dy",
-                          side.on_p ? kTileX : kTileY, side.on_p ? "dx" : "dy");
-      stmt(side.update, 6, body);
-      body += "          }\n        }\n";
+    // One step's products; `rows` of the thread's kTileX rows (the second
+    // run of 4 is skipped in a block whose rows all end before it).
+    auto compute = [&](int rows) {
+      std::string c;
+      c += fmt::format("      #pragma unroll\n      for (int k = 0; k < {}; ++k) {{\n", kStep);
+      for (auto& o : ops) {
+        const char* idx = o.name[0] == 'p' ? "ty" : "tx";
+        std::string arr = o.name[0] == 'p' ? "pa" : "qb";
+        const int tile = o.name[0] == 'p' ? rows : kTileY;
+        c += fmt::format("        {} {}[{}];\n", o.type, arr, tile);
+        if (o.type == "float")
+          for (int half = 0; half < tile / 4; ++half)
+            c += fmt::format("        {{\n          const float4 w = *reinterpret_cast<const float4*>(&s{0}[k][4 * {2} + {3}]);\n"
+                             "          {1}[{4}] = w.x;\n          {1}[{5}] = w.y;\n          {1}[{6}] = w.z;\n          {1}[{7}] = w.w;\n        }}\n",
+                             o.name, arr, idx, 4 * kSide * half, 4 * half, 4 * half + 1, 4 * half + 2, 4 * half + 3);
+        else
+          c += fmt::format("        #pragma unroll\n        for (int d = 0; d < {}; ++d) {}[d] = s{}[k][4 * {} + (d & 3) + {} * (d >> 2)];\n",
+                           tile, arr, o.name, idx, 4 * kSide);
+      }
+      override_[g.p.get()] = "pa[dx]";
+      override_[g.q.get()] = "qb[dy]";
+      c += fmt::format("        #pragma unroll\n        for (int dx = 0; dx < {}; ++dx) {{\n", rows);
+      c += fmt::format("          #pragma unroll\n          for (int dy = 0; dy < {}; ++dy) {{\n", kTileY);
+      stmt(g.update, 6, c);
+      c += "          }\n        }\n";
       override_.clear();
-    }
-    body += "      }\n      __syncthreads();\n    }\n";
+      // Sums of one factor: lane [dx][0] (or [0][dy]) adds each staged value.
+      for (const auto& side : g.sides) {
+        override_[side.term.get()] = side.on_p ? "pa[dx]" : "qb[dy]";
+        c += fmt::format("        {{\n          const int {} = 0;\n          #pragma unroll\n          for (int {} = 0; {} < {}; ++{}) {{\n",
+                         side.on_p ? "dy" : "dx", side.on_p ? "dx" : "dy", side.on_p ? "dx" : "dy", side.on_p ? rows : kTileY,
+                         side.on_p ? "dx" : "dy");
+        stmt(side.update, 6, c);
+        c += "          }\n        }\n";
+        override_.clear();
+      }
+      c += "      }\n";
+      return c;
+    };
+    if (kTileX == 8)
+      body += fmt::format("      if (x0 + {} >= {}_n) {{\n{}      }} else {{\n{}      }}\n", 4 * kSide, vx, compute(4), compute(8));
+    else
+      body += compute(kTileX);
+    body += "      __syncthreads();\n    }\n";
     // ... and every lane of the row (column) takes that sum.
     for (const auto& side : g.sides) {
       std::string r = "r_" + ident(side.update->buffer->name);
@@ -1386,7 +1428,12 @@ class FuncEmitter {
                                               "y0 + 4 * tx", "out_off", body))
       override_[node] = fmt::format(
           "((int64_t)((uint64_t){0}_b + (uint64_t){1} * (uint64_t){0}_u + (uint64_t){2} * (uint64_t){0}_w))", n, lane_x, lane_y);
-    for (const auto& st : plan.post) body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
+    for (const auto& st : plan.post) {
+      if (is_max_update(*st) && nan_free_max_.count(st->buffer.get()) && !ir::mentions(st->args[0], l.inner[plan.y]->var))
+        body += row_max(*st, vx, "x0 + 4 * ty + " + lane_x, vy, "y0 + 4 * tx + " + lane_y);
+      else
+        body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
+    }
     override_.clear();
     tiled_ = false;
     out_ += fmt::format(
@@ -1399,6 +1446,38 @@ class FuncEmitter {
         "    for (int64_t t = blockIdx.x; t < t_n; t += gridDim.x) {{\n{}    }}\n  }}\n}}\n\n",
         kGemmThreads, kGemmMinBlocks, l.kernel, f_.name, tp, kStep, kBlockX + 4, tq, kStep, kBlockY + 4, v0, expr(item->extent), v0, v0, v0, v0, extents,
         total, indent(body, 2));
+  }
+
+  /// A max update of a row (`st`, whose offset ignores y) in the contraction
+  /// kernel's epilogue: each thread folds its lanes of a row, the kSide
+  /// threads of a row (half a warp, adjacent tx) fold theirs by shuffles, and
+  /// the thread with tx = 0 folds the result into memory: one atomic per
+  /// row and block instead of one per element. NaN is fmax's identity.
+  std::string row_max(const ir::StmtNode& st, const std::string& vx, const std::string& xf, const std::string& vy,
+                      const std::string& yf) {
+    const bool dbl = st.buffer->type == Scalar::F64;
+    const char* t = dbl ? "double" : "float";
+    const char* fmax = dbl ? "fmax" : "fmaxf";
+    const char* nan = dbl ? "__longlong_as_double(0x7fffffffffffffffLL)" : "__int_as_float(0x7fffffff)";
+    std::string o = fmt::format("    {{\n      {} rm[{}];\n      #pragma unroll\n      for (int dx = 0; dx < {}; ++dx) rm[dx] = {};\n", t,
+                                kTileX, kTileX, nan);
+    o += tile_lanes(vx, xf, vy, yf, 3, true,
+                    [&](std::string& s, int d) {
+                      s += fmt::format("{}rm[dx] = {}(rm[dx], {});\n", std::string(d * 2, ' '), fmax, expr(st.value->args[1]));
+                    },
+                    kTileX, kTileY);
+    o += fmt::format("      #pragma unroll\n      for (int dx = 0; dx < {}; ++dx) {{\n        #pragma unroll\n"
+                     "        for (int m = {}; m > 0; m >>= 1) rm[dx] = {}(rm[dx], __shfl_xor_sync(0xffffffffu, rm[dx], m));\n      }}\n",
+                     kTileX, kSide / 2, fmax);
+    o += "      if (tx == 0) {\n";
+    o += tile_lanes(vx, xf, vy, yf, 4, true,
+                    [&](std::string& s, int d) {
+                      s += fmt::format("{}dcc_red_fmax(&{}[{}], rm[dx]);\n", std::string(d * 2, ' '), buf_ptr(st.buffer.get()),
+                                       expr(st.args[0]));
+                    },
+                    kTileX, 1);
+    o += "      }\n    }\n";
+    return o;
   }
 
   /// See WarpPlan: warps stride over the flattened inner loops.
@@ -1517,7 +1596,8 @@ class FuncEmitter {
          "      dcc_cuda_fail(e, \"cudaMemsetAsync\");\n      return false;\n    }\n"
          "    return true;\n  };\n";
     o += "  DccProfile prof;\n";
-    o += "  if (!dalloc(sizeof(int), (void**)&a.err)) { st = DCC_ERR_CUDA; goto done; }\n";
+    // The error flag, where a kernel divides integers (dcc_idiv, dcc_imod).
+    if (uses_err_) o += "  if (!dalloc(sizeof(int), (void**)&a.err)) { st = DCC_ERR_CUDA; goto done; }\n";
     // Inputs and outputs: device pointers; scalars go through device slots.
     size_t dev_slot = 0;
     for (const auto& b : f_.buffers) {
@@ -1584,6 +1664,8 @@ class FuncEmitter {
     o += "  }\n";
     for (const auto& b : f_.buffers) {
       int k = slot_.at(b.get());
+      // A scalar that every kernel keeps in registers needs no memory.
+      if (b->kind == BufferKind::Scalar && b->dims.empty() && !in_memory_.count(b.get())) continue;
       if (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar) {
         o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
         o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",
@@ -1657,9 +1739,12 @@ class FuncEmitter {
     }
     o += "  {\n    cudaError_t e = cudaDeviceSynchronize();\n";
     o += "    if (e != cudaSuccess) { st = dcc_cuda_fail(e, \"running the kernels\"); goto done; }\n";
-    o += "    if ((e = cudaMemcpy(&err_host, a.err, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) { st = dcc_cuda_fail(e, \"cudaMemcpy\"); goto done; }\n";
-    o += "    if (err_host == 1) { st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"integer division by zero\"); goto done; }\n";
-    o += "    if (err_host == 2) { st = dcc_set_error(DCC_ERR_OVERFLOW, \"integer division overflow\"); goto done; }\n  }\n";
+    if (uses_err_) {
+      o += "    if ((e = cudaMemcpy(&err_host, a.err, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) { st = dcc_cuda_fail(e, \"cudaMemcpy\"); goto done; }\n";
+      o += "    if (err_host == 1) { st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"integer division by zero\"); goto done; }\n";
+      o += "    if (err_host == 2) { st = dcc_set_error(DCC_ERR_OVERFLOW, \"integer division overflow\"); goto done; }\n";
+    }
+    o += "  }\n";
     // Scalar results come back to the host.
     dev_slot = 0;
     for (const auto& b : f_.buffers) {
@@ -1770,6 +1855,28 @@ class FuncEmitter {
   CEmitter host_;  // host code: totals, the prelude, launch sizes
   std::map<const ir::VarNode*, std::string> vars_;
   std::set<const BufferNode*> private_;
+  /// Scalars some kernel reads or writes in device memory (not private).
+  std::set<const BufferNode*> in_memory_;
+  /// True when some kernel divides integers and may set the error flag.
+  bool uses_err_ = false;
+  /// Local float tensors whose every store is a max update or a constant
+  /// that is not NaN: their memory never holds a NaN with the sign bit clear
+  /// (they start zero-filled, poisoned with 0xFF bytes, or at such a
+  /// constant, and fmax skips NaN), so a max update can fold into them
+  /// with an integer atomic that returns nothing (dcc_red_fmax).
+  std::set<const BufferNode*> nan_free_max_;
+  void find_nan_free_maxima() {
+    std::set<const BufferNode*> updated, other;
+    ir::each_stmt(f_.body, [&](const ir::StmtNode& s) {
+      if (s.kind != StmtKind::Store) return;
+      const BufferNode* b = s.buffer.get();
+      if (is_max_update(s)) updated.insert(b);
+      else if (s.value->kind != ExprKind::FloatImm || std::isnan(s.value->float_value) || s.value->type != b->type) other.insert(b);
+    });
+    for (const BufferNode* b : updated)
+      if (b->kind == BufferKind::Local && !other.count(b)) nan_free_max_.insert(b);
+  }
+
   /// private_ in the function's buffer order: declarations in a fixed order
   /// (a set of pointers iterates in allocation order, which varies).
   std::vector<const BufferNode*> private_in_order() const {
@@ -1916,6 +2023,23 @@ __device__ __forceinline__ int64_t dcc_divmod(int64_t& t, int64_t n) {
   const int64_t q = t / n, r = t - q * n;
   t = q;
   return r;
+}
+// `*p = fmax(*p, v)` made by any number of threads at once (a row maximum,
+// ir/fuse_row_max.h), where memory holds no NaN with the sign bit clear
+// (nan_free_max_ in the emitter): then the float order is the integer order
+// of the bits for v >= +0 and the reverse unsigned order for v <= -0, a NaN
+// with the sign bit set loses to every number either way, and +0 beats -0
+// (fmax may keep either). A maximum does not depend on the order, and fmax
+// skips NaN. An atomic whose result is unused waits for nothing.
+__device__ __forceinline__ void dcc_red_fmax(float* p, float v) {
+  if (v != v) return;
+  if (__float_as_int(v) >= 0) atomicMax((int*)p, __float_as_int(v));
+  else atomicMin((unsigned int*)p, __float_as_uint(v));
+}
+__device__ __forceinline__ void dcc_red_fmax(double* p, double v) {
+  if (v != v) return;
+  if (__double_as_longlong(v) >= 0) atomicMax((long long*)p, __double_as_longlong(v));
+  else atomicMin((unsigned long long*)p, (unsigned long long)__double_as_longlong(v));
 }
 template <typename T> __device__ __forceinline__ T dcc_imin(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ __forceinline__ T dcc_imax(T a, T b) { return a > b ? a : b; }

@@ -24,7 +24,7 @@ namespace dccc::backend::testing {
 /// `text` with the schedule blocks `schedule` appended, through the passes
 /// tools/dccc.cpp runs for --target=cuda: expand_prints, mark_parallel, the
 /// schedule (gpu_blocks / gpu_threads recorded, no default padding), the
-/// CUDA fusions, storage lowering and simplify_indices without hoisting.
+/// CUDA fusions (element-wise producers, row sums, row maxima), storage lowering and simplify_indices without hoisting.
 inline Program compile_cuda_scheduled(const std::string& name, const std::string& text, const std::string& schedule) {
   Program p;
   p.file = std::make_unique<SourceFile>(name, text + "\n" + schedule);
@@ -53,6 +53,7 @@ inline Program compile_cuda_scheduled(const std::string& name, const std::string
     }
     ir::fuse_elementwise(f);
     ir::fuse_row_sums(f);
+    ir::fuse_row_max(f);
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();
       return p;

@@ -21,6 +21,7 @@
 #include "frontend/parser.h"
 #include "ir/expand_prints.h"
 #include "ir/fuse_elementwise.h"
+#include "ir/fuse_row_max.h"
 #include "ir/fuse_row_sums.h"
 #include "ir/interpreter.h"
 #include "ir/lower.h"
@@ -65,6 +66,7 @@ inline Program compile(const std::string& name, const std::string& text, bool cp
     if (cuda_passes) {
       ir::fuse_elementwise(f);
       ir::fuse_row_sums(f);
+      ir::fuse_row_max(f);
     }
     if (!ir::lower_storage(f, *p.diags)) {
       p.module.reset();

@@ -1,0 +1,83 @@
+// The CUDA emitter's text, without a GPU (label `unit`): which loops run
+// in parallel and how a row maximum is folded in. What the kernels compute
+// is checked on a GPU by cuda_backend_test.cpp.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "tests/unit/backend/differential.h"
+
+namespace dccc::backend {
+namespace {
+
+using testing::compile;
+using testing::Program;
+
+std::string mha_text() {
+  std::ifstream in(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(CudaEmit, AttentionRowMaximumIsFoldedByTheScoresKernel) {
+  Program p = compile("mha.toy", mha_text(), /*cpu_passes=*/false, /*cuda_passes=*/true);
+  ASSERT_TRUE(p.module);
+  std::string cu = emit_cuda(*p.module);
+  // Three kernels: row_max starts at -inf, the scores (folding the row
+  // maximum after a half-warp shuffle), the output with its row sum.
+  EXPECT_EQ(count(cu, "__global__ void"), 3u) << cu;
+  EXPECT_EQ(count(cu, "dcc_red_fmax(&"), 1u) << cu;
+  EXPECT_NE(cu.find("__shfl_xor_sync(0xffffffffu, rm[dx], m)"), std::string::npos) << cu;
+}
+
+TEST(CudaEmit, MaxUpdatesOfATensorThatMayHoldNaNStaySerial) {
+  // A second store of a value that is not a constant may leave a NaN with
+  // the sign bit clear in row_max, which the integer atomic would not
+  // order like fmax: the loops around its max updates are not parallel,
+  // and the updates are plain stores.
+  Program p = compile("mha.toy", mha_text(), /*cpu_passes=*/false, /*cuda_passes=*/true);
+  ASSERT_TRUE(p.module);
+  ir::Func& f = p.module->funcs[0];
+  ir::Buffer row_max;
+  for (const auto& b : f.buffers)
+    if (b->name == "row_max") row_max = b;
+  ASSERT_TRUE(row_max);
+  std::vector<ir::Stmt> items = ir::items_of(f.body);
+  items.push_back(ir::build::flat_store(row_max, ir::build::int_imm(0), ir::build::cast(Scalar::F32, ir::build::size("H"))));
+  f.body = ir::build::seq(items);
+  std::string cu = emit_cuda(*p.module);
+  EXPECT_EQ(count(cu, "dcc_red_fmax(&"), 0u) << cu;
+  EXPECT_NE(cu.find("= fmaxf("), std::string::npos) << cu;
+}
+
+TEST(CudaEmit, OnlyWhatTheKernelsUseIsAllocatedPerCall) {
+  // mha's kernels keep every scalar in registers and divide no integers:
+  // no device memory for the scalars, no error flag to read back.
+  Program p = compile("mha.toy", mha_text(), /*cpu_passes=*/false, /*cuda_passes=*/true);
+  ASSERT_TRUE(p.module);
+  std::string cu = emit_cuda(*p.module);
+  EXPECT_EQ(cu.find("the size of `acc0`"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("the size of `scores`"), std::string::npos) << cu;
+  EXPECT_EQ(cu.find("a.err"), std::string::npos) << cu;
+  // An integer division sets the flag; the launcher reads it back.
+  Program d = compile("div.toy", "fn f(x: [n: N]i32, y: [n: N]i32) [n: N]i32 {\n"
+                                 "    let out: [n: N]i32;\n    out[i] = x[i] / y[i];\n    return out;\n}\n",
+                      false, true);
+  ASSERT_TRUE(d.module);
+  std::string dc = emit_cuda(*d.module);
+  EXPECT_NE(dc.find("dcc_idiv("), std::string::npos) << dc;
+  EXPECT_NE(dc.find("dalloc(sizeof(int), (void**)&a.err)"), std::string::npos) << dc;
+  EXPECT_NE(dc.find("\"integer division by zero\""), std::string::npos) << dc;
+}
+
+}  // namespace
+}  // namespace dccc::backend
