@@ -37,6 +37,11 @@
 //   hfuse(A.x, B.y, ...) horizontal fusion (ir/hfuse.h) into one loop A.x_y
 //                        (= B.x_y); the two parts of one split_op may both
 //                        store the assignment's tensor.
+//   gpu_blocks(T.a[, T.b]), gpu_threads(T.x[, T.y[, T.z]])
+//                        the CUDA grid and block mapping of a statement
+//                        (ir.h GpuMapping), after every other directive;
+//                        only `parallel` loops, chains of loops from the
+//                        statement's outermost one. Ignored on the CPU.
 // A bad directive is a [Schedule] error at its location and changes nothing.
 #pragma once
 
@@ -60,6 +65,9 @@ struct ScheduleDefaults {
   std::string off_reason = "default padding is off";
   /// What --explain says of the loop order and `parallel` marks.
   std::string order_note = "loop order and `parallel` from the CPU heuristics";
+  /// The CUDA target: `gpu_blocks` and `gpu_threads` are recorded in
+  /// Func::gpu_mappings (otherwise checked, then ignored).
+  bool gpu = false;
 };
 
 /// The default padding factor on the CPU target (docs/schedules.md says

@@ -203,6 +203,18 @@ struct FusedLoops {
   Buffer oif, fo, fi;
 };
 
+/// The GPU mapping of one top-level statement asked for by `gpu_blocks` /
+/// `gpu_threads` (docs/schedules.md): `blocks`, its outermost loop and
+/// optionally the loop directly inside (guards between allowed), run on the
+/// grid, one block per iteration; `threads` (empty: the CUDA emitter's own
+/// choice), the loops directly inside them, are flattened over the threads
+/// of a block. Only the CUDA target reads it; not printed (IR text read back
+/// has no mapping). `at`: the directive, for the CUDA emitter's diagnostics.
+struct GpuMapping {
+  std::vector<Var> blocks, threads;
+  SourceRange at;
+};
+
 /// A lowered function: buffers in declaration order and one body.
 struct Func {
   std::string name;
@@ -223,6 +235,8 @@ struct Func {
   /// lowering (multi-index IR keeps the (b, i) accesses; not printed: the
   /// lowered accesses show them).
   std::vector<FusedLoops> dim_fusions;
+  /// GPU grid and block mappings (`gpu_blocks`, `gpu_threads`; CUDA target only).
+  std::vector<GpuMapping> gpu_mappings;
 };
 
 /// The lowered program.

@@ -9,7 +9,8 @@ namespace {
 
 using ast::ExprKind;
 
-/// Directives by name: kind, how many loops, how many factors (-1 loops: two or more).
+/// Directives by name: kind, how many loops, how many factors (-1 loops: two
+/// or more; -2: one or more).
 struct Spec {
   const char* name;
   DirectiveKind kind;
@@ -31,6 +32,9 @@ constexpr Spec kSpecs[] = {
     {"remap", DirectiveKind::Remap, 1, 1, "remap(TENSOR.INDEX, longest_first) or remap(TENSOR.INDEX, KEY)"},
     {"inline", DirectiveKind::Inline, 1, 0, "inline(TENSOR)"},
     {"fuse_dims", DirectiveKind::FuseDims, 2, 0, "fuse_dims(TENSOR.OUTER, TENSOR.INNER)"},
+    // -2 loops: one or more (the count is checked by apply_schedule).
+    {"gpu_blocks", DirectiveKind::GpuBlocks, -2, 0, "gpu_blocks(TENSOR.INDEX[, TENSOR.INDEX])"},
+    {"gpu_threads", DirectiveKind::GpuThreads, -2, 0, "gpu_threads(TENSOR.INDEX, ...)"},
 };
 
 /// The largest factor accepted: far beyond any useful padding or tile, and
@@ -53,7 +57,8 @@ class Reader {
     }
     Directive out{spec->kind, {}, {}, tag(d.range)};
     size_t want = spec->loops < 0 ? 0 : static_cast<size_t>(spec->loops + spec->factors);
-    if ((spec->loops < 0 && d.args.size() < 2) || (spec->loops >= 0 && d.args.size() != want)) {
+    if ((spec->loops == -1 && d.args.size() < 2) || (spec->loops == -2 && d.args.empty()) ||
+        (spec->loops >= 0 && d.args.size() != want)) {
       error(d.range, fmt::format("`{}` takes {}; found {} argument(s)", spec->name, spec->usage, d.args.size()));
       return std::nullopt;
     }

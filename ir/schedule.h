@@ -14,6 +14,8 @@
 //       remap(y.b, longest_first);  // parallel loop b runs its iterations by descending work (ir/remap_loop.h)
 //       remap(y.b, x.seqlen[b]);    // ... by descending key
 //       inline(t);              // local tensor t is computed in its readers (ir/fuse_elementwise.h)
+//       gpu_blocks(y.b);        // CUDA: loop b on the grid, a block per iteration
+//       gpu_threads(y.i, y.h);  // CUDA: loops i, h flattened over the threads of a block
 //   }
 //
 // or given on the command line (`--schedule='schedule f { ... }'`), and
@@ -38,7 +40,21 @@ struct LoopRef {
   SourceRange at;
 };
 
-enum class DirectiveKind { PadLoop, PadStorage, Split, Reorder, Tile, Fuse, SplitOp, HFuse, Remap, Inline, FuseDims };
+enum class DirectiveKind {
+  PadLoop,
+  PadStorage,
+  Split,
+  Reorder,
+  Tile,
+  Fuse,
+  SplitOp,
+  HFuse,
+  Remap,
+  Inline,
+  FuseDims,
+  GpuBlocks,
+  GpuThreads
+};
 const char* directive_name(DirectiveKind k);
 
 /// An expression argument of a directive as written (`remap`'s key): an
@@ -60,7 +76,9 @@ std::string term_text(const Term& t);
 /// factor; SplitOp: one loop and the factor its split point is a multiple
 /// of; HFuse: two or more loops (outermost loops of top-level nests), no
 /// factor; Remap: one loop and `key` (none: `longest_first`); Inline: one
-/// LoopRef whose `tensor` is the tensor named and whose `index` is empty.
+/// LoopRef whose `tensor` is the tensor named and whose `index` is empty;
+/// GpuBlocks (one or two loops), GpuThreads (one to three loops): loops of
+/// one assignment, outermost first, no factor.
 struct Directive {
   DirectiveKind kind;
   std::vector<LoopRef> loops;

@@ -2,7 +2,8 @@
 # Packs what the GPU tests and the CUDA benchmark need into one folder, for a
 # GPU machine that has nvcc, python3 and PyTorch but not dccc's build
 # dependencies (LLVM 19, ANTLR4, Z3): the GPU test binary with the shared
-# libraries it links (xz-compressed), libdccrt, the examples, the length
+# libraries it links (xz-compressed), libdccrt, the examples, the schedules
+# of the scheduled GPU test, the length
 # batches, the benchmark's .so files built here with --target=cuda, and
 # bench/cuda/run_gpu.sh. Run that script there (see bench/README.md).
 #
@@ -31,6 +32,8 @@ rm -rf "$OUT/stage"
 cp "$BUILD/runtime/libdccrt.a" "$OUT/" && strip --strip-debug "$OUT/libdccrt.a"
 cp "$ROOT/runtime/include/dccrt.h" "$OUT/include/"
 cp -r "$ROOT/examples" "$OUT/examples"
+mkdir -p "$OUT/schedules"   # the scheduled programs of CudaBackend.ScheduledMatchCpuBackend
+cp "$ROOT"/tests/cuda/schedules/*.schedule "$ROOT"/tests/host/*.schedule "$OUT/schedules/"
 cp "$SEQLENS"/*.txt "$OUT/seqlens/"
 cp "$ROOT/bench/cuda/bench_mha.py" "$ROOT/bench/cuda/run_gpu.sh" "$ROOT/examples/host/mha_cuda_host.cu" "$OUT/"
 for ex in mha mha_bf16; do

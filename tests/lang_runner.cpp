@@ -9,8 +9,10 @@
 //
 // Directives (in `//` comments, anywhere on a line):
 //   RUN: MODE [-DNAME=VALUE ...]                 how to run dccc; MODE is check
-//                                                (default), typed, ast, vloop
-//                                                (--emit=MODE) or run (`dccc run`)
+//                                                (default), typed, ast, vloop,
+//                                                cuda (--emit=MODE: the CUDA
+//                                                target's source, no GPU needed)
+//                                                or run (`dccc run`)
 //   EXPECT-OK                                    the program checks with no errors
 //   EXPECT-ERROR[@loc] [Kind] message-substring  an error on the comment's line
 //   EXPECT-WARNING[@loc] [Kind] message-substring
@@ -182,8 +184,8 @@ void parse_comment(std::string_view comment, int line_no, TestSpec& spec) {
     std::istringstream in(rest.substr(1));
     std::string mode;
     in >> mode;
-    if (mode != "check" && mode != "typed" && mode != "ast" && mode != "vloop" && mode != "run")
-      return problem("unknown RUN mode `" + mode + "`; expected check, typed, ast, vloop or run");
+    if (mode != "check" && mode != "typed" && mode != "ast" && mode != "vloop" && mode != "cuda" && mode != "run")
+      return problem("unknown RUN mode `" + mode + "`; expected check, typed, ast, vloop, cuda or run");
     if (spec.has_run) return problem("more than one RUN directive");
     spec.has_run = true;
     spec.mode = mode;

@@ -290,7 +290,7 @@ int parse_args(int argc, char** argv, Options& o) {
   return kExitOk;
 }
 
-int write_library(const Options& o, const dccc::ir::Module& full);
+int write_library(const Options& o, const dccc::ir::Module& full, dccc::DiagnosticEngine& diags);
 
 /// The schedule pass: each function's directives (every block naming it, in
 /// order); --explain prints the choices. False after errors (printed).
@@ -302,18 +302,15 @@ bool apply_schedules(const Options& o, const std::vector<dccc::ir::Schedule>& sc
     bool known = false;
     for (const auto& f : module.funcs) known |= f.name == s.func;
     if (!known) diags.report(dccc::DiagKind::Schedule, s.at, "no function `" + s.func + "` to schedule");
-    // The CUDA backend maps loops to threads itself; scheduled loops (guards,
-    // split loops) are not what it expects yet.
-    if (cuda && !s.directives.empty())
-      diags.report(dccc::DiagKind::Unsupported, s.directives[0].at, "a `schedule` for the CUDA target");
   }
-  // Default padding: CPU target only (the CUDA backend maps loops to
-  // threads itself and takes no schedule yet), and only for programs (IR
-  // text is taken as scheduled already).
+  // Default padding: CPU target only (on the CUDA target padding is what a
+  // schedule asks for), and only for programs (IR text is taken as
+  // scheduled already).
   dccc::ir::ScheduleDefaults defaults;
   if (cuda) {
-    defaults.off_reason = "the CUDA target takes no schedule yet";
-    defaults.order_note = "`parallel` marks; the CUDA backend maps loops to threads itself";
+    defaults.gpu = true;
+    defaults.off_reason = "the CUDA target pads only where a schedule asks";
+    defaults.order_note = "`parallel` marks; the CUDA backend maps loops to threads itself unless `gpu_blocks` / `gpu_threads` say";
   } else if (o.from_vloop) {
     defaults.off_reason = "IR text is taken as scheduled";
   } else {
@@ -497,6 +494,10 @@ int run(const Options& o) {
   if (o.emit == "cuda") {
     try {
       std::cout << dccc::backend::emit_cuda(*module);
+    } catch (const dccc::backend::CudaUnsupported& e) {
+      std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
+      std::cerr << diags.error_count() << " error(s) generated.\n";
+      return kExitErrors;
     } catch (const std::runtime_error& e) {
       std::cerr << "dccc: error: " << e.what() << "\n";
       return kExitErrors;
@@ -514,7 +515,7 @@ int run(const Options& o) {
     std::cout << *text;
     if (o.output.empty() && !o.run) return kExitOk;
   }
-  if (!o.output.empty()) return write_library(o, *module);
+  if (!o.output.empty()) return write_library(o, *module, diags);
   if (!o.run) return kExitOk;
   const dccc::ir::Func* main_fn = nullptr;
   for (const auto& f : module->funcs)
@@ -622,7 +623,7 @@ int link_cuda(const Options& o, const std::filesystem::path& out, const std::fil
 
 /// `-o prog.so`: the kernels as an object file, the C wrapper and header,
 /// linked with libdccrt into one shared library.
-int write_library(const Options& o, const dccc::ir::Module& full) {
+int write_library(const Options& o, const dccc::ir::Module& full, dccc::DiagnosticEngine& diags) {
   namespace fs = std::filesystem;
   fs::path out = fs::absolute(o.output);
   fs::path header = out;
@@ -664,6 +665,10 @@ int write_library(const Options& o, const dccc::ir::Module& full) {
     std::ofstream(header) << dccc::backend::emit_header(m, fs::path(o.file).filename().string(), guard);
     std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(
         m, header.filename().string(), cuda ? dccc::backend::Target::Cuda : dccc::backend::Target::Cpu);
+  } catch (const dccc::backend::CudaUnsupported& e) {
+    std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
+    std::cerr << diags.error_count() << " error(s) generated.\n";
+    return kExitErrors;
   } catch (const std::runtime_error& e) {
     std::cerr << "dccc: error: " << e.what() << "\n";
     return kExitErrors;

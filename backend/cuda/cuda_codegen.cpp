@@ -178,6 +178,15 @@ class FuncEmitter {
     std::vector<ir::Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<ir::Stmt>{f_.body};
     std::vector<Launch> launches;
     for (size_t k = 0; k < items.size(); ++k) launches.push_back(emit_kernel(items[k], static_cast<int>(k)));
+    for (const auto& m : f_.gpu_mappings) {
+      bool used = false;
+      for (const auto& l : launches) used |= l.mapping == &m;
+      if (!used)
+        throw CudaUnsupported(m.at, fmt::format("a GPU mapping of loop `{}`, whose statement the CUDA target no longer "
+                                                "runs as its own kernel (kernel fusion computes it elsewhere: an element-wise "
+                                                "local in its readers, a row sum or maximum in a neighbouring statement)",
+                                                m.blocks.empty() ? "?" : m.blocks[0]->name));
+    }
     emit_launcher(launches);
     emit_host_entry();
   }
@@ -191,6 +200,15 @@ class FuncEmitter {
     int tile_x = -1, tile_y = -1;    // indices into `inner` of the register-tiled loops
     bool block_tiles = false;        // a block per kBlockX x kBlockY tile (emit_gemm_kernel)
     bool warp_rows = false;          // a warp per iteration (emit_warp_rows_kernel)
+    /// gpu_blocks / gpu_threads (emit_mapped_kernel): the grid's loops, the
+    /// conditions (host-computable) right inside the first, threads per block.
+    const ir::GpuMapping* mapping = nullptr;
+    std::vector<ir::Stmt> blocks;
+    std::vector<ir::Expr> grid_guards;
+    int block_dim = 0;
+    /// An `hfuse`d loop (emit_ranges_kernel): per range of its iterations,
+    /// the condition (none for the last) and the loops flattened over threads.
+    std::vector<std::pair<ir::Expr, std::vector<ir::Stmt>>> ranges;
   };
 
   /// Register tiling (unroll-and-jam) of a contraction: each thread computes
@@ -465,13 +483,22 @@ class FuncEmitter {
         if (x.kind == ExprKind::VarRef && x.var != item->var) ok = false;
         if (x.kind == ExprKind::Load && !read_only(x.buffer.get())) ok = false;
       });
-      if (ok) found.push_back(e);
+      // A load that reads no loop variable may also be in the loop's own
+      // extent (a fused loop's F_oif[B] in its `pad_loop` guard), which is
+      // computed before the hoisted names exist: it stays where it is.
+      if (ok && ir::mentions(e->args[0], item->var)) found.push_back(e);
     };
-    ir::each_stmt(item->body[0], [&](const ir::StmtNode& s) {
-      visit(s.extent);
-      visit(s.value);
-      for (const auto& a : s.args) visit(a);
-    });
+    // Not below a condition: a guard (of `pad_loop`, a split, an `hfuse`
+    // range) may be what keeps the index in bounds.
+    std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
+      if (!s) return;
+      visit(s->extent);
+      visit(s->value);
+      for (const auto& a : s->args) visit(a);
+      if (s->kind != StmtKind::IfThenElse)
+        for (const auto& c : s->body) walk(c);
+    };
+    walk(item->body[0]);
     std::set<std::string> names;
     for (const auto& e : found) {
       std::string v = expr(e);  // the same load seen again reads as its name
@@ -682,7 +709,13 @@ class FuncEmitter {
     Launch l;
     l.kernel = fmt::format("{}__k{}", f_.name, index);
     private_.clear();
-    if (item->kind == StmtKind::For && is_parallel_loop(item, nan_free_max_)) {
+    for (const auto& m : f_.gpu_mappings)
+      if (item->kind == StmtKind::For && !m.blocks.empty() && m.blocks[0] == item->var) l.mapping = &m;
+    if (l.mapping) {
+      emit_mapped_kernel(item, l);
+    } else if (plan_ranges(item, l)) {
+      emit_ranges_kernel(item, l);
+    } else if (item->kind == StmtKind::For && is_parallel_loop(item, nan_free_max_)) {
       l.parallel = true;
       l.outer = item;
       ir::Stmt cur = item;
@@ -760,6 +793,240 @@ class FuncEmitter {
     hoisted_.clear();
     outer_prefix_.clear();
     return l;
+  }
+
+  /// A statement whose GPU mapping a schedule gives (ir::GpuMapping,
+  /// `gpu_blocks` / `gpu_threads`): the block loops stride over the grid
+  /// (one: blockIdx.x; two: blockIdx.y, then blockIdx.x), each skipping the
+  /// iterations its guards (`if`s without `else` between the loops) rule
+  /// out; the thread loops are flattened into one index striding over
+  /// threadIdx.x; their body runs serially in a thread. Without thread loops
+  /// the parallel loops directly inside the grid's are taken as the default
+  /// mapping takes them (up to three, extents independent of each other), or
+  /// thread 0 runs the body. Re-checked here, after the passes that follow
+  /// the schedule: what does not fit is an [Unsupported] error at the directive.
+  void emit_mapped_kernel(const ir::Stmt& item, Launch& l) {
+    const ir::GpuMapping& m = *l.mapping;
+    auto refuse = [&](const std::string& what) -> void { throw CudaUnsupported(m.at, what); };
+    auto through_guards = [&](const ir::Stmt& body, std::vector<ir::Expr>& guards) {
+      ir::Stmt x = ir::unwrap(body);
+      while (x && x->kind == StmtKind::IfThenElse && (x->body.size() == 1 || !x->body[1])) {
+        guards.push_back(x->value);
+        x = ir::unwrap(x->body[0]);
+      }
+      return x;
+    };
+    l.parallel = true;
+    // The grid's loops.
+    std::vector<std::vector<ir::Expr>> guards(m.blocks.size());
+    ir::Stmt cur = item, rest;
+    for (size_t k = 0; k < m.blocks.size(); ++k) {
+      if (!cur || cur->kind != StmtKind::For || cur->var != m.blocks[k])
+        refuse(fmt::format("a GPU mapping of loop `{}`, which the passes after the schedule moved", m.blocks[k]->name));
+      if (!is_parallel_loop(cur, nan_free_max_))
+        refuse(fmt::format("`gpu_blocks` over loop `{}`, whose iterations may store the same element or share a "
+                           "scalar",
+                           cur->var->name));
+      l.blocks.push_back(cur);
+      rest = through_guards(cur->body[0], guards[k]);
+      cur = rest;
+    }
+    // The threads' loops: the mapping's, or the default's choice. A guard
+    // between two of them (a split's bound check) runs per thread.
+    std::vector<ir::Expr> thread_guards;
+    for (size_t k = 0; k < m.threads.size(); ++k) {
+      if (!cur || cur->kind != StmtKind::For || cur->var != m.threads[k])
+        refuse(fmt::format("a GPU mapping of loop `{}`, which the passes after the schedule moved", m.threads[k]->name));
+      if (!is_parallel_loop(cur, nan_free_max_))
+        refuse(fmt::format("`gpu_threads` over loop `{}`, whose iterations may store the same element or share a "
+                           "scalar",
+                           cur->var->name));
+      for (const auto& in : l.inner)
+        if (ir::mentions(cur->extent, in->var))
+          refuse(fmt::format("thread loops whose extents depend on each other (`{}` on `{}`)", cur->var->name,
+                             in->var->name));
+      // Computed once per block, whether or not the conditions above hold:
+      // it reads only the grid's variables (checked above), and must not fail.
+      if (k > 0 && !thread_guards.empty() && ir::may_fail(cur->extent))
+        refuse(fmt::format("a thread loop `{}` below a condition, with an extent that may fail", cur->var->name));
+      l.inner.push_back(cur);
+      cur = k + 1 < m.threads.size() ? through_guards(cur->body[0], thread_guards) : nullptr;
+    }
+    if (m.threads.empty()) {
+      while (l.inner.size() < 3 && cur && cur->kind == StmtKind::For && is_parallel_loop(cur, nan_free_max_)) {
+        bool ok = true;
+        for (const auto& in : l.inner)
+          if (ir::mentions(cur->extent, in->var)) ok = false;
+        if (!ok) break;
+        l.inner.push_back(cur);
+        cur = only_loop(cur->body[0]);
+      }
+    }
+    // The host sizes the grid: guards of the first loop and the second
+    // loop's extent are evaluated there, for every iteration of the first.
+    auto host_ok = [](const ir::Expr& e) {
+      bool ok = true;
+      ir::each_expr(e, [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::Load && x.buffer->kind != BufferKind::Input && x.buffer->kind != BufferKind::Aux) ok = false;
+      });
+      return ok;
+    };
+    if (l.blocks.size() > 1) {
+      for (const auto& g : guards[0])
+        if (!host_ok(g)) refuse("a guard between the grid's loops that reads what the program computes");
+      l.grid_guards = guards[0];
+    }
+    // Threads per block: the thread loops' iteration count when constant.
+    l.block_dim = l.inner.empty() ? 32 : 256;
+    int64_t count = 1;
+    bool constant = !l.inner.empty();
+    for (const auto& in : l.inner) {
+      if (in->extent->kind != ExprKind::IntImm || in->extent->int_value <= 0 || in->extent->int_value > 1024) constant = false;
+      else count *= in->extent->int_value;
+    }
+    if (constant && count <= 1024) l.block_dim = static_cast<int>(std::max<int64_t>(32, (count + 31) / 32 * 32));
+    if (!l.blocks.empty()) hoist_outer_loads(item);
+    const ir::Stmt& body = l.inner.empty() ? rest : l.inner.back()->body[0];
+    ir::each_stmt(body, [&](const ir::StmtNode& x) {
+      if (x.kind == StmtKind::Store && x.buffer->dims.empty()) private_.insert(x.buffer.get());
+    });
+    std::string inner;
+    if (l.inner.empty()) {
+      inner = "if (threadIdx.x == 0) {\n";
+      declare_private(inner, 1);
+      stmt(body, 1, inner);
+      inner += "}\n";
+    } else {
+      std::string total = "(int64_t)1";
+      for (const auto& in : l.inner) {
+        std::string v = var(in->var);
+        inner += fmt::format("const int64_t {}_n = {};\n", v, expr(in->extent));
+        total += " * " + v + "_n";
+      }
+      inner += fmt::format("const int64_t t_n = {};\n", total);
+      inner += "for (int64_t t = threadIdx.x; t < t_n; t += blockDim.x) {\n  int64_t t_rest = t;\n";
+      for (size_t k = l.inner.size(); k-- > 0;) {
+        std::string v = var(l.inner[k]->var);
+        inner += fmt::format("  const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
+      }
+      std::string b;
+      for (const auto& g : thread_guards) b += fmt::format("  if (!({})) continue;\n", expr(g));
+      declare_private(b, 1);
+      stmt(body, 1, b);
+      inner += b + "}\n";
+    }
+    // The grid's loops around it, innermost first.
+    for (size_t k = l.blocks.size(); k-- > 0;) {
+      std::string v = var(l.blocks[k]->var);
+      const char* dim = l.blocks.size() > 1 && k == 0 ? "y" : "x";
+      // Hoisted loads first: they come from no further than the first
+      // guard's condition (hoist_outer_loads stops at conditions).
+      std::string head = k == 0 ? indent_text(outer_prefix_, -4) : "";
+      for (const auto& g : guards[k]) head += fmt::format("if (!({})) continue;\n", expr(g));
+      inner = fmt::format("const int64_t {0}_n = {1};\nfor (int64_t {0} = blockIdx.{2}; {0} < {0}_n; {0} += gridDim.{2}) {{\n{3}}}\n",
+                          v, expr(l.blocks[k]->extent), dim, indent(head + inner, 1));
+    }
+    out_ += fmt::format("__global__ void __launch_bounds__({}) {}({}__args a) {{\n{}}}\n\n", l.block_dim, l.kernel,
+                        f_.name, indent(inner, 1));
+  }
+  /// A parallel loop whose body is an `if` / `else` chain by range (ir/hfuse:
+  /// each range runs one statement's nest) where every range is a perfect
+  /// nest of parallel loops: each range's loops (up to three, extents
+  /// independent of each other and host-computable, as the default mapping
+  /// takes them) are flattened over the threads, instead of one thread per
+  /// iteration of the fused loop. The conditions must be host-computable
+  /// (the launch is sized from the largest range).
+  bool plan_ranges(const ir::Stmt& item, Launch& l) {
+    if (item->kind != StmtKind::For || !is_parallel_loop(item, nan_free_max_)) return false;
+    ir::Stmt cur = ir::unwrap(item->body[0]);
+    if (!cur || cur->kind != StmtKind::IfThenElse || cur->body.size() < 2 || !cur->body[1]) return false;
+    auto host_ok = [](const ir::Expr& e) {
+      bool ok = true;
+      ir::each_expr(e, [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::Load && x.buffer->kind != BufferKind::Input && x.buffer->kind != BufferKind::Aux) ok = false;
+      });
+      return ok;
+    };
+    std::vector<std::pair<ir::Expr, std::vector<ir::Stmt>>> ranges;
+    auto nest = [&](const ir::Stmt& body) {
+      std::vector<ir::Stmt> inner;
+      ir::Stmt x = only_loop(body);
+      while (inner.size() < 3 && x && is_parallel_loop(x, nan_free_max_)) {
+        bool ok = true;
+        for (const auto& in : inner)
+          if (ir::mentions(x->extent, in->var)) ok = false;
+        if (!ok) break;
+        inner.push_back(x);
+        x = only_loop(x->body[0]);
+      }
+      return inner;
+    };
+    while (cur && cur->kind == StmtKind::IfThenElse && cur->body.size() > 1 && cur->body[1]) {
+      if (!host_ok(cur->value)) return false;
+      ranges.emplace_back(cur->value, nest(cur->body[0]));
+      cur = ir::unwrap(cur->body[1]);
+    }
+    ranges.emplace_back(nullptr, nest(cur));
+    for (const auto& r : ranges)
+      if (r.second.empty()) return false;
+    l.ranges = std::move(ranges);
+    return true;
+  }
+
+  void emit_ranges_kernel(const ir::Stmt& item, Launch& l) {
+    l.parallel = true;
+    l.outer = item;
+    std::string v0 = var(item->var);
+    std::string body;
+    for (size_t k = 0; k < l.ranges.size(); ++k) {
+      const auto& [cond, inner] = l.ranges[k];
+      if (cond) body += fmt::format("{}if ({}) {{\n", k ? "} else " : "", expr(cond));
+      else body += "} else {\n";
+      std::string total = "(int64_t)1", b;
+      for (const auto& in : inner) {
+        std::string v = var(in->var);
+        b += fmt::format("const int64_t {}_n = {};\n", v, expr(in->extent));
+        total += " * " + v + "_n";
+      }
+      b += fmt::format("const int64_t t_n = {};\n", total);
+      b += "for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < t_n; t += (int64_t)gridDim.x * blockDim.x) {\n";
+      b += "  int64_t t_rest = t;\n";
+      for (size_t j = inner.size(); j-- > 0;) {
+        std::string v = var(inner[j]->var);
+        b += fmt::format("  const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
+      }
+      private_.clear();
+      ir::each_stmt(inner.back()->body[0], [&](const ir::StmtNode& x) {
+        if (x.kind == StmtKind::Store && x.buffer->dims.empty()) private_.insert(x.buffer.get());
+      });
+      declare_private(b, 1);
+      stmt(inner.back()->body[0], 1, b);
+      b += "}\n";
+      body += indent(b, 1);
+    }
+    body += "}\n";
+    out_ += fmt::format(
+        "__global__ void __launch_bounds__(256) {}({}__args a) {{\n"
+        "  const int64_t {}_n = {};\n"
+        "  for (int64_t {} = blockIdx.y; {} < {}_n; {} += gridDim.y) {{\n{}  }}\n}}\n\n",
+        l.kernel, f_.name, v0, expr(item->extent), v0, v0, v0, v0, indent(body, 2));
+  }
+
+  /// `text` with `delta` (negative: removed) spaces of indentation per line.
+  static std::string indent_text(const std::string& text, int delta) {
+    std::string out;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      std::string line = text.substr(start, end - start);
+      size_t lead = line.find_first_not_of(' ');
+      if (lead == std::string::npos) lead = line.size();
+      int keep = std::max(0, static_cast<int>(lead) + delta);
+      out += std::string(keep, ' ') + line.substr(lead) + "\n";
+      start = end + 1;
+    }
+    return out;
   }
 
   void emit_tiled_kernel(const Launch& l, const TilePlan& plan) {
@@ -1412,6 +1679,37 @@ class FuncEmitter {
       o += "  {\n    ovf = 0;\n    prof.start();\n";
       if (!l.parallel) {
         o += fmt::format("    {}<<<1, 1>>>(a);\n", l.kernel);
+      } else if (!l.ranges.empty()) {
+        // The fused loop on y; threads over the largest range's loops.
+        std::string v0 = host_.var(l.outer->var);
+        o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 0;\n", host_.expr(l.outer->extent));
+        o += fmt::format("    for (int64_t {0} = 0; {0} < n0; ++{0}) {{\n      int64_t m = 1;\n", v0);
+        for (size_t k = 0; k < l.ranges.size(); ++k) {
+          const auto& [cond, inner] = l.ranges[k];
+          o += cond ? fmt::format("      {}if ({}) {{\n", k ? "} else " : "", host_.expr(cond)) : "      } else {\n";
+          for (const auto& in : inner) o += fmt::format("        m = dcc__mul(m, {}, &ovf);\n", host_.expr(in->extent));
+        }
+        o += "      }\n      most = std::max(most, m);\n    }\n";
+        o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
+        o += "    if (n0 > 0 && most > 0) {\n";
+        o += "      dim3 grid((unsigned)std::min<int64_t>((most + 255) / 256, 4096), (unsigned)std::min<int64_t>(n0, 65535));\n";
+        o += fmt::format("      {}<<<grid, 256>>>(a);\n    }}\n", l.kernel);
+      } else if (l.mapping) {
+        // A block per iteration of the grid's loops (gpu_blocks).
+        o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 1;\n", host_.expr(l.blocks[0]->extent));
+        if (l.blocks.size() > 1) {
+          std::string v0 = host_.var(l.blocks[0]->var);
+          o += fmt::format("    most = 0;\n    for (int64_t {0} = 0; {0} < n0; ++{0}) {{\n", v0);
+          for (const auto& g : l.grid_guards) o += fmt::format("      if (!({})) continue;\n", host_.expr(g));
+          o += fmt::format("      most = std::max<int64_t>(most, {});\n    }}\n", host_.expr(l.blocks[1]->extent));
+        }
+        o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
+        o += "    if (n0 > 0 && most > 0) {\n";
+        if (l.blocks.size() > 1)
+          o += "      dim3 grid((unsigned)std::min<int64_t>(most, 1 << 20), (unsigned)std::min<int64_t>(n0, 65535));\n";
+        else
+          o += "      dim3 grid((unsigned)std::min<int64_t>(n0, 1 << 20));\n";
+        o += fmt::format("      {}<<<grid, {}>>>(a);\n    }}\n", l.kernel, l.block_dim);
       } else if (l.inner.empty()) {
         o += fmt::format("    const int64_t n = {};\n", host_.expr(l.outer->extent));
         o += fmt::format("    if (n > 0) {}<<<(unsigned)std::min<int64_t>((n + 255) / 256, 65535), 256>>>(a);\n", l.kernel);

@@ -11,6 +11,17 @@
 // the threads of a grid-stride loop on x. Reductions run serially inside a
 // thread. A statement without a parallel outer loop runs on one thread.
 //
+// A schedule's `gpu_blocks` / `gpu_threads` (ir::Func::gpu_mappings)
+// replaces that choice for its statement: the named loops go on the grid
+// (one block per iteration; two loops: blockIdx.y, blockIdx.x) and on the
+// threads of a block (flattened into threadIdx.x); the body below runs
+// serially in a thread (no shared-memory tiling, no warp reductions).
+// Other directives need nothing of their own: the kernels are formed from
+// the scheduled loops as from any others (guards, split and padded loops,
+// F_* fusion maps and R_perm permutations read like offset arrays), except
+// an `hfuse`d loop, whose ranges (an if / else chain) each get their own
+// loops flattened over the threads.
+//
 // The prelude (the aux offset arrays) and every allocation size are computed
 // on the host from host copies of the length arrays, then uploaded.
 //
@@ -28,14 +39,23 @@
 #pragma once
 
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "ir/ir.h"
 
 namespace dccc::backend {
 
+/// What the CUDA target cannot express, located at the schedule directive
+/// that asked for it (reported as an [Unsupported] error there).
+struct CudaUnsupported : std::runtime_error {
+  CudaUnsupported(SourceRange where, const std::string& what) : std::runtime_error(what), at(where) {}
+  SourceRange at;
+};
+
 /// The .cu source for every function of `m` except `main`. Throws
-/// std::runtime_error naming what the CUDA target cannot express yet.
+/// std::runtime_error naming what the CUDA target cannot express yet
+/// (CudaUnsupported when a directive is the cause).
 std::string emit_cuda(const ir::Module& m);
 
 /// True when the loop `loop` (a For) may run its iterations in parallel:

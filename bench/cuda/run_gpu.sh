@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, inside a folder made by scripts/gpu_bundle.sh: the
-# CUDA backend's GPU test (every example on the GPU against the CPU backend
-# and the float64 reference), the CUDA host check of mha.so (result against
+# CUDA backend's GPU tests (every example, and mha with each schedule of
+# schedules/, on the GPU against the CPU backend and the float64 reference), the CUDA host check of mha.so (result against
 # the host's float64 reference; bad arguments, out of memory and a faulting
 # kernel come back as statuses), then the attention benchmark in f32 and bf16.
 # Results go to RESULTS_DIR (default: ./results).
@@ -18,8 +18,10 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$results
 status=0
 if [[ $mode != bench-only ]]; then
   LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
-    DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" /tmp/dccc-gpu/dccc_cuda_backend_tests 2>&1 | tail -40 | tee "$results/gpu_test.txt"
-  grep -q "\[  PASSED  \] 1 test" "$results/gpu_test.txt" || status=1
+    DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
+    /tmp/dccc-gpu/dccc_cuda_backend_tests 2>&1 | tail -40 | tee "$results/gpu_test.txt"
+  # Both tests (the examples, the scheduled programs) pass; none skipped.
+  grep -q "\[  PASSED  \] 2 tests" "$results/gpu_test.txt" || status=1
   nvcc -std=c++17 -o /tmp/dccc-gpu/mha_cuda_host mha_cuda_host.cu -I. ./mha.so -Xlinker -rpath -Xlinker "$PWD" &&
     /tmp/dccc-gpu/mha_cuda_host 2>&1 | tee "$results/cuda_host.txt"
   grep -q "mha cuda host check: OK" "$results/cuda_host.txt" || status=1

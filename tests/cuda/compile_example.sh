@@ -2,7 +2,10 @@
 # CTest `cuda_compile/<example>`: `dccc --target=cuda -o` must build the
 # example's CUDA kernels with nvcc (no GPU needed). Exits 77 (CTest SKIP)
 # when no nvcc is installed, so the test is reported as skipped, not passed.
-#   compile_example.sh DCCC EXAMPLE.toy OUT_DIR [--expect-unsupported]
+#   compile_example.sh DCCC EXAMPLE.toy OUT_DIR [--expect-unsupported | --schedule-file=FILE]
+# With --schedule-file the example is compiled with FILE's `schedule` blocks
+# (`--schedule=`, docs/schedules.md) into OUT_DIR/EXAMPLE.SCHEDULE.so: every
+# directive the CUDA target takes must give kernels nvcc builds.
 # With --expect-unsupported the example uses something the CUDA target does
 # not handle yet: dccc must refuse it with exit 1 and a message saying so
 # (never a crash or an nvcc failure); the test fails once it compiles, so
@@ -17,7 +20,18 @@ mkdir -p "$out"
 name="$(basename "$toy" .toy)"
 if [[ "$expect" == --expect-unsupported ]]; then
   set +e
-  msg="$("$dccc" --target=cuda -o "$out/$name.so" "$toy" 2>&1)"
+  msg="$(sched=()
+if [[ "$expect" == --schedule-file=* ]]; then
+  file="${expect#--schedule-file=}"
+  sched=("--schedule=$(grep -v '^[[:space:]]*//' "$file")")
+  name="$name.$(basename "$file" .schedule)"
+  # The scheduled kernels are not the unscheduled ones.
+  if [[ -n "$("$dccc" --emit=cuda "$toy" | diff -q - <("$dccc" --emit=cuda "${sched[@]}" "$toy") || true)" ]]; then :; else
+    echo "cuda_compile: $name: the schedule changed nothing in the CUDA source"
+    exit 1
+  fi
+fi
+"$dccc" --target=cuda "${sched[@]}" -o "$out/$name.so" "$toy" 2>&1)"
   rc=$?
   set -e
   echo "$msg"
@@ -32,7 +46,18 @@ if [[ "$expect" == --expect-unsupported ]]; then
   echo "cuda_compile: $name refused as expected"
   exit 0
 fi
-"$dccc" --target=cuda -o "$out/$name.so" "$toy"
+sched=()
+if [[ "$expect" == --schedule-file=* ]]; then
+  file="${expect#--schedule-file=}"
+  sched=("--schedule=$(grep -v '^[[:space:]]*//' "$file")")
+  name="$name.$(basename "$file" .schedule)"
+  # The scheduled kernels are not the unscheduled ones.
+  if [[ -n "$("$dccc" --emit=cuda "$toy" | diff -q - <("$dccc" --emit=cuda "${sched[@]}" "$toy") || true)" ]]; then :; else
+    echo "cuda_compile: $name: the schedule changed nothing in the CUDA source"
+    exit 1
+  fi
+fi
+"$dccc" --target=cuda "${sched[@]}" -o "$out/$name.so" "$toy"
 test -s "$out/$name.so"
 test -s "$out/$name.h"
 # The library holds machine code for sm_80 and sm_90 and PTX.

@@ -2,8 +2,12 @@
 // every example is emitted as CUDA, built by nvcc for this machine's GPU,
 // and run on the random length patterns of differential.h next to the LLVM
 // CPU backend; both must match the float64 reference within 1e-5 relative
-// error and each other. Without nvcc or without a GPU the test reports
-// SKIPPED (CTest shows it as skipped, never as passed).
+// error and each other. ScheduledMatchCpuBackend does the same for the
+// examples compiled with the schedules of tests/cuda/schedules and
+// tests/host (EXAMPLE.VARIANT.schedule, EXAMPLE_VARIANT.schedule), as
+// `dccc --target=cuda --schedule=...` compiles them, against the
+// unscheduled CPU backend. Without nvcc or without a GPU the tests report
+// SKIPPED (CTest shows them as skipped, never as passed).
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,7 +18,7 @@
 
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/jit.h"
-#include "tests/unit/backend/differential.h"
+#include "tests/unit/backend/cuda_scheduled.h"
 
 namespace dccc::backend {
 namespace {
@@ -103,6 +107,53 @@ TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
   EXPECT_GE(functions, 8);
   EXPECT_GE(fused, 2) << "functions with fused tensors (mha's p, softmax's)";
   EXPECT_GT(compared, 10000);
+}
+
+TEST(CudaBackend, ScheduledMatchCpuBackend) {
+  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-sched-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
+  auto files = testing::schedule_files(path_from_env("DCCC_CUDA_SCHEDULES_DIRS", DCCC_CUDA_SCHEDULES_DIRS));
+  ASSERT_GE(files.size(), 4u) << "schedule files in " << path_from_env("DCCC_CUDA_SCHEDULES_DIRS", DCCC_CUDA_SCHEDULES_DIRS);
+  int compared = 0, functions = 0, mapped = 0;
+  for (const auto& file : files) {
+    std::string stem = file.stem().string();
+    std::string example = testing::example_of(file);
+    SCOPED_TRACE(file.string());
+    std::string text = testing::read_text(std::filesystem::path(examples) / (example + ".toy"));
+    ASSERT_FALSE(text.empty()) << example;
+    Program cpu = compile(example + ".toy", text);
+    ASSERT_TRUE(cpu.module) << example;
+    Program gpu = testing::compile_cuda_scheduled(example + ".toy", text, testing::read_text(file));
+    ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
+    for (const auto& f : gpu.module->funcs) mapped += static_cast<int>(f.gpu_mappings.size());
+    std::string error;
+    auto jit = JitProgram::compile(*cpu.module, error);
+    ASSERT_TRUE(jit) << error;
+    std::string log;
+    void* lib = build(nvcc, emit_cuda(*gpu.module), dir, stem, log);
+    ASSERT_NE(lib, nullptr) << log;
+    auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));
+    ASSERT_NE(count, nullptr);
+    if (count() == 0) {
+      std::filesystem::remove_all(dir);
+      GTEST_SKIP() << "no CUDA GPU on this machine";
+    }
+    for (const auto& f : cpu.module->funcs) {
+      if (f.name == "main") continue;
+      auto run = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, (f.name + "__cuda_host").c_str()));
+      ASSERT_NE(run, nullptr) << f.name;
+      testing::run_differential(f, {Engine{"llvm", jit->kernel(f.name)}, Engine{"cuda", run}}, stem, compared);
+      ++functions;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_GE(functions, 4);
+  EXPECT_GE(mapped, 4) << "statements mapped by gpu_blocks / gpu_threads";
+  EXPECT_GT(compared, 1000);
 }
 
 }  // namespace

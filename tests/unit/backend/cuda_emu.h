@@ -1,0 +1,197 @@
+// A CPU stand-in for the CUDA runtime, just enough to run the CUDA source
+// that backend/cuda emits (the kernels and their host launchers) with a
+// C++ compiler, for cuda_emu_test.cpp: every CUDA thread of a block is a
+// std::thread, blocks run one after another (so `__shared__` arrays can be
+// function statics), `__syncthreads` is a block-wide std::barrier and
+// `__shfl_xor_sync` exchanges through a warp-wide one. Device memory is host
+// memory; streams, events and memory pools do nothing. Launches are written
+// `dcc_emu_launch(K, grid, block, args)` (the test rewrites `K<<<grid,
+// block>>>(args)`). Not a model of the GPU's memory ordering or timing:
+// it checks what the kernels compute, not how fast or whether they race.
+#pragma once
+
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+
+struct uint3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+
+inline thread_local uint3 threadIdx, blockIdx;
+inline thread_local dim3 blockDim, gridDim;
+
+namespace dcc_emu {
+struct Block {
+  std::unique_ptr<std::barrier<>> all;
+  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  std::vector<uint64_t> lanes;  // shuffle values, one per thread
+};
+inline thread_local Block* block = nullptr;
+}  // namespace dcc_emu
+
+inline void __syncthreads() { dcc_emu::block->all->arrive_and_wait(); }
+
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int off) {
+  static_assert(sizeof(T) <= 8);
+  auto& b = *dcc_emu::block;
+  unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof(T));
+  b.lanes[t] = bits;
+  b.warps[t / 32]->arrive_and_wait();
+  uint64_t other = b.lanes[base + (lane ^ static_cast<unsigned>(off))];
+  b.warps[t / 32]->arrive_and_wait();
+  T r;
+  std::memcpy(&r, &other, sizeof(T));
+  return r;
+}
+
+inline int atomicCAS(int* p, int cmp, int val) {
+  __atomic_compare_exchange_n(p, &cmp, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return cmp;
+}
+
+template <typename T>
+T dcc_emu_atomic(T* p, T v, bool max) {
+  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while ((max ? v > old : v < old) && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return old;
+}
+inline int atomicMax(int* p, int v) { return dcc_emu_atomic(p, v, true); }
+inline long long atomicMax(long long* p, long long v) { return dcc_emu_atomic(p, v, true); }
+inline unsigned atomicMin(unsigned* p, unsigned v) { return dcc_emu_atomic(p, v, false); }
+inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) { return dcc_emu_atomic(p, v, false); }
+inline int32_t __float_as_int(float f) { int32_t v; std::memcpy(&v, &f, 4); return v; }
+inline long long __double_as_longlong(double d) { long long v; std::memcpy(&v, &d, 8); return v; }
+inline float __int_as_float(int32_t v) { float f; std::memcpy(&f, &v, 4); return f; }
+inline float __uint_as_float(uint32_t v) { float f; std::memcpy(&f, &v, 4); return f; }
+inline uint32_t __float_as_uint(float f) { uint32_t v; std::memcpy(&v, &f, 4); return v; }
+inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
+inline int64_t __mul64hi(int64_t a, int64_t b) { return static_cast<int64_t>((static_cast<__int128>(a) * b) >> 64); }
+inline int __float2int_rz(float f) {
+  if (f != f) return 0;
+  if (f >= 2147483648.0f) return INT32_MAX;
+  if (f <= -2147483648.0f) return INT32_MIN;
+  return static_cast<int>(f);
+}
+inline int __double2int_rz(double f) {
+  if (f != f) return 0;
+  if (f >= 2147483648.0) return INT32_MAX;
+  if (f <= -2147483648.0) return INT32_MIN;
+  return static_cast<int>(f);
+}
+inline long long __float2ll_rz(float f) {
+  if (f != f) return 0;
+  if (f >= 9223372036854775808.0f) return INT64_MAX;
+  if (f <= -9223372036854775808.0f) return INT64_MIN;
+  return static_cast<long long>(f);
+}
+inline long long __double2ll_rz(double f) {
+  if (f != f) return 0;
+  if (f >= 9223372036854775808.0) return INT64_MAX;
+  if (f <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<long long>(f);
+}
+
+// f16 through the compiler's _Float16 (round to nearest even).
+struct __half {
+  uint16_t bits;
+};
+inline float __half2float(__half h) { _Float16 f; std::memcpy(&f, &h.bits, 2); return static_cast<float>(f); }
+inline __half __float2half_rn(float f) { _Float16 x = static_cast<_Float16>(f); __half h; std::memcpy(&h.bits, &x, 2); return h; }
+inline __half __ushort_as_half(uint16_t v) { return __half{v}; }
+inline uint16_t __half_as_ushort(__half h) { return h.bits; }
+
+// The runtime API, on host memory.
+using cudaError_t = int;
+constexpr cudaError_t cudaSuccess = 0;
+enum cudaMemcpyKind { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice, cudaMemcpyHostToHost };
+using cudaStream_t = void*;
+using cudaEvent_t = void*;
+using cudaMemPool_t = void*;
+enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold };
+inline const char* cudaGetErrorString(cudaError_t) { return "emulated CUDA error"; }
+inline const char* cudaGetErrorName(cudaError_t) { return "cudaErrorEmulated"; }
+inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+inline cudaError_t cudaGetDeviceCount(int* n) { *n = 1; return cudaSuccess; }
+inline cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
+inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* p, int) { *p = nullptr; return cudaSuccess; }
+inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
+inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+inline cudaError_t cudaMalloc(void** p, size_t n) { *p = std::malloc(n ? n : 1); return *p ? cudaSuccess : 2; }
+inline cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cudaMalloc(p, n); }
+inline cudaError_t cudaFree(void* p) { std::free(p); return cudaSuccess; }
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t) { std::free(p); return cudaSuccess; }
+inline cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) { std::memset(p, v, n); return cudaSuccess; }
+inline cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) { if (n) std::memmove(d, s, n); return cudaSuccess; }
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) { *e = nullptr; return cudaSuccess; }
+inline cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) { *ms = 0; return cudaSuccess; }
+
+/// Runs `kernel` over `grid` x `block`: the blocks one after another, the
+/// threads of a block concurrently, or (`serial`: a kernel without
+/// __syncthreads and shuffles, whose threads cannot wait for each other)
+/// one after another.
+template <typename Args>
+void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool serial) {
+  const unsigned n = block.x * block.y * block.z;
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        if (serial) {
+          blockIdx = uint3{bx, by, bz};
+          blockDim = block;
+          gridDim = grid;
+          for (unsigned t = 0; t < n; ++t) {
+            threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+            kernel(a);
+          }
+          continue;
+        }
+        dcc_emu::Block b;
+        b.all = std::make_unique<std::barrier<>>(n);
+        for (unsigned w = 0; w < (n + 31) / 32; ++w)
+          b.warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w)));
+        b.lanes.assign(n, 0);
+        std::vector<std::thread> threads;
+        threads.reserve(n);
+        for (unsigned t = 0; t < n; ++t)
+          threads.emplace_back([&, t] {
+            dcc_emu::block = &b;
+            blockIdx = uint3{bx, by, bz};
+            threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+            blockDim = block;
+            gridDim = grid;
+            kernel(a);
+            b.warps[t / 32]->arrive_and_drop();
+            b.all->arrive_and_drop();
+          });
+        for (auto& th : threads) th.join();
+      }
+}

@@ -1,0 +1,197 @@
+// The CUDA backend's output run on the CPU (label `unit`; no GPU, no nvcc):
+// the CUDA source of every example, and of mha with each schedule of
+// tests/cuda/schedules and tests/host, is compiled by the C++ compiler
+// against cuda_emu.h (a stand-in for the CUDA runtime that runs each CUDA
+// thread as a std::thread) and run on the random length patterns of
+// differential.h next to the LLVM CPU backend: both must match the float64
+// reference and each other. It checks what the kernels and launchers
+// compute (grid and thread mapping, guards, fusion maps and permutations
+// read on the device) where no GPU is at hand; the GPU itself is tested by
+// cuda_backend_test.cpp.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <cctype>
+#include <regex>
+
+#include "tests/unit/backend/cuda_scheduled.h"
+#include "tests/unit/backend/schedule_support.h"
+
+namespace dccc::backend {
+namespace {
+
+using testing::compile;
+using testing::Engine;
+using testing::Program;
+
+/// The emitted source made plain C++: cuda_emu.h for the CUDA headers,
+/// dcc_emu_launch(K, grid, block, args) for K<<<grid, block>>>(args).
+std::string emulated(const std::string& cu) {
+  std::string s = std::regex_replace(cu, std::regex("#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n"),
+                                     "#include \"tests/unit/backend/cuda_emu.h\"\n");
+  std::string out;
+  size_t at = 0;
+  for (size_t open; (open = s.find("<<<", at)) != std::string::npos;) {
+    size_t name = open;
+    while (name > 0 && (std::isalnum(static_cast<unsigned char>(s[name - 1])) || s[name - 1] == '_')) --name;
+    size_t close = s.find(">>>(", open);
+    size_t end = s.find(')', close);
+    std::string config = s.substr(open + 3, close - open - 3);
+    int depth = 0;
+    size_t comma = std::string::npos;
+    for (size_t k = 0; k < config.size(); ++k) {
+      if (config[k] == '(') ++depth;
+      if (config[k] == ')') --depth;
+      if (config[k] == ',' && depth == 0) comma = k;
+    }
+    // A kernel with no barrier and no shuffle runs its threads one after
+    // another in one host thread (much faster than a thread each).
+    std::string kernel = s.substr(name, open - name);
+    size_t def = s.find(" " + kernel + "(" + kernel.substr(0, kernel.find("__")) + "__args a) {");
+    size_t def_end = s.find("\n}\n", def);
+    std::string body = def == std::string::npos ? "__syncthreads" : s.substr(def, def_end - def);
+    bool serial = body.find("__syncthreads") == std::string::npos && body.find("__shfl") == std::string::npos;
+    out += s.substr(at, name - at);
+    out += "dcc_emu_launch(" + kernel + ", dim3(" + config.substr(0, comma) + "), dim3(" + config.substr(comma + 1) +
+           "), " + s.substr(close + 4, end - close - 4) + (serial ? ", true)" : ", false)");
+    at = end + 1;
+  }
+  return out + s.substr(at);
+}
+
+void* build(const std::string& source, const std::filesystem::path& dir, const std::string& stem, std::string& log) {
+  std::filesystem::path cc = dir / (stem + ".cpp"), so = dir / (stem + ".so");
+  std::ofstream(cc) << source;
+  std::string cmd = std::string(DCCC_CXX) + " -O1 -std=c++20 -shared -fPIC -w -pthread -I" DCCC_SOURCE_DIR " -I" +
+                    DCCC_RUNTIME_INCLUDE + " -o " + so.string() + " " + cc.string() + " " + DCCC_RUNTIME_LIB +
+                    " -lpthread 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) log.append(buf, n);
+  if (!p || pclose(p) != 0) return nullptr;
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) log += dlerror();
+  return h;
+}
+
+/// Runs every function of `gpu` (emulated) and `cpu` (LLVM JIT) on the
+/// differential patterns.
+void compare(const Program& cpu, const Program& gpu, const std::filesystem::path& dir, const std::string& stem,
+             int& functions, int& compared) {
+  std::string error;
+  auto jit = JitProgram::compile(*cpu.module, error);
+  ASSERT_TRUE(jit) << error;
+  std::string log;
+  void* lib = build(emulated(emit_cuda(*gpu.module)), dir, stem, log);
+  ASSERT_NE(lib, nullptr) << log;
+  for (const auto& f : cpu.module->funcs) {
+    if (f.name == "main") continue;
+    auto run = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, (f.name + "__cuda_host").c_str()));
+    ASSERT_NE(run, nullptr) << f.name;
+    testing::run_differential(f, {Engine{"llvm", jit->kernel(f.name)}, Engine{"cuda-emu", run}}, stem, compared);
+    ++functions;
+  }
+}
+
+std::filesystem::path temp_dir(const std::string& what) {
+  auto dir = std::filesystem::temp_directory_path() / ("dccc-cuda-emu-" + what + "-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(CudaEmu, ExamplesMatchCpuBackend) {
+  auto dir = temp_dir("examples");
+  auto cpu_side = testing::compile_examples(DCCC_EXAMPLES_DIR);
+  auto gpu_side = testing::compile_examples(DCCC_EXAMPLES_DIR, /*cuda_passes=*/true);
+  ASSERT_EQ(cpu_side.size(), gpu_side.size());
+  int functions = 0, compared = 0;
+  for (size_t k = 0; k < cpu_side.size(); ++k) {
+    const auto& [name, stem, p] = cpu_side[k];
+    if (!p.module) continue;
+    ASSERT_TRUE(gpu_side[k].program.module) << name;
+    compare(p, gpu_side[k].program, dir, stem, functions, compared);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_GE(functions, 8);
+  EXPECT_GT(compared, 10000);
+}
+
+TEST(CudaEmu, ScheduledMatchCpuBackend) {
+  auto dir = temp_dir("scheduled");
+  auto files = testing::schedule_files(DCCC_CUDA_SCHEDULES_DIRS);
+  ASSERT_GE(files.size(), 4u);
+  int functions = 0, compared = 0, mapped = 0;
+  for (const auto& file : files) {
+    std::string stem = file.stem().string();
+    std::string example = testing::example_of(file);
+    SCOPED_TRACE(file.string());
+    std::string text = testing::read_text(std::filesystem::path(DCCC_EXAMPLES_DIR) / (example + ".toy"));
+    ASSERT_FALSE(text.empty()) << example;
+    Program cpu = compile(example + ".toy", text);
+    ASSERT_TRUE(cpu.module) << example;
+    Program gpu = testing::compile_cuda_scheduled(example + ".toy", text, testing::read_text(file));
+    ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
+    for (const auto& f : gpu.module->funcs) mapped += static_cast<int>(f.gpu_mappings.size());
+    compare(cpu, gpu, dir, stem, functions, compared);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_GE(functions, 4);
+  EXPECT_GE(mapped, 4) << "statements mapped by gpu_blocks / gpu_threads";
+  EXPECT_GT(compared, 1000);
+}
+
+/// The directives of schedule_test.cpp and split_op_test.cpp (and GPU
+/// mappings) on testing::kSeqsProgram (t a contraction, u and y
+/// element-wise), compiled for the CUDA target.
+TEST(CudaEmu, DirectivesOnSeqsMatchCpuBackend) {
+  auto dir = temp_dir("directives");
+  const char* schedules[] = {
+      "pad_loop(y.data.i, 4);",
+      "pad_storage(u.data.i, 8); pad_loop(u.data.i, 4);",
+      "pad_loop(t.data.k, 4); pad_loop(t.data.i, 2);",
+      "split(y.data.i, 3); split(t.data.k, 2);",
+      "split(u.data.h, 2); reorder(u.data.h_o, u.data.i);",
+      "tile(u.data.i, u.data.h, 4, 2);",
+      "fuse(y.data.b, y.data.i); fuse(t.data.b, t.data.i);",
+      "fuse(u.data.b, u.data.i); split(u.data.b_i, 4);",
+      "fuse(y.data.b, y.data.i); pad_loop(y.data.b_i, 8);",
+      "remap(y.data.b, longest_first); remap(t.data.b, x.seqlen[b]); remap(u.data.b, B - b);",
+      "remap(u.data.b, longest_first); split(u.data.b, 2);",
+      "inline(u.data); pad_loop(y.data.i, 4);",
+      "fuse(u.data.b, u.data.i); fuse_dims(u.data.b, u.data.i); fuse(y.data.b, y.data.i); split(y.data.b_i, 3); "
+      "fuse_dims(y.data.b, y.data.i);",
+      "pad_storage(u.data.h, 4); fuse(u.data.b, u.data.i); fuse_dims(u.data.b, u.data.i);",
+      "split_op(u.data.i, 4); split_op(t.data.i, 3);",
+      "split_op(u.data.i, 4); tile(u.data.i, u.data.h, 4, 3); hfuse(u.data.b, u.data.b_rest); split(u.data.h_rest, 2);",
+      "split_op(u.data.i, 4); split_op(u.data.h, 2); hfuse(u.data.b, u.data.b_rest2, u.data.b_rest);",
+      // (u is computed in its reader y by the CUDA target: not mappable.)
+      "gpu_blocks(t.data.b); gpu_threads(t.data.i, t.data.h); split(y.data.i, 2); gpu_blocks(y.data.b, y.data.i_o); "
+      "gpu_threads(y.data.i_i, y.data.h);",
+      "fuse(t.data.b, t.data.i); pad_loop(t.data.b_i, 4); gpu_blocks(t.data.b_i); gpu_threads(t.data.h); "
+      "remap(y.data.b, longest_first); split(y.data.h, 2); gpu_threads(y.data.i, y.data.h_o, y.data.h_i);",
+      "split(t.data.i, 3); gpu_blocks(t.data.b, t.data.i_o); fuse(y.data.b, y.data.i); gpu_blocks(y.data.b_i);",
+  };
+  int functions = 0, compared = 0, mapped = 0, k = 0;
+  for (const char* sched : schedules) {
+    SCOPED_TRACE(sched);
+    Program cpu = compile("seqs.toy", testing::kSeqsProgram);
+    ASSERT_TRUE(cpu.module);
+    Program gpu = testing::compile_cuda_scheduled("seqs.toy", testing::kSeqsProgram,
+                                                  std::string("schedule f { ") + sched + " }");
+    ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
+    for (const auto& f : gpu.module->funcs) mapped += static_cast<int>(f.gpu_mappings.size());
+    compare(cpu, gpu, dir, "seqs" + std::to_string(k++), functions, compared);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(functions, static_cast<int>(std::size(schedules)));
+  EXPECT_GE(mapped, 6) << "statements mapped by gpu_blocks / gpu_threads";
+  EXPECT_GT(compared, 1000);
+}
+
+}  // namespace
+}  // namespace dccc::backend

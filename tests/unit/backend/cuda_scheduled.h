@@ -1,0 +1,109 @@
+// Shared by the CUDA backend's tests (cuda_backend_test on a GPU,
+// cuda_emu_test on the CPU): programs compiled with a schedule as
+// `dccc --target=cuda` compiles them, and the schedule files they run
+// (tests/cuda/schedules: EXAMPLE.VARIANT.schedule; tests/host:
+// EXAMPLE_VARIANT.schedule; applied to examples/EXAMPLE.toy).
+#pragma once
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_codegen.h"
+#include "backend/llvm/jit.h"
+#include "ir/apply_schedule.h"
+#include "ir/schedule.h"
+#include "ir/simplify_indices.h"
+#include "tests/unit/backend/differential.h"
+
+namespace dccc::backend::testing {
+
+/// `text` with the schedule blocks `schedule` appended, through the passes
+/// tools/dccc.cpp runs for --target=cuda: expand_prints, mark_parallel, the
+/// schedule (gpu_blocks / gpu_threads recorded, no default padding), the
+/// CUDA fusions (element-wise producers, row sums, row maxima), storage lowering and simplify_indices without hoisting.
+inline Program compile_cuda_scheduled(const std::string& name, const std::string& text, const std::string& schedule) {
+  Program p;
+  p.file = std::make_unique<SourceFile>(name, text + "\n" + schedule);
+  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
+  p.ast = parse(*p.file, *p.diags);
+  if (!p.ast) return p;
+  p.checked = check(*p.ast, *p.diags);
+  if (p.diags->has_errors()) return p;
+  auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
+  p.module = ir::lower(*p.checked, *p.diags);
+  if (!p.module || p.diags->has_errors()) {
+    p.module.reset();
+    return p;
+  }
+  ir::ScheduleDefaults defaults;
+  defaults.gpu = true;
+  for (auto& f : p.module->funcs) {
+    ir::expand_prints(f);
+    ir::mark_parallel(f);
+    ir::Schedule merged{f.name, {}, {}};
+    for (const auto& sc : schedules)
+      if (sc.func == f.name) merged.directives.insert(merged.directives.end(), sc.directives.begin(), sc.directives.end());
+    if (!ir::apply_schedule(f, &merged, *p.diags, nullptr, defaults)) {
+      p.module.reset();
+      return p;
+    }
+    ir::fuse_elementwise(f);
+    ir::fuse_row_sums(f);
+    ir::fuse_row_max(f);
+    if (!ir::lower_storage(f, *p.diags)) {
+      p.module.reset();
+      return p;
+    }
+    ir::SimplifyOptions so;
+    so.hoist = false;
+    ir::simplify_indices(f, so);
+  }
+  return p;
+}
+
+/// The *.schedule files of `dirs` (colon-separated folders), sorted.
+inline std::vector<std::filesystem::path> schedule_files(const std::string& dirs) {
+  std::vector<std::filesystem::path> out;
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::filesystem::path dir = dirs.substr(start, end - start);
+    std::error_code ec;
+    if (!dir.empty() && std::filesystem::is_directory(dir, ec))
+      for (const auto& entry : std::filesystem::directory_iterator(dir))
+        if (entry.path().extension() == ".schedule") out.push_back(entry.path());
+    start = end + 1;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// The example a schedule file is for: `softmax` for
+/// softmax.remap_split_op.schedule (before the first dot), `mha` for
+/// mha_fused.schedule (no dot: before the first underscore).
+inline std::string example_of(const std::filesystem::path& file) {
+  std::string stem = file.stem().string();
+  size_t dot = stem.find('.');
+  return dot != std::string::npos ? stem.substr(0, dot) : stem.substr(0, stem.find('_'));
+}
+
+/// What `p`'s diagnostics say (for a failed compile).
+inline std::string diagnostics(const Program& p) {
+  std::ostringstream o;
+  if (p.diags) p.diags->print(o);
+  return o.str();
+}
+
+}  // namespace dccc::backend::testing
