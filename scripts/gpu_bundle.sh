@@ -39,4 +39,9 @@ cp "$ROOT/bench/cuda/bench_mha.py" "$ROOT/bench/cuda/run_gpu.sh" "$ROOT/examples
 for ex in mha mha_bf16; do
   "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
 done
+# mha with the host tests' schedules (fuse maps and remap permutations in
+# the prelude cache): run_gpu.sh runs the CUDA host check on these too.
+for s in mha_fused mha_remap; do
+  "$BUILD/tools/dccc" --target=cuda --schedule="$(cat "$ROOT/tests/host/$s.schedule")" -o "$OUT/$s.so" "$ROOT/examples/mha.toy"
+done
 echo "gpu_bundle: wrote $OUT ($(du -sh "$OUT" | cut -f1))"
