@@ -48,14 +48,7 @@ void* build(const std::string& nvcc, const std::string& source, const std::files
   std::string cmd = nvcc + " -O3 -std=c++17 -shared -Xcompiler -fPIC -arch=native -I" +
                     path_from_env("DCCC_RUNTIME_INCLUDE", DCCC_RUNTIME_INCLUDE) + " -o " + so.string() + " " +
                     cu.string() + " " + path_from_env("DCCC_RUNTIME_LIB", DCCC_RUNTIME_LIB) + " -lpthread 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) log.append(buf, n);
-  if (!p || pclose(p) != 0) return nullptr;
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) log += dlerror();
-  return h;
+  return testing::build_and_open(cmd, so, log);
 }
 
 TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {

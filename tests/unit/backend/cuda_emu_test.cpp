@@ -69,14 +69,7 @@ void* build(const std::string& source, const std::filesystem::path& dir, const s
   std::string cmd = std::string(DCCC_CXX) + " -O1 -std=c++20 -shared -fPIC -w -pthread -I" DCCC_SOURCE_DIR " -I" +
                     DCCC_RUNTIME_INCLUDE + " -o " + so.string() + " " + cc.string() + " " + DCCC_RUNTIME_LIB +
                     " -lpthread 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) log.append(buf, n);
-  if (!p || pclose(p) != 0) return nullptr;
-  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) log += dlerror();
-  return h;
+  return testing::build_and_open(cmd, so, log);
 }
 
 /// Runs every function of `gpu` (emulated) and `cpu` (LLVM JIT) on the

@@ -5,7 +5,10 @@
 // EXAMPLE_VARIANT.schedule; applied to examples/EXAMPLE.toy).
 #pragma once
 
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,6 +23,20 @@
 #include "tests/unit/backend/differential.h"
 
 namespace dccc::backend::testing {
+
+/// Runs `cmd`, a compiler command that writes the shared library `so`,
+/// appending its output to `log`; returns `so`'s dlopen handle, or null
+/// (the reason in `log`).
+inline void* build_and_open(const std::string& cmd, const std::filesystem::path& so, std::string& log) {
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) log.append(buf, n);
+  if (!p || pclose(p) != 0) return nullptr;
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) log += dlerror();
+  return h;
+}
 
 /// `text` with the schedule blocks `schedule` appended, through the passes
 /// tools/dccc.cpp runs for --target=cuda: expand_prints, mark_parallel, the

@@ -18,14 +18,8 @@ using testing::compare_transformed;
 using testing::lower_source;
 using testing::Lowered;
 
-std::string mha() { return testing::read_file(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy"); }
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
+std::string mha() { return testing::mha_source(); }
+using testing::replaced;
 
 /// The CUDA pipeline's fusions on `fn` of `text`: what fuse_row_sums fused.
 std::vector<std::string> fused_in(const std::string& text, std::string* ir = nullptr, const std::string& fn = "mha") {

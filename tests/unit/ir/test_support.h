@@ -66,6 +66,18 @@ struct Lowered {
   std::optional<Module> module;
 };
 
+/// `text` with the first `from` replaced by `to` (a test failure when
+/// `from` is missing, so an edit that no longer applies is seen).
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+/// examples/mha.toy.
+inline std::string mha_source() { return read_file(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy"); }
+
 inline Lowered lower_source(const std::string& name, const std::string& text) {
   Lowered l;
   l.file = std::make_unique<SourceFile>(name, text);
