@@ -777,9 +777,10 @@ class Scheduler {
 
   /// Whether the iterations of a loop over `v` with body `body` are
   /// independent (may run in any order): every tensor store names `v`
-  /// plainly, no stored tensor is read, scalars are written before read, no
-  /// prints. `why` says why not.
-  bool independent(const Stmt& body, const Var& v, std::string& why) const {
+  /// plainly (with `plain` false: has an index that mentions `v`), no stored
+  /// tensor is read, scalars are written before read, no prints. `why` says
+  /// why not.
+  bool independent(const Stmt& body, const Var& v, std::string& why, bool plain = true) const {
     each_stmt(body, [&](const StmtNode& x) {
       if (!why.empty()) return;
       if (x.kind == StmtKind::Print || x.kind == StmtKind::Assert) why = "the loop body prints or checks a condition";
@@ -790,7 +791,7 @@ class Scheduler {
         return;
       }
       bool named = false;
-      for (const auto& a : x.args) named |= a->kind == ExprKind::VarRef && a->var == v;
+      for (const auto& a : x.args) named |= plain ? a->kind == ExprKind::VarRef && a->var == v : mentions(a, v);
       if (!named) why = fmt::format("`{}` is not stored at an element of its own in each iteration", x.buffer->name);
       bool read = false;
       each_stmt(body, [&](const StmtNode& y) {
@@ -1098,26 +1099,7 @@ class Scheduler {
   /// written before it is read in each iteration. A `reduce` loop fails the
   /// last (its accumulator carries across iterations).
   bool gpu_independent(const StmtNode* loop, std::string& why) const {
-    const Stmt& body = loop->body[0];
-    each_stmt(body, [&](const StmtNode& x) {
-      if (!why.empty()) return;
-      if (x.kind == StmtKind::Print || x.kind == StmtKind::Assert) why = "the loop body prints or checks a condition";
-      if (x.kind != StmtKind::Store) return;
-      if (x.buffer->dims.empty()) {
-        if (x.buffer->kind != BufferKind::Scalar || !written_before_read(body, x.buffer.get()))
-          why = fmt::format("`{}` accumulates across iterations", x.buffer->name);
-        return;
-      }
-      bool named = false;
-      for (const auto& a : x.args) named |= mentions(a, loop->var);
-      if (!named) why = fmt::format("`{}` is not stored at an element of its own in each iteration", x.buffer->name);
-      bool read = false;
-      each_stmt(body, [&](const StmtNode& y) {
-        own_exprs(y, [&](const ExprNode& e) { read |= e.kind == ExprKind::Load && e.buffer == x.buffer; });
-      });
-      if (read) why = fmt::format("`{}` is read in the loop that writes it", x.buffer->name);
-    });
-    return why.empty();
+    return independent(loop->body[0], loop->var, why, /*plain=*/false);
   }
 
   /// gpu_blocks(T.a[, T.b]) and gpu_threads(T.x[, T.y[, T.z]]): which loops of

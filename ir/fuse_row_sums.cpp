@@ -11,34 +11,12 @@ namespace {
 
 /// `e` with every load of `from` (a scalar) reading `to` instead.
 Expr reload(const Expr& e, const Buffer& from, const Buffer& to) {
-  if (!e) return e;
-  std::vector<Expr> args;
-  bool changed = false;
-  for (const auto& a : e->args) {
-    args.push_back(reload(a, from, to));
-    changed |= args.back() != a;
-  }
-  if (e->kind == ExprKind::Load && e->buffer == from) return build::load(to, {});
-  if (!changed) return e;
-  auto copy = std::make_shared<ExprNode>(*e);
-  copy->args = std::move(args);
-  return copy;
+  return replace_exprs(e, [&](const Expr& x) { return x->kind == ExprKind::Load && x->buffer == from ? build::load(to, {}) : nullptr; });
 }
 
 /// `e` with the load of `r` (there is one) replaced by `value`.
 Expr replace_load(const Expr& e, const Buffer& r, const Expr& value) {
-  if (!e) return e;
-  if (e->kind == ExprKind::Load && e->buffer == r) return value;
-  std::vector<Expr> args;
-  bool changed = false;
-  for (const auto& a : e->args) {
-    args.push_back(replace_load(a, r, value));
-    changed |= args.back() != a;
-  }
-  if (!changed) return e;
-  auto copy = std::make_shared<ExprNode>(*e);
-  copy->args = std::move(args);
-  return copy;
+  return replace_exprs(e, [&](const Expr& x) { return x->kind == ExprKind::Load && x->buffer == r ? value : nullptr; });
 }
 
 /// Fuses the row sum of top-level statement `k` into its reader, if it

@@ -322,23 +322,28 @@ std::vector<Buffer> input_buffers(const Func& f) {
   return out;
 }
 
-Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m) {
+Expr replace_exprs(const Expr& e, const std::function<Expr(const Expr&)>& fn) {
   if (!e) return e;
-  if (e->kind == ExprKind::VarRef) {
-    auto it = m.find(e->var.get());
-    return it == m.end() ? e : it->second;
-  }
+  if (Expr r = fn(e)) return r;
   if (e->args.empty()) return e;
   std::vector<Expr> args;
   bool changed = false;
   for (const auto& a : e->args) {
-    args.push_back(substitute(a, m));
+    args.push_back(replace_exprs(a, fn));
     changed |= args.back() != a;
   }
   if (!changed) return e;
   auto copy = std::make_shared<ExprNode>(*e);
   copy->args = std::move(args);
   return copy;
+}
+
+Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m) {
+  return replace_exprs(e, [&](const Expr& x) -> Expr {
+    if (x->kind != ExprKind::VarRef) return nullptr;
+    auto it = m.find(x->var.get());
+    return it == m.end() ? x : it->second;
+  });
 }
 
 bool reads_only_lengths(const Func& f, const std::vector<Expr>& es) {

@@ -323,6 +323,11 @@ const StmtNode* find_for(const Stmt& s, const VarNode* v);
 /// `with`; the nodes on the path to it are copied, the rest shared.
 Stmt replace_stmt(const Stmt& s, const StmtNode* inner, const Stmt& with);
 
+/// `e` rebuilt with each sub-expression for which `fn` returns an
+/// expression replaced by it (not visited further); the rest is visited
+/// operand by operand, and nodes that do not change are shared.
+Expr replace_exprs(const Expr& e, const std::function<Expr(const Expr&)>& fn);
+
 /// Replace variables by expressions.
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m);
 

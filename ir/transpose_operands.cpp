@@ -51,23 +51,6 @@ std::optional<Candidate> operand(const Expr& x, const Var& i, const Var& j, cons
   return found;
 }
 
-/// `e` with every occurrence of node `from` replaced by `to`.
-Expr replace_node(const Expr& e, const ExprNode* from, const Expr& to) {
-  if (!e) return e;
-  if (e.get() == from) return to;
-  if (e->args.empty()) return e;
-  std::vector<Expr> args;
-  bool changed = false;
-  for (const auto& a : e->args) {
-    args.push_back(replace_node(a, from, to));
-    changed |= args.back() != a;
-  }
-  if (!changed) return e;
-  auto copy = std::make_shared<ExprNode>(*e);
-  copy->args = std::move(args);
-  return copy;
-}
-
 class Transposer {
  public:
   explicit Transposer(Func& f) : f_(f) {}
@@ -150,7 +133,9 @@ class Transposer {
     std::vector<Expr> args;
     for (size_t k : order) args.push_back(load->args[k]);
     Expr replacement = build::load(bt, args);
-    Stmt rewritten = rewrite(s, [&](const Expr& e) { return replace_node(e, load, replacement); });
+    Stmt rewritten = rewrite(s, [&](const Expr& e) {
+      return replace_exprs(e, [&](const Expr& x) { return x.get() == load ? replacement : nullptr; });
+    });
     if (inside) {
       auto loop = std::make_shared<StmtNode>(*rewritten);
       loop->body = {build::seq({copy, rewritten->body[0]})};

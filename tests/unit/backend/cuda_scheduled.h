@@ -44,12 +44,7 @@ inline void* build_and_open(const std::string& cmd, const std::filesystem::path&
 /// CUDA fusions (element-wise producers, row sums, row maxima), storage lowering and simplify_indices without hoisting.
 inline Program compile_cuda_scheduled(const std::string& name, const std::string& text, const std::string& schedule) {
   Program p;
-  p.file = std::make_unique<SourceFile>(name, text + "\n" + schedule);
-  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
-  p.ast = parse(*p.file, *p.diags);
-  if (!p.ast) return p;
-  p.checked = check(*p.ast, *p.diags);
-  if (p.diags->has_errors()) return p;
+  if (!front_end(p, name, text + "\n" + schedule)) return p;
   auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
   p.module = ir::lower(*p.checked, *p.diags);
   if (!p.module || p.diags->has_errors()) {

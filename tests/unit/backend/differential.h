@@ -47,15 +47,20 @@ struct Program {
 /// passes the driver runs for the CPU target only (mark_parallel,
 /// reorder_loops, transpose_operands, tile_contractions, fuse_parallel_loops), as the LLVM backend's tests need; with
 /// `cuda_passes` the CUDA target's fusion (as tools/dccc.cpp runs them).
-inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false,
-                       bool cuda_passes = false) {
-  Program p;
+/// Parses and checks `text` into `p`; false after errors (in `p.diags`).
+inline bool front_end(Program& p, const std::string& name, const std::string& text) {
   p.file = std::make_unique<SourceFile>(name, text);
   p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
   p.ast = parse(*p.file, *p.diags);
-  if (!p.ast) return p;
+  if (!p.ast) return false;
   p.checked = check(*p.ast, *p.diags);
-  if (p.diags->has_errors()) return p;
+  return !p.diags->has_errors();
+}
+
+inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false,
+                       bool cuda_passes = false) {
+  Program p;
+  if (!front_end(p, name, text)) return p;
   p.module = ir::lower(*p.checked, *p.diags);
   if (!p.module) return p;
   for (auto& f : p.module->funcs) {

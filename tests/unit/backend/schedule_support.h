@@ -53,12 +53,7 @@ struct ScheduledOptions {
 inline Program compile_with_schedule(const std::string& program, const std::string& schedule,
                                      const ScheduledOptions& o = {}, const std::string& name = "schedule.toy") {
   Program p;
-  p.file = std::make_unique<SourceFile>(name, program + schedule);
-  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
-  p.ast = parse(*p.file, *p.diags);
-  if (!p.ast) return p;
-  p.checked = check(*p.ast, *p.diags);
-  if (p.diags->has_errors()) return p;
+  if (!front_end(p, name, program + schedule)) return p;
   auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
   p.module = ir::lower(*p.checked, *p.diags);
   if (!p.module) return p;
