@@ -23,6 +23,28 @@ float to_bf16(double v) {
 
 }  // namespace
 
+bool Interpreter::fused_step(const StmtNode& s) {
+  const Expr& v = s.value;
+  const BufferNode* acc = s.buffer.get();
+  if (!acc->dims.empty() || acc->kind == BufferKind::Input || acc->kind == BufferKind::Output) return false;
+  if ((v->type != Scalar::F32 && v->type != Scalar::F64) || acc->type != v->type) return false;
+  if (v->kind != ExprKind::Binary || v->binop != BinOp::Add) return false;
+  const Expr& a = v->args[0];
+  const Expr& x = v->args[1];
+  return a->kind == ExprKind::Load && a->buffer.get() == acc && a->args.empty() && x->kind == ExprKind::Binary &&
+         x->binop == BinOp::Mul && x->type == v->type;
+}
+
+Interpreter::Value Interpreter::fma_step(const StmtNode& s) {
+  const Expr& v = s.value;
+  double acc = eval(v->args[0]).f;
+  double p = eval(v->args[1]->args[0]).f, q = eval(v->args[1]->args[1]).f;
+  Value out;
+  if (exact_ || v->type == Scalar::F64) out.f = std::fma(p, q, acc);
+  else out.f = static_cast<double>(std::fmaf(static_cast<float>(p), static_cast<float>(q), static_cast<float>(acc)));
+  return out;
+}
+
 Interpreter::Value Interpreter::round_to(Scalar t, double v) const {
   Value out;
   if (exact_ && is_float(t)) {
@@ -357,7 +379,7 @@ void Interpreter::exec(const Stmt& s) {
         for (const auto& a : s->args) idx.push_back(eval(a).i);
         check_in_bounds(s->buffer.get(), idx);
       }
-      Value v = eval(s->value);
+      Value v = fused_step(*s) ? fma_step(*s) : eval(s->value);
       Scalar from = s->value->type, to = s->buffer->type;
       if (from != to)
         v = is_float(to) ? round_to(to, as_double(v, from)) : Value{0, saturate_to(to, from, v.f, as_int(v, from))};

@@ -65,6 +65,11 @@ class Interpreter {
   double as_double(const Value& v, Scalar t) const;
   int64_t as_int(const Value& v, Scalar t) const;
   Value round_to(Scalar t, double v) const;
+  /// A float reduction step `acc = acc + p * q` (acc a scalar accumulator,
+  /// f32 or f64): computed as one fused multiply-add, rounded once, as the
+  /// backends compute it (docs/language.md).
+  static bool fused_step(const StmtNode& s);
+  Value fma_step(const StmtNode& s);
   void check_in_bounds(const BufferNode* b, const Tuple& idx);
   void print_buffer(const BufferNode* b);
   std::string format(const Value& v, Scalar t) const;

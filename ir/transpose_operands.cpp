@@ -104,30 +104,39 @@ class Transposer {
       loops.push_back(n == 0 && inside ? s->var : make_var(b->dims[order[n]].var->name + ".t"));
       loop_of[bt->dims[n].var.get()] = build::var(loops.back());
     }
+    // The j loop runs in blocks of kRowPad (one padded row chunk): for each
+    // block, the loop over B's last dimension (d) goes outside a loop over
+    // the block's kRowPad positions, so the innermost loop stores a run of
+    // BT's row contiguously (one vector) and reads the kRowPad rows of B the
+    // block covers, which stay in cache across d (a gather per vector;
+    // with j outermost it would be a scatter per vector).
+    const size_t last = order.size() - 1;
+    Var jo = make_var(loops[last]->name + ".o"), jl = make_var(loops[last]->name + ".i");
+    Expr j = build::binary(BinOp::Add, build::binary(BinOp::Mul, build::var(jo), build::int_imm(kRowPad)),
+                           build::var(jl));
     std::vector<Expr> src(b->dims.size()), dst;
     for (size_t n = 0; n < order.size(); ++n) {
-      src[order[n]] = build::var(loops[n]);
-      dst.push_back(build::var(loops[n]));
+      src[order[n]] = n == last ? j : build::var(loops[n]);
+      dst.push_back(n == last ? j : build::var(loops[n]));
     }
     // The j loop runs over the row padding too, storing there copies of the
     // row's last element (B[.., min(j, n - 1), ..], always in bounds; no
     // iteration when n = 0): nothing uses those values, but BT is then
     // stored in full by its copy and needs no zero fill (ir/written_first.h).
-    const size_t last = order.size() - 1;
     Expr row = substitute(bt->dims[last].extent, loop_of);
-    src[jpos] = build::binary(BinOp::Min, build::var(loops[last]), build::binary(BinOp::Sub, row, build::int_imm(1)));
-    // Loops in BT's order but for the last two: j outside B's last
-    // dimension, so the innermost loop reads B contiguously (along j it
-    // would gather) and its stores stay within a few cache lines.
-    std::vector<size_t> nest(order.size());
-    for (size_t n = 0; n < nest.size(); ++n) nest[n] = n;
-    std::swap(nest[nest.size() - 2], nest[nest.size() - 1]);
-    Stmt copy = build::store(bt, dst, build::load(b, src));
-    for (size_t n = nest.size(); n-- > (inside ? 1 : 0);) {
-      Expr extent = substitute(bt->dims[nest[n]].extent, loop_of);
-      if (nest[n] == last) extent = build::round_up(extent, kRowPad);
-      copy = build::for_loop(loops[nest[n]], extent, copy, n == 0 && s->kind == StmtKind::For ? s->loop : LoopKind::Serial);
+    src[jpos] = build::binary(BinOp::Min, j, build::binary(BinOp::Sub, row, build::int_imm(1)));
+    // Loops in BT's order but for the last two: [.., j block, d, j in block].
+    Stmt copy = build::for_loop(jl, build::int_imm(kRowPad), build::store(bt, dst, build::load(b, src)),
+                                LoopKind::Serial);
+    std::vector<std::pair<Var, Expr>> outer;
+    for (size_t n = 0; n < last; ++n) {
+      if (n == last - 1) outer.emplace_back(jo, build::binary(BinOp::Div, build::round_up(row, kRowPad),
+                                                            build::int_imm(kRowPad)));
+      outer.emplace_back(loops[n], substitute(bt->dims[n].extent, loop_of));
     }
+    for (size_t n = outer.size(); n-- > (inside ? 1 : 0);)
+      copy = build::for_loop(outer[n].first, outer[n].second, copy,
+                             n == 0 && s->kind == StmtKind::For ? s->loop : LoopKind::Serial);
 
     // The nest reads BT[other indices in order, j].
     std::vector<Expr> args;

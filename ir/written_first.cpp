@@ -65,28 +65,50 @@ bool written_first(const Func& f, const BufferNode* b) {
       return false;
     store = it.get();
   }
-  if (!store || store->args.size() != b->dims.size() || loops.size() != b->dims.size()) return false;
+  if (!store || store->args.size() != b->dims.size()) return false;
   // Each index is a distinct loop of the nest, which runs to the extent of
   // the dimension it indexes (outer dimensions' variables read as the loops
-  // that index them).
+  // that index them), or `o * K + i` over two distinct loops of the nest, i
+  // running over [0, K) and o to the extent rounded up to K, divided by K
+  // (the blocked copy of ir/transpose_operands.h), for a dimension padded
+  // to K in storage.
   std::map<const VarNode*, const StmtNode*> loop_of;
   for (const StmtNode* l : loops) loop_of[l->var.get()] = l;
   std::map<const VarNode*, Expr> dim_to_loop;
   std::set<const StmtNode*> used;
   std::vector<const StmtNode*> by_dim;
+  std::vector<int64_t> block(store->args.size(), 0);  // K of a blocked index, else 0
+  auto take = [&](const Expr& v) -> const StmtNode* {
+    if (v->kind != ExprKind::VarRef) return nullptr;
+    auto it = loop_of.find(v->var.get());
+    if (it == loop_of.end() || !used.insert(it->second).second) return nullptr;
+    return it->second;
+  };
   for (size_t k = 0; k < store->args.size(); ++k) {
     const Expr& a = store->args[k];
-    if (a->kind != ExprKind::VarRef) return false;
-    auto it = loop_of.find(a->var.get());
-    if (it == loop_of.end() || !used.insert(it->second).second) return false;
-    by_dim.push_back(it->second);
-    dim_to_loop[b->dims[k].var.get()] = build::var(it->second->var);
+    const StmtNode* l = nullptr;
+    if (a->kind == ExprKind::VarRef) {
+      l = take(a);
+    } else if (a->kind == ExprKind::Binary && a->binop == BinOp::Add && a->args[0]->kind == ExprKind::Binary &&
+               a->args[0]->binop == BinOp::Mul && a->args[0]->args[1]->kind == ExprKind::IntImm) {
+      int64_t kk = a->args[0]->args[1]->int_value;
+      const StmtNode* inner = take(a->args[1]);
+      l = take(a->args[0]->args[0]);
+      if (!inner || inner->extent->kind != ExprKind::IntImm || inner->extent->int_value != kk) return false;
+      if (k >= b->pad.size() || b->pad[k] != kk || kk < 2) return false;
+      block[k] = kk;
+    }
+    if (!l) return false;
+    by_dim.push_back(l);
+    dim_to_loop[b->dims[k].var.get()] = block[k] ? a : build::var(l->var);
   }
+  if (used.size() != loops.size()) return false;
   // A storage-padded dimension (`pad K`) holds its extent rounded up to a
   // multiple of K: the loop must run over the padding too.
   for (size_t k = 0; k < by_dim.size(); ++k) {
     Expr extent = substitute(b->dims[k].extent, dim_to_loop);
     if (k < b->pad.size() && b->pad[k] > 1) extent = build::round_up(extent, b->pad[k]);
+    if (block[k]) extent = build::binary(BinOp::Div, extent, build::int_imm(block[k]));
     if (!same_expr(by_dim[k]->extent, extent)) return false;
   }
   // A trailing item at depth d: the d loops above it index the first d

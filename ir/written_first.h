@@ -14,7 +14,9 @@
 // twice). A storage-padded dimension (`pad K`) counts as stored in full only
 // when its loop runs over the padding too (to the extent rounded up to a
 // multiple of K, as a padded loop does: mha's `p`); otherwise the padding
-// is never stored and must read as zeros.
+// is never stored and must read as zeros. Such a dimension may also be
+// indexed `o * K + i` by two loops of the nest, i over [0, K) and o over the
+// padded extent divided by K (the blocked copy of ir/transpose_operands.h).
 #pragma once
 
 #include "ir/ir.h"

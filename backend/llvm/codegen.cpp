@@ -399,7 +399,8 @@ class FuncEmitter {
 
   /// The step `acc = acc op x` of a float `reduce` (an accumulator is a
   /// Scalar buffer; ir/lower.cpp): emitted with the `reassoc` flag, which
-  /// lets the loop vectorizer split the sum into vector lanes. So compiled
+  /// lets the loop vectorizer split the sum into vector lanes, and `acc +
+  /// p * q` as a fused multiply-add. So compiled
   /// float reductions may round differently from the interpreter's
   /// left-to-right order (docs/language.md). Null when `s` is not such a step.
   llvm::Value* reduction_step(const ir::StmtNode& s) {
@@ -412,7 +413,20 @@ class FuncEmitter {
     if (acc->kind != ExprKind::Load || acc->buffer != s.buffer || !acc->args.empty()) return nullptr;
     if (v->type == Scalar::BF16 || v->type == Scalar::F16) return nullptr;  // accumulators are f32/f64
     llvm::Value* a = emit(acc);
-    llvm::Value* x = emit(v->args[1]);
+    const ir::Expr& xe = v->args[1];
+    if (v->binop == BinOp::Add && xe->kind == ExprKind::Binary && xe->binop == BinOp::Mul && xe->type == v->type) {
+      // acc + p * q: one fused multiply-add (llvm.fmuladd, rounded once where
+      // the CPU has an FMA), still a reassociable reduction step.
+      llvm::Value* p = emit(xe->args[0]);
+      llvm::Value* q = emit(xe->args[1]);
+      llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
+      llvm::FastMathFlags fmf;
+      fmf.setAllowReassoc();
+      fmf.setAllowContract();
+      b_.setFastMathFlags(fmf);
+      return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {p, q, a});
+    }
+    llvm::Value* x = emit(xe);
     llvm::IRBuilder<>::FastMathFlagGuard guard(b_);
     llvm::FastMathFlags fmf;
     fmf.setAllowReassoc();
@@ -711,6 +725,202 @@ class FuncEmitter {
     });
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
+  }
+
+  // ---- Lane blocks: the interchanged nest in vector registers -------------
+  //
+  // The same shape as the interchange (`for d { acc_u = init_u; for j {
+  // acc_u = acc_u op x_u(j, d) }; t_u[.., d] = f_u(acc_u) }`, d the lanes),
+  // emitted directly as vector code when every expression that moves with d
+  // is float arithmetic on loads contiguous in d: the lanes are taken in
+  // blocks of kLaneVecs vectors of W = 64 bytes / element size, each block
+  // holding its k * kLaneVecs accumulators in registers through the whole j
+  // loop:
+  //   for d0 in steps of W * R { acc_u_r = init_u (vector); for j {
+  //     acc_u_r = acc_u_r op x_u(j, d0 + r * W + lane) }; t_u[.., d0 + r * W + lane] = f_u(acc_u_r) }
+  // then the last n % (W * R) lanes a vector at a time with masked loads and
+  // stores. Where the interchanged loop loads and stores each accumulator
+  // from a stack array once per kJam terms, this one touches memory only for
+  // the operands (q k^T: a vector of kᵀ and a broadcast of q per row and
+  // term). Each lane still sees its terms in j order; `acc + a * b` steps
+  // are fused multiply-adds, as in reduction_step.
+  static constexpr int64_t kMaxLaneAccs = 8;
+
+  /// Whether `e` moves with the lane variable or reads an accumulator.
+  static bool loads_any(const ir::Expr& e, const std::vector<const BufferNode*>& bufs) {
+    for (const BufferNode* b : bufs)
+      if (loads_buffer(e, b)) return true;
+    return false;
+  }
+  static bool lane_dependent(const ir::Expr& e, const ir::Var& lane, const std::vector<const BufferNode*>& accs) {
+    return ir::mentions(e, lane) || loads_any(e, accs);
+  }
+
+  /// Whether vector_emit can emit `e` as a vector of `t`.
+  bool vectorizable(const ir::Expr& e, Scalar t, const ir::Var& lane, const std::vector<const BufferNode*>& accs) {
+    if (!lane_dependent(e, lane, accs)) return is_float(e->type) || e->type == t;
+    if (e->type != t) return false;
+    switch (e->kind) {
+      case ExprKind::Load:
+        if (e->args.empty()) return std::find(accs.begin(), accs.end(), e->buffer.get()) != accs.end();
+        return e->flat && e->buffer->type == t && stride(e->args[0], lane) == Stride::One &&
+               !loads_any(e->args[0], accs);
+      case ExprKind::Unary:
+        return (e->unop == UnOp::Neg || e->unop == UnOp::Abs || e->unop == UnOp::Sqrt) &&
+               vectorizable(e->args[0], t, lane, accs);
+      case ExprKind::Binary:
+        switch (e->binop) {
+          case BinOp::Add: case BinOp::Sub: case BinOp::Mul: case BinOp::Div: case BinOp::Max: case BinOp::Min:
+            return vectorizable(e->args[0], t, lane, accs) && vectorizable(e->args[1], t, lane, accs);
+          default: return false;
+        }
+      default: return false;
+    }
+  }
+
+  bool lane_blocks_pay(const ir::StmtNode& s, const InterchangePlan& plan) {
+    Scalar t = plan.inits[0]->buffer->type;
+    if (t != Scalar::F32 && t != Scalar::F64) return false;
+    std::vector<const BufferNode*> accs;
+    for (const auto& init : plan.inits) accs.push_back(init->buffer.get());
+    for (size_t u = 0; u < plan.inits.size(); ++u) {
+      if (accs[u]->type != t || plan.inits[u]->value->type != t) return false;
+      if (!vectorizable(plan.inits[u]->value, t, s.var, accs)) return false;
+      const ir::Expr& v = plan.steps[u]->value;
+      if (v->type != t || (v->binop != BinOp::Add && v->binop != BinOp::Mul && v->binop != BinOp::Max &&
+                           v->binop != BinOp::Min))
+        return false;
+      if (!vectorizable(v->args[1], t, s.var, accs)) return false;
+      const ir::Stmt& fin = plan.fins[u];
+      if (!fin->flat || fin->buffer->type != t || fin->value->type != t || fin->args.size() != 1) return false;
+      if (stride(fin->args[0], s.var) != Stride::One || ir::mentions(fin->args[0], plan.red->var)) return false;
+      if (!vectorizable(fin->value, t, s.var, accs)) return false;
+    }
+    return true;
+  }
+
+  struct LaneBlock {
+    const ir::Var* lane;
+    std::vector<const BufferNode*> accs;
+    std::map<const BufferNode*, llvm::AllocaInst*> slots;  // this vector's accumulators
+    llvm::FixedVectorType* vtype;
+    llvm::Value* mask;  // null: every lane is in range
+  };
+
+  llvm::Value* vector_emit(const ir::Expr& e, const LaneBlock& lb) {
+    unsigned w = static_cast<unsigned>(lb.vtype->getNumElements());
+    if (!lane_dependent(e, *lb.lane, lb.accs)) {
+      llvm::Value* v = emit(e);
+      return b_.CreateVectorSplat(w, cast(v, e->type, lb.vtype->getElementType()->isDoubleTy() ? Scalar::F64 : Scalar::F32));
+    }
+    switch (e->kind) {
+      case ExprKind::Load: {
+        if (e->args.empty()) return b_.CreateLoad(lb.vtype, lb.slots.at(e->buffer.get()));
+        llvm::Value* addr = address(e->buffer.get(), e->args, e->flat);
+        llvm::Align align(mod_.getDataLayout().getTypeAllocSize(lb.vtype->getElementType()));
+        llvm::Instruction* load =
+            lb.mask ? static_cast<llvm::Instruction*>(b_.CreateMaskedLoad(lb.vtype, addr, align, lb.mask,
+                                                                           llvm::Constant::getNullValue(lb.vtype)))
+                    : b_.CreateAlignedLoad(lb.vtype, addr, align);
+        tag(load, e->buffer.get());
+        return load;
+      }
+      case ExprKind::Unary: {
+        llvm::Value* x = vector_emit(e->args[0], lb);
+        if (e->unop == UnOp::Neg) return b_.CreateFNeg(x);
+        auto id = e->unop == UnOp::Abs ? llvm::Intrinsic::fabs : llvm::Intrinsic::sqrt;
+        return b_.CreateCall(llvm::Intrinsic::getDeclaration(&mod_, id, {lb.vtype}), {x});
+      }
+      case ExprKind::Binary: {
+        llvm::Value* a = vector_emit(e->args[0], lb);
+        llvm::Value* c = vector_emit(e->args[1], lb);
+        switch (e->binop) {
+          case BinOp::Add: return b_.CreateFAdd(a, c);
+          case BinOp::Sub: return b_.CreateFSub(a, c);
+          case BinOp::Mul: return b_.CreateFMul(a, c);
+          case BinOp::Div: return b_.CreateFDiv(a, c);
+          case BinOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, c);
+          default: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, c);
+        }
+      }
+      default: throw EmitError{"lane block: expression not vectorizable"};
+    }
+  }
+
+  /// `acc op x` for vectors; `acc + a * b` as llvm.fmuladd.
+  llvm::Value* vector_step(const ir::Expr& v, llvm::Value* acc, const LaneBlock& lb) {
+    const ir::Expr& x = v->args[1];
+    if (v->binop == BinOp::Add && x->kind == ExprKind::Binary && x->binop == BinOp::Mul && x->type == v->type)
+      return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {lb.vtype},
+                                {vector_emit(x->args[0], lb), vector_emit(x->args[1], lb), acc});
+    llvm::Value* y = vector_emit(x, lb);
+    switch (v->binop) {
+      case BinOp::Add: return b_.CreateFAdd(acc, y);
+      case BinOp::Mul: return b_.CreateFMul(acc, y);
+      case BinOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, acc, y);
+      default: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, acc, y);
+    }
+  }
+
+  void emit_lane_blocks(const ir::StmtNode& s, const InterchangePlan& plan) {
+    Scalar t = plan.inits[0]->buffer->type;
+    llvm::Type* et = value_type(t);
+    const int64_t w = t == Scalar::F64 ? 8 : 16;
+    const size_t k = plan.inits.size();
+    const int64_t vecs = std::max<int64_t>(1, std::min<int64_t>(4, kMaxLaneAccs / static_cast<int64_t>(k)));
+    auto* vtype = llvm::FixedVectorType::get(et, static_cast<unsigned>(w));
+    LaneBlock lb{&s.var, {}, {}, vtype, nullptr};
+    for (const auto& init : plan.inits) lb.accs.push_back(init->buffer.get());
+    llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+    // slots[r][u]: the accumulators of vector r of a block.
+    std::vector<std::vector<llvm::AllocaInst*>> slots(static_cast<size_t>(vecs));
+    for (auto& row : slots)
+      for (const BufferNode* a : lb.accs) row.push_back(entry.CreateAlloca(vtype, nullptr, a->name + ".vec"));
+    llvm::Value* n = emit(s.extent);
+    llvm::Value* m = emit(plan.red->extent);
+    const ir::Var& dv = s.var;
+    const ir::Var& jv = plan.red->var;
+    // One block of `count` vectors starting at lane d0.
+    auto block = [&](llvm::Value* d0, int64_t count) {
+      auto each = [&](const std::function<void(size_t)>& fn) {
+        for (int64_t r = 0; r < count; ++r) {
+          vars_[dv.get()] = r == 0 ? d0 : b_.CreateAdd(d0, b_.getInt64(r * w), "", true, true);
+          for (size_t u = 0; u < k; ++u) lb.slots[lb.accs[u]] = slots[static_cast<size_t>(r)][u];
+          for (size_t u = 0; u < k; ++u) fn(u);
+        }
+      };
+      each([&](size_t u) { b_.CreateStore(vector_emit(plan.inits[u]->value, lb), lb.slots[lb.accs[u]]); });
+      counted_loop(jv->name + ".vec", m, [&](llvm::Value* j) {
+        vars_[jv.get()] = j;
+        each([&](size_t u) {
+          llvm::AllocaInst* slot = lb.slots[lb.accs[u]];
+          b_.CreateStore(vector_step(plan.steps[u]->value, b_.CreateLoad(vtype, slot), lb), slot);
+        });
+        vars_.erase(jv.get());
+      });
+      each([&](size_t u) {
+        const ir::Stmt& fin = plan.fins[u];
+        llvm::Value* v = vector_emit(fin->value, lb);
+        llvm::Value* addr = address(fin->buffer.get(), fin->args, fin->flat);
+        llvm::Align align(mod_.getDataLayout().getTypeAllocSize(et));
+        tag(lb.mask ? static_cast<llvm::Instruction*>(b_.CreateMaskedStore(v, addr, align, lb.mask))
+                    : b_.CreateAlignedStore(v, addr, align),
+            fin->buffer.get());
+      });
+      vars_.erase(dv.get());
+    };
+    const int64_t span = w * vecs;
+    llvm::Value* full = b_.CreateSub(n, b_.CreateSRem(n, b_.getInt64(span)));
+    strided_loop(dv->name + ".blk", b_.getInt64(0), full, span, [&](llvm::Value* d0) { block(d0, vecs); });
+    std::vector<llvm::Constant*> iota;
+    for (int64_t l = 0; l < w; ++l) iota.push_back(b_.getInt64(static_cast<uint64_t>(l)));
+    llvm::Value* lanes = llvm::ConstantVector::get(iota);
+    strided_loop(dv->name + ".tail", full, n, w, [&](llvm::Value* d0) {
+      lb.mask = b_.CreateICmpSLT(b_.CreateAdd(b_.CreateVectorSplat(static_cast<unsigned>(w), d0), lanes),
+                                 b_.CreateVectorSplat(static_cast<unsigned>(w), n));
+      block(d0, 1);
+      lb.mask = nullptr;
+    });
   }
 
   // ---- Unroll-and-jam ----------------------------------------------------
@@ -1073,7 +1283,10 @@ class FuncEmitter {
           return;
         }
         if (auto plan = reduction_plan(*s)) {
-          if (interchange_pays(*s, *plan)) emit_interchanged(*s, *plan);
+          if (interchange_pays(*s, *plan)) {
+            if (lane_blocks_pay(*s, *plan)) emit_lane_blocks(*s, *plan);
+            else emit_interchanged(*s, *plan);
+          }
           else if (plan->inits.size() == 1 && jam_pays(*s, *plan)) emit_jammed(*s, *plan);
           else emit_loop(*s, b_.getInt64(0), emit(s->extent));
           return;
@@ -1185,6 +1398,27 @@ std::unique_ptr<llvm::Module> emit_llvm(const ir::Module& m, llvm::LLVMContext& 
   return mod;
 }
 
+namespace {
+/// glibc libmvec's AVX-512 entry points for the math functions codegen emits.
+llvm::ArrayRef<llvm::VecDesc> avx512_libmvec() {
+  static const llvm::VecDesc fns[] = {
+      {"expf", "_ZGVeN16v_expf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"llvm.exp.f32", "_ZGVeN16v_expf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"exp", "_ZGVeN8v_exp", llvm::ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+      {"llvm.exp.f64", "_ZGVeN8v_exp", llvm::ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+      {"logf", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"llvm.log.f32", "_ZGVeN16v_logf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"log", "_ZGVeN8v_log", llvm::ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+      {"llvm.log.f64", "_ZGVeN8v_log", llvm::ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+      {"tanhf", "_ZGVeN16v_tanhf", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"tanh", "_ZGVeN8v_tanh", llvm::ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+      {"erff", "_ZGVeN16v_erff", llvm::ElementCount::getFixed(16), false, "_ZGV_LLVM_N16v"},
+      {"erf", "_ZGVeN8v_erf", llvm::ElementCount::getFixed(8), false, "_ZGV_LLVM_N8v"},
+  };
+  return fns;
+}
+}  // namespace
+
 void optimize(llvm::Module& m, llvm::TargetMachine* tm) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -1194,7 +1428,12 @@ void optimize(llvm::Module& m, llvm::TargetMachine* tm) {
   // exp, log, sin, ... (the .so links -lmvec; the JIT loads libmvec.so.1).
   llvm::Triple triple(m.getTargetTriple());
   llvm::TargetLibraryInfoImpl tlii(triple);
-  if (uses_libmvec(triple)) tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+  if (uses_libmvec(triple)) {
+    tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+    // LLVM's libmvec table stops at 256-bit vectors; glibc also has the
+    // AVX-512 variants (`e` ISA), one call per 16 floats or 8 doubles.
+    if (tm && tm->getTargetFeatureString().contains("+avx512f")) tlii.addVectorizableFunctions(avx512_libmvec());
+  }
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   llvm::PassBuilder pb(tm);
   pb.registerModuleAnalyses(mam);

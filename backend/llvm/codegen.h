@@ -19,12 +19,20 @@
 //   by dcc_parallel_for; a failure inside it reaches the caller's status and
 //   dcc_last_error() through the context (see emit_parallel).
 // - optimize() runs LLVM's O3 pipeline for the host CPU with glibc's libmvec
-//   as vector math library; float `reduce` steps carry `reassoc`, so inner
-//   reductions vectorize; loads and stores carry type-based alias tags.
+//   as vector math library (its AVX-512 variants too, on a CPU that has
+//   them); float `reduce` steps carry `reassoc`, so inner reductions
+//   vectorize, and a step `acc + a * b` is one llvm.fmuladd (a fused
+//   multiply-add where the CPU has one); loads and stores carry type-based
+//   alias tags.
 // - A reduction nest `for o { acc = init; for r { acc = acc op x }; t[.., o] = f(acc) }`
-//   is interchanged (per-o accumulators in a stack array, inner loop over o)
-//   when x reads memory contiguously in o but strided in r, or else
-//   unrolled-and-jammed (4 o at once) when x has a load independent of o.
+//   (or a tile of them, one accumulator per row, from ir/tile_contractions.h)
+//   where x reads memory contiguously in o but strided in r runs in lane
+//   blocks: vector accumulators along o held in registers through the whole
+//   r loop, 32 or 64 lanes a block, the last lanes in masked vectors
+//   (emit_lane_blocks), when every expression that moves with o is float
+//   arithmetic on loads contiguous in o; other such nests are interchanged
+//   (per-o accumulators in a stack array, inner loop over o). A nest where x
+//   has a load independent of o is unrolled-and-jammed (4 o at once).
 //   The interchanged lane loops run to a multiple of 16 instead of ending
 //   in scalar steps when the loads they move read rows of a local tensor
 //   storage-padded to 16 (the transposed copies of ir/transpose_operands.h).

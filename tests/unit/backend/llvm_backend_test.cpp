@@ -376,6 +376,85 @@ fn abt(a: [M, K]f32, b: [N, K]f32) [M, N]f32 {
   }
 }
 
+// Contractions whose output loop runs along contiguous operand rows go
+// through the backend's lane blocks (vector accumulators in registers,
+// blocks of 32 or 64 lanes, then masked vectors): every N from 0 to 70 and
+// one above the old 1024-lane limit, M = 5 (a tile of 4 rows and a row
+// alone), f32 and f64, a max reduction, a sum with a lane-invariant factor
+// and a result divided by a row value, against the float64 reference; the
+// results past N must not leak (the output is exactly M * N long and the
+// harness checks its guard words).
+TEST(LlvmBackend, LaneBlocksMatchFloat64Reference) {
+  const std::string text = R"(
+fn ab(a: [M, K]f32, b: [K, N]f32) [M, N]f32 {
+    let c: [M, N]f32;
+    c[i, j] = reduce(+, a[i, r] * b[r, j]);
+    return c;
+}
+fn ab64(a: [M, K]f64, b: [K, N]f64) [M, N]f64 {
+    let c: [M, N]f64;
+    c[i, j] = reduce(+, a[i, r] * b[r, j]);
+    return c;
+}
+fn abmax(a: [M, K]f32, b: [K, N]f32) [M, N]f32 {
+    let c: [M, N]f32;
+    c[i, j] = reduce(max, a[i, r] - abs(b[r, j]));
+    return c;
+}
+fn scaled(a: [M, K]f32, b: [K, N]f32, s: [M]f32) [M, N]f32 {
+    let c: [M, N]f32;
+    c[i, j] = reduce(+, (a[i, r] * 2.0) * (b[r, j] - 0.5)) / s[i];
+    return c;
+}
+)";
+  Program p = compile("lanes.toy", text);
+  ASSERT_TRUE(p.module);
+  std::string error;
+  auto jit = JitProgram::compile(*p.module, error);
+  ASSERT_TRUE(jit) << error;
+  std::mt19937 rng(5);
+  int compared = 0;
+  for (const char* name : {"ab", "ab64", "abmax", "scaled"}) {
+    SCOPED_TRACE(name);
+    const ir::Func& f = func_named(*p.module, name);
+    auto kernel = jit->kernel(name);
+    ASSERT_NE(kernel, nullptr);
+    std::vector<int64_t> widths;
+    for (int64_t n = 0; n <= 70; ++n) widths.push_back(n);
+    widths.push_back(1100);
+    for (int64_t n : widths) {
+      std::map<std::string, int64_t> sizes{{"M", 5}, {"K", 7}, {"N", n}};
+      auto gen = [&](const ir::BufferNode* b, int64_t) {
+        if (b->name == "s") return std::uniform_real_distribution<double>(0.5, 2)(rng);
+        return std::uniform_real_distribution<double>(-1, 1)(rng);
+      };
+      auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
+      std::ostringstream sink;
+      ir::Interpreter ref(sink);
+      ref.set_float64_reference(true);
+      ref.run(f, sizes, inputs);
+      std::vector<HostBuffer> host;
+      ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, host), 0) << dcc_last_error();
+      const ir::BufferNode* out = nullptr;
+      for (const auto& b : f.buffers)
+        if (b->kind == ir::BufferKind::Output) out = b.get();
+      std::vector<double> want = ref.packed(out);
+      ASSERT_EQ(want.size(), static_cast<size_t>(5 * n));
+      for (size_t e = 0; e < want.size(); ++e, ++compared)
+        ASSERT_NEAR(host.back().get(e), want[e], 1e-5 * std::max(1.0, std::fabs(want[e])))
+            << "N " << n << " [" << e << "]";
+    }
+  }
+  EXPECT_EQ(compared, 4 * 5 * (70 * 71 / 2 + 1100));
+  // The lane blocks are what ran: vector fused multiply-adds and masked tails.
+  std::string ir = llvm_ir_text(*p.module, error).value_or("");
+  ASSERT_FALSE(ir.empty()) << error;
+  EXPECT_NE(ir.find("llvm.fmuladd.v16f32"), std::string::npos);
+  EXPECT_NE(ir.find("llvm.fmuladd.v8f64"), std::string::npos);
+  EXPECT_NE(ir.find("llvm.masked.store.v16f32"), std::string::npos);
+  EXPECT_NE(ir.find("llvm.masked.load.v16f32"), std::string::npos);
+}
+
 // An integer division by zero in a parallel loop body, on a worker thread
 // or the caller, comes back as the kernel's status (DCC_ERR_INVALID_ARGUMENT)
 // with its message on the calling thread; without the zero the results are
