@@ -124,6 +124,25 @@ TEST(WrittenFirst, PaddedDimensionStoredWhenItsLoopCoversThePadding) {
                    .at("x"));
 }
 
+TEST(WrittenFirst, BlockedIndexCoversThePaddedRow) {
+  // x[b, o * 4 + i] with o over the padded length / 4 and i over 4 (the
+  // blocked copy of ir/transpose_operands.h) stores the whole padded row;
+  // the same index with a block that is not the padding, an o loop to the
+  // unpadded length / 4, or an i loop that is not the block does not.
+  const std::string head =
+      "func f() {\n  local lens: i32 [k: 2];\n  local x: f32 [b: 2, i: i64(lens[b]) pad 4];\n"
+      "  lens[0] = 3i32;\n  lens[1] = 5i32;\n  for b in 0 .. 2 {\n";
+  auto nest = [&](const std::string& o_extent, const std::string& i_extent, const std::string& k) {
+    return head + "    for o in 0 .. " + o_extent + " {\n      for i in 0 .. " + i_extent + " {\n        x[b, ((o * " +
+           k + ") + i)] = 1.0f32;\n      }\n    }\n  }\n}\n";
+  };
+  const std::string padded = "((((i64(lens[b]) + 3) / 4) * 4) / 4)";
+  EXPECT_TRUE(of_ir(nest(padded, "4", "4")).at("x"));
+  EXPECT_FALSE(of_ir(nest("(i64(lens[b]) / 4)", "4", "4")).at("x"));
+  EXPECT_FALSE(of_ir(nest(padded, "2", "2")).at("x"));
+  EXPECT_FALSE(of_ir(nest(padded, "3", "4")).at("x"));
+}
+
 TEST(WrittenFirst, StoragePaddingIsFilledWhenTheLoopStopsShort) {
   Lowered l = lower_source("t.toy", "fn f() { let x: [4]f32; x[i] = 2.0; print(x); }");
   ASSERT_TRUE(l.module);
