@@ -331,6 +331,28 @@ fn imax(x: IRows) [B]i32 {
   EXPECT_EQ(body("imax").find("maxnum"), std::string::npos);
 }
 
+/// Runs `kernel` (compiled from `f`) and the float64 reference on inputs
+/// from `gen` and checks that the output has `want_size` elements, each
+/// within 1e-5 relative error (at least 1e-5 absolute); adds them to `compared`.
+void expect_matches_float64(JitProgram::Kernel kernel, const ir::Func& f, const std::map<std::string, int64_t>& sizes,
+                            const std::function<double(const ir::BufferNode*, int64_t)>& gen, size_t want_size,
+                            int& compared) {
+  auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
+  std::ostringstream sink;
+  ir::Interpreter ref(sink);
+  ref.set_float64_reference(true);
+  ref.run(f, sizes, inputs);
+  std::vector<HostBuffer> host;
+  ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, host), 0) << dcc_last_error();
+  const ir::BufferNode* out = nullptr;
+  for (const auto& b : f.buffers)
+    if (b->kind == ir::BufferKind::Output) out = b.get();
+  std::vector<double> want = ref.packed(out);
+  ASSERT_EQ(want.size(), want_size);
+  for (size_t e = 0; e < want.size(); ++e, ++compared)
+    ASSERT_NEAR(host.back().get(e), want[e], 1e-5 * std::max(1.0, std::fabs(want[e]))) << "[" << e << "]";
+}
+
 // c = a b^T (ir/transpose_operands.h copies b transposed, its rows padded
 // to 16; the backend's lanes along j then run to the next multiple of 16
 // inside the padding): every N from 0 to 40 (M = 5, K = 3), so the lanes
@@ -356,24 +378,14 @@ fn abt(a: [M, K]f32, b: [N, K]f32) [M, N]f32 {
   auto kernel = jit->kernel("abt");
   ASSERT_NE(kernel, nullptr);
   std::mt19937 rng(3);
+  int compared = 0;
   for (int64_t n = 0; n <= 40; ++n) {
-    std::map<std::string, int64_t> sizes{{"M", 5}, {"K", 3}, {"N", n}};
+    SCOPED_TRACE("N " + std::to_string(n));
     auto gen = [&](const ir::BufferNode*, int64_t) { return std::uniform_real_distribution<double>(-1, 1)(rng); };
-    auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
-    std::ostringstream sink;
-    ir::Interpreter ref(sink);
-    ref.set_float64_reference(true);
-    ref.run(f, sizes, inputs);
-    std::vector<HostBuffer> host;
-    ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, host), 0) << dcc_last_error();
-    const ir::BufferNode* out = nullptr;
-    for (const auto& b : f.buffers)
-      if (b->kind == ir::BufferKind::Output) out = b.get();
-    std::vector<double> want = ref.packed(out);
-    ASSERT_EQ(want.size(), static_cast<size_t>(5 * n));
-    for (size_t e = 0; e < want.size(); ++e)
-      ASSERT_NEAR(host.back().get(e), want[e], 1e-5 * std::max(1.0, std::fabs(want[e]))) << "N " << n << " [" << e << "]";
+    ASSERT_NO_FATAL_FAILURE(
+        expect_matches_float64(kernel, f, {{"M", 5}, {"K", 3}, {"N", n}}, gen, static_cast<size_t>(5 * n), compared));
   }
+  EXPECT_EQ(compared, 5 * 40 * 41 / 2);
 }
 
 // Contractions whose output loop runs along contiguous operand rows go
@@ -423,26 +435,13 @@ fn scaled(a: [M, K]f32, b: [K, N]f32, s: [M]f32) [M, N]f32 {
     for (int64_t n = 0; n <= 70; ++n) widths.push_back(n);
     widths.push_back(1100);
     for (int64_t n : widths) {
-      std::map<std::string, int64_t> sizes{{"M", 5}, {"K", 7}, {"N", n}};
+      SCOPED_TRACE("N " + std::to_string(n));
       auto gen = [&](const ir::BufferNode* b, int64_t) {
         if (b->name == "s") return std::uniform_real_distribution<double>(0.5, 2)(rng);
         return std::uniform_real_distribution<double>(-1, 1)(rng);
       };
-      auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
-      std::ostringstream sink;
-      ir::Interpreter ref(sink);
-      ref.set_float64_reference(true);
-      ref.run(f, sizes, inputs);
-      std::vector<HostBuffer> host;
-      ASSERT_EQ(run_kernel(kernel, f, sizes, inputs, ref, host), 0) << dcc_last_error();
-      const ir::BufferNode* out = nullptr;
-      for (const auto& b : f.buffers)
-        if (b->kind == ir::BufferKind::Output) out = b.get();
-      std::vector<double> want = ref.packed(out);
-      ASSERT_EQ(want.size(), static_cast<size_t>(5 * n));
-      for (size_t e = 0; e < want.size(); ++e, ++compared)
-        ASSERT_NEAR(host.back().get(e), want[e], 1e-5 * std::max(1.0, std::fabs(want[e])))
-            << "N " << n << " [" << e << "]";
+      ASSERT_NO_FATAL_FAILURE(
+          expect_matches_float64(kernel, f, {{"M", 5}, {"K", 7}, {"N", n}}, gen, static_cast<size_t>(5 * n), compared));
     }
   }
   EXPECT_EQ(compared, 4 * 5 * (70 * 71 / 2 + 1100));
