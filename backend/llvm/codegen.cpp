@@ -923,6 +923,90 @@ class FuncEmitter {
     });
   }
 
+  // ---- Transposing copies in register tiles --------------------------------
+  //
+  // `for d { for r in 0 .. W { T[f(d) + r] = B[g(r) + d] } }`: the store runs
+  // along r, the load along d (the blocked copy of ir/transpose_operands.h,
+  // B's rows g(r) anything, even clamped). Element by element it is a
+  // strided access per step (LLVM emits scalar copies or gathers); instead,
+  // W values of d at a time: W vector loads (one per r, along d), a W x W
+  // transpose in registers (log2 W rounds of two-source shuffles), W vector
+  // stores (one per d, along r); the last d % W values of d go as before.
+  // T and B are distinct buffers, so only the order of the copies changes
+  // (for each element of T, the last d still writes it last).
+
+  /// The store of such a nest (element width W = 64 bytes / element size),
+  /// or null.
+  const ir::StmtNode* transpose_tile_store(const ir::StmtNode& s) {
+    if (s.loop != ir::LoopKind::Serial) return nullptr;
+    ir::Stmt inner = ir::unwrap(s.body[0]);
+    if (!inner || inner->kind != StmtKind::For || inner->loop != ir::LoopKind::Serial) return nullptr;
+    ir::Stmt st = ir::unwrap(inner->body[0]);
+    if (!st || st->kind != StmtKind::Store || !st->flat || st->args.size() != 1) return nullptr;
+    const ir::Expr& v = st->value;
+    if (v->kind != ExprKind::Load || !v->flat || v->args.size() != 1 || v->buffer == st->buffer) return nullptr;
+    if (v->buffer->type != st->buffer->type || v->type != st->buffer->type) return nullptr;
+    uint64_t size = mod_.getDataLayout().getTypeAllocSize(mem_type(st->buffer->type));
+    if (size != 4 && size != 8) return nullptr;
+    const int64_t w = 64 / static_cast<int64_t>(size);
+    if (inner->extent->kind != ExprKind::IntImm || inner->extent->int_value != w) return nullptr;
+    if (ir::mentions(s.extent, inner->var)) return nullptr;
+    const ir::Var& d = s.var;
+    const ir::Var& r = inner->var;
+    if (stride(st->args[0], r) != Stride::One || stride(v->args[0], d) != Stride::One) return nullptr;
+    // The load's row may depend on r in any way, but only through an
+    // expression free of d (g(r) + d), and the store's base free of r.
+    if (stride(v->args[0], r) == Stride::One || stride(st->args[0], d) == Stride::One) return nullptr;
+    if (loads_buffer(v->args[0], st->buffer.get()) || loads_buffer(st->args[0], st->buffer.get())) return nullptr;
+    return st.get();
+  }
+
+  void emit_transpose_tiles(const ir::StmtNode& s, const ir::StmtNode& st) {
+    const ir::StmtNode& inner = *ir::unwrap(s.body[0]);
+    const ir::Var& d = s.var;
+    const ir::Var& r = inner.var;
+    llvm::Type* et = mem_type(st.buffer->type);
+    const int64_t w = inner.extent->int_value;
+    auto* vtype = llvm::FixedVectorType::get(et, static_cast<unsigned>(w));
+    llvm::Align align(mod_.getDataLayout().getTypeAllocSize(et));
+    llvm::Value* n = emit(s.extent);
+    llvm::Value* full = b_.CreateSub(n, b_.CreateSRem(n, b_.getInt64(w)));
+    strided_loop(d->name + ".tile", b_.getInt64(0), full, w, [&](llvm::Value* d0) {
+      std::vector<llvm::Value*> rows;
+      vars_[d.get()] = d0;
+      for (int64_t k = 0; k < w; ++k) {
+        vars_[r.get()] = b_.getInt64(k);
+        auto* load = b_.CreateAlignedLoad(vtype, address(st.value->buffer.get(), st.value->args, true), align);
+        tag(load, st.value->buffer.get());
+        rows.push_back(load);
+      }
+      // Round s swaps bit s of the row index with bit s of the column index.
+      for (int64_t sh = w / 2; sh >= 1; sh /= 2)
+        for (int64_t i = 0; i < w; ++i) {
+          if (i & sh) continue;
+          std::vector<int> lo, hi;
+          for (int64_t c = 0; c < w; ++c) {
+            bool low = (c & sh) == 0;
+            lo.push_back(static_cast<int>(low ? c : w + c - sh));
+            hi.push_back(static_cast<int>(low ? c + sh : w + c));
+          }
+          llvm::Value* a = rows[static_cast<size_t>(i)];
+          llvm::Value* b = rows[static_cast<size_t>(i + sh)];
+          rows[static_cast<size_t>(i)] = b_.CreateShuffleVector(a, b, lo);
+          rows[static_cast<size_t>(i + sh)] = b_.CreateShuffleVector(a, b, hi);
+        }
+      vars_[r.get()] = b_.getInt64(0);
+      for (int64_t k = 0; k < w; ++k) {
+        vars_[d.get()] = k == 0 ? d0 : b_.CreateAdd(d0, b_.getInt64(k), "", true, true);
+        tag(b_.CreateAlignedStore(rows[static_cast<size_t>(k)], address(st.buffer.get(), st.args, true), align),
+            st.buffer.get());
+      }
+      vars_.erase(r.get());
+      vars_.erase(d.get());
+    });
+    emit_loop(s, full, n);
+  }
+
   // ---- Unroll-and-jam ----------------------------------------------------
   //
   // For the same shape when interchanging does not pay
@@ -1293,6 +1377,10 @@ class FuncEmitter {
         }
         if (ir::Stmt step = minmax_reduction(*s)) {
           emit_minmax_lanes(*s, step);
+          return;
+        }
+        if (const ir::StmtNode* st = transpose_tile_store(*s)) {
+          emit_transpose_tiles(*s, *st);
           return;
         }
         llvm::Value* n = emit(s->extent);

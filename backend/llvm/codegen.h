@@ -36,6 +36,10 @@
 //   The interchanged lane loops run to a multiple of 16 instead of ending
 //   in scalar steps when the loads they move read rows of a local tensor
 //   storage-padded to 16 (the transposed copies of ir/transpose_operands.h).
+// - A copy `for d { for r in 0 .. W { T[f(d) + r] = B[g(r) + d] } }` (W
+//   elements in 64 bytes: the blocked transposed copies of
+//   ir/transpose_operands.h) moves W x W tiles: W vector loads along d, a
+//   transpose in registers by shuffles, W vector stores along r.
 // - A float `max`/`min` reduction loop `for j { acc = max(acc, x(j)) }` runs
 //   16 steps at a time in the lanes of a vector accumulator (LLVM's
 //   vectorizer leaves maxnum/minnum reductions scalar without no-NaNs

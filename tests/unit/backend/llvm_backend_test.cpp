@@ -354,10 +354,13 @@ void expect_matches_float64(JitProgram::Kernel kernel, const ir::Func& f, const 
 }
 
 // c = a b^T (ir/transpose_operands.h copies b transposed, its rows padded
-// to 16; the backend's lanes along j then run to the next multiple of 16
-// inside the padding): every N from 0 to 40 (M = 5, K = 3), so the lanes
-// end at every offset of a vector, must match the float64 reference, and the
-// results past N must not leak into c.
+// to 16, in blocks of 16 rows; the backend transposes 16 x 16 (8 x 8 for
+// f64) tiles of it in registers, then copies the last K % 16 values of a
+// block one by one; the lanes along j then run to the next multiple of 16
+// inside the padding): every N from 0 to 40 (M = 5), so the lanes end at
+// every offset of a vector, with K = 3 (no whole tile), 16 (tiles only) and
+// 37 (tiles and a rest), in f32 and f64, must match the float64 reference,
+// and the results past N must not leak into c.
 TEST(LlvmBackend, TransposedOperandLanesMatchFloat64Reference) {
   const std::string text = R"(
 fn abt(a: [M, K]f32, b: [N, K]f32) [M, N]f32 {
@@ -365,27 +368,41 @@ fn abt(a: [M, K]f32, b: [N, K]f32) [M, N]f32 {
     c[i, j] = reduce(+, a[i, r] * b[j, r]);
     return c;
 }
+fn abt64(a: [M, K]f64, b: [N, K]f64) [M, N]f64 {
+    let c: [M, N]f64;
+    c[i, j] = reduce(+, a[i, r] * b[j, r]);
+    return c;
+}
 )";
   Program p = compile("abt.toy", text);
   ASSERT_TRUE(p.module);
-  const ir::Func& f = func_named(*p.module, "abt");
-  bool padded = false;
-  for (const auto& b : f.buffers) padded |= b->name == "b.T" && !b->pad.empty() && b->pad.back() == 16;
-  EXPECT_TRUE(padded) << "b is read from a transposed copy with padded rows";
   std::string error;
   auto jit = JitProgram::compile(*p.module, error);
   ASSERT_TRUE(jit) << error;
-  auto kernel = jit->kernel("abt");
-  ASSERT_NE(kernel, nullptr);
   std::mt19937 rng(3);
   int compared = 0;
-  for (int64_t n = 0; n <= 40; ++n) {
-    SCOPED_TRACE("N " + std::to_string(n));
-    auto gen = [&](const ir::BufferNode*, int64_t) { return std::uniform_real_distribution<double>(-1, 1)(rng); };
-    ASSERT_NO_FATAL_FAILURE(
-        expect_matches_float64(kernel, f, {{"M", 5}, {"K", 3}, {"N", n}}, gen, static_cast<size_t>(5 * n), compared));
+  for (const char* name : {"abt", "abt64"}) {
+    SCOPED_TRACE(name);
+    const ir::Func& f = func_named(*p.module, name);
+    bool padded = false;
+    for (const auto& b : f.buffers) padded |= b->name == "b.T" && !b->pad.empty() && b->pad.back() == 16;
+    EXPECT_TRUE(padded) << "b is read from a transposed copy with padded rows";
+    auto kernel = jit->kernel(name);
+    ASSERT_NE(kernel, nullptr);
+    for (int64_t k : {3, 16, 37})
+      for (int64_t n = 0; n <= 40; ++n) {
+        SCOPED_TRACE("K " + std::to_string(k) + " N " + std::to_string(n));
+        auto gen = [&](const ir::BufferNode*, int64_t) { return std::uniform_real_distribution<double>(-1, 1)(rng); };
+        ASSERT_NO_FATAL_FAILURE(expect_matches_float64(kernel, f, {{"M", 5}, {"K", k}, {"N", n}}, gen,
+                                                       static_cast<size_t>(5 * n), compared));
+      }
   }
-  EXPECT_EQ(compared, 5 * 40 * 41 / 2);
+  EXPECT_EQ(compared, 2 * 3 * 5 * 40 * 41 / 2);
+  // The copies went through register tiles: 16- and 8-wide shuffles.
+  std::string ir = llvm_ir_text(*p.module, error).value_or("");
+  ASSERT_FALSE(ir.empty()) << error;
+  EXPECT_NE(ir.find("shufflevector <16 x float>"), std::string::npos);
+  EXPECT_NE(ir.find("shufflevector <8 x double>"), std::string::npos);
 }
 
 // Contractions whose output loop runs along contiguous operand rows go
