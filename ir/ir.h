@@ -141,8 +141,9 @@ struct BufferNode {
   /// Number of stored elements, in terms of sizes, length buffers and aux
   /// buffers; set by storage lowering (null before).
   Expr total;
-  /// Fresh storage reads as zeros; false when storage lowering found that
-  /// the tensor's first statement stores every element before anything
+  /// Fresh storage reads as zeros; false when storage lowering, or
+  /// ir/mark_written_first.h before the CPU passes that reshape nests, found
+  /// that the tensor's first statement stores every element before anything
   /// reads it (ir/written_first.h), so the backends skip the fill.
   bool zero_fill = true;
 };

@@ -27,7 +27,8 @@ class StorageLowerer {
     for (const auto& b : f_.buffers)
       if (!b->dims.empty()) tensors.push_back(b);
     for (const auto& b : tensors) b->total = size_from(*b, 0, identity(*b));
-    for (const auto& b : tensors) b->zero_fill = !written_first(f_, b.get());
+    // A flag cleared earlier (ir/mark_written_first.h) stays cleared.
+    for (const auto& b : tensors) b->zero_fill = b->zero_fill && !written_first(f_, b.get());
     f_.body = lower_accesses(f_.body);
     for (auto& c : f_.checks) {
       c.pre = lower_accesses(c.pre);

@@ -1,5 +1,6 @@
 #include "ir/written_first.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -16,7 +17,76 @@ void flatten(const Stmt& s, std::vector<Stmt>& out) {
   out.push_back(s);
 }
 
+/// The extent of dimension k of `t` as seen by an access with indices
+/// `args` (outer dimensions' variables replaced by those indices).
+Expr extent_at(const BufferNode* t, size_t k, const std::vector<Expr>& args) {
+  std::map<const VarNode*, Expr> at;
+  for (size_t d = 0; d < t->dims.size() && d < args.size(); ++d) at[t->dims[d].var.get()] = args[d];
+  return substitute(t->dims[k].extent, at);
+}
+
+/// Whether nothing observable depends on the storage padding of local
+/// tensor `t` (padded_dead in written_first.h). `assumed`: tensors whose
+/// padding is being shown dead further up (a cycle proves nothing new).
+bool padding_dead(const Func& f, const BufferNode* t, std::set<const BufferNode*>& assumed) {
+  if (t->kind != BufferKind::Local) return false;
+  if (!assumed.insert(t).second) return true;
+  bool ok = true;
+  std::map<const VarNode*, const StmtNode*> loops;  // enclosing loops by variable
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!s || !ok) return;
+    if (s->kind == StmtKind::Print && s->buffer.get() == t) ok = false;
+    own_exprs(*s, [&](const ExprNode& e) {
+      if (!ok || e.kind != ExprKind::Load || e.buffer.get() != t) return;
+      if (e.flat || e.args.size() != t->dims.size()) {
+        ok = false;
+        return;
+      }
+      for (size_t k = 0; k < t->dims.size() && ok; ++k) {
+        if (k >= t->pad.size() || t->pad[k] <= 1) continue;
+        const Expr& idx = e.args[k];
+        auto it = idx->kind == ExprKind::VarRef ? loops.find(idx->var.get()) : loops.end();
+        if (it == loops.end()) {
+          ok = false;  // an index the analysis cannot bound
+          return;
+        }
+        const StmtNode* loop = it->second;
+        Expr logical = extent_at(t, k, e.args);
+        if (same_expr(loop->extent, logical)) continue;  // reads the elements only
+        // The loop may run into the padding: its body must be one store
+        // U[.., var, ..] = value (this load inside), U another local tensor
+        // padded along that index, with the same extent, whose padding is
+        // dead too: then padding flows only into padding.
+        Stmt body = unwrap(loop->body.empty() ? nullptr : loop->body[0]);
+        if (!body || body->kind != StmtKind::Store || body->flat || body->buffer.get() == t) {
+          ok = false;
+          return;
+        }
+        for (const auto& a : body->args)
+          if (loads_from(a, t)) ok = false;  // a padding value would pick the element
+        const BufferNode* u = body->buffer.get();
+        bool lands = false;
+        for (size_t m = 0; m < body->args.size() && m < u->dims.size(); ++m)
+          if (body->args[m]->kind == ExprKind::VarRef && body->args[m]->var == loop->var && m < u->pad.size() &&
+              u->pad[m] > 1 && same_expr(extent_at(u, m, body->args), logical))
+            lands = true;
+        if (!lands || !padding_dead(f, u, assumed)) ok = false;
+      }
+    });
+    if (s->kind == StmtKind::For) loops[s->var.get()] = s.get();
+    for (const auto& c : s->body) walk(c);
+    if (s->kind == StmtKind::For) loops.erase(s->var.get());
+  };
+  walk(f.body);
+  return ok;
+}
+
 }  // namespace
+
+bool padding_dead(const Func& f, const BufferNode* b) {
+  std::set<const BufferNode*> assumed;
+  return b && !f.storage_lowered && padding_dead(f, b, assumed);
+}
 
 bool written_first(const Func& f, const BufferNode* b) {
   if (!b || b->kind != BufferKind::Local || b->dims.empty() || f.storage_lowered) return false;
@@ -105,12 +175,19 @@ bool written_first(const Func& f, const BufferNode* b) {
   if (used.size() != loops.size()) return false;
   // A storage-padded dimension (`pad K`) holds its extent rounded up to a
   // multiple of K: the loop must run over the padding too.
+  // Or runs to the unpadded extent when nothing depends on the padding
+  // (padding_dead).
+  bool short_of_padding = false;
   for (size_t k = 0; k < by_dim.size(); ++k) {
-    Expr extent = substitute(b->dims[k].extent, dim_to_loop);
+    Expr logical = substitute(b->dims[k].extent, dim_to_loop);
+    Expr extent = logical;
     if (k < b->pad.size() && b->pad[k] > 1) extent = build::round_up(extent, b->pad[k]);
     if (block[k]) extent = build::binary(BinOp::Div, extent, build::int_imm(block[k]));
-    if (!same_expr(by_dim[k]->extent, extent)) return false;
+    if (same_expr(by_dim[k]->extent, extent)) continue;
+    if (block[k] || !same_expr(by_dim[k]->extent, logical)) return false;
+    short_of_padding = true;
   }
+  if (short_of_padding && !padding_dead(f, b)) return false;
   // A trailing item at depth d: the d loops above it index the first d
   // dimensions in order, and it only loads `b` with those same first indices.
   for (const auto& [depth, item] : trailing) {

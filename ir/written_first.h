@@ -17,6 +17,10 @@
 // is never stored and must read as zeros. Such a dimension may also be
 // indexed `o * K + i` by two loops of the nest, i over [0, K) and o over the
 // padded extent divided by K (the blocked copy of ir/transpose_operands.h).
+// A padded dimension whose loop stops at the unpadded extent also counts
+// when the padding is dead (padding_dead): mha's `scores`, whose padding
+// only the padded `p = exp(scores - row_max)` loop reads, into `p`'s
+// padding, which nothing reads.
 #pragma once
 
 #include "ir/ir.h"
@@ -28,5 +32,14 @@ namespace dccc::ir {
 /// reads it. `f` must be multi-index IR (before storage lowering);
 /// conservative: false whenever the pattern above is not recognised.
 bool written_first(const Func& f, const BufferNode* b);
+
+/// True when no result of `f` can depend on the storage padding of local
+/// tensor `b` (its elements past a dimension's extent in a `pad K`
+/// dimension): every load of `b` indexes each padded dimension by a loop
+/// variable, and a loop that runs past that dimension's extent is one store
+/// `U[.., var, ..] = ...` into another local tensor padded along var, of the
+/// same extent, whose padding is dead in turn (padding flows only into
+/// padding); `b` is never printed whole. Multi-index IR; conservative.
+bool padding_dead(const Func& f, const BufferNode* b);
 
 }  // namespace dccc::ir

@@ -13,6 +13,9 @@
 //                       reused slice (k[b][j, h, d] in attention) stays in cache
 //   apply schedule   -> the `schedule` blocks and --schedule: padding,
 //                       split, reorder, tile (--explain says what was chosen)
+//   mark written first> CPU only: local tensors the first nest stores whole
+//                       need no zero fill (ir/mark_written_first.h), noted
+//                       before the next passes reshape those nests
 //   transpose operands> CPU only: a contraction operand indexed by an output
 //                       loop and contiguous along the reduction (k in q k^T)
 //                       read from a transposed copy (ir/transpose_operands.h)
@@ -69,6 +72,7 @@
 #include "ir/fuse_row_sums.h"
 #include "ir/mark_parallel.h"
 #include "ir/printer.h"
+#include "ir/mark_written_first.h"
 #include "ir/reorder_loops.h"
 #include "ir/tile_contractions.h"
 #include "ir/transpose_operands.h"
@@ -440,6 +444,7 @@ int run(const Options& o) {
   if (!apply_schedules(o, schedules, *module, diags)) return kExitErrors;
   if (!verified("apply-schedule")) return kExitInternal;
   if (o.target != "cuda" && o.emit != "cuda") {
+    for (auto& f : module->funcs) dccc::ir::mark_written_first(f);
     for (auto& f : module->funcs)
       if (!f.storage_lowered) dccc::ir::transpose_operands(f);
     if (!verified("transpose-operands")) return kExitInternal;

@@ -26,6 +26,7 @@
 #include "ir/interpreter.h"
 #include "ir/lower.h"
 #include "ir/mark_parallel.h"
+#include "ir/mark_written_first.h"
 #include "ir/reorder_loops.h"
 #include "ir/tile_contractions.h"
 #include "ir/transpose_operands.h"
@@ -45,7 +46,7 @@ struct Program {
 
 /// The front end, lowering and storage lowering; with `cpu_passes` also the
 /// passes the driver runs for the CPU target only (mark_parallel,
-/// reorder_loops, transpose_operands, tile_contractions, fuse_parallel_loops), as the LLVM backend's tests need; with
+/// reorder_loops, mark_written_first, transpose_operands, tile_contractions, fuse_parallel_loops), as the LLVM backend's tests need; with
 /// `cuda_passes` the CUDA target's fusion (as tools/dccc.cpp runs them).
 /// Parses and checks `text` into `p`; false after errors (in `p.diags`).
 inline bool front_end(Program& p, const std::string& name, const std::string& text) {
@@ -68,6 +69,7 @@ inline Program compile(const std::string& name, const std::string& text, bool cp
     if (cpu_passes) {
       ir::mark_parallel(f);
       ir::reorder_loops(f);
+      ir::mark_written_first(f);
       ir::transpose_operands(f);
       ir::tile_contractions(f);
       ir::fuse_parallel_loops(f);
