@@ -14,7 +14,6 @@
 namespace dccc::ir {
 namespace {
 
-using testing::compare_transformed;
 using testing::lower_source;
 using testing::Lowered;
 
@@ -36,24 +35,15 @@ const char* kSeqs = "type S = coupling { data: [b: B][seqlen[b], D]f32, seqlen: 
 
 TEST(FuseElementwise, ExamplesAndRunProgramsComputeTheSameBits) {
   int ran = 0, skipped = 0, programs = 0;
-  for (const char* dir : {DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR}) {
-    std::vector<std::filesystem::path> paths;
-    for (const auto& entry : std::filesystem::directory_iterator(dir))
-      if (entry.path().extension() == ".toy") paths.push_back(entry.path());
-    std::sort(paths.begin(), paths.end());
-    for (const auto& path : paths) {
-      std::string text = testing::read_file(path);
-      if (!lower_source(path.string(), text).module) continue;  // not lowered yet (e.g. list parameters)
-      SCOPED_TRACE(path.string());
-      compare_transformed(path.string(), text, [](Func& f, DiagnosticEngine&) {
+  programs = testing::compare_programs_transformed(
+      {DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR},
+      [](Func& f, DiagnosticEngine&) {
         fuse_elementwise(f);
         auto problems = verify(f, "fuse-elementwise");
         for (const auto& p : problems) ADD_FAILURE() << p;
         return problems.empty();
-      }, ran, skipped);
-      ++programs;
-    }
-  }
+      },
+      ran, skipped);
   EXPECT_GE(programs, 30);
   EXPECT_GE(ran, 100) << ran << " runs, " << skipped << " skipped";
 }

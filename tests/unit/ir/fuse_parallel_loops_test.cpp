@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 
 #include "ir/mark_parallel.h"
 #include "ir/reorder_loops.h"
@@ -42,20 +41,13 @@ int parallel_loops(const Func& f) {
 
 TEST(FuseParallelLoops, ExamplesRunBitForBitAsBefore) {
   int fused = 0, ran = 0, skipped = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(DCCC_EXAMPLES_DIR)) {
-    if (entry.path().extension() != ".toy") continue;
-    std::string text = read_file(entry.path());
-    Lowered l = testing::lower_source(entry.path().string(), text);
-    if (!l.module) continue;
-    SCOPED_TRACE(entry.path().string());
-    testing::compare_transformed(
-        entry.path().string(), text,
-        [&](Func& f, DiagnosticEngine&) {
-          fused += cpu_passes(f);
-          return true;
-        },
-        ran, skipped);
-  }
+  testing::compare_programs_transformed(
+      {DCCC_EXAMPLES_DIR},
+      [&](Func& f, DiagnosticEngine&) {
+        fused += cpu_passes(f);
+        return true;
+      },
+      ran, skipped);
   EXPECT_GE(fused, 4);  // mha.toy's five loops at least
   EXPECT_GE(ran, 40);
 }
