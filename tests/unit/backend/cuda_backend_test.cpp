@@ -114,15 +114,9 @@ TEST(CudaBackend, ScheduledMatchCpuBackend) {
   int compared = 0, functions = 0, mapped = 0;
   for (const auto& file : files) {
     std::string stem = file.stem().string();
-    std::string example = testing::example_of(file);
     SCOPED_TRACE(file.string());
-    std::string text = testing::read_text(std::filesystem::path(examples) / (example + ".toy"));
-    ASSERT_FALSE(text.empty()) << example;
-    Program cpu = compile(example + ".toy", text);
-    ASSERT_TRUE(cpu.module) << example;
-    Program gpu = testing::compile_cuda_scheduled(example + ".toy", text, testing::read_text(file));
-    ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
-    for (const auto& f : gpu.module->funcs) mapped += static_cast<int>(f.gpu_mappings.size());
+    Program cpu, gpu;
+    ASSERT_NO_FATAL_FAILURE(testing::compile_scheduled_pair(file, examples, cpu, gpu, mapped));
     std::string error;
     auto jit = JitProgram::compile(*cpu.module, error);
     ASSERT_TRUE(jit) << error;

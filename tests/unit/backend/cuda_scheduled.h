@@ -118,4 +118,20 @@ inline std::string diagnostics(const Program& p) {
   return o.str();
 }
 
+/// The example that schedule `file` is for (read from `examples`),
+/// compiled as the unscheduled CPU reference (`cpu`) and for the CUDA target
+/// with the schedule (`gpu`); adds the statements the schedule maps to the
+/// grid or the threads to `mapped`. Call under ASSERT_NO_FATAL_FAILURE.
+inline void compile_scheduled_pair(const std::filesystem::path& file, const std::string& examples, Program& cpu,
+                                   Program& gpu, int& mapped) {
+  std::string example = example_of(file);
+  std::string text = read_text(std::filesystem::path(examples) / (example + ".toy"));
+  ASSERT_FALSE(text.empty()) << example;
+  cpu = compile(example + ".toy", text);
+  ASSERT_TRUE(cpu.module) << example;
+  gpu = compile_cuda_scheduled(example + ".toy", text, read_text(file));
+  ASSERT_TRUE(gpu.module) << diagnostics(gpu);
+  for (const auto& f : gpu.module->funcs) mapped += static_cast<int>(f.gpu_mappings.size());
+}
+
 }  // namespace dccc::backend::testing
