@@ -41,7 +41,7 @@ fn f(x: Seqs, w: [H, H]f32) -> Seqs {
 
 struct ScheduledOptions {
   ir::ScheduleDefaults defaults{};
-  bool tile = false;                     // transpose_operands, tile_contractions and fuse_parallel_loops, as the driver does for the CPU
+  bool tile = false;                     // mark_written_first, transpose_operands, tile_contractions and fuse_parallel_loops, as the driver does for the CPU
   bool simplify = false;                 // ir/simplify_indices after storage lowering
   ir::SimplifyReport* report = nullptr;  // what simplify did
 };
@@ -70,6 +70,7 @@ inline Program compile_with_schedule(const std::string& program, const std::stri
       return p;
     }
     if (o.tile) {
+      ir::mark_written_first(f);
       ir::transpose_operands(f);
       ir::tile_contractions(f);
       ir::fuse_parallel_loops(f);
