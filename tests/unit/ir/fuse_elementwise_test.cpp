@@ -18,17 +18,7 @@ using testing::lower_source;
 using testing::Lowered;
 
 std::vector<std::string> fused_in(const std::string& text, const std::string& fn = "f") {
-  Lowered l = lower_source("t.toy", text);
-  EXPECT_TRUE(l.module);
-  if (!l.module) return {};
-  for (auto& f : l.module->funcs)
-    if (f.name == fn) {
-      auto names = fuse_elementwise(f);
-      EXPECT_EQ(verify(f, "fuse-elementwise"), std::vector<std::string>{});
-      return names;
-    }
-  ADD_FAILURE() << "no function " << fn;
-  return {};
+  return testing::fused_by(text, [](Func& f) { return fuse_elementwise(f); }, "fuse-elementwise", fn);
 }
 
 const char* kSeqs = "type S = coupling { data: [b: B][seqlen[b], D]f32, seqlen: [B]i32 }\n";

@@ -22,19 +22,11 @@ using testing::replaced;
 
 /// The CUDA pipeline's fusions on `fn` of `text`: what fuse_row_sums fused.
 std::vector<std::string> fused_in(const std::string& text, std::string* ir = nullptr, const std::string& fn = "mha") {
-  Lowered l = lower_source("t.toy", text);
-  EXPECT_TRUE(l.module);
-  if (!l.module) return {};
-  for (auto& f : l.module->funcs)
-    if (f.name == fn) {
-      fuse_elementwise(f);
-      auto names = fuse_row_sums(f);
-      EXPECT_EQ(verify(f, "fuse-row-sums"), std::vector<std::string>{});
-      if (ir) *ir = print(f);
-      return names;
-    }
-  ADD_FAILURE() << "no function " << fn;
-  return {};
+  auto passes = [](Func& f) {
+    fuse_elementwise(f);
+    return fuse_row_sums(f);
+  };
+  return testing::fused_by(text, passes, "fuse-row-sums", fn, ir);
 }
 
 TEST(FuseRowSums, AttentionRowSumIsSummedInTheOutputContraction) {

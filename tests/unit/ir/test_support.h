@@ -20,6 +20,8 @@
 #include "ir/interpreter.h"
 #include "ir/ir.h"
 #include "ir/lower.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
 #include "typecheck/checker.h"
 
 namespace dccc::ir::testing {
@@ -89,6 +91,27 @@ inline Lowered lower_source(const std::string& name, const std::string& text) {
   if (l.diags->has_errors()) return l;
   l.module = lower(*l.checked, *l.diags);
   return l;
+}
+
+/// Lowers `text` and applies `passes` to its function `fn`, which the
+/// verifier must then accept (as after pass `pass`); returns what `passes`
+/// returns (the names a fusion fused) and, when `ir` is not null, the
+/// function's printed IR.
+inline std::vector<std::string> fused_by(const std::string& text,
+                                         const std::function<std::vector<std::string>(Func&)>& passes,
+                                         const char* pass, const std::string& fn, std::string* ir = nullptr) {
+  Lowered l = lower_source("t.toy", text);
+  EXPECT_TRUE(l.module);
+  if (!l.module) return {};
+  for (auto& f : l.module->funcs)
+    if (f.name == fn) {
+      auto names = passes(f);
+      EXPECT_EQ(verify(f, pass), std::vector<std::string>{});
+      if (ir) *ir = print(f);
+      return names;
+    }
+  ADD_FAILURE() << "no function " << fn;
+  return {};
 }
 
 /// Lowers `text` twice, applies `transform` to every function of the second
