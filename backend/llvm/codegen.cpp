@@ -114,7 +114,7 @@ class FuncEmitter {
     b_.SetInsertPoint(cleanup_);
     auto free_fn = mod_.getOrInsertFunction("dcc_free", llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false));
     llvm::Value* keep = b_.CreateLoad(b_.getInt1Ty(), borrowed);
-    for (const auto& [buf, s] : slot_) {
+    for (const auto& [buf, s] : in_order(slot_)) {
       llvm::Value* p = b_.CreateLoad(ptr, s);
       if (buf->kind == BufferKind::Aux) p = b_.CreateSelect(keep, llvm::ConstantPointerNull::get(ptr), p);
       b_.CreateCall(free_fn, {p});
@@ -123,6 +123,22 @@ class FuncEmitter {
   }
 
  private:
+  /// The entries of a map keyed by buffers, in the buffers' declaration
+  /// order: the maps order them by address, which changes from run to run,
+  /// and the generated code must not.
+  template <typename V>
+  std::vector<std::pair<const BufferNode*, V>> in_order(const std::map<const BufferNode*, V>& map) const {
+    std::map<const BufferNode*, size_t> index;
+    for (size_t k = 0; k < f_.buffers.size(); ++k) index[f_.buffers[k].get()] = k;
+    std::vector<std::pair<const BufferNode*, V>> out(map.begin(), map.end());
+    std::stable_sort(out.begin(), out.end(), [&](const auto& x, const auto& y) {
+      auto a = index.find(x.first), b = index.find(y.first);
+      size_t ka = a == index.end() ? index.size() : a->second, kb = b == index.end() ? index.size() : b->second;
+      return ka < kb;
+    });
+    return out;
+  }
+
   llvm::Type* value_type(Scalar t) {
     switch (t) {
       case Scalar::F16: return b_.getHalfTy();
@@ -270,18 +286,20 @@ class FuncEmitter {
     llvm::Value* n = emit(s.extent);
     n = b_.CreateSelect(b_.CreateICmpSLT(n, b_.getInt64(0)), b_.getInt64(0), n);
 
-    // What the body may read, in a fixed order.
+    // What the body may read, in a fixed order: sizes by name, buffers in
+    // declaration order, loop variables by name (the maps are keyed by
+    // pointers, whose order changes from run to run).
     std::vector<llvm::Value*> values;
     std::vector<std::function<void(llvm::Value*)>> rebind;  // run in the body function
     for (auto& [name, v] : sizes_) {
       values.push_back(v);
       rebind.push_back([this, key = name](llvm::Value* x) { sizes_[key] = x; });
     }
-    for (auto& [buf, v] : base_) {
+    for (auto& [buf, v] : in_order(base_)) {
       values.push_back(v);
       rebind.push_back([this, key = buf](llvm::Value* x) { base_[key] = x; });
     }
-    for (auto& [buf, slot] : slot_) {
+    for (auto& [buf, slot] : in_order(slot_)) {
       values.push_back(b_.CreateLoad(ptr, slot));
       rebind.push_back([this, ptr, key = buf](llvm::Value* x) {
         auto* a = b_.CreateAlloca(ptr, nullptr, key->name + ".slot");
@@ -289,7 +307,7 @@ class FuncEmitter {
         slot_[key] = a;
       });
     }
-    for (auto& [buf, slot] : scalar_) {
+    for (auto& [buf, slot] : in_order(scalar_)) {
       values.push_back(b_.CreateLoad(slot->getAllocatedType(), slot));
       rebind.push_back([this, key = buf, type = slot->getAllocatedType()](llvm::Value* x) {
         auto* a = b_.CreateAlloca(type, nullptr, key->name);
@@ -297,7 +315,9 @@ class FuncEmitter {
         scalar_[key] = a;
       });
     }
-    for (auto& [var, v] : vars_) {
+    std::vector<std::pair<const ir::VarNode*, llvm::Value*>> bound(vars_.begin(), vars_.end());
+    std::stable_sort(bound.begin(), bound.end(), [](const auto& x, const auto& y) { return x.first->name < y.first->name; });
+    for (auto& [var, v] : bound) {
       values.push_back(v);
       rebind.push_back([this, key = var](llvm::Value* x) { vars_[key] = x; });
     }
