@@ -451,12 +451,7 @@ class FuncEmitter {
     llvm::FastMathFlags fmf;
     fmf.setAllowReassoc();
     b_.setFastMathFlags(fmf);
-    switch (v->binop) {
-      case BinOp::Add: return b_.CreateFAdd(a, x);
-      case BinOp::Mul: return b_.CreateFMul(a, x);
-      case BinOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, x);
-      default: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, x);
-    }
+    return float_op(v->binop, a, x);
   }
 
   // ---- Reduction interchange ------------------------------------------
@@ -854,14 +849,7 @@ class FuncEmitter {
       case ExprKind::Binary: {
         llvm::Value* a = vector_emit(e->args[0], lb);
         llvm::Value* c = vector_emit(e->args[1], lb);
-        switch (e->binop) {
-          case BinOp::Add: return b_.CreateFAdd(a, c);
-          case BinOp::Sub: return b_.CreateFSub(a, c);
-          case BinOp::Mul: return b_.CreateFMul(a, c);
-          case BinOp::Div: return b_.CreateFDiv(a, c);
-          case BinOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, c);
-          default: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, c);
-        }
+        return float_op(e->binop, a, c);
       }
       default: throw EmitError{"lane block: expression not vectorizable"};
     }
@@ -873,13 +861,7 @@ class FuncEmitter {
     if (v->binop == BinOp::Add && x->kind == ExprKind::Binary && x->binop == BinOp::Mul && x->type == v->type)
       return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {lb.vtype},
                                 {vector_emit(x->args[0], lb), vector_emit(x->args[1], lb), acc});
-    llvm::Value* y = vector_emit(x, lb);
-    switch (v->binop) {
-      case BinOp::Add: return b_.CreateFAdd(acc, y);
-      case BinOp::Mul: return b_.CreateFMul(acc, y);
-      case BinOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, acc, y);
-      default: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, acc, y);
-    }
+    return float_op(v->binop, acc, vector_emit(x, lb));
   }
 
   void emit_lane_blocks(const ir::StmtNode& s, const InterchangePlan& plan) {
@@ -1314,6 +1296,28 @@ class FuncEmitter {
     throw EmitError{"unknown unary operator"};
   }
 
+  /// A float operator on scalars or vectors (expressions, reduction steps,
+  /// lane blocks): min and max are minnum/maxnum (a NaN operand is
+  /// ignored), as in the interpreter.
+  llvm::Value* float_op(BinOp op, llvm::Value* a, llvm::Value* c) {
+    switch (op) {
+      case BinOp::Add: return b_.CreateFAdd(a, c);
+      case BinOp::Sub: return b_.CreateFSub(a, c);
+      case BinOp::Mul: return b_.CreateFMul(a, c);
+      case BinOp::Div: return b_.CreateFDiv(a, c);
+      case BinOp::Mod: return b_.CreateFRem(a, c);
+      case BinOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, c);
+      case BinOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, c);
+      case BinOp::Pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, a, c);
+      case BinOp::EQ: return b_.CreateFCmpOEQ(a, c);
+      case BinOp::NE: return b_.CreateFCmpUNE(a, c);
+      case BinOp::LT: return b_.CreateFCmpOLT(a, c);
+      case BinOp::LE: return b_.CreateFCmpOLE(a, c);
+      default: break;
+    }
+    throw EmitError{"unknown float operator"};
+  }
+
   llvm::Value* binary(const ir::Expr& e) {
     Scalar t = e->args[0]->type;
     if (e->binop == BinOp::And || e->binop == BinOp::Or) {
@@ -1323,25 +1327,7 @@ class FuncEmitter {
     }
     llvm::Value* a = emit(e->args[0]);
     llvm::Value* c = emit(e->args[1]);
-    if (is_float(t)) {
-      auto bin_intr = [&](llvm::Intrinsic::ID id) { return b_.CreateBinaryIntrinsic(id, a, c); };
-      switch (e->binop) {
-        case BinOp::Add: return b_.CreateFAdd(a, c);
-        case BinOp::Sub: return b_.CreateFSub(a, c);
-        case BinOp::Mul: return b_.CreateFMul(a, c);
-        case BinOp::Div: return b_.CreateFDiv(a, c);
-        case BinOp::Mod: return b_.CreateFRem(a, c);
-        case BinOp::Min: return bin_intr(llvm::Intrinsic::minnum);
-        case BinOp::Max: return bin_intr(llvm::Intrinsic::maxnum);
-        case BinOp::Pow: return bin_intr(llvm::Intrinsic::pow);
-        case BinOp::EQ: return b_.CreateFCmpOEQ(a, c);
-        case BinOp::NE: return b_.CreateFCmpUNE(a, c);
-        case BinOp::LT: return b_.CreateFCmpOLT(a, c);
-        case BinOp::LE: return b_.CreateFCmpOLE(a, c);
-        default: break;
-      }
-      throw EmitError{"unknown float operator"};
-    }
+    if (is_float(t)) return float_op(e->binop, a, c);
     switch (e->binop) {
       case BinOp::Add: return b_.CreateAdd(a, c);
       case BinOp::Sub: return b_.CreateSub(a, c);
