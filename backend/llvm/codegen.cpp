@@ -955,9 +955,10 @@ class FuncEmitter {
     if (ir::mentions(s.extent, inner->var)) return nullptr;
     const ir::Var& d = s.var;
     const ir::Var& r = inner->var;
+    // Stride 1 in r for the store and in d for the load: f(d) + r and g(r) + d
+    // (f and g free of r and d respectively, otherwise anything).
     if (stride(st->args[0], r) != Stride::One || stride(v->args[0], d) != Stride::One) return nullptr;
-    // The load's row may depend on r in any way, but only through an
-    // expression free of d (g(r) + d), and the store's base free of r.
+    // Not a transpose when both run along the same variable (a plain copy).
     if (stride(v->args[0], r) == Stride::One || stride(st->args[0], d) == Stride::One) return nullptr;
     if (loads_buffer(v->args[0], st->buffer.get()) || loads_buffer(st->args[0], st->buffer.get())) return nullptr;
     return st.get();
