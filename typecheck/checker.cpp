@@ -739,11 +739,32 @@ class Checker {
     std::vector<Check> checks;  // indices to prove in bounds once ranges are known
   };
 
+  /// Checks that a `where` operand has the kind its operator takes:
+  /// `&&`, `||` and `!` take comparisons (truth values); arithmetic,
+  /// comparisons and indices take integers.
+  bool where_operand_kind(const Expr& operand, const SymPtr& s, bool want_truth, const std::string& op) {
+    if (is_bool_sym(s) == want_truth) return true;
+    diags_.report(DiagKind::BadWhere, operand.range,
+                  want_truth ? op + " joins comparisons; this operand is an integer"
+                             : op + " takes integers; this operand is a comparison");
+    return false;
+  }
+
+  /// Converts one operand of a `where` constraint, checked to be a truth
+  /// value (want_truth) or an integer; nullptr after reporting otherwise.
+  SymPtr where_operand(const Expr& operand, WhereCtx& ctx, bool want_truth, const std::string& op) {
+    auto s = where_sym(operand, ctx);
+    if (!s || !where_operand_kind(operand, s, want_truth, op)) return nullptr;
+    return s;
+  }
+
   SymPtr where_sym(const Expr& e, WhereCtx& ctx) {
     auto bin = [&](SymKind k, bool swap = false) -> SymPtr {
-      auto a = where_sym(*e.operands[0], ctx);
+      bool truth = k == SymKind::And || k == SymKind::Or;
+      std::string op = "`" + e.op + "`";
+      auto a = where_operand(*e.operands[0], ctx, truth, op);
       if (!a) return nullptr;  // one error per constraint
-      auto b = where_sym(*e.operands[1], ctx);
+      auto b = where_operand(*e.operands[1], ctx, truth, op);
       if (!b) return nullptr;
       return swap ? sym::op(k, {b, a}) : sym::op(k, {a, b});
     };
@@ -771,11 +792,11 @@ class Checker {
       }
       case ExprKind::Unary:
         if (e.op == "!") {
-          auto a = where_sym(*e.operands[0], ctx);
+          auto a = where_operand(*e.operands[0], ctx, true, "`!`");
           return a ? sym::op(SymKind::Not, {a}) : nullptr;
         }
         if (e.op == "-") {
-          auto a = where_sym(*e.operands[0], ctx);
+          auto a = where_operand(*e.operands[0], ctx, false, "unary `-`");
           return a ? sym::sub(sym::constant(0), a) : nullptr;
         }
         break;
@@ -834,7 +855,7 @@ class Checker {
         for (const auto& g : t->groups) {
           for (size_t di = 0; di < g.dims.size(); ++di) {
             const Expr* ix = groups[gi][di];
-            SymPtr arg = where_sym(*ix, ctx);
+            SymPtr arg = where_operand(*ix, ctx, false, "an index");
             if (!arg) return nullptr;
             if (g.dims[di].index) inner.vars[g.dims[di].index.get()] = arg;
             SymPtr extent = sym::substitute(g.dims[di].extent, inner);
