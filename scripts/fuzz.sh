@@ -55,11 +55,11 @@ set +e
 rc=$?
 set -e
 after="$(find "$ARTIFACTS" -type f | wc -l)"
-grep -E '^(Done|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb))' \
+grep -E '^(INFO: Seed:|Done|stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb))' \
   "$BUILD_DIR/fuzz.log" || true
 if [[ $rc -ne 0 || "$after" -ne "$before" ]]; then
   grep -E -A40 'ERROR: |==[0-9]+==|runtime error|internal error' "$BUILD_DIR/fuzz.log" | head -80 >&2 || true
-  echo "fuzz: FAILED (exit $rc); reproducers in $ARTIFACTS/:" >&2
+  echo "fuzz: FAILED (exit $rc); rerun the same mutations with -seed= and the seed above; reproducers in $ARTIFACTS/:" >&2
   find "$ARTIFACTS" -type f -newer "$BUILD_DIR/fuzz-regressions.log" >&2 || true
   echo "fuzz: full log: $BUILD_DIR/fuzz.log" >&2
   exit 1
