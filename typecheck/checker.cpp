@@ -739,23 +739,17 @@ class Checker {
     std::vector<Check> checks;  // indices to prove in bounds once ranges are known
   };
 
-  /// Checks that a `where` operand has the kind its operator takes:
-  /// `&&`, `||` and `!` take comparisons (truth values); arithmetic,
-  /// comparisons and indices take integers.
-  bool where_operand_kind(const Expr& operand, const SymPtr& s, bool want_truth, const std::string& op) {
-    if (is_bool_sym(s) == want_truth) return true;
+  /// Converts one operand of a `where` constraint, checked to have the kind
+  /// its operator takes: `&&`, `||` and `!` take comparisons (truth values);
+  /// arithmetic, comparisons and indices take integers. nullptr after
+  /// reporting otherwise.
+  SymPtr where_operand(const Expr& operand, WhereCtx& ctx, bool want_truth, const std::string& op) {
+    auto s = where_sym(operand, ctx);
+    if (!s || is_bool_sym(s) == want_truth) return s;
     diags_.report(DiagKind::BadWhere, operand.range,
                   want_truth ? op + " joins comparisons; this operand is an integer"
                              : op + " takes integers; this operand is a comparison");
-    return false;
-  }
-
-  /// Converts one operand of a `where` constraint, checked to be a truth
-  /// value (want_truth) or an integer; nullptr after reporting otherwise.
-  SymPtr where_operand(const Expr& operand, WhereCtx& ctx, bool want_truth, const std::string& op) {
-    auto s = where_sym(operand, ctx);
-    if (!s || !where_operand_kind(operand, s, want_truth, op)) return nullptr;
-    return s;
+    return nullptr;
   }
 
   SymPtr where_sym(const Expr& e, WhereCtx& ctx) {
