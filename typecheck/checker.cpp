@@ -83,7 +83,9 @@ class Checker {
       if (kind == 0) resolve_alias(prog_.types[i].name.name);
     }
     for (const auto& f : prog_.fns) check_signature(f);
-    for (auto& cf : out_.functions) check_body(cf);
+    // Callees first: a call's result may share its arguments' storage
+    // (`result_aliases`), which only the callee's body tells.
+    for (size_t i : callees_first()) check_body(out_.functions[i]);
     out_.solver_calls = prover_.solver_calls();
   }
 
@@ -927,6 +929,35 @@ class Checker {
     return types::substitute(f.type, s);
   }
 
+  /// Indices into out_.functions, every function after the functions its body
+  /// calls (declaration order otherwise; a recursive cycle keeps it, and
+  /// lowering rejects the recursion).
+  std::vector<size_t> callees_first() const {
+    std::vector<size_t> order;
+    std::vector<int> state(out_.functions.size(), 0);  // 0 new, 1 on the path, 2 done
+    std::function<void(const Expr&, std::vector<size_t>&)> calls = [&](const Expr& e, std::vector<size_t>& out) {
+      if (e.kind == ExprKind::Call)
+        if (auto it = signatures_.find(e.name); it != signatures_.end()) out.push_back(it->second);
+      for (const auto& o : e.operands) calls(*o, out);
+      for (const auto& f : e.fields)
+        if (f.value) calls(*f.value, out);
+    };
+    std::function<void(size_t)> visit = [&](size_t i) {
+      if (state[i]) return;
+      state[i] = 1;
+      std::vector<size_t> callees;
+      for (const auto& st : out_.functions[i].decl->body) {
+        if (st->target) calls(*st->target, callees);
+        if (st->value) calls(*st->value, callees);
+      }
+      for (size_t c : callees) visit(c);
+      state[i] = 2;
+      order.push_back(i);
+    };
+    for (size_t i = 0; i < out_.functions.size(); ++i) visit(i);
+    return order;
+  }
+
   // ---------------------------------------------------------------- functions
   void check_signature(const ast::FnDecl& f) {
     if (!fn_decls_.count(f.name.name) || fn_decls_[f.name.name] != &f) return;
@@ -1157,6 +1188,10 @@ class Checker {
       ctx.output_sizes.erase(name);
       v.is_size = true;
     }
+    // `let a = e;` of a tensor (or a call that returns one of its arguments)
+    // names e's storage: writes through `a`, the facts about it and its
+    // being frozen or read-only all follow that storage.
+    if (t->kind == TypeKind::Tensor && source_path) v.path = *source_path;
     if (t->kind == TypeKind::Coupling && source_path) {
       // A copy of another coupling value shares its arrays.
       auto copy = std::make_shared<Type>(*t);
@@ -1203,7 +1238,7 @@ class Checker {
           bool whole = callee.ret->kind != TypeKind::Scalar ||
                        std::any_of(callee.params.begin(), callee.params.end(),
                                    [](const auto& p) { return p.second->kind != TypeKind::Scalar; });
-          if (whole) return check_call(e, ctx);
+          if (whole) return check_call(e, ctx, source_path);
         }
         break;
       case ExprKind::Index: {
@@ -1922,8 +1957,24 @@ class Checker {
                                 code(expr_path_text(*base)), types::str(t)));
       return;
     }
+    // Another name for a parameter's storage is as read-only as the
+    // parameter; a length array is frozen under every name.
+    const std::string storage_root = pv->first.substr(0, pv->first.find('.'));
+    auto note_alias = [&](const std::string& what) {
+      if (storage_root == root) return;
+      auto alias = ctx.scope.find(root);
+      if (alias != ctx.scope.end() && alias->second.def.valid())
+        diags_.note(alias->second.def, code(expr_path_text(*base)) + " names the storage of " + what);
+    };
     if (ctx.frozen.count(pv->first)) {
       diags_.report(DiagKind::LengthReassigned, target.range, pv->first);
+      note_alias(code(pv->first));
+      return;
+    }
+    if (std::any_of(ctx.fn->params.begin(), ctx.fn->params.end(), [&](const auto& p) { return p.first == storage_root; })) {
+      diags_.report(DiagKind::NotAssignable, base->range,
+                    "parameter " + code(storage_root) + " is read-only; write into a `let`");
+      note_alias("parameter " + code(storage_root));
       return;
     }
     if (!check_grouping(target, groups, t, expr_path_text(*base))) return;
@@ -2065,11 +2116,31 @@ class Checker {
     }
     StmtInfo info;
     info.stmt = &s;
-    TypePtr vt = value_type(*s.value, ctx, "", &info);
+    std::optional<std::string> source;
+    TypePtr vt = value_type(*s.value, ctx, "", &info, &source);
     if (vt->kind == TypeKind::Error || ret->kind == TypeKind::Error) return;
     conforms(ret, vt, s.value->range, DiagKind::ReturnMismatch, ctx);
+    note_result_aliases(vt, source, *ctx.fn);
     info.value_type = vt;
     ctx.fn->stmts.push_back(std::move(info));
+  }
+
+  /// Records which parts of a returned value are a parameter's storage.
+  static void note_result_aliases(const TypePtr& vt, const std::optional<std::string>& source, CheckedFunction& fn) {
+    auto param_of = [&](const std::string& storage) -> std::optional<std::pair<size_t, std::string>> {
+      auto dot = storage.find('.');
+      std::string root = storage.substr(0, dot);
+      for (size_t i = 0; i < fn.params.size(); ++i)
+        if (fn.params[i].first == root) return std::make_pair(i, dot == std::string::npos ? "" : storage.substr(dot + 1));
+      return std::nullopt;
+    };
+    if (vt->kind == TypeKind::Tensor && source) {
+      if (auto p = param_of(*source)) fn.result_aliases.emplace("", *p);
+    } else if (vt->kind == TypeKind::Coupling) {
+      for (const auto& f : vt->coupling->fields)
+        if (auto p = param_of(field_identity(source ? *source : std::string(), vt, f.name)))
+          fn.result_aliases.emplace(f.name, *p);
+    }
   }
 
   void check_expr_stmt(const ast::Stmt& s, FnCtx& ctx) {
@@ -2207,7 +2278,11 @@ class Checker {
     return unify_type(formal, actual, b, at, kind, ctx);
   }
 
-  TypePtr check_call(const Expr& e, FnCtx& ctx) {
+  /// Type of a call's result. Where the callee returns (a field bound to) one
+  /// of its parameters, the result is the argument's storage: a coupling
+  /// result's instance names those arrays and a tensor result's path goes to
+  /// `source_path`.
+  TypePtr check_call(const Expr& e, FnCtx& ctx, std::optional<std::string>* source_path = nullptr) {
     auto sig = signatures_.find(e.name);
     const CheckedFunction& callee = out_.functions[sig->second];
     if (callee.params.size() != e.operands.size()) {
@@ -2217,8 +2292,10 @@ class Checker {
     Bindings b;
     b.bindable.insert(callee.size_params.begin(), callee.size_params.end());
     bool ok = true;
+    std::vector<std::pair<TypePtr, std::optional<std::string>>> args(e.operands.size());
     for (size_t i = 0; i < e.operands.size(); ++i) {
-      TypePtr at = value_type(*e.operands[i], ctx, "", nullptr);
+      TypePtr at = value_type(*e.operands[i], ctx, "", nullptr, &args[i].second);
+      args[i].first = at;
       if (at->kind == TypeKind::Error) {
         ok = false;
         continue;
@@ -2237,6 +2314,23 @@ class Checker {
       for (auto& [n, v] : copy->instance.sizes) v = sym::substitute(v, s);
       copy->instance.arrays.clear();
       ret = copy;
+    }
+    for (const auto& [field, param] : callee.result_aliases) {
+      const auto& [at, path] = args[param.first];
+      std::string storage;
+      if (param.second.empty()) {
+        if (!path) continue;
+        storage = *path;
+      } else {
+        if (at->kind != TypeKind::Coupling) continue;
+        storage = field_identity(path ? *path : std::string(), at, param.second);
+        if (storage.front() == '.') continue;  // a fresh field of an argument built in place
+      }
+      if (field.empty()) {
+        if (source_path) *source_path = storage;
+      } else if (ret->kind == TypeKind::Coupling) {
+        std::const_pointer_cast<Type>(ret)->instance.arrays[field] = storage;
+      }
     }
     return ret;
   }

@@ -46,6 +46,11 @@ struct CheckedFunction {
   std::vector<Fact> entry_facts;         // the `where` facts the entry must check
   std::vector<StmtInfo> stmts;
   std::map<std::string, TypePtr> locals;
+  /// Storage the result shares with an argument. Calls are inlined, so a
+  /// returned parameter (or a coupling bound to a parameter's fields) is the
+  /// caller's own storage: result field ("" for a tensor result) -> (parameter
+  /// index, the field of that parameter, "" for the parameter itself).
+  std::map<std::string, std::pair<size_t, std::string>> result_aliases;
 };
 
 struct CheckedProgram {
