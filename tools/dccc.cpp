@@ -5,42 +5,18 @@
 //   read + validate  -> SourceFile
 //   parse            -> ast::Program          (--emit=ast)
 //   check            -> CheckedProgram        (--emit=typed, --check)
-//   lower            -> ir::Module            (--emit=vloop)
-//   expand prints    -> whole-tensor prints become loops of scalar prints
-//   mark parallel    -> outer loops whose iterations are independent become
-//                       `parallel` (run on the runtime's thread pool)
-//   reorder loops    -> CPU only: swaps nested left-side loops so that a
-//                       reused slice (k[b][j, h, d] in attention) stays in cache
-//   apply schedule   -> the `schedule` blocks and --schedule: padding,
-//                       split, reorder, tile (--explain says what was chosen)
-//   mark written first> CPU only: local tensors the first nest stores whole
-//                       need no zero fill (ir/mark_written_first.h), noted
-//                       before the next passes reshape those nests
-//   transpose operands> CPU only: a contraction operand indexed by an output
-//                       loop and contiguous along the reduction (k in q k^T)
-//                       read from a transposed copy (ir/transpose_operands.h)
-//   tile contractions-> CPU only: a 4 x 4 tile of a contraction's outputs per
-//                       pass of its reduction (ir/tile_contractions.h)
-//   fuse parallel    -> CPU only: consecutive parallel loops over the same
-//                       extent that touch only their own slices of what they
-//                       share become one (ir/fuse_parallel_loops.h)
-//   fuse elementwise -> CUDA only: element-wise producers computed in their
-//                       readers (ir/fuse_elementwise.h)
-//   fuse row sums    -> CUDA only: a row sum summed in the contraction that
-//                       divides by it (ir/fuse_row_sums.h)
-//   fuse row max     -> CUDA only: a row maximum folded in by the statement
-//                       that writes the rows (ir/fuse_row_max.h)
-//   storage lowering -> flat offsets, aux arrays, the prelude (--emit=vloop)
-//   simplify indices -> Z3-proved index rewrites through the aux arrays and
-//                       fusion maps, redundant bound checks dropped, invariant
-//                       aux loads hoisted (ir/simplify_indices.h; --no-simplify)
+//   lower            -> ir::Module
+//   IR passes        -> the list in ir/pipeline.cpp, the one place that says
+//                       which passes run for which target (`--list-passes`;
+//                       --print-after, --passes, --verify-each)
+//                                              (--emit=vloop)
 //   LLVM codegen     -> O3 for the host CPU (--emit=llvm); the JIT runs
 //                       `fn main()` (`dccc run`), or
+//   CUDA codegen     -> the CUDA C++ of --target=cuda (--emit=cuda), or
 //   AOT + C ABI      -> prog.so and prog.h (`dccc prog.toy -o prog.so`)
 // A FILE.vloop is IR text as --emit=vloop prints it: it is parsed
 // (ir/ir_parser.h) instead of the first four stages, and the IR passes it
 // has not been through run on it.
-// Later stages (schedules, storage lowering, LLVM and CUDA backends) extend this list.
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,25 +39,12 @@
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
 #include "frontend/parser.h"
-#include "ir/expand_prints.h"
 #include "ir/interpreter.h"
 #include "ir/ir_parser.h"
 #include "ir/lower.h"
-#include "ir/fuse_elementwise.h"
-#include "ir/fuse_row_max.h"
-#include "ir/fuse_row_sums.h"
-#include "ir/mark_parallel.h"
+#include "ir/pipeline.h"
 #include "ir/printer.h"
-#include "ir/mark_written_first.h"
-#include "ir/reorder_loops.h"
-#include "ir/tile_contractions.h"
-#include "ir/transpose_operands.h"
-#include "ir/fuse_parallel_loops.h"
-#include "ir/apply_schedule.h"
 #include "ir/schedule.h"
-#include "ir/simplify_indices.h"
-#include "ir/storage_lowering.h"
-#include "ir/verifier.h"
 #include "support/large_stack.h"
 #include "tools/repl.h"
 #include "typecheck/checker.h"
@@ -142,6 +105,11 @@ options:
                      and sm_90 plus PTX; the structs then hold device pointers
   --verify-each      run the IR verifier after every pass (always on in debug
                      builds); a violation is an internal error
+  --list-passes      print the IR passes in order for --target, one line each
+  --print-after=PASS print the vloop IR to stderr after PASS (may repeat)
+  --print-after-all  print the vloop IR to stderr after every pass
+  --passes=A,B,...   run exactly these IR passes, in this order, instead of
+                     the target's list (for pass tests and bisecting)
   --summary          print what the checker inferred, one block per function
   --schedule=TEXT    schedule blocks as in the source (`schedule f { pad_loop(y.i, 4); }`,
                      docs/schedules.md), applied after the file's own; may repeat
@@ -172,7 +140,11 @@ struct Options {
   bool jit = false;        // --jit: JIT-compile a .vloop file
   bool from_vloop = false;  // FILE.vloop: IR text
   std::string output;      // -o PROG.so
-  std::string target = "cpu";  // --target=cpu|cuda
+  dccc::ir::Target target = dccc::ir::Target::Cpu;  // --target=cpu|cuda
+  bool list_passes = false;                         // --list-passes
+  std::vector<std::string> print_after;             // --print-after=PASS
+  bool print_after_all = false;
+  std::optional<std::vector<std::string>> passes;   // --passes=a,b,c
 #ifdef NDEBUG
   bool verify_each = false;  // run the IR verifier after every pass
 #else
@@ -211,9 +183,21 @@ int parse_args(int argc, char** argv, Options& o) {
           o.emit != "llvm")
         return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda or llvm");
     } else if (a.rfind("--target=", 0) == 0) {
-      o.target = a.substr(9);
-      if (o.target != "cpu" && o.target != "cuda")
-        return usage_error("unknown --target `" + o.target + "`; expected cpu or cuda");
+      auto t = dccc::ir::parse_target(a.substr(9));
+      if (!t) return usage_error("unknown --target `" + a.substr(9) + "`; expected cpu or cuda");
+      o.target = *t;
+    } else if (a == "--list-passes") {
+      o.list_passes = true;
+    } else if (a == "--print-after-all") {
+      o.print_after_all = true;
+    } else if (a.rfind("--print-after=", 0) == 0) {
+      o.print_after.push_back(a.substr(14));
+    } else if (a.rfind("--passes=", 0) == 0) {
+      std::vector<std::string> names;
+      std::stringstream list(a.substr(9));
+      for (std::string n; std::getline(list, n, ',');)
+        if (!n.empty()) names.push_back(n);
+      o.passes = names;
     } else if (a == "--verify-each") {
       o.verify_each = true;
     } else if (a == "--interpret") {
@@ -278,6 +262,14 @@ int parse_args(int argc, char** argv, Options& o) {
       return usage_error("more than one input file");
     }
   }
+  {
+    dccc::ir::PipelineOptions check_names;
+    check_names.passes = o.passes;
+    check_names.print_after = o.print_after;
+    if (auto bad = dccc::ir::unknown_pass_name(check_names))
+      return usage_error("unknown pass `" + *bad + "`; `dccc --list-passes` lists them");
+  }
+  if (o.list_passes) return kExitOk;
   if (o.file.empty()) return usage_error("no input file");
   o.from_vloop = std::filesystem::path(o.file).extension() == ".vloop";
   if (o.jit && (!o.run || !o.from_vloop)) return usage_error("--jit applies to `dccc run FILE.vloop`");
@@ -296,48 +288,24 @@ int parse_args(int argc, char** argv, Options& o) {
 
 int write_library(const Options& o, const dccc::ir::Module& full, dccc::DiagnosticEngine& diags);
 
-/// The schedule pass: each function's directives (every block naming it, in
-/// order); --explain prints the choices. False after errors (printed).
-bool apply_schedules(const Options& o, const std::vector<dccc::ir::Schedule>& schedules, dccc::ir::Module& module,
-                     dccc::DiagnosticEngine& diags) {
-  size_t first_error = diags.diagnostics().size();
-  bool cuda = o.target == "cuda" || o.emit == "cuda";
-  for (const auto& s : schedules) {
-    bool known = false;
-    for (const auto& f : module.funcs) known |= f.name == s.func;
-    if (!known) diags.report(dccc::DiagKind::Schedule, s.at, "no function `" + s.func + "` to schedule");
-  }
-  // Default padding: CPU target only (on the CUDA target padding is what a
-  // schedule asks for), and only for programs (IR text is taken as
-  // scheduled already).
-  dccc::ir::ScheduleDefaults defaults;
-  if (cuda) {
-    defaults.gpu = true;
-    defaults.off_reason = "the CUDA target pads only where a schedule asks";
-    defaults.order_note = "`parallel` marks; the CUDA backend maps loops to threads itself unless `gpu_blocks` / `gpu_threads` say";
-  } else if (o.from_vloop) {
-    defaults.off_reason = "IR text is taken as scheduled";
-  } else {
-    defaults.pad = o.default_pad;
-    if (o.default_pad_given)
-      defaults.off_reason = o.default_pad == 0 ? "--no-default-schedule" : "--default-pad=" + std::to_string(o.default_pad);
-  }
-  std::string explained;
-  for (auto& f : module.funcs) {
-    if (f.storage_lowered) continue;
-    dccc::ir::Schedule merged{f.name, {}, {}};
-    for (const auto& s : schedules)
-      if (s.func == f.name) merged.directives.insert(merged.directives.end(), s.directives.begin(), s.directives.end());
-    dccc::ir::apply_schedule(f, &merged, diags, o.explain ? &explained : nullptr, defaults);
-  }
-  if (diags.has_errors()) {
-    // Only what this pass reported: earlier stages printed theirs.
-    for (size_t k = first_error; k < diags.diagnostics().size(); ++k) std::cerr << diags.render(diags.diagnostics()[k]);
-    std::cerr << diags.error_count() << " error(s) generated.\n";
-    return false;
-  }
-  std::cout << explained;
-  return true;
+/// The pipeline's options from the command line. `--emit=cuda` prints the
+/// CUDA target's code, so it runs the CUDA target's passes.
+dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<dccc::ir::Schedule>& schedules) {
+  dccc::ir::PipelineOptions p;
+  p.target = o.emit == "cuda" ? dccc::ir::Target::Cuda : o.target;
+  p.storage_lowering = o.storage;
+  p.simplify = o.simplify;
+  p.from_ir_text = o.from_vloop;
+  p.default_pad = o.default_pad;
+  if (o.default_pad_given)
+    p.default_pad_reason = o.default_pad == 0 ? "--no-default-schedule" : "--default-pad=" + std::to_string(o.default_pad);
+  p.schedules = schedules;
+  p.explain = o.explain;
+  p.verify_each = o.verify_each;
+  p.print_after = o.print_after;
+  p.print_after_all = o.print_after_all;
+  p.passes = o.passes;
+  return p;
 }
 
 int run(const Options& o) {
@@ -413,88 +381,27 @@ int run(const Options& o) {
     return kExitErrors;
   }
   }
-  // The IR passes, each followed by the verifier when asked for.
-  auto verified = [&](const char* pass) {
-    if (!o.verify_each) return true;
-    for (const auto& f : module->funcs)
-      for (const auto& problem : dccc::ir::verify(f, pass)) {
-        std::cerr << "dccc: internal error: IR verifier: " << problem << "\n";
-        return false;
-      }
-    return true;
-  };
-  if (!verified("lowering")) return kExitInternal;
-  // IR text may have been through the passes already (a `prelude` means
-  // storage-lowered, and whole-tensor prints are expanded before that).
-  for (auto& f : module->funcs)
-    if (!f.storage_lowered) dccc::ir::expand_prints(f);
-  if (!verified("expand-prints")) return kExitInternal;
-  // IR text keeps the `parallel` marks it was printed with.
-  for (auto& f : module->funcs)
-    if (!f.storage_lowered) dccc::ir::mark_parallel(f);
-  if (!verified("mark-parallel")) return kExitInternal;
-  // A CPU cache heuristic: the CUDA target maps loops to threads itself.
-  if (o.target != "cuda" && o.emit != "cuda") {
-    for (auto& f : module->funcs)
-      if (!f.storage_lowered) dccc::ir::reorder_loops(f);
-    if (!verified("reorder-loops")) return kExitInternal;
+  // The IR passes: the one list in ir/pipeline.cpp.
+  size_t reported = diags.diagnostics().size();
+  auto result = dccc::ir::run_pipeline(*module, pipeline_options(o, schedules), diags);
+  if (result.status == dccc::ir::PipelineResult::Status::Internal) {
+    std::cerr << "dccc: internal error: " << result.internal_error << "\n";
+    return kExitInternal;
   }
-  // Schedules name the loops lowering made, so they come before the passes
-  // that restructure nests.
-  if (!apply_schedules(o, schedules, *module, diags)) return kExitErrors;
-  if (!verified("apply-schedule")) return kExitInternal;
-  if (o.target != "cuda" && o.emit != "cuda") {
-    for (auto& f : module->funcs) dccc::ir::mark_written_first(f);
-    for (auto& f : module->funcs)
-      if (!f.storage_lowered) dccc::ir::transpose_operands(f);
-    if (!verified("transpose-operands")) return kExitInternal;
-    for (auto& f : module->funcs)
-      if (!f.storage_lowered) dccc::ir::tile_contractions(f);
-    if (!verified("tile-contractions")) return kExitInternal;
-    for (auto& f : module->funcs)
-      if (!f.storage_lowered) dccc::ir::fuse_parallel_loops(f);
-    if (!verified("fuse-parallel-loops")) return kExitInternal;
+  if (!result.ok()) {
+    // Only what the passes reported: earlier stages printed theirs.
+    for (size_t k = reported; k < diags.diagnostics().size(); ++k) std::cerr << diags.render(diags.diagnostics()[k]);
+    std::cerr << diags.error_count() << " error(s) generated.\n";
+    return kExitErrors;
   }
-  // Kernel fusion of element-wise producers into their readers: on the GPU
-  // a read recomputes in registers what a load would fetch from memory.
-  if (o.target == "cuda" || o.emit == "cuda") {
-    for (auto& f : module->funcs) dccc::ir::fuse_elementwise(f);
-    if (!verified("fuse-elementwise")) return kExitInternal;
-    for (auto& f : module->funcs) dccc::ir::fuse_row_sums(f);
-    if (!verified("fuse-row-sums")) return kExitInternal;
-    for (auto& f : module->funcs) dccc::ir::fuse_row_max(f);
-    if (!verified("fuse-row-max")) return kExitInternal;
-  }
-  if (o.storage) {
-    std::vector<bool> lowered_now;
-    for (auto& f : module->funcs) {
-      lowered_now.push_back(!f.storage_lowered);
-      if (!f.storage_lowered && !dccc::ir::lower_storage(f, diags)) {
-        diags.print(std::cerr);
-        std::cerr << diags.error_count() << " error(s) generated.\n";
-        return kExitErrors;
-      }
+  std::cout << result.explain;
+  if (o.explain_simplify)
+    for (const auto& [name, report] : result.simplified) {
+      std::cout << "fn " << name << ": " << report.indices << " index rewrite(s), " << report.checks
+                << " bound check(s) removed, " << report.hoisted << " load(s) hoisted (" << report.queries
+                << " Z3 queries)\n";
+      for (const auto& n : report.notes) std::cout << "  " << n << "\n";
     }
-    if (!verified("storage-lowering")) return kExitInternal;
-    // Z3-proved index rewrites, bound checks dropped, invariant aux loads
-    // hoisted; IR text lowered already is taken as it is. The CUDA emitter
-    // hoists kernel-invariant loads itself, so it gets no scalars.
-    if (o.simplify) {
-      dccc::ir::SimplifyOptions so;
-      so.hoist = o.target != "cuda" && o.emit != "cuda";
-      for (size_t k = 0; k < module->funcs.size(); ++k) {
-        if (!lowered_now[k]) continue;
-        auto report = dccc::ir::simplify_indices(module->funcs[k], so);
-        if (o.explain_simplify) {
-          std::cout << "fn " << module->funcs[k].name << ": " << report.indices << " index rewrite(s), "
-                    << report.checks << " bound check(s) removed, " << report.hoisted << " load(s) hoisted ("
-                    << report.queries << " Z3 queries)\n";
-          for (const auto& n : report.notes) std::cout << "  " << n << "\n";
-        }
-      }
-      if (!verified("simplify-indices")) return kExitInternal;
-    }
-  }
   if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
   if (o.emit == "cuda") {
     try {
@@ -656,7 +563,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
   } cleanup{tmp};
   std::string error;
   fs::path obj = tmp / "kernels.o";
-  const bool cuda = o.target == "cuda";
+  const bool cuda = o.target == dccc::ir::Target::Cuda;
   try {
     if (cuda) {
       std::ofstream(tmp / "kernels.cu") << dccc::backend::emit_cuda(m) << dccc::backend::emit_cuda_prelude(m);
@@ -669,7 +576,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
     guard += "_H";
     std::ofstream(header) << dccc::backend::emit_header(m, fs::path(o.file).filename().string(), guard);
     std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(
-        m, header.filename().string(), cuda ? dccc::backend::Target::Cuda : dccc::backend::Target::Cpu);
+        m, header.filename().string(), o.target);
   } catch (const dccc::backend::CudaUnsupported& e) {
     std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
     std::cerr << diags.error_count() << " error(s) generated.\n";
@@ -723,6 +630,11 @@ int main(int argc, char** argv) {
   int rc = parse_args(argc, argv, o);
   if (rc == -1) return kExitOk;
   if (rc != kExitOk) return rc;
+  if (o.list_passes) {
+    for (const auto& p : dccc::ir::passes_for(pipeline_options(o, {})))
+      std::cout << "  " << p.name << std::string(p.name.size() < 22 ? 22 - p.name.size() : 1, ' ') << p.summary << "\n";
+    return kExitOk;
+  }
   int result = dccc::run_on_large_stack([&] { return run_guarded(o); });
   std::cout.flush();
   return result;

@@ -19,15 +19,10 @@
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
 #include "frontend/parser.h"
-#include "ir/expand_prints.h"
 #include "ir/lower.h"
-#include "ir/fuse_elementwise.h"
-#include "ir/fuse_row_max.h"
-#include "ir/fuse_row_sums.h"
-#include "ir/mark_parallel.h"
+#include "ir/pipeline.h"
 #include "ir/printer.h"
-#include "ir/storage_lowering.h"
-#include "ir/verifier.h"
+#include "ir/schedule.h"
 
 namespace dccc::repl {
 namespace {
@@ -46,9 +41,9 @@ several lines until every bracket is closed.
   reduce(+, x[i] * x[i])                           prints `14 : f32`
 commands:
   :type EXPR                  the type of EXPR, without running it
-  :emit vloop|llvm|cuda NAME  function NAME as storage-lowered vloop IR, as
-                              optimized LLVM IR, or as the CUDA C++ that
-                              `dccc --target=cuda` compiles
+  :emit vloop|llvm|cuda [NAME]
+                              function NAME (or every function) as
+                              `dccc --emit=vloop|llvm|cuda` prints it
   :load FILE.toy              evaluate the declarations of a file
   :reset                      forget every declaration and value
   :help                       this text
@@ -315,46 +310,30 @@ struct Session::Impl {
     return ok;
   }
 
-  /// Lowers, expands prints, marks parallel loops and lowers storage; false
-  /// on errors.
-  /// `cuda`: the CUDA target's passes too (fusion), for `:emit cuda`.
+  /// Lowers and runs the pipeline (ir/pipeline.h) exactly as
+  /// `dccc --emit=vloop` does for the CPU target, or for the CUDA target
+  /// (`:emit cuda`); false on errors.
   bool back_end(Compiled& c, const std::shared_ptr<const SourceFile>& current, bool cuda = false) {
     c.module = ir::lower(*c.checked, *c.diags);
     if (!c.module) {
       report(c, current);
       return false;
     }
-    auto verified = [&](const char* pass) {
-      if (!opts.verify_each) return true;
-      for (const auto& f : c.module->funcs)
-        for (const auto& problem : ir::verify(f, pass)) {
-          out.flush();
-          err << "internal error: IR verifier: " << problem << "\n";
-          return false;
-        }
-      return true;
-    };
-    if (!verified("lowering")) return false;
-    for (auto& f : c.module->funcs) ir::expand_prints(f);
-    if (!verified("expand-prints")) return false;
-    // As in the driver (tools/dccc.cpp). reorder_loops, a CPU-only heuristic
-    // the driver skips for CUDA, is left out so `:emit cuda` matches too.
-    for (auto& f : c.module->funcs) ir::mark_parallel(f);
-    if (!verified("mark-parallel")) return false;
-    if (cuda) {
-      for (auto& f : c.module->funcs) ir::fuse_elementwise(f);
-      if (!verified("fuse-elementwise")) return false;
-      for (auto& f : c.module->funcs) ir::fuse_row_sums(f);
-      if (!verified("fuse-row-sums")) return false;
-      for (auto& f : c.module->funcs) ir::fuse_row_max(f);
-      if (!verified("fuse-row-max")) return false;
+    ir::PipelineOptions po;
+    po.target = cuda ? ir::Target::Cuda : ir::Target::Cpu;
+    po.schedules = ir::schedules_from_ast(*c.program, c.file.get(), *c.diags);
+    po.verify_each = opts.verify_each;
+    auto result = ir::run_pipeline(*c.module, po, *c.diags);
+    if (result.status == ir::PipelineResult::Status::Internal) {
+      out.flush();
+      err << "internal error: " << result.internal_error << "\n";
+      return false;
     }
-    for (auto& f : c.module->funcs)
-      if (!ir::lower_storage(f, *c.diags)) {
-        report(c, current);
-        return false;
-      }
-    return verified("storage-lowering");
+    if (!result.ok() || c.diags->has_errors()) {
+      report(c, current);
+      return false;
+    }
+    return true;
   }
 
   const CheckedFunction* entry_function(const CheckedProgram& p) const {
@@ -580,24 +559,26 @@ struct Session::Impl {
     in >> target >> fname >> extra;
     auto usage = [&] {
       out.flush();
-      err << "error: usage: :emit vloop|llvm|cuda NAME\n";
+      err << "error: usage: :emit vloop|llvm|cuda [NAME]\n";
       return false;
     };
-    if (target.empty() || fname.empty() || !extra.empty()) return usage();
+    if (target.empty() || !extra.empty()) return usage();
     if (target != "vloop" && target != "llvm" && target != "cuda") return usage();
     auto current = std::make_shared<const SourceFile>("<emit>", args);
     Compiled c;
     c.synth = synthesize(nullptr, [](Synthetic&) {});
     if (!front_end(c, current) || !back_end(c, current, target == "cuda")) return false;
     ir::Module m;
+    // No NAME: every function of the session, as `dccc --emit=STAGE` prints
+    // a file's.
     for (const auto& f : c.module->funcs)
-      if (f.name == fname && f.name != kEntry) m.funcs.push_back(f);
+      if ((fname.empty() || f.name == fname) && f.name != kEntry) m.funcs.push_back(f);
     if (m.funcs.empty()) {
       std::string known;
       for (const auto& f : c.module->funcs)
         if (f.name != kEntry) known += (known.empty() ? "" : ", ") + ("`" + f.name + "`");
       out.flush();
-      err << "error: no function `" << fname << "` in this session"
+      err << "error: no function" << (fname.empty() ? std::string() : " `" + fname + "`") << " in this session"
           << (known.empty() ? std::string(" (none declared yet)") : "; declared: " + known) << "\n";
       return false;
     }

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "ir/ir.h"
+#include "ir/pipeline.h"
 
 namespace dccc::backend {
 
@@ -34,8 +35,8 @@ std::string emit_header(const ir::Module& m, const std::string& source_name, con
 /// target the pointers in the structs are device pointers: the wrapper
 /// copies every integer input array (the lengths) to the host before it
 /// checks them, and hands those copies to the launcher with the device
-/// pointers.
-enum class Target { Cpu, Cuda };
+/// pointers. (The one Target enum is ir/pipeline.h's.)
+using Target = ir::Target;
 
 /// The C wrapper (compiled into the .so), which includes `header_name`.
 /// CUDA code that the --target=cuda library needs beside the kernels (appended

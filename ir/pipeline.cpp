@@ -1,0 +1,234 @@
+#include "ir/pipeline.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "ir/expand_prints.h"
+#include "ir/fuse_elementwise.h"
+#include "ir/fuse_parallel_loops.h"
+#include "ir/fuse_row_max.h"
+#include "ir/fuse_row_sums.h"
+#include "ir/mark_parallel.h"
+#include "ir/mark_written_first.h"
+#include "ir/printer.h"
+#include "ir/reorder_loops.h"
+#include "ir/storage_lowering.h"
+#include "ir/tile_contractions.h"
+#include "ir/transpose_operands.h"
+#include "ir/verifier.h"
+
+namespace dccc::ir {
+
+std::optional<Target> parse_target(std::string_view name) {
+  if (name == "cpu") return Target::Cpu;
+  if (name == "cuda") return Target::Cuda;
+  return std::nullopt;
+}
+
+const char* target_name(Target t) { return t == Target::Cuda ? "cuda" : "cpu"; }
+
+namespace {
+
+/// State one run shares between passes.
+struct RunState {
+  const PipelineOptions& options;
+  DiagnosticEngine& diags;
+  PipelineResult& result;
+  bool lowered_storage = false;       // storage-lowering ran in this run
+  std::vector<bool> lowered_now;      // per function: lowered by this run
+};
+
+/// Which configurations include a pass in the default list.
+enum class When { Always, Cpu, Cuda, StorageLowering, Simplify };
+
+struct PassDef {
+  const char* name;
+  const char* summary;
+  When when;
+  bool (*run)(Module&, RunState&);  // false: errors reported to diags
+};
+
+/// A pass over each function not yet storage lowered.
+template <auto F>
+bool each_unlowered(Module& m, RunState&) {
+  for (auto& f : m.funcs)
+    if (!f.storage_lowered) F(f);
+  return true;
+}
+
+bool apply_schedules(Module& m, RunState& s) {
+  const PipelineOptions& o = s.options;
+  int errors = s.diags.error_count();
+  for (const auto& sched : o.schedules) {
+    bool known = std::any_of(m.funcs.begin(), m.funcs.end(), [&](const Func& f) { return f.name == sched.func; });
+    if (!known) s.diags.report(DiagKind::Schedule, sched.at, "no function `" + sched.func + "` to schedule");
+  }
+  // Default padding: CPU target only (on the CUDA target padding is what a
+  // schedule asks for), and only for programs (IR text is taken as
+  // scheduled already).
+  ScheduleDefaults defaults;
+  if (o.target == Target::Cuda) {
+    defaults.gpu = true;
+    defaults.off_reason = "the CUDA target pads only where a schedule asks";
+    defaults.order_note =
+        "`parallel` marks; the CUDA backend maps loops to threads itself unless `gpu_blocks` / `gpu_threads` say";
+  } else if (o.from_ir_text) {
+    defaults.off_reason = "IR text is taken as scheduled";
+  } else {
+    defaults.pad = o.default_pad;
+    if (!o.default_pad_reason.empty()) defaults.off_reason = o.default_pad_reason;
+  }
+  for (auto& f : m.funcs) {
+    if (f.storage_lowered) continue;
+    Schedule merged{f.name, {}, {}};
+    for (const auto& sched : o.schedules)
+      if (sched.func == f.name) merged.directives.insert(merged.directives.end(), sched.directives.begin(), sched.directives.end());
+    apply_schedule(f, &merged, s.diags, o.explain ? &s.result.explain : nullptr, defaults);
+  }
+  return s.diags.error_count() == errors;
+}
+
+bool lower_all_storage(Module& m, RunState& s) {
+  s.lowered_storage = true;
+  s.lowered_now.assign(m.funcs.size(), false);
+  for (size_t k = 0; k < m.funcs.size(); ++k) {
+    Func& f = m.funcs[k];
+    if (f.storage_lowered) continue;
+    if (!lower_storage(f, s.diags)) return false;
+    s.lowered_now[k] = true;
+  }
+  return true;
+}
+
+bool simplify_all(Module& m, RunState& s) {
+  SimplifyOptions so;
+  // The CUDA emitter hoists kernel-invariant loads itself.
+  so.hoist = s.options.target != Target::Cuda;
+  for (size_t k = 0; k < m.funcs.size(); ++k) {
+    Func& f = m.funcs[k];
+    // After storage lowering in this run: what it lowered (IR text lowered
+    // already is taken as it is); run alone (--passes): every lowered function.
+    bool take = s.lowered_storage ? s.lowered_now[k] : f.storage_lowered;
+    if (take) s.result.simplified.emplace_back(f.name, simplify_indices(f, so));
+  }
+  return true;
+}
+
+// The pipeline, in order. Schedules name the loops lowering made, so they
+// come before the passes that restructure nests.
+const PassDef kPasses[] = {
+    {"expand-prints", "whole-tensor prints become loops of scalar prints", When::Always, each_unlowered<expand_prints>},
+    {"mark-parallel", "outer loops whose iterations are independent become `parallel` (the runtime's thread pool)",
+     When::Always, each_unlowered<mark_parallel>},
+    {"reorder-loops", "CPU: swaps nested left-side loops so that a reused slice (k[b][j, h, d]) stays in cache",
+     When::Cpu, each_unlowered<reorder_loops>},
+    {"apply-schedule", "the `schedule` blocks and --schedule (padding, split, reorder, tile, fusion, gpu mapping) and "
+                       "the target's default padding",
+     When::Always, apply_schedules},
+    {"mark-written-first", "CPU: local tensors the first nest stores whole need no zero fill, noted before later "
+                           "passes reshape those nests",
+     When::Cpu, each_unlowered<mark_written_first>},
+    {"transpose-operands", "CPU: a contraction operand contiguous along the reduction is read from a transposed copy",
+     When::Cpu, each_unlowered<transpose_operands>},
+    {"tile-contractions", "CPU: a 4 x 4 tile of a contraction's outputs per pass of its reduction", When::Cpu,
+     each_unlowered<tile_contractions>},
+    {"fuse-parallel-loops", "CPU: consecutive parallel loops over the same extent touching their own slices become one",
+     When::Cpu, each_unlowered<fuse_parallel_loops>},
+    {"fuse-elementwise", "CUDA: element-wise producers computed in their readers", When::Cuda,
+     each_unlowered<fuse_elementwise>},
+    {"fuse-row-sums", "CUDA: a row sum summed in the contraction that divides by it", When::Cuda,
+     each_unlowered<fuse_row_sums>},
+    {"fuse-row-max", "CUDA: a row maximum folded in by the statement that writes the rows", When::Cuda,
+     each_unlowered<fuse_row_max>},
+    {"storage-lowering", "flat offsets into packed storage, aux (prefix-sum) arrays and the prelude that fills them",
+     When::StorageLowering, lower_all_storage},
+    {"simplify-indices", "Z3-proved index rewrites, redundant bound checks dropped, invariant aux loads hoisted (CPU)",
+     When::Simplify, simplify_all},
+};
+
+const PassDef* find_pass(std::string_view name) {
+  for (const auto& p : kPasses)
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+bool included(const PassDef& p, const PipelineOptions& o) {
+  switch (p.when) {
+    case When::Always: return true;
+    case When::Cpu: return o.target == Target::Cpu;
+    case When::Cuda: return o.target == Target::Cuda;
+    case When::StorageLowering: return o.storage_lowering;
+    case When::Simplify: return o.storage_lowering && o.simplify;
+  }
+  return false;
+}
+
+std::vector<const PassDef*> selected(const PipelineOptions& o) {
+  std::vector<const PassDef*> out;
+  if (o.passes) {
+    for (const auto& n : *o.passes)
+      if (const PassDef* p = find_pass(n)) out.push_back(p);
+    return out;
+  }
+  for (const auto& p : kPasses)
+    if (included(p, o)) out.push_back(&p);
+  return out;
+}
+
+}  // namespace
+
+std::vector<PassInfo> passes_for(const PipelineOptions& options) {
+  std::vector<PassInfo> out;
+  for (const PassDef* p : selected(options)) out.push_back({p->name, p->summary});
+  return out;
+}
+
+std::vector<PassInfo> all_passes() {
+  std::vector<PassInfo> out;
+  for (const auto& p : kPasses) out.push_back({p.name, p.summary});
+  return out;
+}
+
+std::optional<std::string> unknown_pass_name(const PipelineOptions& options) {
+  if (options.passes)
+    for (const auto& n : *options.passes)
+      if (!find_pass(n)) return n;
+  for (const auto& n : options.print_after)
+    if (!find_pass(n)) return n;
+  return std::nullopt;
+}
+
+PipelineResult run_pipeline(Module& module, const PipelineOptions& options, DiagnosticEngine& diags) {
+  PipelineResult result;
+  if (auto bad = unknown_pass_name(options)) {
+    result.status = PipelineResult::Status::Internal;
+    result.internal_error = "unknown pass `" + *bad + "`";
+    return result;
+  }
+  RunState state{options, diags, result, false, {}};
+  std::ostream& print_to = options.print_stream ? *options.print_stream : std::cerr;
+  auto verified = [&](const std::string& after) {
+    if (!options.verify_each) return true;
+    for (const auto& f : module.funcs)
+      for (const auto& problem : verify(f, after)) {
+        result.status = PipelineResult::Status::Internal;
+        result.internal_error = "IR verifier: " + problem;
+        return false;
+      }
+    return true;
+  };
+  if (!verified("lowering")) return result;
+  for (const PassDef* p : selected(options)) {
+    if (!p->run(module, state)) {
+      result.status = PipelineResult::Status::Errors;
+      return result;
+    }
+    if (!verified(p->name)) return result;
+    bool show = options.print_after_all ||
+                std::find(options.print_after.begin(), options.print_after.end(), p->name) != options.print_after.end();
+    if (show) print_to << "// -- IR after " << p->name << " --\n" << print(module);
+  }
+  return result;
+}
+
+}  // namespace dccc::ir
