@@ -17,9 +17,7 @@
 
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/jit.h"
-#include "ir/apply_schedule.h"
 #include "ir/schedule.h"
-#include "ir/simplify_indices.h"
 #include "tests/unit/backend/differential.h"
 
 namespace dccc::backend::testing {
@@ -38,42 +36,15 @@ inline void* build_and_open(const std::string& cmd, const std::filesystem::path&
   return h;
 }
 
-/// `text` with the schedule blocks `schedule` appended, through the passes
-/// tools/dccc.cpp runs for --target=cuda: expand_prints, mark_parallel, the
-/// schedule (gpu_blocks / gpu_threads recorded, no default padding), the
-/// CUDA fusions (element-wise producers, row sums, row maxima), storage lowering and simplify_indices without hoisting.
+/// `text` with the schedule blocks `schedule` appended, through the CUDA
+/// target's pipeline as `dccc --target=cuda` runs it (ir/pipeline.h).
 inline Program compile_cuda_scheduled(const std::string& name, const std::string& text, const std::string& schedule) {
   Program p;
   if (!front_end(p, name, text + "\n" + schedule)) return p;
-  auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
-  p.module = ir::lower(*p.checked, *p.diags);
-  if (!p.module || p.diags->has_errors()) {
-    p.module.reset();
-    return p;
-  }
-  ir::ScheduleDefaults defaults;
-  defaults.gpu = true;
-  for (auto& f : p.module->funcs) {
-    ir::expand_prints(f);
-    ir::mark_parallel(f);
-    ir::Schedule merged{f.name, {}, {}};
-    for (const auto& sc : schedules)
-      if (sc.func == f.name) merged.directives.insert(merged.directives.end(), sc.directives.begin(), sc.directives.end());
-    if (!ir::apply_schedule(f, &merged, *p.diags, nullptr, defaults)) {
-      p.module.reset();
-      return p;
-    }
-    ir::fuse_elementwise(f);
-    ir::fuse_row_sums(f);
-    ir::fuse_row_max(f);
-    if (!ir::lower_storage(f, *p.diags)) {
-      p.module.reset();
-      return p;
-    }
-    ir::SimplifyOptions so;
-    so.hoist = false;
-    ir::simplify_indices(f, so);
-  }
+  ir::PipelineOptions o;
+  o.target = ir::Target::Cuda;
+  o.schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
+  run_passes(p, o);
   return p;
 }
 

@@ -16,22 +16,13 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "frontend/parser.h"
-#include "ir/expand_prints.h"
-#include "ir/fuse_elementwise.h"
-#include "ir/fuse_row_max.h"
-#include "ir/fuse_row_sums.h"
 #include "ir/interpreter.h"
 #include "ir/lower.h"
-#include "ir/mark_parallel.h"
-#include "ir/mark_written_first.h"
-#include "ir/reorder_loops.h"
-#include "ir/tile_contractions.h"
-#include "ir/transpose_operands.h"
-#include "ir/fuse_parallel_loops.h"
-#include "ir/storage_lowering.h"
+#include "ir/pipeline.h"
 #include "typecheck/checker.h"
 
 namespace dccc::backend::testing {
@@ -58,32 +49,43 @@ inline bool front_end(Program& p, const std::string& name, const std::string& te
   return !p.diags->has_errors();
 }
 
+/// Lowers `p`'s checked program and runs the pipeline (ir/pipeline.h) with
+/// `o`, verifying the IR after every pass; no module after errors (in
+/// `p.diags`).
+inline void run_passes(Program& p, ir::PipelineOptions o) {
+  p.module = ir::lower(*p.checked, *p.diags);
+  if (!p.module || p.diags->has_errors()) {
+    p.module.reset();
+    return;
+  }
+  o.verify_each = true;
+  auto result = ir::run_pipeline(*p.module, o, *p.diags);
+  EXPECT_EQ(result.internal_error, "");
+  if (!result.ok()) p.module.reset();
+}
+
+/// `o` with its pass list (ir::passes_for) less the passes named in `drop`.
+inline ir::PipelineOptions without_passes(ir::PipelineOptions o, const std::set<std::string>& drop) {
+  std::vector<std::string> names;
+  for (const auto& pass : ir::passes_for(o))
+    if (!drop.count(pass.name)) names.push_back(pass.name);
+  o.passes = names;
+  return o;
+}
+
 inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false,
                        bool cuda_passes = false) {
   Program p;
   if (!front_end(p, name, text)) return p;
-  p.module = ir::lower(*p.checked, *p.diags);
-  if (!p.module) return p;
-  for (auto& f : p.module->funcs) {
-    ir::expand_prints(f);
-    if (cpu_passes) {
-      ir::mark_parallel(f);
-      ir::reorder_loops(f);
-      ir::mark_written_first(f);
-      ir::transpose_operands(f);
-      ir::tile_contractions(f);
-      ir::fuse_parallel_loops(f);
-    }
-    if (cuda_passes) {
-      ir::fuse_elementwise(f);
-      ir::fuse_row_sums(f);
-      ir::fuse_row_max(f);
-    }
-    if (!ir::lower_storage(f, *p.diags)) {
-      p.module.reset();
-      return p;
-    }
+  ir::PipelineOptions o;
+  o.default_pad = 0;
+  o.simplify = false;
+  if (cuda_passes) {
+    o.target = ir::Target::Cuda;  // the driver's CUDA list (no simplify)
+  } else if (!cpu_passes) {
+    o.passes = std::vector<std::string>{"expand-prints", "storage-lowering"};
   }
+  run_passes(p, o);
   return p;
 }
 

@@ -14,9 +14,8 @@
 #include <vector>
 
 #include "ir/apply_schedule.h"
+#include "ir/pipeline.h"
 #include "ir/schedule.h"
-#include "ir/simplify_indices.h"
-#include "ir/verifier.h"
 #include "tests/unit/backend/differential.h"
 
 namespace dccc::backend::testing {
@@ -46,45 +45,35 @@ struct ScheduledOptions {
   ir::SimplifyReport* report = nullptr;  // what simplify did
 };
 
-/// `program` with `schedule` appended, compiled as the driver does for the
-/// CPU: expand_prints, mark_parallel, reorder_loops, the schedule (with
-/// `o.defaults`), then as `o` asks transpose_operands, tile_contractions, fuse_parallel_loops, storage lowering and
-/// simplify_indices. No module after errors (in `diags`).
+/// `program` with `schedule` appended, through the CPU target's pipeline
+/// (ir/pipeline.h) with `o.defaults.pad` as the default padding; without
+/// `o.tile` less mark-written-first, transpose-operands, tile-contractions and
+/// fuse-parallel-loops, without `o.simplify` less simplify-indices. No module
+/// after errors (in `diags`).
 inline Program compile_with_schedule(const std::string& program, const std::string& schedule,
                                      const ScheduledOptions& o = {}, const std::string& name = "schedule.toy") {
   Program p;
   if (!front_end(p, name, program + schedule)) return p;
-  auto schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
+  ir::PipelineOptions po;
+  po.schedules = ir::schedules_from_ast(*p.ast, p.file.get(), *p.diags);
+  po.default_pad = o.defaults.pad;
+  std::set<std::string> drop;
+  if (!o.tile) drop = {"mark-written-first", "transpose-operands", "tile-contractions", "fuse-parallel-loops"};
+  if (!o.simplify) drop.insert("simplify-indices");
   p.module = ir::lower(*p.checked, *p.diags);
-  if (!p.module) return p;
-  for (auto& f : p.module->funcs) {
-    ir::expand_prints(f);
-    ir::mark_parallel(f);
-    ir::reorder_loops(f);
-    ir::Schedule none{f.name, {}, {}};
-    const ir::Schedule* mine = &none;
-    for (const auto& s : schedules)
-      if (s.func == f.name) mine = &s;
-    if (!ir::apply_schedule(f, mine, *p.diags, nullptr, o.defaults)) {
-      p.module.reset();
-      return p;
-    }
-    if (o.tile) {
-      ir::mark_written_first(f);
-      ir::transpose_operands(f);
-      ir::tile_contractions(f);
-      ir::fuse_parallel_loops(f);
-    }
-    if (!ir::lower_storage(f, *p.diags)) {
-      p.module.reset();
-      return p;
-    }
-    if (o.simplify) {
-      auto r = ir::simplify_indices(f);
-      if (o.report) *o.report = r;
-      EXPECT_EQ(ir::verify(f, "simplify-indices"), std::vector<std::string>{});
-    }
+  if (!p.module || p.diags->has_errors()) {
+    p.module.reset();
+    return p;
   }
+  po = without_passes(po, drop);
+  po.verify_each = true;
+  auto result = ir::run_pipeline(*p.module, po, *p.diags);
+  EXPECT_EQ(result.internal_error, "");
+  if (!result.ok()) {
+    p.module.reset();
+    return p;
+  }
+  if (o.report && !result.simplified.empty()) *o.report = result.simplified.front().second;
   return p;
 }
 

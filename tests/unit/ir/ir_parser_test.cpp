@@ -24,7 +24,7 @@
 #include <sstream>
 
 #include "frontend/parser.h"
-#include "ir/expand_prints.h"
+#include "ir/pipeline.h"
 #include "ir/interpreter.h"
 #include "tests/unit/ir/test_support.h"
 #include "ir/lower.h"
@@ -72,10 +72,11 @@ std::optional<Module> compile(const fs::path& path, bool storage) {
   if (diags.has_errors()) return std::nullopt;
   auto module = lower(*checked, diags);
   if (!module) return std::nullopt;
-  for (auto& f : module->funcs) {
-    expand_prints(f);
-    if (storage && !lower_storage(f, diags)) return std::nullopt;
-  }
+  PipelineOptions o;
+  o.passes = storage ? std::vector<std::string>{"expand-prints", "storage-lowering"}
+                     : std::vector<std::string>{"expand-prints"};
+  o.verify_each = true;
+  if (!run_pipeline(*module, o, diags).ok()) return std::nullopt;
   return module;
 }
 
