@@ -19,6 +19,7 @@ PACKAGES=(
   g++
   clang                  # the fuzz preset builds with clang++
   libclang-rt-dev        # libFuzzer and the sanitizer runtimes for clang
+  python3                # tests/cuda/fatbin_archs.py (what a CUDA library holds)
 )
 
 installed() {
