@@ -15,8 +15,16 @@ All three get the same random data (float32, uniform in [-1, 1)); before
 timing, outputs are cross-checked (max abs error over the valid rows) and
 the run stops if they disagree by more than 1e-4. Each form is run
 --warmup times, then timed --repeat times, the three forms taking turns
-(one run of each per round); the table shows medians. Both
-sides use --threads threads (torch.set_num_threads, dcc_set_num_threads).
+(one run of each per round, so a slow phase of the machine hits all of
+them alike). The table shows each form's minimum and median time, and each
+ratio as the median of the per-round ratios (a peer's time over dccc's in
+the same round) with their range. Both sides use --threads threads
+(torch.set_num_threads, dcc_set_num_threads).
+
+--threads-ab A,B compares dccc with itself instead: the same kernel with A
+and with B pool threads (dcc_set_num_threads before each run), taking turns
+in one process, e.g. `taskset -c 0 ... --threads-ab 1,2` for one thread
+against two threads pinned to one core.
 GFLOP/s counts useful work only: 4 * H * D * sum_b len_b^2 (q k^T and p v,
 a multiply-add counting 2), the same for every form.
 """
@@ -84,8 +92,9 @@ def iptr(t):
 
 
 def timed(fns, warmup, repeat):
-    """Median seconds of each function; the runs are interleaved (one of
-    each per round), so a change in the machine's load hits all alike."""
+    """Seconds of each function per round; the runs are interleaved (one of
+    each per round), so a change in the machine's load hits all alike and
+    round k of one function pairs with round k of another."""
     for _ in range(warmup):
         for fn in fns:
             fn()
@@ -95,7 +104,22 @@ def timed(fns, warmup, repeat):
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
+    return times
+
+
+def paired(num, den):
+    """Per-round ratios num[k] / den[k]: (median, min, max)."""
+    r = [n / d for n, d in zip(num, den)]
+    return statistics.median(r), min(r), max(r)
+
+
+def ratio_text(num, den):
+    med, lo, hi = paired(num, den)
+    return f"{med:.2f} [{lo:.2f}-{hi:.2f}]"
+
+
+def ms_text(t):
+    return f"{min(t) * 1e3:.2f}/{statistics.median(t) * 1e3:.2f}"
 
 
 def main():
@@ -110,7 +134,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads-ab", default="", help="A,B: dccc with A pool threads against dccc with B, no peers")
     a = ap.parse_args()
+    ab = [int(x) for x in a.threads_ab.split(",")] if a.threads_ab else []
+    if ab and (len(ab) != 2 or min(ab) < 1):
+        sys.exit("--threads-ab takes two thread counts, e.g. 1,2")
 
     torch.set_num_threads(a.threads)
     lib = ctypes.CDLL(os.path.abspath(a.lib))
@@ -132,10 +160,15 @@ def main():
         pass
     print(f"# mha, H = {H}, D = {D}, f32, B = {a.batch}; threads: dccc {dcc_threads}, torch "
           f"{torch.get_num_threads()}; torch {torch.__version__} (BLAS_INFO {blas}, libblas.so.3 -> "
-          f"{os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}); medians of {a.repeat} runs "
-          f"after {a.warmup} warm-up runs")
-    header = (f"{'batch':<7}{'mean len':>9}{'dccc ms':>10}{'padded ms':>11}{'loop ms':>10}"
-              f"{'dccc GF/s':>11}{'pad GF/s':>10}{'loop GF/s':>11}{'pad/dccc':>10}{'loop/dccc':>11}{'max err':>10}")
+          f"{os.path.realpath('/usr/lib/x86_64-linux-gnu/libblas.so.3')}); {a.repeat} interleaved rounds "
+          f"after {a.warmup} warm-up rounds; ms as min/median; ratios: median of per-round ratios [range]; "
+          f"CPUs allowed: {sorted(os.sched_getaffinity(0))}; load average {os.getloadavg()[0]:.2f}")
+    if ab:
+        print(f"# dccc with {ab[0]} thread(s) (A) against {ab[1]} (B); B/A > 1: A is faster")
+        header = (f"{'batch':<7}{'mean len':>9}{'A ms':>16}{'B ms':>16}{'A GF/s':>9}{'B/A':>18}")
+    else:
+        header = (f"{'batch':<7}{'mean len':>9}{'dccc ms':>16}{'padded ms':>18}{'loop ms':>16}"
+                  f"{'dccc GF/s':>11}{'pad/dccc':>18}{'loop/dccc':>18}{'max err':>10}")
     print(header)
     all_faster = True
     for name in a.datasets.split(","):
@@ -197,15 +230,28 @@ def main():
                           (mine - looped[b].transpose(0, 1)).abs().max().item() if lengths[b] else 0)
             if not err <= 1e-4:
                 sys.exit(f"{name}: outputs disagree, max abs error {err}")
-            t_dccc, t_pad, t_loop = timed([run_dccc, run_padded, run_loop], a.warmup, a.repeat)
+            if ab:
+                def with_threads(n):
+                    def run():
+                        lib.dcc_set_num_threads(n)
+                        run_dccc()
+                    return run
+                t_a, t_b = timed([with_threads(ab[0]), with_threads(ab[1])], a.warmup, a.repeat)
+                lib.dcc_set_num_threads(a.threads)
+            else:
+                t_dccc, t_pad, t_loop = timed([run_dccc, run_padded, run_loop], a.warmup, a.repeat)
         flops = 4.0 * H * D * sum(n * n for n in lengths)
-        gf = lambda t: flops / t / 1e9
-        all_faster &= t_dccc < t_pad and t_dccc < t_loop
-        print(f"{name:<7}{total / B:>9.1f}{t_dccc * 1e3:>10.2f}{t_pad * 1e3:>11.2f}{t_loop * 1e3:>10.2f}"
-              f"{gf(t_dccc):>11.2f}{gf(t_pad):>10.2f}{gf(t_loop):>11.2f}{t_pad / t_dccc:>10.2f}"
-              f"{t_loop / t_dccc:>11.2f}{err:>10.1e}")
-    print("# ratios > 1: dccc is faster. aim (faster than both forms on every batch): "
-          + ("met" if all_faster else "NOT met"))
+        gf = lambda t: flops / statistics.median(t) / 1e9
+        if ab:
+            print(f"{name:<7}{total / B:>9.1f}{ms_text(t_a):>16}{ms_text(t_b):>16}{gf(t_a):>9.2f}"
+                  f"{ratio_text(t_b, t_a):>18}")
+            continue
+        all_faster &= paired(t_pad, t_dccc)[0] > 1 and paired(t_loop, t_dccc)[0] > 1
+        print(f"{name:<7}{total / B:>9.1f}{ms_text(t_dccc):>16}{ms_text(t_pad):>18}{ms_text(t_loop):>16}"
+              f"{gf(t_dccc):>11.2f}{ratio_text(t_pad, t_dccc):>18}{ratio_text(t_loop, t_dccc):>18}{err:>10.1e}")
+    if not ab:
+        print("# ratios > 1: dccc is faster. aim (faster than both forms on every batch, median ratio): "
+              + ("met" if all_faster else "NOT met"))
 
 
 if __name__ == "__main__":
