@@ -268,8 +268,10 @@ class StorageLowerer {
       if (b->total) b->total = lower_expr(b->total);
     std::vector<Stmt> prelude;
     std::vector<std::pair<Buffer, Stmt>> deferred;
-    for (const auto& [aux, unlowered] : prelude_) {
-      Stmt fill = lower_accesses(unlowered);
+    // By index: lowering a fill may add prefix arrays (and their fills).
+    for (size_t k = 0; k < prelude_.size(); ++k) {
+      Buffer aux = prelude_[k].first;
+      Stmt fill = lower_accesses(prelude_[k].second);
       bool inputs_only = true;
       visit_loads(fill, [&](const BufferNode* b) {
         if (b->kind != BufferKind::Input && b->kind != BufferKind::Aux) inputs_only = false;
