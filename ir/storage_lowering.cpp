@@ -15,8 +15,11 @@
 namespace dccc::ir {
 namespace {
 
+/// A layout the lowering cannot handle, at the declaration of the buffer
+/// that has it.
 struct Unsupported {
   std::string what;
+  SourceRange at;
 };
 
 class StorageLowerer {
@@ -71,7 +74,7 @@ class StorageLowerer {
       // Everything from j inward depends on dimension j: a prefix array.
       if (j < b.pad.size() && b.pad[j] > 1)
         throw Unsupported{fmt::format("buffer `{}`: storage padding of dimension {}, which sizes inner dimensions",
-                                      b.name, j)};
+                                      b.name, j), b.at};
       return mul(size, build::cast(Scalar::I64, prefix_at(prefix_for(b, j), env, extent)));
     }
     return size;
@@ -122,13 +125,13 @@ class StorageLowerer {
     if (outer.size() > 1)
       throw Unsupported{fmt::format("buffer `{}`: dimension {} sizes inner dimensions and its extent or the slices "
                                     "below it depend on {} outer dimensions (nested raggedness is lowered for one)",
-                                    b.name, j, outer.size())};
+                                    b.name, j, outer.size()), b.at};
     size_t o = outer[0];
     for (size_t k = 0; k < b.dims.size(); ++k)
       if (k != o && mentions(b.dims[o].extent, b.dims[k].var))
         throw Unsupported{fmt::format("buffer `{}`: dimension {} sizes inner dimensions through dimension {}, whose "
                                       "own extent depends on another dimension (nested raggedness is lowered for "
-                                      "two levels)", b.name, j, o)};
+                                      "two levels)", b.name, j, o), b.at};
     std::map<const VarNode*, Expr> at_o = {{b.dims[o].var.get(), build::var(yo)}};
     Expr extent = substitute(b.dims[j].extent, at_o);
     slice = substitute(slice, at_o);
@@ -387,7 +390,7 @@ bool lower_storage(Func& f, DiagnosticEngine& diags) {
     s.finish();
     return true;
   } catch (const Unsupported& u) {
-    diags.report(DiagKind::Unsupported, SourceRange{}, fmt::format("in `{}`: {}", f.name, u.what));
+    diags.report(DiagKind::Unsupported, u.at, fmt::format("in `{}`: {}", f.name, u.what));
     return false;
   }
 }
