@@ -106,6 +106,25 @@ void run_case(std::mt19937& rng, const std::vector<int32_t>& lens, int H) {
         }
         ok &= close(yd[(start[b] + i) * H + h], num / den);
       }
+  // The nested offsets come from the prelude cache, or from a prelude the
+  // host holds: the same results.
+  dcc_prelude* pre = nullptr;
+  expect(causal_attention_prelude(&x, &pre) == DCC_OK && causal_scores_prelude(&x, &pre) == DCC_OK,
+         "causal_attention_prelude and causal_scores_prelude succeed");
+  std::vector<float> yd2(yd.size(), NAN), sd2(sd.size(), NAN);
+  y.data = yd2.data();
+  s.scores = sd2.data();
+  expect(causal_attention_with_prelude(pre, &x, &y) == DCC_OK && causal_scores_with_prelude(pre, &x, &s) == DCC_OK,
+         "the _with_prelude calls succeed");
+  ok &= std::equal(yd.begin(), yd.begin() + start[B] * H, yd2.begin()) &&
+        std::equal(sd.begin(), sd.begin() + total, sd2.begin());
+  std::vector<int32_t> other(lens.begin(), lens.end());
+  other.push_back(1);
+  std::vector<float> xs2((start[B] + 1) * H, 0.f);
+  Seqs x2{xs2.data(), (start[B] + 1) * H, other.data(), B + 1, B + 1, H};
+  expect(causal_scores_with_prelude(pre, &x2, &s) == DCC_ERR_SIZE_MISMATCH,
+         "a held prelude for other lengths is refused");
+  dcc_prelude_destroy(pre);
   std::printf("B=%lld H=%d triangle=%lld: %s\n", (long long)B, H, (long long)total, ok ? "equal" : "DIFFERENT");
   expect(ok, "all three functions match the float64 reference");
 }
