@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -265,6 +266,14 @@ Interpreter::Value Interpreter::eval(const Expr& e) {
       for (const auto& a : e->args) idx.push_back(eval(a).i);
       check_in_bounds(e->buffer.get(), idx);
       auto& m = mem_[e->buffer.get()];
+      if (flat_ && idx.size() > 1) {
+        // After storage lowering only extents load with indices (a nested
+        // length array, `ntok[d][s]` in `[d: D][s: nsent[d]][ntok[d][s]]`);
+        // the element lives at its position in packed order.
+        auto space = index_space(e->buffer.get());
+        auto at = std::find(space.begin(), space.end(), idx);
+        idx = Tuple{static_cast<int64_t>(at - space.begin())};
+      }
       auto it = m.find(idx);
       return it == m.end() ? Value{} : it->second;  // fresh storage reads as zero
     }

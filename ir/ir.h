@@ -146,6 +146,9 @@ struct BufferNode {
   /// that the tensor's first statement stores every element before anything
   /// reads it (ir/written_first.h), so the backends skip the fill.
   bool zero_fill = true;
+  /// Where the source declares it (a coupling field, a parameter, a `let`),
+  /// for diagnostics about its layout; empty for buffers the passes make.
+  SourceRange at;
 };
 
 /// A size parameter of a function (`B`, `H`), read from its arguments.

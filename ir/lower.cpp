@@ -212,6 +212,7 @@ class FuncLowerer {
     auto b = std::make_shared<BufferNode>();
     b->name = prefix_ + name;
     b->kind = kind;
+    b->at = at;
     if (t->kind == TypeKind::Scalar) {
       b->type = t->scalar;
       if (kind == BufferKind::Local) b->kind = BufferKind::Scalar;
@@ -295,13 +296,16 @@ class FuncLowerer {
       for (size_t idx : t->coupling->order) {
         const CouplingField& f = t->coupling->fields[idx];
         std::string id = identity_of(t, f.name, name);
-        by_field[f.name] = new_buffer(id, id, field_type(t, f, name), BufferKind::Input, at);
+        by_field[f.name] = new_buffer(id, id, field_type(t, f, name), BufferKind::Input, f.range.line ? f.range : at);
       }
       for (const auto& f : t->coupling->fields) p.fields.push_back({f.name, by_field[f.name]});
       couplings_[name] = by_field;
       coupling_sizes(t, p, at);
     } else if (t->kind == TypeKind::Tensor) {
-      p.fields.push_back({"data", new_buffer(name, name, t, BufferKind::Input, at)});
+      SourceRange decl = at;  // the parameter's own name, for layout diagnostics
+      for (const auto& dp : cf_.decl->params)
+        if (dp.name.name == name) decl = dp.name.range;
+      p.fields.push_back({"data", new_buffer(name, name, t, BufferKind::Input, decl)});
       tensor_sizes(t, p, at);
     } else if (t->kind == TypeKind::Scalar) {
       p.kind = Param::Scalar;

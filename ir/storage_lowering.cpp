@@ -8,14 +8,18 @@
 #include <set>
 
 #include "ir/fuse_dims.h"
+#include "ir/nested_prefix.h"
 #include "ir/printer.h"
 #include "ir/written_first.h"
 
 namespace dccc::ir {
 namespace {
 
+/// A layout the lowering cannot handle, at the declaration of the buffer
+/// that has it.
 struct Unsupported {
   std::string what;
+  SourceRange at;
 };
 
 class StorageLowerer {
@@ -35,7 +39,6 @@ class StorageLowerer {
       c.cond = lower_expr(c.cond);
       for (auto& [v, e] : c.vars) e = lower_expr(e);
     }
-    f_.prelude = build::seq(prelude_);
     f_.storage_lowered = true;
   }
 
@@ -71,29 +74,94 @@ class StorageLowerer {
       // Everything from j inward depends on dimension j: a prefix array.
       if (j < b.pad.size() && b.pad[j] > 1)
         throw Unsupported{fmt::format("buffer `{}`: storage padding of dimension {}, which sizes inner dimensions",
-                                      b.name, j)};
-      Buffer a = aux_for(b, j);
-      return mul(size, build::cast(Scalar::I64, build::load(a, {extent})));
+                                      b.name, j), b.at};
+      return mul(size, build::cast(Scalar::I64, prefix_at(prefix_for(b, j), env, extent)));
     }
     return size;
   }
 
-  /// A_j: A_j[x] = number of elements below dimension j for indices < x.
-  Buffer aux_for(const BufferNode& b, size_t j) {
+  /// The prefix array of dimension j (which sizes inner dimensions): a flat
+  /// A_j, or a nested one (ir/nested_prefix.h) indexed through the outer
+  /// dimension its extent or the slices below it depend on.
+  struct Prefix {
+    Buffer flat;                        // A_j[i], or null
+    const NestedPrefix* nested = nullptr;  // A_j[S_j[i_o] + i]
+    const VarNode* outer = nullptr;     // o's variable, for nested
+  };
+
+  /// The prefix of `p` at index `index` of its dimension, the outer
+  /// dimensions' variables replaced according to `env` (unlowered, i64).
+  static Expr prefix_at(const Prefix& p, const std::map<const VarNode*, Expr>& env, const Expr& index) {
+    if (p.flat) return build::load(p.flat, {index});
+    auto it = env.find(p.outer);
+    return nested_prefix_at(*p.nested, it->second, index);
+  }
+
+  Prefix prefix_for(const BufferNode& b, size_t j) {
     const Var& v = b.dims[j].var;
     Expr extent = b.dims[j].extent;
-    for (size_t o = 0; o < j; ++o)
-      if (mentions(extent, b.dims[o].var))
-        throw Unsupported{fmt::format("buffer `{}`: dimension {} sizes inner dimensions but its own extent depends on "
-                                      "an outer one", b.name, j)};
     Var y = make_var("y");
     auto env = identity(b);
     env[v.get()] = build::var(y);
     Expr slice = size_from(b, j + 1, env);
+    bool outer = false;
+    for (size_t o = 0; o < j; ++o) outer |= mentions(extent, b.dims[o].var) || mentions(slice, b.dims[o].var);
+    if (outer) return nested_for(b, j);
+    return {aux_for(b, j, y, slice), nullptr, nullptr};
+  }
+
+  /// A nested prefix (ir/nested_prefix.h) for dimension j whose extent or
+  /// slices depend on exactly one outer dimension o, itself of an extent
+  /// that depends on no other dimension: `[b: B][i: seqlen[b]][i + 1, H]`,
+  /// `[d: D][s: nsent[d]][ntok[d][s], H]`.
+  Prefix nested_for(const BufferNode& b, size_t j) {
+    std::vector<size_t> outer;
+    Var y = make_var("y"), yo = make_var("yo");
+    auto env = identity(b);
+    env[b.dims[j].var.get()] = build::var(y);
+    Expr slice = size_from(b, j + 1, env);
     for (size_t o = 0; o < j; ++o)
-      if (mentions(slice, b.dims[o].var))
-        throw Unsupported{fmt::format("buffer `{}`: the slices below dimension {} depend on more than one outer "
-                                      "dimension", b.name, j)};
+      if (mentions(b.dims[j].extent, b.dims[o].var) || mentions(slice, b.dims[o].var)) outer.push_back(o);
+    if (outer.size() > 1)
+      throw Unsupported{fmt::format("buffer `{}`: dimension {} sizes inner dimensions and its extent or the slices "
+                                    "below it depend on {} outer dimensions (nested raggedness is lowered for one)",
+                                    b.name, j, outer.size()), b.at};
+    size_t o = outer[0];
+    for (size_t k = 0; k < b.dims.size(); ++k)
+      if (k != o && mentions(b.dims[o].extent, b.dims[k].var))
+        throw Unsupported{fmt::format("buffer `{}`: dimension {} sizes inner dimensions through dimension {}, whose "
+                                      "own extent depends on another dimension (nested raggedness is lowered for "
+                                      "two levels)", b.name, j, o), b.at};
+    std::map<const VarNode*, Expr> at_o = {{b.dims[o].var.get(), build::var(yo)}};
+    Expr extent = substitute(b.dims[j].extent, at_o);
+    slice = substitute(slice, at_o);
+    Expr outer_extent = b.dims[o].extent;
+    // Shared by definition: the outer extent, the extent and the slice.
+    auto probe = std::make_shared<BufferNode>();
+    probe->name = "probe";
+    probe->dims = {{yo, outer_extent}, {y, extent}};
+    Func tmp;
+    tmp.buffers = {probe};
+    tmp.body = build::store(probe, {build::var(yo), build::var(y)}, slice);
+    std::string key = print(tmp);
+    auto it = nested_by_key_.find(key);
+    if (it == nested_by_key_.end()) {
+      size_t n = aux_by_key_.size() + nested_by_key_.size();
+      auto p = std::make_unique<NestedPrefix>(nested_prefix(fmt::format("S{}", n), fmt::format("A{}", n), yo,
+                                                            outer_extent, y, extent, slice));
+      f_.buffers.push_back(p->starts);
+      f_.buffers.push_back(p->prefix);
+      prelude_.push_back({p->starts, p->fill_starts});
+      prelude_.push_back({p->prefix, p->fill_prefix});
+      it = nested_by_key_.emplace(key, std::move(p)).first;
+    }
+    return {nullptr, it->second.get(), b.dims[o].var.get()};
+  }
+
+  /// A_j: A_j[x] = number of elements below dimension j for indices < x
+  /// (`slice`: the elements below index y of dimension j).
+  Buffer aux_for(const BufferNode& b, size_t j, const Var& y, const Expr& slice) {
+    Expr extent = b.dims[j].extent;
     // Share identical definitions, up to the order of the slice's factors
     // (`(seqlen * H) * D` and `(H * D) * seqlen`: the same i64 products).
     std::vector<Expr> factors;
@@ -130,7 +198,7 @@ class StorageLowerer {
     if (it != aux_by_key_.end()) return it->second;
 
     auto a = std::make_shared<BufferNode>();
-    a->name = fmt::format("A{}", aux_by_key_.size());
+    a->name = fmt::format("A{}", aux_by_key_.size() + nested_by_key_.size());
     a->type = Scalar::I64;
     a->kind = BufferKind::Aux;
     Var ad = make_var("x");
@@ -140,11 +208,11 @@ class StorageLowerer {
     f_.buffers.push_back(a);
     aux_by_key_[key] = a;
     // A[0] = 0; A[y + 1] = A[y] + slice(y)
-    prelude_.push_back(build::flat_store(a, build::int_imm(0), build::int_imm(0)));
     Expr yv = build::var(y);
-    prelude_.push_back(build::for_loop(
-        y, extent,
-        build::flat_store(a, add(yv, build::int_imm(1)), add(build::flat_load(a, yv), slice))));
+    prelude_.push_back({a, build::seq({build::flat_store(a, build::int_imm(0), build::int_imm(0)),
+                                       build::for_loop(y, extent,
+                                                       build::flat_store(a, add(yv, build::int_imm(1)),
+                                                                         add(build::flat_load(a, yv), slice)))})});
     return a;
   }
 
@@ -155,7 +223,7 @@ class StorageLowerer {
     Expr off = build::int_imm(0);
     for (size_t k = 0; k < b.dims.size(); ++k) {
       Expr d;
-      if (has_dependents(b, k)) d = build::cast(Scalar::I64, build::load(aux_for(b, k), {idx[k]}));
+      if (has_dependents(b, k)) d = build::cast(Scalar::I64, prefix_at(prefix_for(b, k), env, idx[k]));
       else d = mul(idx[k], size_from(b, k + 1, env));
       off = add(off, d);
     }
@@ -203,9 +271,10 @@ class StorageLowerer {
       if (b->total) b->total = lower_expr(b->total);
     std::vector<Stmt> prelude;
     std::vector<std::pair<Buffer, Stmt>> deferred;
-    for (size_t k = 0; k < prelude_.size(); k += 2) {
-      Stmt fill = build::seq({lower_accesses(prelude_[k]), lower_accesses(prelude_[k + 1])});
-      Buffer aux = prelude_[k]->buffer;
+    // By index: lowering a fill may add prefix arrays (and their fills).
+    for (size_t k = 0; k < prelude_.size(); ++k) {
+      Buffer aux = prelude_[k].first;
+      Stmt fill = lower_accesses(prelude_[k].second);
       bool inputs_only = true;
       visit_loads(fill, [&](const BufferNode* b) {
         if (b->kind != BufferKind::Input && b->kind != BufferKind::Aux) inputs_only = false;
@@ -305,7 +374,10 @@ class StorageLowerer {
  private:
   Func& f_;
   std::map<std::string, Buffer> aux_by_key_;
-  std::vector<Stmt> prelude_;
+  std::map<std::string, std::unique_ptr<NestedPrefix>> nested_by_key_;
+  // Each prefix array and the (unlowered) statements that fill it, in the
+  // order they are needed.
+  std::vector<std::pair<Buffer, Stmt>> prelude_;
 };
 
 }  // namespace
@@ -318,7 +390,7 @@ bool lower_storage(Func& f, DiagnosticEngine& diags) {
     s.finish();
     return true;
   } catch (const Unsupported& u) {
-    diags.report(DiagKind::Unsupported, SourceRange{}, fmt::format("in `{}`: {}", f.name, u.what));
+    diags.report(DiagKind::Unsupported, u.at, fmt::format("in `{}`: {}", f.name, u.what));
     return false;
   }
 }

@@ -650,8 +650,16 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
       out += "  }\n";
     }
   }
+  // A length array shaped by other lengths (`ntok: [d: D][nsent[d]]i32`,
+  // nested raggedness) is checked -- element count, pointer, no negative
+  // length -- after the prelude statements that fill the offsets its count
+  // reads and before the first one that reads it (such a prelude is not
+  // cached: it is computed per call, FN_prelude included).
+  bool nested_lengths = false;
+  if (!cached && f.prelude)
+    for (const auto& b : later) nested_lengths |= ir::touches(f.prelude, b.get());
   // FN_prelude stops here: the held prelude has every unit now.
-  out += "  if (run == 2) goto done;\n";
+  if (!nested_lengths) out += "  if (run == 2) goto done;\n";
   // The other aux arrays (all of them without the cache) are the wrapper's own.
   std::vector<Buffer> owned;
   for (const auto& b : all_aux)
@@ -666,12 +674,31 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     else alloc_aux(b);
   }
   if (!cached) {
-    if (f.prelude && !sized_later.empty()) {
+    if (f.prelude && (!sized_later.empty() || nested_lengths)) {
       // Statement by statement: an array sized by another is allocated
       // before the first statement that fills it, after those before.
       std::vector<ir::Stmt> items = f.prelude->kind == StmtKind::Seq ? f.prelude->body : std::vector<ir::Stmt>{f.prelude};
       out += "  ovf = 0;\n";
+      std::set<const BufferNode*> filled;
       for (const auto& item : items) {
+        for (auto it = later.begin(); it != later.end();) {
+          if (!ir::touches(item, it->get())) {
+            ++it;
+            continue;
+          }
+          ir::each_expr((*it)->total, [&](const ir::ExprNode& e) {
+            if (e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Aux && !filled.count(e.buffer.get()))
+              throw std::runtime_error("`" + fn + "`: the prelude reads `" + (*it)->name +
+                                       "` before it fills the offsets that give its element count");
+          });
+          out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
+                             fail("DCC_ERR_OVERFLOW", quote(fn + ": the lengths make an offset overflow")));
+          check_input(*it);
+          it = later.erase(it);
+        }
+        ir::each_stmt(item, [&](const ir::StmtNode& x) {
+          if (x.kind == StmtKind::Store) filled.insert(x.buffer.get());
+        });
         for (auto it = sized_later.begin(); it != sized_later.end();) {
           bool fills = false;
           ir::each_stmt(item, [&](const ir::StmtNode& x) { fills |= x.kind == StmtKind::Store && x.buffer == *it; });
@@ -700,6 +727,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     }
   }
   for (const auto& b : later) check_input(b);
+  if (nested_lengths) out += "  if (run == 2) goto done;\n";
   // `where` constraints.
   for (const auto& chk : f.checks) {
     out += "  ovf = 0;\n";

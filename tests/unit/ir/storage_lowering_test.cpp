@@ -74,5 +74,79 @@ fn tag(x: S) [b: B][x.seqlen[b], H, D]f32 {
   EXPECT_EQ(in.packed(y), expected);
 }
 
+/// Runs `f` (lowered) with the given length arrays by buffer name and
+/// returns its output's flat storage.
+std::vector<double> run_lowered(Func& f, const std::map<std::string, int64_t>& sizes,
+                                const std::map<std::string, std::vector<int64_t>>& lengths) {
+  auto inputs = Interpreter::make_inputs(f, sizes, [&](const BufferNode* b, int64_t k) {
+    auto it = lengths.find(b->name);
+    return it != lengths.end() ? static_cast<double>(it->second.at(k)) : 0.0;
+  });
+  std::ostringstream out;
+  Interpreter in(out);
+  in.run(f, sizes, inputs);
+  for (const auto& b : f.buffers)
+    if (b->kind == BufferKind::Output) return in.packed(b.get());
+  ADD_FAILURE() << "no output";
+  return {};
+}
+
+TEST(StorageLowering, TwoLevelCouplingIsPackedDocumentAfterDocument) {
+  // [d: D][s: nsent[d]][ntok[d][s], H] with ntok packed document after
+  // document (docs/abi.md, "Nested raggedness"): element (d, s, t, h) lives
+  // at (R[N[d] + s] + t) * H + h, N the prefix sum of nsent, R that of the
+  // packed ntok. Expected storage built here by counting.
+  Lowered l = lower_source("t.toy", R"(
+type Docs = coupling { tokens: [d: D][s: nsent[d]][ntok[d][s], H]f32, ntok: [d: D][nsent[d]]i32, nsent: [D]i32 }
+type Out = coupling { tokens: [d: D][s: nsent[d]][ntok[d][s], H]f32, ntok: [d: D][nsent[d]]i32, nsent: [D]i32 }
+fn tag(x: Docs) Out {
+  let y = Out { tokens: [d: D][s: x.nsent[d]][x.ntok[d][s], H]f32, ntok: x.ntok, nsent: x.nsent };
+  y.tokens[d][s][t, h] = f32(d * 1000 + s * 100 + t * 10 + h) + x.tokens[d][s][t, h] * 0.0;
+  return y;
+})");
+  ASSERT_TRUE(l.module);
+  Func& f = l.module->funcs[0];
+  ASSERT_TRUE(lower_storage(f, *l.diags)) << "two levels lower";
+  const int64_t H = 2;
+  std::vector<int64_t> nsent{2, 0, 3, 1}, ntok{3, 0, 1, 4, 0, 2};
+  std::vector<double> expected;
+  for (int64_t d = 0, k = 0; d < 4; ++d)
+    for (int64_t s = 0; s < nsent[d]; ++s, ++k)
+      for (int64_t t = 0; t < ntok[k]; ++t)
+        for (int64_t h = 0; h < H; ++h) expected.push_back(d * 1000 + s * 100 + t * 10 + h);
+  EXPECT_EQ(run_lowered(f, {{"D", 4}, {"H", H}}, {{"x.nsent", nsent}, {"x.ntok", ntok}}), expected);
+}
+
+TEST(StorageLowering, TriangleInsideRaggedIsPackedRowAfterRow) {
+  // [b: B][i: seqlen[b]][i + 1, H]: sequence after sequence, row i holding
+  // i + 1 columns of H values; element (b, i, j, h) at
+  // (T[b] + i (i + 1) / 2 + j) * H + h.
+  Lowered l = lower_source("t.toy", R"(
+type Causal = coupling { scores: [b: B][i: seqlen[b]][i + 1, H]f32, seqlen: [B]i32 }
+fn tag(x: Causal) Causal {
+  let y = Causal { scores: [b: B][i: x.seqlen[b]][i + 1, H]f32, seqlen: x.seqlen };
+  y.scores[b][i][j, h] = f32(b * 1000 + i * 100 + j * 10 + h) + x.scores[b][i][j, h] * 0.0;
+  return y;
+})");
+  ASSERT_TRUE(l.module);
+  Func& f = l.module->funcs[0];
+  ASSERT_TRUE(lower_storage(f, *l.diags)) << "a triangle inside a ragged range lowers";
+  const int64_t H = 3;
+  std::vector<int64_t> lens{3, 0, 1, 4};
+  std::vector<double> expected;
+  int64_t T = 0;
+  for (int64_t b = 0; b < 4; ++b) {
+    for (int64_t i = 0; i < lens[b]; ++i)
+      for (int64_t j = 0; j <= i; ++j)
+        for (int64_t h = 0; h < H; ++h) {
+          size_t at = static_cast<size_t>((T + i * (i + 1) / 2 + j) * H + h);
+          if (expected.size() <= at) expected.resize(at + 1, -1);
+          expected[at] = b * 1000 + i * 100 + j * 10 + h;
+        }
+    T += lens[b] * (lens[b] + 1) / 2;
+  }
+  EXPECT_EQ(run_lowered(f, {{"B", 4}, {"H", H}}, {{"x.seqlen", lens}}), expected);
+}
+
 }  // namespace
 }  // namespace dccc::ir
