@@ -13,6 +13,9 @@
 # pass whose input IR text cannot carry (apply-schedule: schedules name the
 # source's assignments, which IR text does not record).
 #
+# With DCCC_PASS_TEST_WITHOUT=PASS in the environment, PASS is dropped from
+# --passes= (fail_without.sh: every test must fail without its pass).
+#
 # The test fails on: no RUN line or more than one, a RUN line without
 # --passes=, no CHECK line, dccc failing (an unknown pass is a usage error),
 # an internal error (exit 70, death by signal, "internal error" on stderr),
@@ -38,8 +41,18 @@ mapfile -t runs < <(grep -E '^[[:space:]]*// RUN:' "$file")
 ((${#runs[@]} == 1)) || fail "expected exactly one \`// RUN: --passes=...\` line, found ${#runs[@]}"
 read -r -a args <<<"${runs[0]#*// RUN:}"
 has_passes=0
-for a in "${args[@]}"; do
-  [[ "$a" == --passes=* ]] && has_passes=1
+for k in "${!args[@]}"; do
+  a="${args[$k]}"
+  [[ "$a" == --passes=* ]] || continue
+  has_passes=1
+  if [[ -n "${DCCC_PASS_TEST_WITHOUT:-}" ]]; then
+    IFS=, read -r -a names <<<"${a#--passes=}"
+    kept=()
+    for n in "${names[@]}"; do
+      [[ "$n" == "$DCCC_PASS_TEST_WITHOUT" ]] || kept+=("$n")
+    done
+    args[$k]="--passes=$(IFS=,; echo "${kept[*]}")"
+  fi
 done
 ((has_passes)) || fail "the RUN line names no --passes= (a pass test runs the passes it names, no others)"
 grep -qE '//[[:space:]]*CHECK(-[A-Z]+)?:' "$file" || fail "no \`// CHECK:\` line: a test without checks cannot fail"
