@@ -7,6 +7,8 @@
 # FILE has exactly one line `// RUN: --passes=A[,B...] [dccc options]`. The
 # runner runs
 #   DCCC --emit=vloop --verify-each OPTIONS FILE
+# (an `--emit=llvm` or `--emit=cuda` among OPTIONS replaces --emit=vloop, for
+# a pass whose effect the IR text does not show: mark-written-first)
 # and pipes its stdout to `FILECHECK FILE`, which checks the `// CHECK:`,
 # `// CHECK-NEXT:`, `// CHECK-NOT:` ... lines of FILE against it (FileCheck
 # reads only its CHECK lines; dccc skips `//` comments). A .toy FILE is for a
