@@ -270,6 +270,15 @@ Stmt seq_of(std::vector<Stmt> items) {
   return s;
 }
 
+/// The body of a loop or branch: one statement stands alone, as lowering and
+/// build::for_loop make it (passes that look for perfect nests, such as
+/// reorder-loops, take `for a { for c { .. } }` only so); more, or none, are
+/// a Seq.
+Stmt body_of(std::vector<Stmt> items) {
+  if (items.size() == 1 && items[0]->kind != StmtKind::Seq) return std::move(items[0]);
+  return seq_of(std::move(items));
+}
+
 class Parser {
  public:
   Parser(std::vector<Token> toks, DiagnosticEngine& diags) : toks_(std::move(toks)), diags_(diags) {}
@@ -665,7 +674,7 @@ class Parser {
       s->var = bind(v);
       expect("{");
       scope_.push_back(s->var.get());
-      s->body = {seq_of(block())};
+      s->body = {body_of(block())};
       scope_.pop_back();
       expect("}");
       return s;
@@ -677,12 +686,12 @@ class Parser {
       s->value = expr();
       if (s->value->type != Scalar::Bool) invalid(at.range(), "an `if` condition must be a `bool`");
       expect("{");
-      s->body = {seq_of(block())};
+      s->body = {body_of(block())};
       expect("}");
       if (is_word("else") && punct(peek_tok(1), "{")) {
         ++pos_;
         expect("{");
-        s->body.push_back(seq_of(block()));
+        s->body.push_back(body_of(block()));
         expect("}");
       }
       return s;

@@ -9,6 +9,7 @@ PACKAGES=(
   antlr4                 # the ANTLR4 tool (generates the parser at build time)
   libantlr4-runtime-dev  # the ANTLR4 C++ runtime
   llvm-19-dev            # LLVM 19 (CPU backend, later issues)
+  llvm-19-tools          # FileCheck, which checks the pass tests (tests/passes)
   libz3-dev              # Z3 C++ API (extent and bounds proofs)
   libfmt-dev             # fmt (diagnostic formatting)
   libgtest-dev           # GoogleTest (tests/unit)
