@@ -400,10 +400,11 @@ std::string Gen::alloc_decl(const std::vector<Dim>& dims, const std::string& src
 void Gen::new_local(std::ostringstream& body, Fn& fn, const std::string& shape) {
   std::string name = (c_names_ && chance(40)) ? pick(std::vector<std::string>{"status", "result", "n", "k", "int",
                                                                              "unsigned", "offsets", "acc0"})
-                                              : "t" + std::to_string(next_local_);
+                                              : "u" + std::to_string(next_local_);
+  // A name already taken (a parameter, a coupling, another local) gets the plain one.
   for (const Value& v : scope_)
-    if (v.name == name) name = "t" + std::to_string(next_local_);
-  if (name[0] != 't') note_open(open_used_, "c_names");
+    if (v.name == name || v.name.rfind(name + ".", 0) == 0) name = "u" + std::to_string(next_local_);
+  if (name[0] != 'u') note_open(open_used_, "c_names");
   ++next_local_;
   Value v{name, {}, {}, elem_, true};
   std::string src;
@@ -510,7 +511,7 @@ bool Gen::gen_call(std::ostringstream& body, Fn& fn, int k) {
       }
     }
   }
-  std::string name = "t" + std::to_string(next_local_++);
+  std::string name = "u" + std::to_string(next_local_++);
   body << "    let " << name << " = " << g.name << "(";
   for (size_t a = 0; a < args.size(); ++a) body << (a ? ", " : "") << args[a];
   body << ");\n";
@@ -623,7 +624,7 @@ void Gen::gen_function(int k) {
       // A write through an alias of a local.
       std::vector<Value*> locals;
       for (Value& v : scope_)
-        if (v.local && !v.dims.empty() && v.name[0] == 't') locals.push_back(&v);
+        if (v.local && !v.dims.empty() && v.name[0] == 'u') locals.push_back(&v);
       if (!locals.empty() && f_.open_alias_write) {
         Value a = *locals[below(static_cast<int>(locals.size()))];
         std::string from = a.name;
@@ -762,7 +763,8 @@ void Gen::gen_main() {
   m << "    let v0: [" << N_ << "]" << elem_ << ";\n";
   m << "    v0[r] = " << fill_formula(elem_, is_float(), "r * 4 + 1") << ";\n";
   if (uses_docs_) {
-    m << "    let ns: [" << D_ << "]" << len_elem_ << " = [" << join_ints(nsent_) << "];\n";
+    if (D_ == 0) m << "    let ns: [0]" << len_elem_ << ";\n";
+    else m << "    let ns: [" << D_ << "]" << len_elem_ << " = [" << join_ints(nsent_) << "];\n";
     m << "    let nt: [d: " << D_ << "][ns[d]]" << len_elem_ << ";\n";
     m << "    nt[d][s] = " << len_elem_ << "((d * 2 + s + 1) % 4);\n";
     m << "    let z0 = Docs { data: [d: " << D_ << "][s: ns[d]][nt[d][s], " << H_ << "]" << elem_
@@ -960,6 +962,8 @@ Program Gen::run() {
   static const std::vector<std::string> plain = {"f32", "f64", "i32", "i64", "f32", "f64"};
   static const std::vector<std::string> half = {"f16", "bf16"};
   elem_ = (f_.half && chance(15)) ? pick(half) : pick(plain);
+  if (elem_ == "i32" && !f_.open_i32_elem) elem_ = "i64";
+  if (elem_ == "i32") note_open(open_used_, "i32_elem");
   len_elem_ = chance(75) ? "i32" : "i64";
   B_ = chance(10) ? 0 : 1 + below(4);
   H_ = chance(8) ? 0 : 1 + below(3);

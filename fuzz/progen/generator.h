@@ -21,8 +21,18 @@ struct Features {
   bool open_c_names = true;    // parameters named after C keywords and wrapper names
   bool open_multi_call = true;   // one function inlining the same callee twice
   bool open_i32_result = true;   // an i32 scalar result (-o declares it int64_t*: open/i32_scalar_result.toy)
+  bool open_i32_elem = true;     // i32 element type (the simplifier folds i32 constants to i64: open/simplify_*)
   void avoid_open() {
-    open_nested = open_alias_write = open_c_names = open_multi_call = open_i32_result = false;
+    open_nested = open_alias_write = open_c_names = open_multi_call = open_i32_result = open_i32_elem = false;
+  }
+  /// Turns one feature off by name (as in `open_used`, or "half"); false if unknown.
+  bool avoid(const std::string& name) {
+    bool* f = name == "nested" ? &open_nested : name == "alias_write" ? &open_alias_write
+              : name == "c_names" ? &open_c_names : name == "multi_call" ? &open_multi_call
+              : name == "i32_result" ? &open_i32_result : name == "i32_elem" ? &open_i32_elem
+              : name == "half" ? &half : nullptr;
+    if (f) *f = false;
+    return f != nullptr;
   }
 };
 

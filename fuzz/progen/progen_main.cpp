@@ -2,7 +2,7 @@
 // DCC programs and requires every engine to agree on them:
 //
 //   dccc_progen --dccc PATH [--seed S] [-n N] [-j J] [--keep DIR] [--mutate]
-//               [--avoid-open] [--asan] [--no-host] [--cc CC] [--timeout SEC]
+//               [--avoid-open | --avoid F,...] [--asan] [--no-host] [--cc CC] [--timeout SEC]
 //   dccc_progen --print SEED [--avoid-open] [--mutate]   (the program, host and mutation of one seed)
 //
 // Program k of a run has seed S + k, so a failure printed as `seed 1234`
@@ -19,7 +19,9 @@
 // changed); then the check must give a located error (`prog.toy:L:C: error:
 // ... [Kind]`, exit 1) or, if it passes, the run modes must agree.
 // Never acceptable anywhere: exit 70, "internal error", a signal, a timeout.
-// --avoid-open leaves out constructs with known open defects (generator.h).
+// --avoid-open leaves out constructs with known open defects (generator.h);
+// --avoid leaves out some of them: nested, alias_write, c_names, multi_call,
+// i32_result, i32_elem, or half (f16/bf16 element types).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -255,7 +257,8 @@ class Runner {
 
 int usage(const char* msg) {
   std::cerr << "dccc_progen: " << msg
-            << "\nusage: dccc_progen --dccc PATH [--seed S] [-n N] [-j J] [--keep DIR] [--mutate] [--avoid-open]\n"
+            << "\nusage: dccc_progen --dccc PATH [--seed S] [-n N] [-j J] [--keep DIR] [--mutate]\n"
+               "                   [--avoid-open | --avoid nested,alias_write,c_names,multi_call,i32_result,i32_elem,half]\n"
                "                   [--asan] [--no-host] [--cc CC] [--timeout SEC]\n"
                "       dccc_progen --print SEED [--avoid-open] [--mutate]\n";
   return 2;
@@ -277,6 +280,11 @@ int main_impl(int argc, char** argv) {
     else if (a == "--keep") o.keep = value();
     else if (a == "--mutate") o.mutate = true;
     else if (a == "--avoid-open") o.features.avoid_open();
+    else if (a == "--avoid") {
+      std::istringstream list(value());
+      for (std::string f; std::getline(list, f, ',');)
+        if (!o.features.avoid(f)) return usage(("unknown feature " + f).c_str());
+    }
     else if (a == "--asan") o.asan = true;
     else if (a == "--no-host") o.host = false;
     else if (a == "--cc") o.cc = value();
@@ -360,13 +368,24 @@ int main_impl(int argc, char** argv) {
   fs::remove_all(base, ec);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "progen: " << done << " programs (seeds " << o.seed << ".." << o.seed + o.count - 1 << (o.mutate ? ", mutated" : "")
-            << (o.features.open_nested ? "" : ", --avoid-open") << "), " << failed << " failed";
+            << "), " << failed << " failed";
   if (!open_failures.empty()) {
     std::cout << " (using known-open features:";
     for (const auto& [f, n] : open_failures) std::cout << " " << f << " " << n;
     std::cout << ")";
   }
   if (o.mutate) std::cout << "; " << mutated_valid << " mutations stayed valid";
+  std::string avoided;
+  auto flags = [](const Features& f) {
+    return std::vector<bool>{f.open_nested,     f.open_alias_write, f.open_c_names, f.open_multi_call,
+                             f.open_i32_result, f.open_i32_elem,    f.half};
+  };
+  for (const char* f : {"nested", "alias_write", "c_names", "multi_call", "i32_result", "i32_elem", "half"}) {
+    Features probe = o.features;
+    probe.avoid(f);
+    if (flags(probe) == flags(o.features)) avoided += std::string(avoided.empty() ? "" : ",") + f;  // already off
+  }
+  if (!avoided.empty()) std::cout << "; avoiding " << avoided;
   if (host_skipped) std::cout << "; host skipped for " << host_skipped << " (two-level couplings)";
   std::cout << "; " << secs << " s\n";
   return failed ? 1 : 0;
