@@ -470,7 +470,7 @@ bool Gen::gen_call(std::ostringstream& body, Fn& fn, int k) {
   const Fn& g = fns_[j];
   bool dup = fn.inlined.count(j) > 0;
   for (int x : g.inlined) dup |= fn.inlined.count(x) > 0;
-  if (dup && g.has_reduce) note_open(open_used_, "multi_call");
+  if (dup) note_open(open_used_, "multi_call");
   fn.inlined.insert(j);
   for (int x : g.inlined) fn.inlined.insert(x);
   fn.has_reduce |= g.has_reduce;
@@ -593,6 +593,12 @@ void Gen::gen_function(int k) {
   bool has_v = false;
   for (const Param& p : fn.params) has_v |= p.kind == PKind::kV;
   std::ostringstream body;
+  // A mutation that writes a parameter through an alias (read-only).
+  if (!fn.docs && f_.open_alias_write) {
+    std::string b = dom_base(Dom::kBatch, c_names_), i = dom_base(Dom::kPos, c_names_), h = dom_base(Dom::kHead, c_names_);
+    body << mark("", "    let pa = " + fn.params[0].name + ".data;\n    pa[" + b + "][" + i + ", " + h + "] = " +
+                         literal() + ";\n", "write a parameter through an alias");
+  }
   int n = 1 + below(5);
   for (int s = 0; s < n; ++s) {
     int r = below(100);
@@ -757,6 +763,12 @@ void Gen::gen_main() {
       << " };\n";
     m << "    " << x << ".data[b][i, h] = "
       << fill_formula(elem_, is_float(), "b * 7 + i * 3 + h * 5 + " + std::to_string(k)) << ";\n";
+    // A mutation that writes a frozen length array through an alias: an
+    // error once aliases follow storage (issue 21), today `dccc run` reads
+    // past the data.
+    if (k == 0 && f_.open_alias_write)
+      m << mark("", "    let la = " + l + ";\n    la[b] = la[b] + 2;\n    print(" + x + ".data);\n",
+                "write a length array through an alias");
   }
   m << "    let w0: [" << B_ << ", " << M_ << "]" << elem_ << ";\n";
   m << "    w0[b, m] = " << fill_formula(elem_, is_float(), "b * 5 + m * 2 + 3") << ";\n";

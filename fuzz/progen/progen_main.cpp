@@ -159,11 +159,19 @@ std::string first_lines(const std::string& s, int n = 6) {
   return out;
 }
 
+/// The `dccc: run-time error: ...` line of a run's stderr.
+std::string runtime_error(const std::string& err) {
+  size_t at = err.find("run-time error:");
+  if (at == std::string::npos) return "";
+  return err.substr(at, err.find('\n', at) - at);
+}
+
 struct Outcome {
   bool ok = true;
   std::string why;
   bool host_skipped = false;
   bool mutated_valid = false;
+  std::string open_mutation;  // the mutation exercises a known-open defect
 };
 
 class Runner {
@@ -174,11 +182,12 @@ class Runner {
     Program p = generate(seed, o_.features);
     std::string text = p.toy;
     std::string what;
+    Outcome oc;
     if (o_.mutate) text = mutate(p, seed, &what);
+    if (what.find("through an alias") != std::string::npos) oc.open_mutation = "alias_write";
     fs::create_directories(dir);
     spill(dir / "prog.toy", text);
     spill(dir / "host.c", p.host_c);
-    Outcome oc;
     auto fail = [&](const std::string& step, const std::string& why, const Result* r) {
       oc.ok = false;
       oc.why = step + ": " + why;
@@ -217,6 +226,10 @@ class Runner {
       if (runs[m].rc != runs[0].rc)
         return fail("dccc run " + modes[m].first, "exit " + std::to_string(runs[m].rc) + " but --interpret exits " +
                                                       std::to_string(runs[0].rc), &runs[m]);
+      if (runs[0].rc == 3 && runtime_error(runs[m].err) != runtime_error(runs[0].err))
+        return fail("dccc run " + modes[m].first + " vs --interpret",
+                    "run-time error `" + runtime_error(runs[m].err) + "` vs `" + runtime_error(runs[0].err) + "`",
+                    nullptr);
       if (!same_output(runs[0].out, runs[m].out, tol, &why))
         return fail("dccc run " + modes[m].first + " vs --interpret", "stdout differs: " + why, nullptr);
     }
@@ -336,7 +349,9 @@ int main_impl(int argc, char** argv) {
         failed_seeds.push_back(seed);
         Program p = generate(seed, o.features);
         std::string open;
-        for (const std::string& f : p.open_used) open += (open.empty() ? "" : ", ") + f, ++open_failures[f];
+        std::vector<std::string> used = p.open_used;
+        if (!oc.open_mutation.empty()) used.push_back(oc.open_mutation + " (mutation)");
+        for (const std::string& f : used) open += (open.empty() ? "" : ", ") + f, ++open_failures[f];
         std::cerr << "FAIL seed " << seed << (open.empty() ? "" : " [uses known-open: " + open + "]") << "\n    "
                   << oc.why << "\n";
         std::cerr << "    replay: dccc_progen --dccc " << o.dccc << " --seed " << seed << " -n 1"
