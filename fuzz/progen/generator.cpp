@@ -14,8 +14,6 @@
 #include "fuzz/progen/generator.h"
 
 #include <algorithm>
-#include <map>
-#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -121,7 +119,6 @@ class Gen {
   std::string elem_;
   std::string len_elem_;
   std::vector<std::string> open_used_;
-  std::vector<Site> sites_;
   std::vector<std::string> site_repl_, site_what_;
   std::ostringstream out_;
   std::vector<Fn> fns_;
@@ -443,7 +440,6 @@ void Gen::new_local(std::ostringstream& body, Fn& fn, const std::string& shape) 
   std::string l = lhs(v, vars);
   body << "    " << l << " = " << expr(vars, 3) << ";\n";
   scope_.push_back(v);
-  (void)fn;
 }
 
 bool Gen::gen_call(std::ostringstream& body, Fn& fn, int k) {
