@@ -128,6 +128,7 @@ class Gen {
   Fn* cur_ = nullptr;
   int next_cls_ = 0;
   int next_local_ = 0;
+  int fresh_ = 0;  // suffix of the next variable a reduce binds
   bool c_names_ = false;
   // Main's inputs.
   int B_ = 0, H_ = 0, M_ = 0, N_ = 0, D_ = 0;
@@ -274,7 +275,10 @@ std::string Gen::reduce(std::vector<Var>& vars, int depth) {
         chosen.push_back(pick(ok));
         continue;
       }
-      Var nv{var_name(d.dom, inner), d.dom, d.parent >= 0 ? chosen[d.parent] : -1, d.cls};
+      // Unique per program: two sibling reduces must not share a name, or
+      // the enclosing reduce would bind it with two ranges.
+      Var nv{std::string(dom_base(d.dom, c_names_)) + std::to_string(++fresh_), d.dom,
+             d.parent >= 0 ? chosen[d.parent] : -1, d.cls};
       inner.push_back(nv);
       chosen.push_back(static_cast<int>(inner.size()) - 1);
       fresh = true;
