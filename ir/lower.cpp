@@ -694,9 +694,12 @@ class FuncLowerer {
     } else {
       // A scalar result gets its own buffer, so that a scalar local returned
       // keeps its kind.
-      Buffer b = scalar_buffer("result", r.buffer->type);
+      // Its type is the declared result's: `return t;` of an integer `let`
+      // (a size, lowered in i64) from a function returning i32 is an i32.
+      Scalar rt = ret->kind == TypeKind::Scalar ? ret->scalar : r.buffer->type;
+      Buffer b = scalar_buffer("result", rt);
       b->kind = BufferKind::Output;
-      out.push_back(build::store(b, {}, build::load(r.buffer, {})));
+      out.push_back(build::store(b, {}, build::cast(rt, build::load(r.buffer, {}))));
       p.kind = Param::Scalar;
       p.fields.push_back({"value", b});
     }
@@ -841,6 +844,14 @@ class FuncLowerer {
     }
   }
 
+  /// lower_expr with the result in type `t`: an untyped integer expression
+  /// (`1 + 0`) lowers in i64 whatever the context, and the two sides of a
+  /// `select`, `max`, `min` or `pow` must have one type.
+  Expr lower_as(const ast::Expr& e, Scalar t, const StmtInfo& info, std::vector<Stmt>& pre) {
+    Expr x = lower_expr(e, t, info, pre);
+    return x->type == t ? x : build::cast(t, x);
+  }
+
   Expr lower_call(const ast::Expr& e, Scalar t, const StmtInfo& info, std::vector<Stmt>& pre) {
     const std::string& n = e.name;
     static const std::map<std::string, UnOp> math = {{"exp", UnOp::Exp},   {"log", UnOp::Log},   {"sqrt", UnOp::Sqrt},
@@ -854,12 +865,12 @@ class FuncLowerer {
     if (n == "pow" || n == "max" || n == "min") {
       Scalar ot = operand_type(*e.operands[0], *e.operands[1], t);
       BinOp op = n == "pow" ? BinOp::Pow : n == "max" ? BinOp::Max : BinOp::Min;
-      return build::binary(op, lower_expr(*e.operands[0], ot, info, pre), lower_expr(*e.operands[1], ot, info, pre));
+      return build::binary(op, lower_as(*e.operands[0], ot, info, pre), lower_as(*e.operands[1], ot, info, pre));
     }
     if (n == "select") {
       Expr c = lower_expr(*e.operands[0], Scalar::Bool, info, pre);
       Scalar ot = operand_type(*e.operands[1], *e.operands[2], t);
-      return build::select(c, lower_expr(*e.operands[1], ot, info, pre), lower_expr(*e.operands[2], ot, info, pre));
+      return build::select(c, lower_as(*e.operands[1], ot, info, pre), lower_as(*e.operands[2], ot, info, pre));
     }
     if (auto s = scalar_from_name(n)) {
       const ast::Expr& a = *e.operands[0];

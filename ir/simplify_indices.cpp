@@ -718,13 +718,24 @@ class Simplifier {
     return leaves[k++].e;
   }
 
-  static Expr sum(const std::vector<Term>& terms) {
+  /// The sum of `terms`, an integer expression of type `type` (its
+  /// constants take that type: an i64 zero beside an i32 value is ill-typed
+  /// IR).
+  static Expr sum(const std::vector<Term>& terms, Scalar type) {
     Expr out;
     for (const auto& t : terms) {
-      if (!out) out = t.neg ? build::binary(BinOp::Sub, build::int_imm(0), t.e) : t.e;
+      if (!out) out = t.neg ? build::binary(BinOp::Sub, build::int_imm(0, type), t.e) : t.e;
       else out = build::binary(t.neg ? BinOp::Sub : BinOp::Add, out, t.e);
     }
-    return out ? out : build::int_imm(0);
+    return out ? out : build::int_imm(0, type);
+  }
+
+  /// `x` as an expression of type `t`: a rewrite never changes the type of
+  /// what it replaces.
+  static Expr typed(const Expr& x, Scalar t) {
+    if (x->type == t) return x;
+    if (x->kind == ExprKind::IntImm) return build::int_imm(x->int_value, t);
+    return build::cast(t, x);
   }
 
   static Expr times(const Expr& x, const Expr& k) {
@@ -808,7 +819,7 @@ class Simplifier {
         }
       }
     }
-    if (rewritten) return sum(terms);
+    if (rewritten) return typed(sum(terms, e->type), e->type);
     if (!leaves_changed) return e;
     size_t k = 0;
     return reshape(e, terms, k);
@@ -824,26 +835,28 @@ class Simplifier {
     for (const auto& t : terms) {
       const Expr& x = t.e;
       if (x->kind == ExprKind::IntImm && x->int_value % k == 0) {
-        q.push_back({t.neg, build::int_imm(x->int_value / k)});
+        q.push_back({t.neg, build::int_imm(x->int_value / k, x->type)});
       } else if (x->kind == ExprKind::Binary && x->binop == BinOp::Mul && x->args[1]->kind == ExprKind::IntImm &&
                  x->args[1]->int_value % k == 0) {
-        q.push_back({t.neg, times(x->args[0], build::int_imm(x->args[1]->int_value / k))});
+        q.push_back({t.neg, times(x->args[0], build::int_imm(x->args[1]->int_value / k, x->type))});
       } else if (x->kind == ExprKind::Binary && x->binop == BinOp::Mul && x->args[0]->kind == ExprKind::IntImm &&
                  x->args[0]->int_value % k == 0) {
-        q.push_back({t.neg, times(x->args[1], build::int_imm(x->args[0]->int_value / k))});
+        q.push_back({t.neg, times(x->args[1], build::int_imm(x->args[0]->int_value / k, x->type))});
       } else {
         r.push_back(t);
       }
     }
     if (q.empty()) return e;
     std::vector<Expr> cands;
+    const Scalar type = e->type;
     if (e->binop == BinOp::Div) {
-      cands.push_back(sum(q));
-      if (!r.empty()) cands.push_back(add(sum(q), build::binary(BinOp::Div, sum(r), d)));
+      cands.push_back(sum(q, type));
+      if (!r.empty()) cands.push_back(add(sum(q, type), build::binary(BinOp::Div, sum(r, type), d)));
     } else {
-      cands.push_back(sum(r));
-      if (!r.empty()) cands.push_back(build::binary(BinOp::Mod, sum(r), d));
+      cands.push_back(sum(r, type));
+      if (!r.empty()) cands.push_back(build::binary(BinOp::Mod, sum(r, type), d));
     }
+    for (auto& c : cands) c = typed(c, type);
     for (const auto& c : cands)
       if (prove_equal(e, c)) {
         ++report_.indices;

@@ -194,7 +194,12 @@ void Checker::check_let(const ast::Stmt& s, FnCtx& ctx) {
       // A literal's untyped numbers take the annotated element type.
       TypePtr elem = literal_elem_[s.value.get()];
       int errors = diags_.error_count();
-      assign_compatible(types::scalar(annot->scalar), elem, s.value->range, name);
+      // An empty literal (`[]`, `[[], []]`) has no number to disagree with.
+      std::function<bool(const Expr&)> has_number = [&](const Expr& x) {
+        if (x.kind != ExprKind::TensorLit) return true;
+        return std::any_of(x.operands.begin(), x.operands.end(), [&](const auto& o) { return has_number(*o); });
+      };
+      if (has_number(*s.value)) assign_compatible(types::scalar(annot->scalar), elem, s.value->range, name);
       std::function<void(const Expr&)> each = [&](const Expr& x) {
         if (x.kind == ExprKind::TensorLit) for (const auto& o : x.operands) each(*o);
         else check_literal_fits(x, annot->scalar);
