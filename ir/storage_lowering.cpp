@@ -16,6 +16,7 @@ namespace {
 
 struct Unsupported {
   std::string what;
+  SourceRange at;  // the declaration of the buffer that needs it
 };
 
 class StorageLowerer {
@@ -71,7 +72,7 @@ class StorageLowerer {
       // Everything from j inward depends on dimension j: a prefix array.
       if (j < b.pad.size() && b.pad[j] > 1)
         throw Unsupported{fmt::format("buffer `{}`: storage padding of dimension {}, which sizes inner dimensions",
-                                      b.name, j)};
+                                      b.name, j), b.at};
       Buffer a = aux_for(b, j);
       return mul(size, build::cast(Scalar::I64, build::load(a, {extent})));
     }
@@ -85,7 +86,7 @@ class StorageLowerer {
     for (size_t o = 0; o < j; ++o)
       if (mentions(extent, b.dims[o].var))
         throw Unsupported{fmt::format("buffer `{}`: dimension {} sizes inner dimensions but its own extent depends on "
-                                      "an outer one", b.name, j)};
+                                      "an outer one", b.name, j), b.at};
     Var y = make_var("y");
     auto env = identity(b);
     env[v.get()] = build::var(y);
@@ -93,7 +94,7 @@ class StorageLowerer {
     for (size_t o = 0; o < j; ++o)
       if (mentions(slice, b.dims[o].var))
         throw Unsupported{fmt::format("buffer `{}`: the slices below dimension {} depend on more than one outer "
-                                      "dimension", b.name, j)};
+                                      "dimension", b.name, j), b.at};
     // Share identical definitions, up to the order of the slice's factors
     // (`(seqlen * H) * D` and `(H * D) * seqlen`: the same i64 products).
     std::vector<Expr> factors;
@@ -133,6 +134,7 @@ class StorageLowerer {
     a->name = fmt::format("A{}", aux_by_key_.size());
     a->type = Scalar::I64;
     a->kind = BufferKind::Aux;
+    a->at = b.at;  // the first buffer it serves
     Var ad = make_var("x");
     a->dims = {{ad, add(extent, build::int_imm(1))}};
     a->pad = {1};
@@ -318,7 +320,7 @@ bool lower_storage(Func& f, DiagnosticEngine& diags) {
     s.finish();
     return true;
   } catch (const Unsupported& u) {
-    diags.report(DiagKind::Unsupported, SourceRange{}, fmt::format("in `{}`: {}", f.name, u.what));
+    diags.report(DiagKind::Unsupported, u.at.valid() ? u.at : f.at, fmt::format("in `{}`: {}", f.name, u.what));
     return false;
   }
 }
