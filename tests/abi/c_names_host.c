@@ -95,8 +95,27 @@ static void check_printf(void) {
   for (int x = 0; x < 3; ++x) expect_close("printf_", x, got[x], (double)a[x] * s[x] + 2.0 * -1.5 + r[x] + total);
 }
 
+static void check_case(void) {
+  float v[20];
+  for (int q = 0; q < 20; ++q) v[q] = 0.5f * (float)(q + 1);
+  float nv[2] = {1, -2}, sv[2] = {3, 0.25f}, kv[2] = {-1, 4};
+  case__n_t n = {(float*)to_lib(nv, sizeof nv), 2, 2};
+  case__status_t status = {(float*)to_lib(sv, sizeof sv), 2, 2};
+  case__key_t key = {(float*)to_lib(kv, sizeof kv), 2, 2};
+  case__result_t result = {(float*)lib_alloc(2 * sizeof(float)), 2, 2};
+  expect_ok("case_", case_(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14],
+                           v[15], v[16], v[17], v[18], v[19], &n, &status, &key, &result));
+  float got[2];
+  from_lib(got, result.data, sizeof got);
+  /* hoist0 = 2 * (sum v[0..4]) + 3 * (sum v[5..9]) + 4 * (sum v[10..14]) + 5 * (sum v[15..19]) + sum(status) */
+  double hoist0 = (double)sv[0] + sv[1];
+  for (int q = 0; q < 20; ++q) hoist0 += (2 + q / 5) * (double)v[q];
+  for (int x = 0; x < 2; ++x) expect_close("case_", x, got[x], (double)nv[x] * sv[x] + kv[x] + hoist0);
+}
+
 int main(void) {
   check_double();
+  check_case();
   check_struct();
   check_printf();
   if (host_failures) {
