@@ -49,7 +49,7 @@ Stmt expand(const Buffer& b) {
 
 Stmt walk(const Stmt& s) {
   if (!s) return s;
-  if (s->kind == StmtKind::Print && s->buffer) return expand(s->buffer);
+  if (s->kind == StmtKind::Print && s->buffer) return build::located(expand(s->buffer), s->at);
   if (s->body.empty()) return s;
   auto copy = std::make_shared<StmtNode>(*s);
   for (auto& c : copy->body) c = walk(c);

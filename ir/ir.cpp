@@ -225,6 +225,14 @@ Stmt flat_store(const Buffer& b, Expr offset, Expr value) {
   s->flat = true;
   return s;
 }
+
+Stmt located(const Stmt& s, SourceRange at) {
+  if (!s || !at.valid()) return s;
+  auto n = std::make_shared<StmtNode>(*s);
+  if (!n->at.valid()) n->at = at;
+  for (auto& c : n->body) c = located(c, at);
+  return n;
+}
 }  // namespace build
 
 bool mentions(const Expr& e, const Var& v) {

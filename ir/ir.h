@@ -118,6 +118,9 @@ struct StmtNode {
                                // constraint as written, for the run-time error
   bool newline = true;         // Print: end with a newline
   bool flat = false;           // Store: args[0] is a storage offset (after storage lowering)
+  /// The source statement, for the back ends' [Unsupported] diagnostics
+  /// (set by lowering on prints and inlined `where` checks; empty: none).
+  SourceRange at;
 };
 
 /// One dimension of a buffer: its extent may mention the variables of outer
@@ -146,8 +149,9 @@ struct BufferNode {
   /// that the tensor's first statement stores every element before anything
   /// reads it (ir/written_first.h), so the backends skip the fill.
   bool zero_fill = true;
-  /// Where the source declares it (a coupling field, a parameter, a `let`),
-  /// for diagnostics about its layout; empty for buffers the passes make.
+  /// The declaration the buffer stands for (a parameter, a `let`, a
+  /// construction, a `reduce`), where storage lowering and the back ends
+  /// report what they cannot compile (empty: none, e.g. IR text).
   SourceRange at;
 };
 
@@ -173,6 +177,8 @@ struct Param {
   /// Size fields carried by the argument, with the value each must have in
   /// terms of the function's sizes (a SizeRef, or a constant from `const`).
   std::vector<std::pair<std::string, Expr>> sizes;
+  /// The parameter's name (the `return` for a result), for diagnostics.
+  SourceRange at;
 };
 
 /// A `where` constraint checked on entry: for every value of `vars` (each
@@ -222,6 +228,7 @@ struct GpuMapping {
 /// A lowered function: buffers in declaration order and one body.
 struct Func {
   std::string name;
+  SourceRange at;  // the function's name in its declaration (empty for IR text)
   std::vector<SizeParam> sizes;
   std::vector<Buffer> buffers;  // inputs, outputs, locals, accumulators
   std::vector<Param> params;
@@ -272,6 +279,10 @@ Expr flat_load(const Buffer& b, Expr offset);
 /// itself when k == 1 or e is a constant multiple of k.
 Expr round_up(Expr e, int64_t k);
 Stmt flat_store(const Buffer& b, Expr offset, Expr value);
+/// `s` with `at` set on it and on the statements inside it that have no
+/// location yet (a print or an inlined `where` check and the loops around
+/// it), for the back ends' diagnostics.
+Stmt located(const Stmt& s, SourceRange at);
 }  // namespace build
 
 /// The input buffers of `f` in dependency order (length buffers before the

@@ -42,6 +42,7 @@ class FuncLowerer {
 
   Func run() {
     f_->name = cf_.decl->name.name;
+    f_->at = cf_.decl->name.range;
     // Sizes the arguments carry; those only the return type names (`B` of
     // `let B = len(xs)`) are values the body computes.
     std::set<std::string> carried;
@@ -124,7 +125,7 @@ class FuncLowerer {
     for (const auto& fact : callee.entry_facts) {
       EntryCheck c = child.lower_check(fact);
       c.text += " (calling `" + e.name + "`)";
-      out.push_back(child.assertion(c));
+      out.push_back(build::located(child.assertion(c), e.range));
     }
     for (const auto& s : callee.decl->body) {
       out.push_back(child.lower_stmt(*s));
@@ -287,8 +288,11 @@ class FuncLowerer {
 
   void lower_param(const std::string& name, const TypePtr& t) {
     SourceRange at = cf_.decl->name.range;
+    for (const auto& ap : cf_.decl->params)
+      if (ap.name.name == name) at = ap.name.range;
     Param p;
     p.name = name;
+    p.at = at;
     if (t->kind == TypeKind::Coupling) {
       p.kind = Param::Coupling;
       p.type_name = t->coupling->name;
@@ -329,6 +333,7 @@ class FuncLowerer {
     list_sizes_["len(" + name + ")"] = count;
     p.sizes.push_back({"count", build::size(count)});
     auto len = std::make_shared<BufferNode>();
+    len->at = at;
     len->name = name + ".len";
     len->type = Scalar::I32;
     len->kind = BufferKind::Input;
@@ -337,6 +342,7 @@ class FuncLowerer {
     f_->buffers.push_back(len);
     arrays_[len->name] = len;
     auto data = std::make_shared<BufferNode>();
+    data->at = at;
     data->name = name;
     data->type = elem->scalar;
     data->kind = BufferKind::Input;
@@ -678,6 +684,7 @@ class FuncLowerer {
     const TypePtr& ret = cf_.ret;
     Param p;
     p.name = "result";
+    p.at = s.range;
     auto output = [&](Buffer b) {
       if (b->kind == BufferKind::Local) b->kind = BufferKind::Output;
       if (b->kind == BufferKind::Scalar) b->kind = BufferKind::Output;
@@ -726,9 +733,10 @@ class FuncLowerer {
           st->kind = StmtKind::Print;
           st->buffer = r.buffer;
           st->text = a->name;
+          st->at = a->range;
           pre.push_back(st);
         } else if (r.kind == Value::Scalar) {
-          pre.push_back(build::print("", {build::load(r.buffer, {})}));
+          pre.push_back(build::located(build::print("", {build::load(r.buffer, {})}), a->range));
         } else {
           unsupported(a->range, "printing a whole coupling; print its fields");
         }
@@ -741,6 +749,7 @@ class FuncLowerer {
         st->kind = StmtKind::Print;
         st->buffer = arrays_[p->second];
         st->text = p->second;
+        st->at = a->range;
         out.push_back(st);
         continue;
       }
@@ -752,7 +761,7 @@ class FuncLowerer {
       }
       std::vector<Stmt> pre;
       Expr v = lower_expr(*a, want, info, pre);
-      pre.push_back(build::print("", {v}));
+      pre.push_back(build::located(build::print("", {v}), a->range));
       out.push_back(build::seq(std::move(pre)));
     }
     return build::seq(std::move(out));
@@ -899,6 +908,7 @@ class FuncLowerer {
     // 16-bit floats accumulate in f32.
     Scalar acc_t = (t == Scalar::F16 || t == Scalar::BF16) ? Scalar::F32 : t;
     auto acc = std::make_shared<BufferNode>();
+    acc->at = e.range;
     acc->name = fmt::format("{}acc{}", prefix_, acc_counter_++);
     acc->type = acc_t;
     acc->kind = BufferKind::Scalar;

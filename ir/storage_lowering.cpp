@@ -201,6 +201,7 @@ class StorageLowerer {
     a->name = fmt::format("A{}", aux_by_key_.size() + nested_by_key_.size());
     a->type = Scalar::I64;
     a->kind = BufferKind::Aux;
+    a->at = b.at;  // the first buffer it serves
     Var ad = make_var("x");
     a->dims = {{ad, add(extent, build::int_imm(1))}};
     a->pad = {1};
@@ -390,7 +391,7 @@ bool lower_storage(Func& f, DiagnosticEngine& diags) {
     s.finish();
     return true;
   } catch (const Unsupported& u) {
-    diags.report(DiagKind::Unsupported, u.at, fmt::format("in `{}`: {}", f.name, u.what));
+    diags.report(DiagKind::Unsupported, u.at.valid() ? u.at : f.at, fmt::format("in `{}`: {}", f.name, u.what));
     return false;
   }
 }

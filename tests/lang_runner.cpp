@@ -12,7 +12,10 @@
 //                                                (default), typed, ast, vloop,
 //                                                cuda (--emit=MODE: the CUDA
 //                                                target's source, no GPU needed)
-//                                                or run (`dccc run`)
+//                                                run (`dccc run`) or lib
+//                                                (`dccc FILE -o DIR/lib.so` into
+//                                                a fresh directory; --target=cuda
+//                                                allowed: back-end errors)
 //   EXPECT-OK                                    the program checks with no errors
 //   EXPECT-ERROR[@loc] [Kind] message-substring  an error on the comment's line
 //   EXPECT-WARNING[@loc] [Kind] message-substring
@@ -43,6 +46,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -184,12 +188,17 @@ void parse_comment(std::string_view comment, int line_no, TestSpec& spec) {
     std::istringstream in(rest.substr(1));
     std::string mode;
     in >> mode;
-    if (mode != "check" && mode != "typed" && mode != "ast" && mode != "vloop" && mode != "cuda" && mode != "run")
-      return problem("unknown RUN mode `" + mode + "`; expected check, typed, ast, vloop, cuda or run");
+    if (mode != "check" && mode != "typed" && mode != "ast" && mode != "vloop" && mode != "cuda" && mode != "run" &&
+        mode != "lib")
+      return problem("unknown RUN mode `" + mode + "`; expected check, typed, ast, vloop, cuda, run or lib");
     if (spec.has_run) return problem("more than one RUN directive");
     spec.has_run = true;
     spec.mode = mode;
     for (std::string arg; in >> arg;) {
+      if (mode == "lib" && arg == "--target=cuda") {
+        spec.extra_args.push_back(arg);
+        continue;
+      }
       if (!starts_with(arg, "-D")) return problem("RUN accepts only -DNAME=VALUE arguments, not `" + arg + "`");
       spec.extra_args.push_back(arg);
     }
@@ -480,11 +489,27 @@ int run_test(const std::string& dccc, const std::string& path) {
   std::vector<std::string> args = {dccc};
   if (spec.mode == "run") args.push_back("run");  // must come first
   else if (spec.mode == "check") args.push_back("--check");
-  else args.push_back("--emit=" + spec.mode);
+  else if (spec.mode != "lib") args.push_back("--emit=" + spec.mode);
   args.push_back("--max-errors=1000000");
   for (const auto& a : spec.extra_args) args.push_back(a);
   args.push_back(path);
+  // `RUN: lib`: the library and its headers go to a fresh directory, removed after.
+  std::string lib_dir;
+  if (spec.mode == "lib") {
+    std::string templ = (fs::temp_directory_path() / "lang_runner_lib.XXXXXX").string();
+    if (!mkdtemp(templ.data())) {
+      std::cout << "FAIL " << path << ": cannot create a temporary directory\n";
+      return 1;
+    }
+    lib_dir = templ;
+    args.push_back("-o");
+    args.push_back(lib_dir + "/lib.so");
+  }
   RunResult r = run_process(args, 120);
+  if (!lib_dir.empty()) {
+    std::error_code rm_ec;
+    fs::remove_all(lib_dir, rm_ec);
+  }
 
   std::string command;
   for (const auto& a : args) command += (command.empty() ? "" : " ") + a;

@@ -406,12 +406,9 @@ int run(const Options& o) {
   if (o.emit == "cuda") {
     try {
       std::cout << dccc::backend::emit_cuda(*module);
-    } catch (const dccc::backend::CudaUnsupported& e) {
+    } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
       std::cerr << diags.error_count() << " error(s) generated.\n";
-      return kExitErrors;
-    } catch (const std::runtime_error& e) {
-      std::cerr << "dccc: error: " << e.what() << "\n";
       return kExitErrors;
     }
     if (o.output.empty()) return kExitOk;
@@ -565,6 +562,9 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
   fs::path obj = tmp / "kernels.o";
   const bool cuda = o.target == dccc::ir::Target::Cuda;
   try {
+    // Valid, distinct C names for what the host sees, before any back end
+    // prints one.
+    dccc::backend::assign_c_names(m, o.target);
     if (cuda) {
       std::ofstream(tmp / "kernels.cu") << dccc::backend::emit_cuda(m) << dccc::backend::emit_cuda_prelude(m);
     } else if (!dccc::backend::emit_object(m, obj.string(), error)) {
@@ -577,12 +577,9 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
     std::ofstream(header) << dccc::backend::emit_header(m, fs::path(o.file).filename().string(), guard);
     std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(
         m, header.filename().string(), o.target);
-  } catch (const dccc::backend::CudaUnsupported& e) {
+  } catch (const dccc::backend::BackendUnsupported& e) {
     std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
     std::cerr << diags.error_count() << " error(s) generated.\n";
-    return kExitErrors;
-  } catch (const std::runtime_error& e) {
-    std::cerr << "dccc: error: " << e.what() << "\n";
     return kExitErrors;
   }
   fs::copy_file(DCCC_RUNTIME_HEADER, out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <map>
 #include <regex>
@@ -84,14 +85,18 @@ void emit_struct(const ir::Func& f, const Param& p, std::set<std::string>& done,
   out += fmt::format("}} {};\n\n", name);
 }
 
-std::string signature(const ir::Func& f, const std::string& name) {
+/// A parameter's C name: in the header its name (assign_c_names made it a
+/// valid one), in the wrapper's definitions CNames::arg.
+std::string param_name(const Param& p, bool def) { return def ? CNames::arg(p.name) : ident(p.name); }
+
+std::string signature(const ir::Func& f, const std::string& name, bool def = false) {
   std::string out = "dcc_status " + name + "(";
   bool first = true;
   for (const auto& p : f.params) {
     out += first ? "" : ", ";
     first = false;
-    if (p.kind == Param::Scalar) out += fmt::format("{} {}", c_type(p.fields[0].second->type), ident(p.name));
-    else out += fmt::format("const {}* {}", struct_name(f, p), ident(p.name));
+    if (p.kind == Param::Scalar) out += fmt::format("{} {}", c_type(p.fields[0].second->type), param_name(p, def));
+    else out += fmt::format("const {}* {}", struct_name(f, p), param_name(p, def));
   }
   for (const auto& r : f.results) {
     out += first ? "" : ", ";
@@ -104,12 +109,12 @@ std::string signature(const ir::Func& f, const std::string& name) {
 }
 
 /// The parameters of `f` as C, with or without the result pointer.
-std::string param_list(const ir::Func& f, bool with_result) {
+std::string param_list(const ir::Func& f, bool with_result, bool def) {
   std::string out;
   for (const auto& p : f.params) {
     out += out.empty() ? "" : ", ";
-    if (p.kind == Param::Scalar) out += fmt::format("{} {}", c_type(p.fields[0].second->type), ident(p.name));
-    else out += fmt::format("const {}* {}", struct_name(f, p), ident(p.name));
+    if (p.kind == Param::Scalar) out += fmt::format("{} {}", c_type(p.fields[0].second->type), param_name(p, def));
+    else out += fmt::format("const {}* {}", struct_name(f, p), param_name(p, def));
   }
   if (with_result)
     for (const auto& r : f.results) {
@@ -121,14 +126,14 @@ std::string param_list(const ir::Func& f, bool with_result) {
 }
 
 /// `dcc_status f_prelude(args..., dcc_prelude** prelude)`.
-std::string prelude_signature(const ir::Func& f) {
-  std::string params = param_list(f, false);
+std::string prelude_signature(const ir::Func& f, bool def = false) {
+  std::string params = param_list(f, false, def);
   return "dcc_status " + f.name + "_prelude(" + params + (params.empty() ? "" : ", ") + "dcc_prelude** prelude)";
 }
 
 /// `dcc_status f_with_prelude(const dcc_prelude* prelude, args..., result)`.
-std::string with_prelude_signature(const ir::Func& f) {
-  std::string params = param_list(f, true);
+std::string with_prelude_signature(const ir::Func& f, bool def = false) {
+  std::string params = param_list(f, true, def);
   return "dcc_status " + f.name + "_with_prelude(const dcc_prelude* prelude" + (params.empty() ? "" : ", ") + params + ")";
 }
 
@@ -273,8 +278,11 @@ std::vector<PreludeUnit> prelude_units(const ir::Func& f) {
           });
         if (bad) return {};
       }
+  const CNames names(f);
   for (auto& u : units) {
     CEmitter ce;
+    ce.names = &names;
+    ce.at = f.at;
     auto note = [&](const ir::ExprNode& e) {
       if (e.kind == ExprKind::SizeRef && std::find(u.sizes.begin(), u.sizes.end(), e.name) == u.sizes.end())
         u.sizes.push_back(e.name);
@@ -310,7 +318,7 @@ std::vector<PreludeUnit> prelude_units(const ir::Func& f) {
     std::string text = decl + totals + body;
     // Sizes by position, not by name: `s_H` is S0 here if H is read first.
     for (size_t k = 0; k < u.sizes.size(); ++k)
-      text = std::regex_replace(text, std::regex("\\bs_" + ident(u.sizes[k]) + "\\b"), "S" + std::to_string(k));
+      text = std::regex_replace(text, std::regex("\\bs_" + names.size(u.sizes[k]) + "\\b"), "S" + std::to_string(k));
     u.definition = text;
     u.kind = fnv1a(text);
   }
@@ -358,18 +366,31 @@ std::string literal(const std::string& s) {
   return out;
 }
 
+/// The wrapper's locals of list argument `p` (`l_xs__packed`, `__rows`,
+/// `__row`): a family of their own, apart from the parameters' `a_`.
+std::string list_local(const Param& p) { return "l_" + ident(p.name); }
+
+/// `text` with the list locals written as `ARG__x` renamed to `LOCAL__x`.
+std::string to_list_locals(std::string text, const std::string& arg, const std::string& local) {
+  for (size_t at = 0; (at = text.find(arg + "__", at)) != std::string::npos; at += local.size() + 2)
+    text.replace(at, arg.size() + 2, local + "__");
+  return text;
+}
+
 void emit_prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks,
                   std::set<uint64_t>& emitted_units) {
   const bool cuda = target == Target::Cuda;
   for (const auto& p : f.params)
     if (cuda && p.kind == Param::List)
-      throw std::runtime_error("the CUDA target does not support `list` parameters (`" + p.name + "` of `" + f.name +
-                               "`) yet");
+      throw BackendUnsupported(p.at, "a `list` parameter on the CUDA target (`" + p.name + "` of `" + f.name + "`)");
+  const CNames names(f);
   CEmitter c;
+  c.names = &names;
+  c.at = f.at;
   std::string fn = f.name;
   out += "static dcc_status " + fn + "__prepare(";
   {
-    std::string sig = signature(f, "");
+    std::string sig = signature(f, "", true);
     size_t open = sig.find('(');
     std::string params = sig.substr(open + 1, sig.size() - open - 2);
     out += (params == "void" ? std::string() : params + ", ") + "dcc_prelude* held, int run) {\n";
@@ -379,22 +400,22 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   std::map<const BufferNode*, std::pair<std::string, std::string>> where;  // buffer -> (param, field)
   for (const auto& p : f.params) {
     if (p.kind == Param::Scalar) {
-      c.buffers[p.fields[0].second.get()] = ident(p.name);
+      c.buffers[p.fields[0].second.get()] = CNames::arg(p.name);
       continue;
     }
-    out += fmt::format("  if (!{}) return {}\n", ident(p.name),
+    out += fmt::format("  if (!{}) return {}\n", CNames::arg(p.name),
                        fail("DCC_ERR_NULL_POINTER", quote(fn + ": argument `" + p.name + "` is NULL")));
     if (p.kind == Param::List) {
       // The elements are packed into one buffer before the kernel runs.
       const Buffer& data = p.fields[0].second;
-      c.buffers[data.get()] = ident(p.name) + "__packed";
-      c.buffers[p.fields[1].second.get()] = ident(p.name) + "->len";
+      c.buffers[data.get()] = list_local(p) + "__packed";
+      c.buffers[p.fields[1].second.get()] = CNames::arg(p.name) + "->len";
       out += fmt::format("  {}* {}__packed = NULL;\n  int64_t {}__rows = 0, {}__row = 1;\n", c_type(data->type),
-                         ident(p.name), ident(p.name), ident(p.name));
+                         list_local(p), list_local(p), list_local(p));
       continue;
     }
     for (const auto& [field, buf] : p.fields) {
-      c.buffers[buf.get()] = ident(p.name) + "->" + ident(field);
+      c.buffers[buf.get()] = CNames::arg(p.name) + "->" + ident(field);
       where[buf.get()] = {p.name, field};
     }
   }
@@ -406,12 +427,12 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   }
   for (const auto& b : f.buffers) {
     if (b->kind == BufferKind::Aux) {
-      c.buffers[b.get()] = ident(b->name);
-      out += fmt::format("  int64_t* {} = NULL;\n", ident(b->name));
-      if (cuda) out += fmt::format("  int64_t* d_{} = NULL;\n", ident(b->name));
+      c.buffers[b.get()] = "b_" + names.buf(b.get());
+      out += fmt::format("  int64_t* b_{} = NULL;\n", names.buf(b.get()));
+      if (cuda) out += fmt::format("  int64_t* d_{} = NULL;\n", names.buf(b.get()));
     } else if (b->kind == BufferKind::Scalar) {
-      c.buffers[b.get()] = ident(b->name);
-      out += fmt::format("  int64_t {} = 0;\n", ident(b->name));
+      c.buffers[b.get()] = "b_" + names.buf(b.get());
+      out += fmt::format("  int64_t b_{} = 0;\n", names.buf(b.get()));
     }
   }
   // Host copies of integer input arrays (CUDA target), declared before the
@@ -419,19 +440,19 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   std::vector<std::string> staged;
   for (const auto& b : f.buffers)
     if (cuda && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) {
-      staged.push_back("h_" + ident(b->name));
-      out += fmt::format("  void* h_{} = NULL;\n", ident(b->name));
+      staged.push_back("h_" + names.buf(b.get()));
+      out += fmt::format("  void* h_{} = NULL;\n", names.buf(b.get()));
     }
   // Sizes: every argument carrying a size must agree.
-  for (const auto& s : f.sizes) out += fmt::format("  int64_t s_{} = 0;\n  int have_{} = 0;\n", ident(s.name), ident(s.name));
+  for (const auto& s : f.sizes) out += fmt::format("  int64_t s_{} = 0;\n  int have_{} = 0;\n", names.size(s.name), names.size(s.name));
   for (const auto& p : f.params) {
     for (const auto& [size, expect] : p.sizes) {
-      std::string got = ident(p.name) + "->" + ident(size);
+      std::string got = CNames::arg(p.name) + "->" + ident(size);
       out += fmt::format("  if ({} < 0) {{ {} goto done; }}\n", got,
                          fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + ": " + p.name + "." + size + " is %lld; sizes must be >= 0"),
                               "(long long)" + got));
       if (expect->kind == ExprKind::SizeRef) {
-        std::string s = ident(expect->name);
+        std::string s = names.size(expect->name);
         out += fmt::format("  if (have_{} && {} != s_{}) {{ {} goto done; }}\n", s, got, s,
                            fail("DCC_ERR_SIZE_MISMATCH",
                                 quote(fn + ": size `" + expect->name + "` is %lld in `" + p.name + "` but %lld in an earlier argument"),
@@ -447,14 +468,15 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     }
   }
   for (const auto& s : f.sizes)
-    out += fmt::format("  if (!have_{}) {{ {} goto done; }}\n", ident(s.name),
+    out += fmt::format("  if (!have_{}) {{ {} goto done; }}\n", names.size(s.name),
                        fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + ": no argument carries size `" + s.name + "`")));
 
   // List arguments: pointers, lengths, the packed element count.
   for (const auto& p : f.params) {
     if (p.kind != Param::List) continue;
     const Buffer& data = p.fields[0].second;
-    std::string a = ident(p.name), count = c.expr(p.sizes[0].second);
+    std::string a = CNames::arg(p.name), count = c.expr(p.sizes[0].second);
+    const size_t from = out.size();
     out += fmt::format("  if ({} > 0 && (!{}->len || !{}->data)) {{ {} goto done; }}\n", count, a, a,
                        fail("DCC_ERR_NULL_POINTER", quote(fn + ": " + p.name + ".len or " + p.name + ".data is NULL")));
     out += "  ovf = 0;\n";
@@ -470,6 +492,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     out += fmt::format("  (void)dcc__mul({0}__rows, {0}__row, &ovf);\n", a);
     out += fmt::format("  if (ovf || (uint64_t)({0}__rows * {0}__row) > SIZE_MAX / sizeof *{0}__packed) {{ {1} goto done; }}\n", a,
                        fail("DCC_ERR_OVERFLOW", quote(fn + ": the element count of " + p.name + " overflows")));
+    out.replace(from, std::string::npos, to_list_locals(out.substr(from), a, list_local(p)));
   }
 
   // Inputs: element counts, then lengths must be non-negative. Buffers whose
@@ -481,8 +504,8 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   auto check_input = [&](const Buffer& b) {
     auto [param, field] = where.at(b.get());
     std::string ptr = c.buffers.at(b.get());
-    std::string len = ident(param) + "->" + ident(field) + "_len";
-    std::string total = "t_" + ident(b->name);
+    std::string len = CNames::arg(param) + "->" + ident(field) + "_len";
+    std::string total = "t_" + names.buf(b.get());
     // FN_prelude (run == 2) reads the sizes and the length arrays only.
     out += fmt::format("  {}{{\n    ovf = 0;\n    const int64_t {} = {};\n", lengths.count(b.get()) ? "" : "if (run != 2) ", total,
                        c.expr(b->total));
@@ -497,7 +520,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     if (cuda && is_int(b->type)) {
       // Integer arrays (lengths) live on the device: checks and the
       // prelude read a host copy.
-      std::string h = "h_" + ident(b->name);
+      std::string h = "h_" + names.buf(b.get());
       out += fmt::format("    {} = dcc__cuda_stage({}, (size_t){} * sizeof({}));\n", h, ptr, total, c_type(b->type));
       out += fmt::format("    if (!{}) {{ st = dcc_last_status(); goto done; }}\n", h);
       ptr = fmt::format("(({}*){})", c_type(b->type), h);
@@ -539,13 +562,13 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   // elements) is sized once that one is filled: in its prelude unit, or
   // before the prelude statement that fills it.
   auto size_aux = [&](const Buffer& b, const std::string& indent, bool declare) {
-    out += fmt::format("{0}ovf = 0;\n{0}{1}n_{2} = {3};\n", indent, declare ? "const int64_t " : "", ident(b->name),
+    out += fmt::format("{0}ovf = 0;\n{0}{1}n_{2} = {3};\n", indent, declare ? "const int64_t " : "", names.buf(b.get()),
                        c.expr(b->total));
     out += fmt::format("{0}if (ovf || n_{1} < 0 || (uint64_t)n_{1} > SIZE_MAX / 8 / {2}) {{ {3} goto done; }}\n", indent,
-                       ident(b->name), all_aux.size() + 1, fail("DCC_ERR_OVERFLOW", quote(fn + ": offset array size overflows")));
+                       names.buf(b.get()), all_aux.size() + 1, fail("DCC_ERR_OVERFLOW", quote(fn + ": offset array size overflows")));
   };
   for (const auto& b : all_aux) {
-    if (reads_aux(b->total)) out += fmt::format("  int64_t n_{} = 0;\n", ident(b->name));
+    if (reads_aux(b->total)) out += fmt::format("  int64_t n_{} = 0;\n", names.buf(b.get()));
     else size_aux(b, "  ", true);
   }
   if (cached) {
@@ -574,7 +597,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
       for (const auto& b : u.aux)
         if (reads_aux(b->total)) size_aux(b, "    ", false);
       out += "    int64_t elems = 0;\n";
-      for (const auto& b : u.aux) out += fmt::format("    elems = dcc__add(elems, n_{}, &ovf);\n", ident(b->name));
+      for (const auto& b : u.aux) out += fmt::format("    elems = dcc__add(elems, n_{}, &ovf);\n", names.buf(b.get()));
       out += fmt::format("    if (ovf || (uint64_t)key_bytes > SIZE_MAX || (uint64_t)elems > SIZE_MAX / 8) {{ {} goto done; }}\n",
                          fail("DCC_ERR_OVERFLOW", quote(fn + ": the prelude's key or size overflows")));
       out += "    unsigned char key_stack[1024];\n"
@@ -582,7 +605,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
              "    if (!key) { st = DCC_ERR_OUT_OF_MEMORY; goto done; }\n"
              "    size_t at = 0;\n    int64_t w;\n";
       out += "    w = " + std::to_string(u.sizes.size()) + ";\n    memcpy(key + at, &w, 8);\n    at += 8;\n";
-      for (const auto& sz : u.sizes) out += fmt::format("    memcpy(key + at, &s_{}, 8);\n    at += 8;\n", ident(sz));
+      for (const auto& sz : u.sizes) out += fmt::format("    memcpy(key + at, &s_{}, 8);\n    at += 8;\n", names.size(sz));
       std::string ls = "    const void* const pu_l[] = {";
       for (const auto& b : u.inputs) {
         std::string ptr = c.buffers.at(b.get());
@@ -596,9 +619,9 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
         }
       }
       out += ls + "NULL};\n    const int64_t pu_s[] = {";
-      for (const auto& sz : u.sizes) out += "s_" + ident(sz) + ", ";
+      for (const auto& sz : u.sizes) out += "s_" + names.size(sz) + ", ";
       out += "0};\n    const int64_t pu_n[] = {";
-      for (const auto& b : u.aux) out += "n_" + ident(b->name) + ", ";
+      for (const auto& b : u.aux) out += "n_" + names.buf(b.get()) + ", ";
       out += "0};\n";
       out += fmt::format("    struct dcc__prelude_ctx pc = {{{}, pu_s, pu_l, pu_n}};\n", quote(fn));
       out += "    (void)pc;\n    const void* pre = NULL;\n";
@@ -637,14 +660,14 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
                          fail("DCC_ERR_INVALID_ARGUMENT", quote(fn + "_with_prelude: the prelude holds no arrays for `" + fn + "` (add them with " + fn + "_prelude)")));
       std::string prev = "(int64_t*)pre";
       for (const auto& b : u.aux) {
-        out += fmt::format("    {} = {};\n", ident(b->name), prev);
-        prev = fmt::format("{} + n_{}", ident(b->name), ident(b->name));
+        out += fmt::format("    b_{} = {};\n", names.buf(b.get()), prev);
+        prev = fmt::format("b_{0} + n_{0}", names.buf(b.get()));
       }
       if (cuda) {
         prev = "*(int64_t* const*)dpre";
         for (const auto& b : u.aux) {
-          out += fmt::format("    d_{} = {};\n", ident(b->name), prev);
-          prev = fmt::format("d_{} + n_{}", ident(b->name), ident(b->name));
+          out += fmt::format("    d_{} = {};\n", names.buf(b.get()), prev);
+          prev = fmt::format("d_{} + n_{}", names.buf(b.get()), names.buf(b.get()));
         }
       }
       out += "  }\n";
@@ -665,8 +688,8 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   for (const auto& b : all_aux)
     if (!cached || std::find(aux.begin(), aux.end(), b) == aux.end()) owned.push_back(b);
   auto alloc_aux = [&](const Buffer& b) {
-    out += fmt::format("  {0} = (int64_t*)dcc_alloc((size_t)(n_{0} > 0 ? n_{0} : 1) * 8);\n", ident(b->name));
-    out += fmt::format("  if (!{}) {{ st = DCC_ERR_OUT_OF_MEMORY; goto done; }}\n", ident(b->name));
+    out += fmt::format("  b_{0} = (int64_t*)dcc_alloc((size_t)(n_{0} > 0 ? n_{0} : 1) * 8);\n", names.buf(b.get()));
+    out += fmt::format("  if (!b_{}) {{ st = DCC_ERR_OUT_OF_MEMORY; goto done; }}\n", names.buf(b.get()));
   };
   std::vector<Buffer> sized_later;
   for (const auto& b : owned) {
@@ -715,8 +738,9 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
         c.stmt(item, 1, out);
       }
       if (!sized_later.empty())
-        throw std::runtime_error("`" + fn + "`: aux array `" + sized_later[0]->name +
-                                 "` is sized by another but not filled in the prelude");
+        throw BackendUnsupported(sized_later[0]->at.valid() ? sized_later[0]->at : f.at,
+                                 "in `" + fn + "`: an offset array (`" + sized_later[0]->name +
+                                 "`) sized by another but not filled in the prelude");
       out += fmt::format("  if (ovf) {{ {} goto done; }}\n",
                          fail("DCC_ERR_OVERFLOW", quote(fn + ": the lengths make an offset overflow")));
     } else if (f.prelude) {
@@ -761,14 +785,15 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     const Param& r = f.results[0];
     for (const auto& [size, e] : r.sizes)
       if (!before(e))
-        throw std::runtime_error("`" + fn + "`: the result's size `" + size +
-                                 "` is computed by the function's body, so the C ABI cannot give it before the call; "
-                                 "define it from the arguments' sizes and lengths");
+        throw BackendUnsupported(r.at, "in `" + fn + "`: a result size that the function's body computes (`" + size +
+                                           "`; the C ABI gives sizes before the call, so define it from the arguments' "
+                                           "sizes and lengths)");
     for (const auto& [field, buf] : r.fields)
       if (buf->kind == BufferKind::Output && !before(buf->total))
-        throw std::runtime_error("`" + fn + "`: the length of result field `" + field +
-                                 "` depends on values the function's body computes, so the C ABI cannot give it "
-                                 "before the call; define the lengths from the arguments");
+        throw BackendUnsupported(buf->at.valid() ? buf->at : r.at,
+                                 "in `" + fn + "`: a result field whose length depends on values the function's body "
+                                 "computes (`" + field + "`; the C ABI gives lengths before the call, so define them "
+                                 "from the arguments)");
   }
   if (!f.results.empty()) {
     const Param& r = f.results[0];
@@ -792,8 +817,8 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
           out += fmt::format("  result->{}_len = r_{};\n", ident(field), ident(field));
         } else {
           auto [param, pfield] = where.at(buf.get());
-          out += fmt::format("  result->{} = {}->{};\n  result->{}_len = {}->{}_len;\n", ident(field), ident(param),
-                             ident(pfield), ident(field), ident(param), ident(pfield));
+          out += fmt::format("  result->{} = {}->{};\n  result->{}_len = {}->{}_len;\n", ident(field), CNames::arg(param),
+                             ident(pfield), ident(field), CNames::arg(param), ident(pfield));
         }
       }
       for (const auto& [size, e] : r.sizes) out += fmt::format("  result->{} = {};\n", ident(size), c.expr(e));
@@ -803,24 +828,24 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   // List arguments: pack the elements (libdccrt's dcc_pack).
   for (const auto& p : f.params) {
     if (p.kind != Param::List) continue;
-    std::string a = ident(p.name);
-    out += fmt::format("  if ({0}__rows > 0 && {0}__row > 0) {{\n"
+    std::string a = CNames::arg(p.name);
+    out += to_list_locals(fmt::format("  if ({0}__rows > 0 && {0}__row > 0) {{\n"
                        "    {0}__packed = dcc_alloc((size_t)({0}__rows * {0}__row) * sizeof *{0}__packed);\n"
                        "    if (!{0}__packed) {{ st = DCC_ERR_OUT_OF_MEMORY; goto done; }}\n"
                        "    st = dcc_pack((const void* const*){0}->data, {0}->len, {1}, {0}__row, sizeof *{0}__packed, "
                        "{0}__packed, {0}__rows);\n"
                        "    if (st != DCC_OK) goto done;\n  }}\n",
-                       a, c.expr(p.sizes[0].second));
+                       a, c.expr(p.sizes[0].second)), a, list_local(p));
   }
   // The kernel: sizes and the input/output buffers in Func::buffers order.
   out += "  {\n    const int64_t sizes[] = {";
-  for (const auto& s : f.sizes) out += "s_" + ident(s.name) + ", ";
+  for (const auto& s : f.sizes) out += "s_" + names.size(s.name) + ", ";
   out += "0};\n    void* const buffers[] = {";
   std::string host_views;
   for (const auto& b : f.buffers) {
     if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
     std::string e = kernel_ptrs.count(b.get()) ? kernel_ptrs.at(b.get()) : "NULL";
-    host_views += (cuda && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) ? "h_" + ident(b->name) + ", "
+    host_views += (cuda && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) ? "h_" + names.buf(b.get()) + ", "
                                                                                                   : std::string("NULL, ");
     if (b->dims.empty() && b->kind == BufferKind::Input) e = "(void*)&" + e;
     else if (b->dims.empty() && b->kind == BufferKind::Output) e = "(void*)result";
@@ -830,7 +855,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   // The aux arrays computed (or taken from the cache) above: the kernel
   // does not compute the prelude again.
   if (!cuda)
-    for (const auto& b : aux) out += "(void*)" + ident(b->name) + ", ";
+    for (const auto& b : aux) out += "(void*)b_" + names.buf(b.get()) + ", ";
   out += "NULL};\n";
   if (cuda) {
     out += "    void* const host[] = {" + host_views + "NULL};\n";
@@ -839,8 +864,8 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     if (cached && aux.size() == all_aux.size()) {
       std::string ad = "    void* const aux_dev[] = {", ah = "    void* const aux_host[] = {";
       for (const auto& b : all_aux) {
-        ad += "(void*)d_" + ident(b->name) + ", ";
-        ah += "(void*)" + ident(b->name) + ", ";
+        ad += "(void*)d_" + names.buf(b.get()) + ", ";
+        ah += "(void*)b_" + names.buf(b.get()) + ", ";
       }
       out += ad + "NULL};\n" + ah + "NULL};\n";
       out += fmt::format("    if ({}__cuda(sizes, buffers, host, aux_dev, aux_host) != 0) st = dcc_last_status();\n  }}\n", fn);
@@ -852,9 +877,9 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   }
   out += "done:\n";
   for (const auto& h : staged) out += fmt::format("  dcc_free({});\n", h);
-  for (const auto& b : owned) out += fmt::format("  dcc_free({});\n", ident(b->name));
+  for (const auto& b : owned) out += fmt::format("  dcc_free(b_{});\n", names.buf(b.get()));
   for (const auto& p : f.params)
-    if (p.kind == Param::List) out += fmt::format("  dcc_free({}__packed);\n", ident(p.name));
+    if (p.kind == Param::List) out += fmt::format("  dcc_free({}__packed);\n", list_local(p));
   out += "  return st;\n}\n\n";
 }
 
@@ -937,14 +962,14 @@ std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Ta
     out += callbacks + prepare;
     auto call_args = [&](bool with_result) {
       std::string a;
-      for (const auto& p : f.params) a += ident(p.name) + ", ";
+      for (const auto& p : f.params) a += CNames::arg(p.name) + ", ";
       if (!f.results.empty()) a += with_result ? "result, " : "NULL, ";
       return a;
     };
     out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n  return {}__prepare({}NULL, 1);\n}}\n\n",
-                       signature(f, f.name), f.name, call_args(true));
+                       signature(f, f.name, true), f.name, call_args(true));
     out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n  return {}__prepare({}NULL, 0);\n}}\n\n",
-                       signature(f, f.name + "_meta"), f.name, call_args(true));
+                       signature(f, f.name + "_meta", true), f.name, call_args(true));
     // The held prelude: made (or added to) by FN_prelude, used by
     // FN_with_prelude, which looks its arrays up instead of the cache.
     out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n"
@@ -954,12 +979,12 @@ std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Ta
                        "  dcc_status st = {}__prepare({}p, 2);\n"
                        "  if (st != DCC_OK) {{\n    if (p != *prelude) dcc_prelude_destroy(p);\n    return st;\n  }}\n"
                        "  *prelude = p;\n  return DCC_OK;\n}}\n\n",
-                       prelude_signature(f), fail_return("DCC_ERR_NULL_POINTER", quote(f.name + "_prelude: `prelude` is NULL")),
+                       prelude_signature(f, true), fail_return("DCC_ERR_NULL_POINTER", quote(f.name + "_prelude: `prelude` is NULL")),
                        f.name, call_args(false));
     out += fmt::format("{} DCCRT_NOEXCEPT {{\n  dcc_clear_error();\n"
                        "  if (!prelude) return {}\n"
                        "  return {}__prepare({}(dcc_prelude*)prelude, 1);\n}}\n\n",
-                       with_prelude_signature(f), fail_return("DCC_ERR_NULL_POINTER", quote(f.name + "_with_prelude: `prelude` is NULL")),
+                       with_prelude_signature(f, true), fail_return("DCC_ERR_NULL_POINTER", quote(f.name + "_with_prelude: `prelude` is NULL")),
                        f.name, call_args(true));
   }
   return out;
@@ -1113,6 +1138,83 @@ __attribute__((destructor)) static void dcc__cuda_prelude_unload() {
     }
   }
   return out;
+}
+
+namespace {
+
+/// The C member names of one struct: each name valid (api_name) and apart
+/// from every other member, `_len` members of fields included.
+void member_names(Param& p) {
+  std::set<std::string> taken;
+  for (auto& [field, buf] : p.fields) {
+    std::string n = api_name(field);
+    while (taken.count(n) || taken.count(n + "_len")) n += '_';
+    taken.insert(n);
+    taken.insert(n + "_len");
+    field = n;
+  }
+  if (p.kind == Param::List) taken.insert({"data", "len"});
+  for (auto& [size, e] : p.sizes) size = api_name(size, taken), taken.insert(size);
+}
+
+}  // namespace
+
+void assign_c_names(ir::Module& m, Target target) {
+  struct Owner {
+    std::string what;
+    SourceRange at;
+  };
+  std::map<std::string, Owner> globals;
+  std::set<std::string> types;  // the coupling types' C names
+  for (auto& f : m.funcs)
+    for (auto* ps : {&f.params, &f.results})
+      for (auto& p : *ps)
+        if (p.kind == Param::Coupling && p.type_name != "coupling") types.insert(p.type_name = api_name(p.type_name));
+  auto claim = [&](const std::string& name, const std::string& what, SourceRange at) {
+    auto [it, fresh] = globals.emplace(name, Owner{what, at});
+    if (!fresh && it->second.what != what)
+      throw BackendUnsupported(at, fmt::format("the C name `{}` for both {} and {} (rename one)", name, it->second.what, what));
+  };
+  for (auto& f : m.funcs) {
+    if (f.name == "main") continue;
+    const std::string source = f.name;
+    f.name = api_name(f.name);
+    const std::string fn = "`" + source + "`";
+    claim(f.name, "the function " + fn, f.at);
+    claim(f.name + "_meta", "the size query of " + fn, f.at);
+    claim(f.name + "_prelude", "the prelude function of " + fn, f.at);
+    claim(f.name + "_with_prelude", "the held-prelude function of " + fn, f.at);
+    claim(f.name + "__prepare", "the argument checks of " + fn, f.at);
+    claim(f.name + (target == Target::Cuda ? "__cuda" : "__kernel"), "the kernel of " + fn, f.at);
+    if (target == Target::Cuda) claim(f.name + "__args", "the kernel arguments of " + fn, f.at);
+    // Not the other parameters of the C functions, nor a type a later
+    // parameter's declaration names.
+    std::set<std::string> params = types;
+    params.insert({"result", "prelude"});
+    for (auto& p : f.params) {
+      p.name = api_name(p.name, params);
+      params.insert(p.name);
+    }
+    for (auto* ps : {&f.params, &f.results})
+      for (auto& p : *ps) {
+        if (p.kind == Param::Scalar) continue;
+        if (p.kind == Param::Coupling && p.type_name != "coupling") {
+          claim(p.type_name, "the coupling type `" + p.type_name + "`", p.at);
+        } else {
+          claim(struct_name(f, p), "the struct of " + fn + "'s `" + p.name + "`", p.at);
+        }
+        member_names(p);
+      }
+  }
+  // CUDA kernels: `f__k0`, `f__k1`, ... (backend/cuda).
+  if (target == Target::Cuda)
+    for (const auto& f : m.funcs)
+      for (const auto& [name, owner] : globals)
+        if (name.rfind(f.name + "__k", 0) == 0 && name.size() > f.name.size() + 3 &&
+            std::all_of(name.begin() + static_cast<long>(f.name.size()) + 3, name.end(),
+                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+          throw BackendUnsupported(owner.at, fmt::format("the C name `{}` for both {} and a kernel of `{}` (rename one)",
+                                                         name, owner.what, f.name));
 }
 
 }  // namespace dccc::backend

@@ -46,4 +46,16 @@ std::string emit_cuda_prelude(const ir::Module& m);
 
 std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Target target = Target::Cpu);
 
+/// Gives every name the host sees a valid C name (docs/abi.md, "Names"):
+/// functions, coupling types, parameters, fields and sizes that are C or C++
+/// keywords or names the included headers reserve (c_reserved) get `_`
+/// appended, as do names that two members of one struct, or two parameters
+/// of one function (`result` and `prelude` included), would share. Then it
+/// checks that no two global C names of the library coincide (functions,
+/// their `_meta`, `_prelude`, `_with_prelude` and internal `__` symbols,
+/// struct types) and throws BackendUnsupported at the later declaration if
+/// they do. Run on the library's module before emit_header, emit_wrapper,
+/// emit_cuda and the LLVM object, which then use the names as they are.
+void assign_c_names(ir::Module& m, Target target);
+
 }  // namespace dccc::backend

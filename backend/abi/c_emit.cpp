@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <set>
 #include <stdexcept>
 
 namespace dccc::backend {
@@ -30,6 +32,92 @@ std::string ident(const std::string& s) {
   return out;
 }
 
+bool c_reserved(const std::string& n) {
+  static const std::set<std::string> words = {
+      // C11 and C23 keywords
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+      "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
+      "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
+      "true", "false", "nullptr", "alignas", "alignof", "static_assert", "thread_local", "typeof", "typeof_unqual",
+      "constexpr",
+      // C++ keywords and alternative tokens (the header is C++ too, the CUDA code C++)
+      "asm", "catch", "char8_t", "char16_t", "char32_t", "class", "concept", "consteval", "constinit", "const_cast",
+      "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit", "export", "friend",
+      "mutable", "namespace", "new", "noexcept", "operator", "private", "protected", "public", "reinterpret_cast",
+      "requires", "static_cast", "template", "this", "throw", "try", "typeid", "typename", "using", "virtual",
+      "wchar_t", "and", "and_eq", "bitand", "bitor", "compl", "not", "not_eq", "or", "or_eq", "xor", "xor_eq",
+      // what <stddef.h>, <stdint.h>, <stdio.h>, <string.h>, <stdarg.h> and
+      // dccrt.h declare or define, that a name could meet (the rest below)
+      "NULL", "offsetof", "FILE", "EOF", "BUFSIZ", "FILENAME_MAX", "FOPEN_MAX", "TMP_MAX", "L_tmpnam", "stdin",
+      "stdout", "stderr", "SIZE_MAX", "va_start", "va_end", "va_arg", "va_copy",
+      // the C library functions the generated code, libdccrt and the
+      // kernels call (a library function of that name would replace them)
+      "main", "memcpy", "memset", "memmove", "memcmp", "strcmp", "strlen", "printf", "fprintf", "snprintf",
+      "vsnprintf", "puts", "putchar", "fputs", "fflush", "malloc", "calloc", "realloc", "free", "aligned_alloc",
+      "posix_memalign", "abort", "exit", "atexit", "getenv", "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh",
+      "tanhf", "erf", "erff", "fabs", "fabsf", "pow", "powf", "fmax", "fmaxf", "fmin", "fminf", "fma", "fmaf",
+      "floor", "floorf", "ceil", "ceilf", "round", "roundf", "isnan", "isinf", "errno",
+      // CUDA
+      "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"};
+  auto starts = [&](const char* p) { return n.rfind(p, 0) == 0; };
+  auto ends = [&](const char* p) {
+    size_t k = std::char_traits<char>::length(p);
+    return n.size() >= k && n.compare(n.size() - k, k, p) == 0;
+  };
+  if (words.count(n)) return true;
+  // Reserved to the implementation (`__x`, `_X`), the runtime (`dcc_`,
+  // `DCC`), POSIX and <stdint.h> types (`*_t`), <stdint.h> limits and macros
+  // (`INT8_MAX`, `UINT64_C`, `PTRDIFF_MIN`, ...).
+  if (starts("__") || (n.size() > 1 && n[0] == '_' && std::isupper(static_cast<unsigned char>(n[1])))) return true;
+  if (starts("dcc_") || starts("DCC")) return true;
+  if (ends("_t")) return true;
+  if (starts("INT") || starts("UINT") || starts("PTRDIFF_") || starts("SIG_ATOMIC_") || starts("WCHAR_") ||
+      starts("WINT_") || starts("SEEK_") || starts("_IO"))
+    return true;
+  return false;
+}
+
+std::string api_name(const std::string& name, const std::set<std::string>& taken) {
+  std::string n = ident(name);
+  if (c_reserved(n) && c_reserved(n + "_")) n = "u_" + n;  // reserved by its beginning (`dcc_x`, `__x`, `INT8_MAX`)
+  while (c_reserved(n) || taken.count(n)) n += '_';
+  return n;
+}
+
+CNames::CNames(const ir::Func& f) {
+  // Natural stems first, so that a disambiguated `x_2` never takes the
+  // natural stem of a later buffer.
+  std::set<std::string> natural, used;
+  for (const auto& b : f.buffers) natural.insert(ident(b->name));
+  for (const auto& b : f.buffers) {
+    if (bufs_.count(b.get())) continue;
+    const std::string base = ident(b->name);
+    std::string n = base;
+    for (int k = 2; used.count(n) || (n != base && natural.count(n)); ++k) n = base + "_" + std::to_string(k);
+    used.insert(n);
+    bufs_[b.get()] = n;
+  }
+  std::set<std::string> size_natural, size_used;  // `xs.count` of a list and a size `xs_count`
+  for (const auto& s : f.sizes) size_natural.insert(ident(s.name));
+  for (const auto& s : f.sizes) {
+    const std::string base = ident(s.name);
+    std::string n = base;
+    for (int k = 2; size_used.count(n) || (n != base && size_natural.count(n)); ++k) n = base + "_" + std::to_string(k);
+    size_used.insert(n);
+    sizes_[s.name] = n;
+  }
+}
+
+std::string CNames::buf(const ir::BufferNode* b) const {
+  auto it = bufs_.find(b);
+  return it != bufs_.end() ? it->second : ident(b->name);
+}
+
+std::string CNames::size(const std::string& name) const {
+  auto it = sizes_.find(name);
+  return it != sizes_.end() ? it->second : ident(name);
+}
+
 const char* const kCheckedIntHelpers =
     "static inline int64_t dcc__add(int64_t a, int64_t b, int* ovf) { int64_t r; if (__builtin_add_overflow(a, b, &r)) *ovf = 1; return r; }\n"
     "static inline int64_t dcc__sub(int64_t a, int64_t b, int* ovf) { int64_t r; if (__builtin_sub_overflow(a, b, &r)) *ovf = 1; return r; }\n"
@@ -43,7 +131,7 @@ std::string CEmitter::expr(const ir::Expr& e) {
   switch (e->kind) {
     case ExprKind::IntImm: return fmt::format("INT64_C({})", e->int_value);
     case ExprKind::FloatImm: return fmt::format("{}", e->float_value);
-    case ExprKind::SizeRef: return "s_" + ident(e->name);
+    case ExprKind::SizeRef: return "s_" + (names ? names->size(e->name) : ident(e->name));
     case ExprKind::VarRef: return var(e->var);
     case ExprKind::Cast: return fmt::format("(({}){})", c_type(e->type), expr(e->args[0]));
     case ExprKind::Unary:
@@ -79,7 +167,8 @@ std::string CEmitter::expr(const ir::Expr& e) {
       return fmt::format("({} ? {} : {})", expr(e->args[0]), expr(e->args[1]), expr(e->args[2]));
     default: break;
   }
-  throw std::runtime_error("the C ABI cannot express an IR expression of kind " + std::string(ir::kind_name(e->kind)));
+  throw BackendUnsupported(at, std::string("an IR expression of kind ") + ir::kind_name(e->kind) +
+                                 " in the C wrapper's sizes, offsets or checks");
 }
 
 void CEmitter::stmt(const ir::Stmt& s, int depth, std::string& out) {
@@ -105,7 +194,8 @@ void CEmitter::stmt(const ir::Stmt& s, int depth, std::string& out) {
     }
     default: break;
   }
-  throw std::runtime_error("the C ABI cannot express an IR statement of kind " + std::string(ir::kind_name(s->kind)));
+  throw BackendUnsupported(s->at.valid() ? s->at : at, std::string("an IR statement of kind ") + ir::kind_name(s->kind) +
+                                                         " in the C wrapper's sizes, offsets or checks");
 }
 
 std::string CEmitter::var(const ir::Var& v) {
@@ -115,7 +205,10 @@ std::string CEmitter::var(const ir::Var& v) {
 }
 std::string CEmitter::buffer(const ir::BufferNode* b) {
   auto it = buffers.find(b);
-  if (it == buffers.end()) throw std::runtime_error("the C ABI has no storage for `" + b->name + "`");
+  if (it == buffers.end())
+    throw BackendUnsupported(b->at.valid() ? b->at : at, "sizes, offsets or `where` checks that read `" + b->name +
+                                                           "`, which the function computes (the C wrapper computes them "
+                                                           "before the call)");
   return it->second;
 }
 

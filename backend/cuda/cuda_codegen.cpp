@@ -24,8 +24,9 @@ using ir::ExprKind;
 using ir::StmtKind;
 using ir::UnOp;
 
-[[noreturn]] void unsupported(const std::string& what) {
-  throw std::runtime_error("the CUDA target does not support " + what + " yet");
+/// `what` on the CUDA target, at `at` (the statement or declaration).
+[[noreturn]] void unsupported(SourceRange at, const std::string& what) {
+  throw CudaUnsupported(at, what + " on the CUDA target");
 }
 
 /// Type of a value in registers: 16-bit floats compute in f32 and are
@@ -160,7 +161,10 @@ const GemmShape& gemm_shape() {
 /// Emits one function: its kernels and host code.
 class FuncEmitter {
  public:
-  FuncEmitter(const ir::Func& f, std::string& out) : f_(f), out_(out) {}
+  FuncEmitter(const ir::Func& f, std::string& out) : f_(f), out_(out), names_(f) {
+    host_.names = &names_;
+    host_.at = f.at;
+  }
 
   void run() {
     for (size_t k = 0; k < f_.buffers.size(); ++k) slot_[f_.buffers[k].get()] = static_cast<int>(k);
@@ -521,7 +525,7 @@ class FuncEmitter {
     return fmt::format("(({}*)a.p[{}])", c_type(b->type), slot_.at(b));
   }
   std::string scalar_ref(const BufferNode* b) {
-    if (private_.count(b)) return "r_" + ident(b->name) + (tiled_ ? "[dx][dy]" : "");
+    if (private_.count(b)) return "r_" + names_.buf(b) + (tiled_ ? "[dx][dy]" : "");
     in_memory_.insert(b);
     return buf_ptr(b) + "[0]";
   }
@@ -566,13 +570,13 @@ class FuncEmitter {
       case ExprKind::VarRef: return var(e->var);
       case ExprKind::SizeRef: {
         auto it = size_index_.find(e->name);
-        if (it == size_index_.end()) throw std::runtime_error("unknown size `" + e->name + "`");
+        if (it == size_index_.end()) unsupported(f_.at, "the unknown size `" + e->name + "`");
         return fmt::format("a.s[{}]", it->second);
       }
       case ExprKind::Load: {
         const BufferNode* b = e->buffer.get();
         if (b->dims.empty()) return private_.count(b) ? scalar_ref(b) : load_value(b, scalar_ref(b));
-        if (!e->flat) unsupported("an access that was not storage-lowered");
+        if (!e->flat) unsupported(f_.at, "an access that was not storage-lowered");
         std::string v = load_value(b, fmt::format("{}[{}]", buf_ptr(b), expr(e->args[0])));
         if (auto it = hoisted_.find(v); it != hoisted_.end()) return it->second;
         return v;
@@ -583,7 +587,7 @@ class FuncEmitter {
       case ExprKind::Unary: return round_to(e->type, unary(e));
       case ExprKind::Binary: return round_to(e->type, binary(e));
     }
-    unsupported("this expression");
+    unsupported(f_.at, "this expression");
   }
 
   std::string unary(const ir::Expr& e) {
@@ -609,7 +613,7 @@ class FuncEmitter {
       case UnOp::Tanh: return fn("tanhf", "tanh");
       case UnOp::Erf: return fn("erff", "erf");
     }
-    unsupported("this unary operator");
+    unsupported(f_.at, "this unary operator");
   }
 
   std::string binary(const ir::Expr& e) {
@@ -637,7 +641,7 @@ class FuncEmitter {
         case BinOp::Pow: return fmt::format("{}({}, {})", dbl ? "pow" : "powf", a, c);
         default: break;
       }
-      unsupported("this float operator");
+      unsupported(f_.at, "this float operator");
     }
     const char* vt = value_type(t);
     const char* ut = unsigned_type(t);
@@ -653,7 +657,7 @@ class FuncEmitter {
       case BinOp::Pow: return cast(fmt::format("pow((double)({}), (double)({}))", a, c), Scalar::F64, t);
       default: break;
     }
-    unsupported("this integer operator");
+    unsupported(f_.at, "this integer operator");
   }
 
   void stmt(const ir::Stmt& s, int depth, std::string& out) {
@@ -678,7 +682,7 @@ class FuncEmitter {
           if (private_.count(b)) out += fmt::format("{}{} = {};\n", pad, scalar_ref(b), v);
           else out += fmt::format("{}{} = {};\n", pad, scalar_ref(b), store_value(b->type, v));
         } else {
-          if (!s->flat) unsupported("a store that was not storage-lowered");
+          if (!s->flat) unsupported(f_.at, "a store that was not storage-lowered");
           if (is_max_update(*s) && nan_free_max_.count(b))
             out += fmt::format("{}dcc_red_fmax(&{}[{}], {});\n", pad, buf_ptr(b), expr(s->args[0]), expr(s->value->args[1]));
           else
@@ -695,8 +699,8 @@ class FuncEmitter {
         }
         out += pad + "}\n";
         return;
-      case StmtKind::Print: unsupported("`print` in a kernel");
-      case StmtKind::Assert: unsupported("the `where` of an inlined call checked in a kernel");
+      case StmtKind::Print: unsupported(s->at.valid() ? s->at : f_.at, "`print` in a kernel");
+      case StmtKind::Assert: unsupported(s->at.valid() ? s->at : f_.at, "the `where` of an inlined call checked in a kernel");
     }
   }
 
@@ -1053,7 +1057,7 @@ class FuncEmitter {
       body += fmt::format("    const int64_t {} = dcc_divmod(t_rest, {}_n);\n", v, v);
     }
     for (const BufferNode* b : private_in_order())
-      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTile, kTile);
+      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), names_.buf(b), kTile, kTile);
     tiled_ = true;
     auto lanes = [&](int depth, bool guard, const std::function<void(std::string&, int)>& inner) {
       return tile_lanes(vx, "tx + dx * sx", vy, "ty + dy * sy", depth, guard, inner);
@@ -1235,7 +1239,7 @@ class FuncEmitter {
     }
     body += fmt::format("    const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};\n", kSide);
     for (const BufferNode* b : private_in_order())
-      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), ident(b->name), kTileX, kTileY);
+      body += fmt::format("    {} r_{}[{}][{}];\n", value_type(b->type), names_.buf(b), kTileX, kTileY);
     tiled_ = true;
     // Lane d of a thread: runs of 4 adjacent elements, 4 * kSide apart.
     const std::string lane_x = fmt::format("((dx & 3) + {} * (dx >> 2))", 4 * kSide);
@@ -1416,7 +1420,7 @@ class FuncEmitter {
     body += "      __syncthreads();\n    }\n";
     // ... and every lane of the row (column) takes that sum.
     for (const auto& side : g.sides) {
-      std::string r = "r_" + ident(side.update->buffer->name);
+      std::string r = "r_" + names_.buf(side.update->buffer.get());
       body += fmt::format("    #pragma unroll\n    for (int dx = 0; dx < {}; ++dx) {{\n      #pragma unroll\n"
                           "      for (int dy = 0; dy < {}; ++dy) {}[dx][dy] = {}[{}][{}];\n    }}\n",
                           kTileX, kTileY, r, r, side.on_p ? "dx" : "0", side.on_p ? "0" : "dy");
@@ -1536,7 +1540,7 @@ class FuncEmitter {
 
   void declare_private(std::string& body, int depth) {
     std::string pad(depth * 2, ' ');
-    for (const BufferNode* b : private_in_order()) body += fmt::format("{}{} r_{} = 0;\n", pad, value_type(b->type), ident(b->name));
+    for (const BufferNode* b : private_in_order()) body += fmt::format("{}{} r_{} = 0;\n", pad, value_type(b->type), names_.buf(b));
   }
 
   // ---- host code ----
@@ -1546,7 +1550,8 @@ class FuncEmitter {
   void check_host_computable() {
     auto host_ok = [&](const ir::ExprNode& x) {
       if (x.kind == ExprKind::Load && x.buffer->kind != BufferKind::Input && x.buffer->kind != BufferKind::Aux)
-        unsupported("extents computed by the program itself (`" + x.buffer->name + "`)");
+        unsupported(x.buffer->at.valid() ? x.buffer->at : f_.at,
+                    "extents computed by the program itself (`" + x.buffer->name + "`)");
     };
     for (const auto& b : f_.buffers) ir::each_expr(b->total, host_ok);
     ir::each_stmt(f_.prelude, [&](const ir::StmtNode& s) { ir::own_exprs(s, host_ok); });
@@ -1562,7 +1567,7 @@ class FuncEmitter {
   std::string size_decls() const {
     std::string o;
     for (size_t k = 0; k < f_.sizes.size(); ++k)
-      o += fmt::format("  const int64_t s_{0} = sizes[{1}];\n  (void)s_{0};\n", ident(f_.sizes[k].name), k);
+      o += fmt::format("  const int64_t s_{0} = sizes[{1}];\n  (void)s_{0};\n", names_.size(f_.sizes[k].name), k);
     return o;
   }
 
@@ -1850,6 +1855,7 @@ class FuncEmitter {
 
   const ir::Func& f_;
   std::string& out_;
+  const CNames names_;  // C names of the buffers and sizes (c_emit.h)
   std::map<const BufferNode*, int> slot_;
   std::map<std::string, int> size_index_;
   CEmitter host_;  // host code: totals, the prelude, launch sizes
@@ -2055,7 +2061,7 @@ std::string emit_cuda(const ir::Module& m) {
   out += "\n";
   for (const auto& f : m.funcs) {
     if (f.name == "main") continue;
-    if (!f.storage_lowered) throw std::runtime_error("function `" + f.name + "` is not storage-lowered");
+    if (!f.storage_lowered) unsupported(f.at, "a function that is not storage-lowered (`" + f.name + "`)");
     FuncEmitter(f, out).run();
   }
   return out;

@@ -42,20 +42,20 @@
 #include <stdexcept>
 #include <string>
 
+#include "backend/abi/c_emit.h"
 #include "ir/ir.h"
 
 namespace dccc::backend {
 
-/// What the CUDA target cannot express, located at the schedule directive
-/// that asked for it (reported as an [Unsupported] error there).
-struct CudaUnsupported : std::runtime_error {
-  CudaUnsupported(SourceRange where, const std::string& what) : std::runtime_error(what), at(where) {}
-  SourceRange at;
+/// What the CUDA target cannot express, located at the schedule directive,
+/// declaration or statement that asked for it (reported as an [Unsupported]
+/// error there).
+struct CudaUnsupported : BackendUnsupported {
+  using BackendUnsupported::BackendUnsupported;
 };
 
 /// The .cu source for every function of `m` except `main`. Throws
-/// std::runtime_error naming what the CUDA target cannot express yet
-/// (CudaUnsupported when a directive is the cause).
+/// CudaUnsupported naming what the CUDA target cannot express yet and where.
 std::string emit_cuda(const ir::Module& m);
 
 /// True when the loop `loop` (a For) may run its iterations in parallel:

@@ -120,6 +120,28 @@ TEST(CudaEmu, ExamplesMatchCpuBackend) {
   EXPECT_GT(compared, 10000);
 }
 
+// tests/abi's programs, whose names are C keywords and the names generated
+// code uses, and whose functions inline one function several times: the
+// CUDA code names them apart (c_emit.h's CNames) and computes what the CPU
+// backend does.
+TEST(CudaEmu, AbiProgramsMatchCpuBackend) {
+  auto dir = temp_dir("abi");
+  auto cpu_side = testing::compile_examples(DCCC_SOURCE_DIR "/tests/abi");
+  auto gpu_side = testing::compile_examples(DCCC_SOURCE_DIR "/tests/abi", /*cuda_passes=*/true);
+  ASSERT_EQ(cpu_side.size(), gpu_side.size());
+  int functions = 0, compared = 0;
+  for (size_t k = 0; k < cpu_side.size(); ++k) {
+    const auto& [name, stem, p] = cpu_side[k];
+    if (stem != "c_names" && stem != "call_counts") continue;  // body_sized_result: refused by -o
+    ASSERT_TRUE(p.module) << name;
+    ASSERT_TRUE(gpu_side[k].program.module) << name;
+    compare(p, gpu_side[k].program, dir, stem, functions, compared);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_GE(functions, 9);
+  EXPECT_GT(compared, 100);
+}
+
 TEST(CudaEmu, ScheduledMatchCpuBackend) {
   auto dir = temp_dir("scheduled");
   auto files = testing::schedule_files(DCCC_CUDA_SCHEDULES_DIRS);
