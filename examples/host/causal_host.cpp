@@ -79,12 +79,22 @@ void run_case(std::mt19937& rng, const std::vector<int32_t>& lens, int H) {
          "the _with_prelude calls succeed");
   ok &= std::equal(yd.begin(), yd.begin() + L.rows() * H, yd2.begin()) &&
         std::equal(sd.begin(), sd.begin() + total, sd2.begin());
+  // A handle held for other lengths: every offset of these functions is
+  // nested, computed per call (docs/abi.md, "Nested raggedness": f_with_prelude
+  // works with any handle), so it serves one more sequence of 3 -- the right
+  // scores, not a refusal; a short result is still refused.
   std::vector<int32_t> other(lens.begin(), lens.end());
-  other.push_back(1);
-  std::vector<float> xs2((L.rows() + 1) * H, 0.f);
-  Seqs x2{xs2.data(), (L.rows() + 1) * H, other.data(), B + 1, B + 1, H};
-  expect(causal_scores_with_prelude(pre, &x2, &s) == DCC_ERR_SIZE_MISMATCH,
-         "a held prelude for other lengths is refused");
+  other.push_back(3);
+  const Layout L2(other, H);
+  std::mt19937 other_rng(kSeed + 1);  // leaves rng, and so the next case's inputs, as before
+  std::vector<float> xs2 = uniform(other_rng, L2.rows() * H, -1, 1);
+  Seqs x2{xs2.data(), L2.rows() * H, other.data(), B + 1, B + 1, H};
+  std::vector<float> o(L2.total, NAN);
+  Causal s2{o.data(), L2.total, nullptr, 0, 0, 0};
+  expect(causal_scores_with_prelude(pre, &x2, &s2) == DCC_OK && matches(o.data(), scores(other, H, L2, xs2)),
+         "a handle held for other lengths gives the scores of the call's lengths");
+  s2.scores_len = L2.total - 1;
+  expect(causal_scores_with_prelude(pre, &x2, &s2) == DCC_ERR_SIZE_MISMATCH, "a short result is refused with a handle");
   dcc_prelude_destroy(pre);
   std::printf("B=%lld H=%d triangle=%lld: %s\n", (long long)B, H, (long long)total, ok ? "equal" : "DIFFERENT");
   expect(ok, "all three functions match the float64 reference");
