@@ -3,9 +3,10 @@
 # GPU machine that has nvcc, python3 and PyTorch but not dccc's build
 # dependencies (LLVM 19, ANTLR4, Z3): the GPU test binary with the shared
 # libraries it links (xz-compressed), libdccrt, the examples, the schedules
-# of the scheduled GPU test, the length
-# batches, the benchmark's .so files built here with --target=cuda, and
-# bench/cuda/run_gpu.sh. Run that script there (see bench/README.md).
+# of the scheduled GPU test, the length batches, the benchmark's .so files
+# built here with --target=cuda, the nested examples' .so files with their
+# CUDA hosts, and bench/cuda/run_gpu.sh. Run that script there (see
+# bench/README.md).
 #
 #   scripts/gpu_bundle.sh [OUT_DIR]     default: build-gpu (ignored by git)
 set -euo pipefail
@@ -44,4 +45,12 @@ done
 for s in mha_fused mha_remap; do
   "$BUILD/tools/dccc" --target=cuda --schedule="$(cat "$ROOT/tests/host/$s.schedule")" -o "$OUT/$s.so" "$ROOT/examples/mha.toy"
 done
+# The nested examples and their CUDA hosts (run_gpu.sh compiles each host
+# against its .so): the C wrapper copies the nested length arrays from the
+# device.
+for ex in causal_attention documents; do
+  "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
+done
+cp "$ROOT/examples/host/causal_cuda_host.cu" "$ROOT/examples/host/causal_reference.h" \
+   "$ROOT/examples/host/documents_cuda_host.cu" "$ROOT/examples/host/documents_reference.h" "$OUT/"
 echo "gpu_bundle: wrote $OUT ($(du -sh "$OUT" | cut -f1))"

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine, inside a folder made by scripts/gpu_bundle.sh: the
 # CUDA backend's GPU tests (every example, and mha with each schedule of
-# schedules/, on the GPU against the CPU backend and the float64 reference), the CUDA host check of mha.so (result against
-# the host's float64 reference; bad arguments, out of memory and a faulting
-# kernel come back as statuses), then the attention benchmark in f32 and bf16.
+# schedules/, on the GPU against the CPU backend and the float64 reference),
+# the CUDA host check of mha.so (result against the host's float64
+# reference; bad arguments, out of memory and a faulting kernel come back as
+# statuses), the CUDA host checks of causal_attention.so and documents.so
+# (nested raggedness: every function against the float64 reference, bad
+# arguments refused with the output untouched), then the attention
+# benchmark in f32 and bf16.
 # Results go to RESULTS_DIR (default: ./results).
 #
 #   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only] [bench_mha.py options]
@@ -30,6 +34,16 @@ if [[ $mode != bench-only ]]; then
     nvcc -std=c++17 -o /tmp/dccc-gpu/${so}_cuda_host mha_cuda_host.cu -I. ./$so.so -Xlinker -rpath -Xlinker "$PWD" &&
       /tmp/dccc-gpu/${so}_cuda_host 2>&1 | tee "$results/cuda_host_$so.txt"
     grep -q "mha cuda host check: OK" "$results/cuda_host_$so.txt" || status=1
+  done
+  # The CUDA hosts of the nested examples (the C wrapper copies nested
+  # length arrays from the device): causal_cuda_host.cu on
+  # causal_attention.so, documents_cuda_host.cu on documents.so.
+  for pair in causal:causal_attention documents:documents; do
+    host=${pair%%:*} so=${pair#*:}
+    rm -f "$results/cuda_host_$so.txt"
+    nvcc -std=c++17 -o /tmp/dccc-gpu/${host}_cuda_host ${host}_cuda_host.cu -I. ./$so.so -Xlinker -rpath -Xlinker "$PWD" &&
+      /tmp/dccc-gpu/${host}_cuda_host 2>&1 | tee "$results/cuda_host_$so.txt"
+    grep -q "$host cuda host check: OK" "$results/cuda_host_$so.txt" || status=1
   done
 fi
 if [[ $mode != test-only ]]; then

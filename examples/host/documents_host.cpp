@@ -4,7 +4,8 @@
 // document: ntok_len = sum of nsent) and the tokens packed document after
 // document, sentence after sentence, each sentence [ntok, H] row-major
 // (docs/abi.md, "Nested raggedness"); every offset is computed here. All
-// three functions are checked against a float64 reference computed here,
+// three functions are checked against a float64 reference
+// (documents_reference.h, shared with documents_cuda_host.cu),
 // on patterns with empty documents and empty sentences; bad arguments
 // (negative lengths at either level, wrong _len, NULL, overflow) are
 // rejected with a status and leave the output untouched.
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "docs.h"
+#include "documents_reference.h"
 
 namespace {
 
@@ -30,57 +32,26 @@ void expect(bool ok, const char* what) {
   }
 }
 
-bool close(double got, double want) { return std::fabs(got - want) <= 1e-5 * std::max(1.0, std::fabs(want)); }
-
-/// One batch: per document, the token count of each sentence.
-struct Batch {
-  std::vector<int32_t> nsent, ntok;   // ntok packed: document after document
-  std::vector<int64_t> first_sent;    // index in ntok of document d's first sentence
-  std::vector<int64_t> sent_start;    // token row where sentence (packed index) starts
-  int64_t rows = 0;                   // token rows in all
-  explicit Batch(const std::vector<std::vector<int32_t>>& docs) {
-    for (const auto& d : docs) {
-      first_sent.push_back(int64_t(ntok.size()));
-      nsent.push_back(int32_t(d.size()));
-      for (int32_t n : d) {
-        sent_start.push_back(rows);
-        ntok.push_back(n);
-        rows += n;
-      }
-    }
-    first_sent.push_back(int64_t(ntok.size()));
-  }
-};
-
-void run_case(std::mt19937& rng, const std::vector<std::vector<int32_t>>& docs, int H) {
-  Batch bt(docs);
-  const int64_t D = int64_t(docs.size());
-  std::uniform_real_distribution<float> u(-2, 2);
-  std::vector<float> tok(std::max<int64_t>(bt.rows * H, 1));
-  for (auto& v : tok) v = u(rng);
+void run_case(std::mt19937& rng, const documents_ref::DocLens& docs, int H) {
+  using namespace documents_ref;
+  const Batch bt(docs);
+  const int64_t D = bt.D();
+  std::vector<float> tok = uniform(rng, bt.rows * H, -2, 2);
+  tok.push_back(0.f);  // never an empty vector: data() is not NULL
   std::vector<int32_t> nsent = bt.nsent, ntok = bt.ntok;
   nsent.push_back(0);
   ntok.push_back(0);
-  Docs x{tok.data(), bt.rows * H, ntok.data(), int64_t(bt.ntok.size()), nsent.data(), D, D, H};
-  // Token t, feature h of sentence s of document d.
-  auto T = [&](int64_t d, int s, int t, int h) { return double(tok[(bt.sent_start[bt.first_sent[d] + s] + t) * H + h]); };
+  Docs x{tok.data(), bt.rows * H, ntok.data(), bt.sentences(), nsent.data(), D, D, H};
   bool ok = true;
 
   // sentence_sums: [d: D][nsent[d], H], sentence after sentence.
   Sentences ss{};
-  expect(sentence_sums_meta(&x, &ss) == DCC_OK && ss.data_len == int64_t(bt.ntok.size()) * H && ss.nsent == x.nsent,
+  expect(sentence_sums_meta(&x, &ss) == DCC_OK && ss.data_len == bt.sentences() * H && ss.nsent == x.nsent,
          "sentence_sums_meta");
   std::vector<float> sd(std::max<int64_t>(ss.data_len, 1), NAN);
   ss.data = sd.data();
   expect(sentence_sums(&x, &ss) == DCC_OK, "sentence_sums succeeds");
-  std::vector<double> sums(bt.ntok.size() * H, 0.0);  // float64, by packed sentence index
-  for (int64_t d = 0; d < D; ++d)
-    for (int s = 0; s < bt.nsent[d]; ++s)
-      for (int h = 0; h < H; ++h) {
-        int64_t k = bt.first_sent[d] + s;
-        for (int t = 0; t < bt.ntok[k]; ++t) sums[k * H + h] += T(d, s, t, h);
-        ok &= close(sd[k * H + h], sums[k * H + h]);
-      }
+  ok &= matches(sd.data(), documents_ref::sentence_sums(bt, H, tok));
 
   // document_sums: [D, H].
   document_sums_result_t ds{};
@@ -88,12 +59,7 @@ void run_case(std::mt19937& rng, const std::vector<std::vector<int32_t>>& docs, 
   std::vector<float> dd(std::max<int64_t>(D * H, 1), NAN);
   ds.data = dd.data();
   expect(document_sums(&x, &ds) == DCC_OK, "document_sums succeeds");
-  for (int64_t d = 0; d < D; ++d)
-    for (int h = 0; h < H; ++h) {
-      double want = 0;
-      for (int64_t k = bt.first_sent[d]; k < bt.first_sent[d + 1]; ++k) want += sums[k * H + h];
-      ok &= close(dd[d * H + h], want);
-    }
+  ok &= matches(dd.data(), documents_ref::document_sums(bt, H, tok));
 
   // sentence_softmax: per sentence and feature, over the tokens.
   Docs y{};
@@ -103,16 +69,7 @@ void run_case(std::mt19937& rng, const std::vector<std::vector<int32_t>>& docs, 
   std::vector<float> yd(std::max<int64_t>(bt.rows * H, 1), NAN);
   y.tokens = yd.data();
   expect(sentence_softmax(&x, &y) == DCC_OK, "sentence_softmax succeeds");
-  for (int64_t d = 0; d < D; ++d)
-    for (int s = 0; s < bt.nsent[d]; ++s)
-      for (int h = 0; h < H; ++h) {
-        int64_t k = bt.first_sent[d] + s;
-        double m = -INFINITY, z = 0;
-        for (int t = 0; t < bt.ntok[k]; ++t) m = std::max(m, T(d, s, t, h));
-        for (int t = 0; t < bt.ntok[k]; ++t) z += std::exp(T(d, s, t, h) - m);
-        for (int t = 0; t < bt.ntok[k]; ++t)
-          ok &= close(yd[(bt.sent_start[k] + t) * H + h], std::exp(T(d, s, t, h) - m) / z);
-      }
+  ok &= matches(yd.data(), documents_ref::sentence_softmax(bt, H, tok));
 
   // A prelude held by the host gives the same sums.
   dcc_prelude* pre = nullptr;
@@ -122,8 +79,8 @@ void run_case(std::mt19937& rng, const std::vector<std::vector<int32_t>>& docs, 
   expect(document_sums_with_prelude(pre, &x, &ds) == DCC_OK, "document_sums_with_prelude succeeds");
   ok &= std::equal(dd.begin(), dd.begin() + D * H, dd2.begin());
   dcc_prelude_destroy(pre);
-  std::printf("D=%lld H=%d sentences=%zu tokens=%lld: %s\n", (long long)D, H, bt.ntok.size(), (long long)bt.rows,
-              ok ? "equal" : "DIFFERENT");
+  std::printf("D=%lld H=%d sentences=%lld tokens=%lld: %s\n", (long long)D, H, (long long)bt.sentences(),
+              (long long)bt.rows, ok ? "equal" : "DIFFERENT");
   expect(ok, "all three functions match the float64 reference");
 }
 
@@ -180,12 +137,8 @@ void bad_arguments() {
 }  // namespace
 
 int main() {
-  std::mt19937 rng(11);
-  run_case(rng, {{3, 0}, {}, {2}, {1, 4, 0}}, 2);
-  run_case(rng, {{0}}, 3);
-  run_case(rng, {}, 2);
-  run_case(rng, {{}, {}}, 1);
-  run_case(rng, {{5, 1, 7}, {9}}, 4);
+  std::mt19937 rng(documents_ref::kSeed);
+  for (const auto& c : documents_ref::cases()) run_case(rng, c.first, c.second);
   bad_arguments();
   if (failures) {
     std::printf("%d failure(s)\n", failures);
