@@ -272,16 +272,25 @@ class StorageLowerer {
       if (b->total) b->total = lower_expr(b->total);
     std::vector<Stmt> prelude;
     std::vector<std::pair<Buffer, Stmt>> deferred;
-    // By index: lowering a fill may add prefix arrays (and their fills).
+    std::set<const BufferNode*> deferred_aux;
+    // By index: lowering a fill may add prefix arrays (and their fills). A
+    // fill that reads an aux array filled later in the body (A1 summing the
+    // runs of a nested A0 over a local length array) is deferred too.
     for (size_t k = 0; k < prelude_.size(); ++k) {
       Buffer aux = prelude_[k].first;
       Stmt fill = lower_accesses(prelude_[k].second);
       bool inputs_only = true;
       visit_loads(fill, [&](const BufferNode* b) {
+        if (b == aux.get()) return;
         if (b->kind != BufferKind::Input && b->kind != BufferKind::Aux) inputs_only = false;
+        if (deferred_aux.count(b)) inputs_only = false;
       });
-      if (inputs_only) prelude.push_back(fill);
-      else deferred.push_back({aux, fill});
+      if (inputs_only) {
+        prelude.push_back(fill);
+      } else {
+        deferred.push_back({aux, fill});
+        deferred_aux.insert(aux.get());
+      }
     }
     move_aux_fills(prelude);
     f_.prelude = build::seq(prelude);
@@ -289,15 +298,25 @@ class StorageLowerer {
     std::vector<Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<Stmt>{f_.body};
     std::vector<Stmt> out;
     std::set<const BufferNode*> done;
+    // A fill goes before the first statement that needs it, after the
+    // deferred fills it reads itself.
+    std::function<void(size_t)> emit = [&](size_t k) {
+      const auto& [aux, fill] = deferred[k];
+      if (done.count(aux.get())) return;
+      done.insert(aux.get());
+      for (size_t j = 0; j < deferred.size(); ++j) {
+        if (j == k) continue;
+        bool reads = false;
+        visit_loads(fill, [&](const BufferNode* b) { reads |= b == deferred[j].first.get(); });
+        if (reads) emit(j);
+      }
+      out.push_back(fill);
+    };
     for (const auto& item : items) {
-      for (const auto& [aux, fill] : deferred) {
-        if (done.count(aux.get())) continue;
+      for (size_t k = 0; k < deferred.size(); ++k) {
         bool uses = false;
-        visit_loads(item, [&](const BufferNode* b) { uses |= b == aux.get(); });
-        if (uses) {
-          out.push_back(fill);
-          done.insert(aux.get());
-        }
+        visit_loads(item, [&](const BufferNode* b) { uses |= b == deferred[k].first.get(); });
+        if (uses) emit(k);
       }
       out.push_back(item);
     }
