@@ -51,6 +51,18 @@ bool fusable(const Stmt& a, const Stmt& s) {
     if (loads_from(a->extent, b)) return false;
   for (const BufferNode* b : us.stored)
     if (loads_from(a->extent, b)) return false;
+  // A length array one loop stores may not shape a tensor the other
+  // touches: storage lowering computes that tensor's offsets from it before
+  // the first statement that touches the tensor, which the fused loop would
+  // be (nt[d][s] = ...; then u[d][s][t] over nt[d][s] in one loop).
+  auto shapes_touched = [](const Uses& writer, const Uses& other) {
+    for (const BufferNode* t : other.touched)
+      for (const auto& d : t->dims)
+        for (const BufferNode* b : writer.stored)
+          if (loads_from(d.extent, b)) return true;
+    return false;
+  };
+  if (shapes_touched(ua, us) || shapes_touched(us, ua)) return false;
   std::set<const BufferNode*> shared;
   for (const BufferNode* b : ua.touched)
     if (us.touched.count(b)) shared.insert(b);
