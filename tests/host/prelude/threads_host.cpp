@@ -8,6 +8,12 @@
 // under ASan (the asan preset) and TSan (scripts/tsan_check.sh), a call that
 // reads an evicted unit is a use-after-free report; in a plain build it is
 // a wrong result, most of the time.
+//
+//   threads_host [HOST_THREADS [CALLS_PER_THREAD [POOL_THREADS]]]
+//
+// POOL_THREADS (default: the pool's own) is 1 under scripts/tsan_check.sh,
+// whose tsan-instrumented kernels give results that depend on the pool's
+// thread count (its own parallel-loop check fails the same way; see there).
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -44,6 +50,7 @@ dcc_status call(Pattern& p, std::vector<float>& out, const dcc_prelude* held) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 8;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 40;
+  if (argc > 3) dcc_set_num_threads(std::atoi(argv[3]));
   const int patterns = 48;
   const char* budget = std::getenv("DCC_PRELUDE_CACHE_BYTES");
   if (!budget || std::strtoull(budget, nullptr, 10) == 0 || std::strtoull(budget, nullptr, 10) > 4096) {
