@@ -550,8 +550,8 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     else size_aux(b, "  ", true);
   }
   // Entries from the cache stay pinned until `done` (another thread's call
-  // cannot evict them while the kernel reads them): pin 2u, and 2u + 1 for
-  // the device copy.
+  // cannot evict them while the kernel reads them): unit u's pin is u, or on
+  // CUDA 2u, and 2u + 1 for its device copy.
   const size_t npins = cached ? units.size() * (cuda ? 2 : 1) : 0;
   if (npins > 0) out.insert(pins_at, fmt::format("  dcc_prelude_pin* dcc__pins[{}] = {{NULL}};\n", npins));
   size_t upin = 0;
