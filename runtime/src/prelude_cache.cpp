@@ -81,7 +81,7 @@ struct Entry {
   std::thread::id computing_thread;  // while !ready
   std::size_t pins = 0;              // users between acquire and unpin
   dcc_prelude_cache* cache = nullptr;
-  Entry* newer = nullptr;            // LRU links while ready (detached list links once detached)
+  Entry* newer = nullptr;            // LRU links while ready, detached list's once detached
   Entry* older = nullptr;
 
   ~Entry() {
@@ -116,8 +116,8 @@ struct dcc_prelude_cache {
 
   // With `pin`, the entry is pinned and *pin set to it (only on success).
   dcc_status get(std::uint64_t kind, const void* key, std::size_t key_bytes, std::size_t out_bytes,
-                 dcc_prelude_fn compute, dcc_prelude_release_fn release, void* ctx, const void** out,
-                 Entry** pin = nullptr) noexcept;
+                 dcc_prelude_fn compute, dcc_prelude_release_fn release, void* ctx,
+                 const void** out, Entry** pin = nullptr) noexcept;
   void unpin(Entry* e) noexcept;
   // Lookup only: the ready entry for (kind, key), or nullptr. Requires mutex.
   const Entry* find(std::uint64_t kind, const void* key, std::size_t key_bytes) const noexcept {

@@ -656,8 +656,9 @@ TEST(PinnedPrelude, NullArguments) {
                                 nullptr),
             DCC_ERR_NULL_POINTER);
   EXPECT_THAT(dcc_last_error(), StrEq("dcc_prelude_acquire: pin is NULL"));
-  EXPECT_EQ(dcc_prelude_acquire(c.cache, 1, &key, sizeof key, 8, nullptr, nullptr, &key, &out, &pin),
-            DCC_ERR_NULL_POINTER);
+  EXPECT_EQ(
+      dcc_prelude_acquire(c.cache, 1, &key, sizeof key, 8, nullptr, nullptr, &key, &out, &pin),
+      DCC_ERR_NULL_POINTER);
   EXPECT_EQ(out, nullptr);
   EXPECT_EQ(pin, nullptr);
   EXPECT_EQ(c.misses(), 0u);

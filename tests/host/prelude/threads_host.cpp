@@ -37,10 +37,13 @@ struct Pattern {
 // Runs mha on pattern `p`, into `out` (sized by the caller), through the
 // cache or with a held prelude.
 dcc_status call(Pattern& p, std::vector<float>& out, const dcc_prelude* held) {
-  PackedQueries q{p.q.data(), static_cast<int64_t>(p.q.size()), p.ql.data(), kBatch, kBatch,
-                  kHeads, kDim};
-  PackedKV kv{p.k.data(), static_cast<int64_t>(p.k.size()), p.v.data(),
-              static_cast<int64_t>(p.v.size()), p.kl.data(), kBatch, kBatch, kHeads, kDim};
+  PackedQueries q{p.q.data(), static_cast<int64_t>(p.q.size()), p.ql.data(), kBatch, kBatch, kHeads,
+                  kDim};
+  PackedKV kv{p.k.data(),  static_cast<int64_t>(p.k.size()),
+              p.v.data(),  static_cast<int64_t>(p.v.size()),
+              p.kl.data(), kBatch,
+              kBatch,      kHeads,
+              kDim};
   PackedQueries r{out.data(), static_cast<int64_t>(out.size()), nullptr, 0, 0, 0, 0};
   return held ? mha_with_prelude(held, &q, &kv, &r) : mha(&q, &kv, &r);
 }
@@ -53,7 +56,8 @@ int main(int argc, char** argv) {
   if (argc > 3) dcc_set_num_threads(std::atoi(argv[3]));
   const int patterns = 48;
   const char* budget = std::getenv("DCC_PRELUDE_CACHE_BYTES");
-  if (!budget || std::strtoull(budget, nullptr, 10) == 0 || std::strtoull(budget, nullptr, 10) > 4096) {
+  if (!budget || std::strtoull(budget, nullptr, 10) == 0 ||
+      std::strtoull(budget, nullptr, 10) > 4096) {
     std::fprintf(stderr, "set DCC_PRELUDE_CACHE_BYTES to a tiny budget (1..4096), not `%s`\n",
                  budget ? budget : "");
     return 2;
@@ -75,10 +79,13 @@ int main(int argc, char** argv) {
     // The expected result: one thread, the prelude held (never evicted).
     p.expected.assign(p.q.size(), 0.0f);
     dcc_prelude* held = nullptr;
-    PackedQueries q{p.q.data(), static_cast<int64_t>(p.q.size()), p.ql.data(), kBatch, kBatch,
-                    kHeads, kDim};
-    PackedKV kv{p.k.data(), static_cast<int64_t>(p.k.size()), p.v.data(),
-                static_cast<int64_t>(p.v.size()), p.kl.data(), kBatch, kBatch, kHeads, kDim};
+    PackedQueries q{
+        p.q.data(), static_cast<int64_t>(p.q.size()), p.ql.data(), kBatch, kBatch, kHeads, kDim};
+    PackedKV kv{p.k.data(),  static_cast<int64_t>(p.k.size()),
+                p.v.data(),  static_cast<int64_t>(p.v.size()),
+                p.kl.data(), kBatch,
+                kBatch,      kHeads,
+                kDim};
     if (mha_prelude(&q, &kv, &held) != DCC_OK || call(p, p.expected, held) != DCC_OK) {
       std::fprintf(stderr, "single-threaded mha failed: %s\n", dcc_last_error());
       return 1;
@@ -106,10 +113,11 @@ int main(int argc, char** argv) {
   uint64_t hits = 0, misses = 0;
   size_t bytes = 0;
   dcc_prelude_cache_stats(dcc_default_prelude_cache(), &hits, &misses, &bytes);
-  std::printf("%d threads x %d calls, %d patterns, budget %s bytes: %llu hits, %llu misses, %zu "
-              "bytes cached; %d wrong, %d failed\n",
-              threads, rounds, patterns, budget, static_cast<unsigned long long>(hits),
-              static_cast<unsigned long long>(misses), bytes, wrong.load(), failed.load());
+  std::printf(
+      "%d threads x %d calls, %d patterns, budget %s bytes: %llu hits, %llu misses, %zu "
+      "bytes cached; %d wrong, %d failed\n",
+      threads, rounds, patterns, budget, static_cast<unsigned long long>(hits),
+      static_cast<unsigned long long>(misses), bytes, wrong.load(), failed.load());
   // More misses than the distinct units of the patterns: the budget made calls evict.
   const uint64_t units = (hits + misses) / static_cast<uint64_t>(threads * rounds);
   if (wrong != 0 || failed != 0 || misses <= static_cast<uint64_t>(patterns) * units) return 1;
