@@ -4,8 +4,10 @@
 #   scripts/test.sh          setup, build the `default` preset (warnings are
 #                            errors), run ctest
 #   scripts/test.sh --full   also: the `asan` preset (ASan + UBSan) and its
-#                            ctest run, then the `fuzz` preset and 60 s of
-#                            libFuzzer over the front end (what CI runs)
+#                            ctest run, the prelude cache under TSan
+#                            (scripts/tsan_check.sh --prelude), then the
+#                            `fuzz` preset and 60 s of libFuzzer over the
+#                            front end (what CI runs)
 #
 # DCCC_BUILD_PREFIX (default ROOT/build) names the build folders:
 # PREFIX, PREFIX-asan, PREFIX-fuzz. DCCC_JOBS sets parallelism (default 2).
@@ -17,7 +19,7 @@ for arg in "$@"; do
   case "$arg" in
     --full) FULL=1 ;;
     -h | --help)
-      sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -51,6 +53,9 @@ if [[ $FULL -eq 1 ]]; then
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" \
     ctest --test-dir "$PREFIX-asan" --output-on-failure -j "$JOBS" || failed+=("ctest (asan)")
+
+  step "tsan (prelude cache from 8 threads: runtime unit tests, mha through dccc -o)"
+  DCCC="$PREFIX/tools/dccc" "$ROOT/scripts/tsan_check.sh" --prelude || failed+=("tsan")
 
   step "fuzz (fuzz preset, 60 s)"
   DCCC_FUZZ_BUILD_DIR="$PREFIX-fuzz" "$ROOT/scripts/fuzz.sh" 60 || failed+=("fuzz")

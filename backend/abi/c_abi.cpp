@@ -396,6 +396,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     out += (params == "void" ? std::string() : params + ", ") + "dcc_prelude* held, int run) {\n";
   }
   out += "  dcc_status st = DCC_OK;\n  int ovf = 0;\n  (void)ovf;\n";
+  const size_t pins_at = out.size();  // the cache entries' pins, declared once counted
   // Storage names.
   std::map<const BufferNode*, std::pair<std::string, std::string>> where;  // buffer -> (param, field)
   for (const auto& p : f.params) {
@@ -571,6 +572,12 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
     if (reads_aux(b->total)) out += fmt::format("  int64_t n_{} = 0;\n", names.buf(b.get()));
     else size_aux(b, "  ", true);
   }
+  // Entries from the cache stay pinned until `done` (another thread's call
+  // cannot evict them while the kernel reads them): unit u's pin is u, or on
+  // CUDA 2u, and 2u + 1 for its device copy.
+  const size_t npins = cached ? units.size() * (cuda ? 2 : 1) : 0;
+  if (npins > 0) out.insert(pins_at, fmt::format("  dcc_prelude_pin* dcc__pins[{}] = {{NULL}};\n", npins));
+  size_t upin = 0;
   if (cached) {
     for (const auto& u : units) {
       std::string name = fmt::format("dcc__prelude_{:016x}", u.kind);
@@ -628,8 +635,8 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
       std::string kind = fmt::format("UINT64_C({})", u.kind);
       out += fmt::format("    if (run == 2) st = dcc_prelude_hold(held, {0}, key, at, (size_t)elems * 8, {1}, NULL, &pc, &pre);\n"
                          "    else if (held) st = dcc_prelude_find(held, {0}, key, at, (size_t)elems * 8, &pre);\n"
-                         "    else st = dcc_prelude_get(dcc_default_prelude_cache(), {0}, key, at, (size_t)elems * 8, {1}, &pc, &pre);\n",
-                         kind, name);
+                         "    else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0}, key, at, (size_t)elems * 8, {1}, NULL, &pc, &pre, &dcc__pins[{2}]);\n",
+                         kind, name, upin * (cuda ? 2 : 1));
       if (cuda) {
         // The device copy, keyed by the same bytes and the device number.
         out += "    const void* dpre = NULL;\n";
@@ -647,9 +654,9 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
                            gpu ? name + "__gpu" : "NULL");
         out += fmt::format("      if (run == 2) st = dcc_prelude_hold(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre);\n"
                            "      else if (held) st = dcc_prelude_find(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), &dpre);\n"
-                           "      else st = dcc_prelude_get_ex(dcc_default_prelude_cache(), {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre);\n"
+                           "      else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre, &dcc__pins[{1}]);\n"
                            "    }}\n",
-                           kind);
+                           kind, upin * 2 + 1);
       }
       out += "    if (key != key_stack) dcc_free(key);\n";
       out += fmt::format("    if (st != DCC_OK) {{\n"
@@ -671,6 +678,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
         }
       }
       out += "  }\n";
+      ++upin;
     }
   }
   // A length array shaped by other lengths (`ntok: [d: D][nsent[d]]i32`,
@@ -878,6 +886,7 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   out += "done:\n";
   for (const auto& h : staged) out += fmt::format("  dcc_free({});\n", h);
   for (const auto& b : owned) out += fmt::format("  dcc_free(b_{});\n", names.buf(b.get()));
+  if (npins > 0) out += fmt::format("  for (int i = 0; i < {}; ++i) dcc_prelude_unpin(dcc__pins[i]);\n", npins);
   for (const auto& p : f.params)
     if (p.kind == Param::List) out += fmt::format("  dcc_free({}__packed);\n", list_local(p));
   out += "  return st;\n}\n\n";

@@ -241,13 +241,16 @@ DCCRT_API dcc_prelude_cache* dcc_default_prelude_cache(void) DCCRT_NOEXCEPT;
  * requests for one missing entry compute it once; the others wait for it.
  * Requests for other entries proceed meanwhile.
  *
- * Lifetime: the returned pointer stays valid until the cache evicts the entry
- * or is destroyed (or dcc_prelude_cache_clear). Eviction happens only inside
- * dcc_prelude_get, when the cached bytes exceed the budget, least recently
- * used first, and never evicts the entry being returned (so an entry larger
- * than the budget is still returned, and evicted by a later call). Callers
- * that hold buffers across calls while other threads use the same cache must
- * give it a budget large enough for all buffers in use (or 0).
+ * Lifetime: the returned pointer is not pinned: it stays valid only until the
+ * cache evicts the entry or is destroyed (or dcc_prelude_cache_clear).
+ * Eviction happens inside dcc_prelude_get, dcc_prelude_acquire and
+ * dcc_prelude_unpin, when the cached bytes exceed the budget, least recently
+ * used first; it never evicts the entry being returned (so an entry larger
+ * than the budget is still returned, and evicted by a later call) nor a
+ * pinned one. Any call by another thread, or a later call by this one, may
+ * evict an unpinned entry: a caller that uses the buffer while others may use
+ * the cache must take it with dcc_prelude_acquire instead (generated
+ * libraries do since the prelude pins; older ones call this function).
  *
  * Errors (nothing cached, *out untouched):
  *   DCC_ERR_NULL_POINTER      cache, compute or out is NULL, or key is NULL
@@ -269,8 +272,9 @@ DCCRT_API dcc_status dcc_prelude_get(dcc_prelude_cache* cache, uint64_t kind, co
 DCCRT_API dcc_status dcc_prelude_cache_stats(dcc_prelude_cache* cache, uint64_t* hits,
                                              uint64_t* misses, size_t* bytes) DCCRT_NOEXCEPT;
 
-/* Drops every cached entry (invalidating every pointer handed out). Entries
- * being computed are kept. DCC_ERR_NULL_POINTER when cache is NULL. */
+/* Drops every cached entry (invalidating every unpinned pointer handed out;
+ * pinned entries are freed by their last unpin). Entries being computed are
+ * kept. DCC_ERR_NULL_POINTER when cache is NULL. */
 DCCRT_API dcc_status dcc_prelude_cache_clear(dcc_prelude_cache* cache) DCCRT_NOEXCEPT;
 
 /* Called with an entry's buffer just before the cache frees it (eviction,
@@ -284,6 +288,30 @@ DCCRT_API dcc_status dcc_prelude_get_ex(dcc_prelude_cache* cache, uint64_t kind,
                                         size_t key_bytes, size_t out_bytes, dcc_prelude_fn compute,
                                         dcc_prelude_release_fn release, void* ctx,
                                         const void** out) DCCRT_NOEXCEPT;
+
+/* A pinned cache entry, from dcc_prelude_acquire until dcc_prelude_unpin. */
+typedef struct dcc_prelude_pin dcc_prelude_pin;
+
+/* dcc_prelude_get_ex, pinning the entry: *out stays valid, and its contents
+ * unchanged, until dcc_prelude_unpin(*pin), whatever other calls on the cache
+ * (from any thread) evict or clear meanwhile. Eviction skips pinned entries,
+ * so while entries are pinned the cached bytes may exceed the budget; the
+ * last unpin of an entry evicts down to the budget again. An entry that
+ * dcc_prelude_cache_clear or dcc_prelude_cache_drop removes while pinned is
+ * no longer found, and is freed (its release function run) by its last
+ * unpin. Every successful call must be matched by one dcc_prelude_unpin
+ * before the cache is destroyed; several pins of one entry (by any threads)
+ * may be held at once. On error *pin is untouched. Errors: those of
+ * dcc_prelude_get, and DCC_ERR_NULL_POINTER when pin is NULL. */
+DCCRT_API dcc_status dcc_prelude_acquire(dcc_prelude_cache* cache, uint64_t kind, const void* key,
+                                         size_t key_bytes, size_t out_bytes,
+                                         dcc_prelude_fn compute, dcc_prelude_release_fn release,
+                                         void* ctx, const void** out,
+                                         dcc_prelude_pin** pin) DCCRT_NOEXCEPT;
+
+/* Ends a pin of dcc_prelude_acquire (the buffer it gave may be freed from
+ * now on). NULL is ignored. */
+DCCRT_API void dcc_prelude_unpin(dcc_prelude_pin* pin) DCCRT_NOEXCEPT;
 
 /* Drops every cached entry whose release function is `release` (a library
  * about to be unloaded drops the entries whose release code it holds).

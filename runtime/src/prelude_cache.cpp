@@ -7,6 +7,13 @@
 // other entries proceed; requests for the same entry wait on a condition
 // variable and find it ready, or gone if the computation failed (then they
 // compute it themselves).
+//
+// An entry handed out by dcc_prelude_acquire is pinned (a count of users,
+// changed under the lock) until dcc_prelude_unpin: eviction skips pinned
+// entries, so the cached bytes may exceed the budget while they are pinned,
+// and the last unpin evicts down to the budget again. An entry that clear or
+// drop removes while pinned leaves the map and the LRU list for the list of
+// detached entries; the last unpin frees it.
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -70,8 +77,11 @@ struct Entry {
   void* buffer = nullptr;
   dcc_prelude_release_fn release = nullptr;  // called with buffer before it is freed
   bool ready = false;
+  bool detached = false;             // out of the map, freed by the last unpin
   std::thread::id computing_thread;  // while !ready
-  Entry* newer = nullptr;            // LRU links while ready
+  std::size_t pins = 0;              // users between acquire and unpin
+  dcc_prelude_cache* cache = nullptr;
+  Entry* newer = nullptr;            // LRU links while ready, detached list's once detached
   Entry* older = nullptr;
 
   ~Entry() {
@@ -96,9 +106,19 @@ using namespace dccc::rt;
 
 struct dcc_prelude_cache {
   explicit dcc_prelude_cache(std::size_t budget) : max_bytes(budget) {}
+  ~dcc_prelude_cache() {
+    while (detached != nullptr) {
+      Entry* e = detached;
+      detached = e->older;
+      delete e;
+    }
+  }
 
+  // With `pin`, the entry is pinned and *pin set to it (only on success).
   dcc_status get(std::uint64_t kind, const void* key, std::size_t key_bytes, std::size_t out_bytes,
-                 dcc_prelude_fn compute, dcc_prelude_release_fn release, void* ctx, const void** out) noexcept;
+                 dcc_prelude_fn compute, dcc_prelude_release_fn release, void* ctx,
+                 const void** out, Entry** pin = nullptr) noexcept;
+  void unpin(Entry* e) noexcept;
   // Lookup only: the ready entry for (kind, key), or nullptr. Requires mutex.
   const Entry* find(std::uint64_t kind, const void* key, std::size_t key_bytes) const noexcept {
     const KeyView wanted{kind,
@@ -124,14 +144,32 @@ struct dcc_prelude_cache {
     (e->older ? e->older->newer : oldest) = e->newer;
     e->newer = e->older = nullptr;
   }
-  // Evicts least recently used entries while over budget, sparing `keep`.
+  // Evicts least recently used entries while over budget, sparing `keep` and
+  // pinned entries.
   void evict(const Entry* keep) noexcept {
-    while (max_bytes != 0 && bytes > max_bytes && oldest != nullptr && oldest != keep) {
-      Entry* victim = oldest;
-      unlink(victim);
-      bytes -= victim->out_bytes;
-      erase(victim);
+    for (Entry* e = oldest; e != nullptr && max_bytes != 0 && bytes > max_bytes;) {
+      Entry* next = e->newer;
+      if (e != keep && e->pins == 0) remove(e);
+      e = next;
     }
+  }
+  // Takes a ready entry out of the LRU list and the map: frees it, or, while
+  // pinned, moves it to the detached list for the last unpin to free.
+  void remove(Entry* e) noexcept {
+    unlink(e);
+    bytes -= e->out_bytes;
+    if (e->pins == 0) {
+      erase(e);
+      return;
+    }
+    auto it = entries.find(e->key);
+    it->second.release();
+    entries.erase(it);
+    e->detached = true;
+    e->newer = nullptr;
+    e->older = detached;
+    if (detached != nullptr) detached->newer = e;
+    detached = e;
   }
   // Removes `e` from the map, freeing it and its buffer. Erasing through an
   // iterator: the key used to find it lives in the entry being destroyed.
@@ -143,6 +181,7 @@ struct dcc_prelude_cache {
   std::unordered_map<KeyView, std::unique_ptr<Entry>, KeyHash> entries;
   Entry* newest = nullptr;
   Entry* oldest = nullptr;
+  Entry* detached = nullptr;  // pinned entries removed by clear or drop, linked by `older`
   std::size_t bytes = 0;
   std::uint64_t hits = 0;
   std::uint64_t misses = 0;
@@ -150,8 +189,8 @@ struct dcc_prelude_cache {
 
 dcc_status dcc_prelude_cache::get(std::uint64_t kind, const void* key, std::size_t key_bytes,
                                   std::size_t out_bytes, dcc_prelude_fn compute,
-                                  dcc_prelude_release_fn release, void* ctx,
-                                  const void** out) noexcept {
+                                  dcc_prelude_release_fn release, void* ctx, const void** out,
+                                  Entry** pin) noexcept {
   const KeyView wanted{kind,
                        std::string_view(key_bytes ? static_cast<const char*>(key) : "", key_bytes),
                        hash_key(kind, key, key_bytes)};
@@ -171,6 +210,10 @@ dcc_status dcc_prelude_cache::get(std::uint64_t kind, const void* key, std::size
       unlink(e);
       link_newest(e);
       *out = e->buffer;
+      if (pin != nullptr) {
+        ++e->pins;
+        *pin = e;
+      }
       return DCC_OK;
     }
     if (e->computing_thread == std::this_thread::get_id()) {
@@ -189,6 +232,7 @@ dcc_status dcc_prelude_cache::get(std::uint64_t kind, const void* key, std::size
     owned->key = KeyView{kind, std::string_view(owned->key_storage.get(), key_bytes), wanted.hash};
     owned->out_bytes = out_bytes;
     owned->computing_thread = std::this_thread::get_id();
+    owned->cache = this;
     e = owned.get();
     entries.emplace(e->key, std::move(owned));
   } catch (...) {
@@ -231,30 +275,38 @@ dcc_status dcc_prelude_cache::get(std::uint64_t kind, const void* key, std::size
   link_newest(e);
   evict(e);
   *out = buffer;
+  if (pin != nullptr) {
+    ++e->pins;
+    *pin = e;
+  }
   lock.unlock();
   computed.notify_all();
   return DCC_OK;
 }
 
+void dcc_prelude_cache::unpin(Entry* e) noexcept {
+  std::unique_lock<std::mutex> lock(mutex);
+  if (--e->pins != 0) return;
+  if (!e->detached) {
+    evict(nullptr);
+    return;
+  }
+  (e->newer ? e->newer->older : detached) = e->older;
+  if (e->older) e->older->newer = e->newer;
+  lock.unlock();
+  delete e;  // runs its release function without the lock held
+}
+
 void dcc_prelude_cache::clear() noexcept {
   std::lock_guard<std::mutex> lock(mutex);
-  while (oldest != nullptr) {
-    Entry* victim = oldest;
-    unlink(victim);
-    bytes -= victim->out_bytes;
-    erase(victim);
-  }
+  while (oldest != nullptr) remove(oldest);
 }
 
 void dcc_prelude_cache::drop(dcc_prelude_release_fn release) noexcept {
   std::lock_guard<std::mutex> lock(mutex);
   for (Entry* e = oldest; e != nullptr;) {
     Entry* next = e->newer;
-    if (e->release == release) {
-      unlink(e);
-      bytes -= e->out_bytes;
-      erase(e);
-    }
+    if (e->release == release) remove(e);
     e = next;
   }
 }
@@ -308,6 +360,30 @@ dcc_status dcc_prelude_get_ex(dcc_prelude_cache* cache, uint64_t kind, const voi
   if (compute == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: compute is NULL", fn);
   if (out == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: out is NULL", fn);
   return cache->get(kind, key, key_bytes, out_bytes, compute, release, ctx, out);
+}
+
+dcc_status dcc_prelude_acquire(dcc_prelude_cache* cache, uint64_t kind, const void* key,
+                               size_t key_bytes, size_t out_bytes, dcc_prelude_fn compute,
+                               dcc_prelude_release_fn release, void* ctx, const void** out,
+                               dcc_prelude_pin** pin) noexcept {
+  constexpr const char* fn = "dcc_prelude_acquire";
+  if (cache == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: cache is NULL", fn);
+  if (key == nullptr && key_bytes > 0) {
+    return fail(DCC_ERR_NULL_POINTER, "{}: key is NULL but key_bytes is {}", fn, key_bytes);
+  }
+  if (compute == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: compute is NULL", fn);
+  if (out == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: out is NULL", fn);
+  if (pin == nullptr) return fail(DCC_ERR_NULL_POINTER, "{}: pin is NULL", fn);
+  Entry* e = nullptr;
+  const dcc_status st = cache->get(kind, key, key_bytes, out_bytes, compute, release, ctx, out, &e);
+  if (st == DCC_OK) *pin = reinterpret_cast<dcc_prelude_pin*>(e);
+  return st;
+}
+
+void dcc_prelude_unpin(dcc_prelude_pin* pin) noexcept {
+  if (pin == nullptr) return;
+  Entry* e = reinterpret_cast<Entry*>(pin);
+  e->cache->unpin(e);
 }
 
 dcc_status dcc_prelude_cache_drop(dcc_prelude_cache* cache, dcc_prelude_release_fn release) noexcept {

@@ -532,3 +532,182 @@ TEST(HeldPrelude, DestroyReleasesItsEntries) {
   dcc_prelude_destroy(p);
   EXPECT_EQ(released(held), before + 1);
 }
+
+// ---- pinned entries (dcc_prelude_acquire / dcc_prelude_unpin) ---------------
+
+namespace {
+
+// A 1 KiB entry whose every 8-byte word is the key times a constant, so a
+// reader can tell its own entry from a freed one or another key's.
+constexpr size_t kPinnedBytes = 1024;
+constexpr uint64_t kPinnedKind = 0x919ed;
+
+uint64_t pattern(int key) { return 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(key + 1); }
+
+dcc_status fill_pattern(void* ctx, void* out, size_t out_bytes) {
+  const uint64_t word = pattern(*static_cast<const int*>(ctx));
+  auto* w = static_cast<uint64_t*>(out);
+  for (size_t i = 0; i < out_bytes / 8; ++i) w[i] = word;
+  return DCC_OK;
+}
+
+bool holds_pattern(const void* buffer, int key) {
+  const auto* w = static_cast<const uint64_t*>(buffer);
+  for (size_t i = 0; i < kPinnedBytes / 8; ++i) {
+    if (w[i] != pattern(key)) return false;
+  }
+  return true;
+}
+
+std::atomic<int> g_pinned_releases{0};
+
+// Checks that the buffer is still intact when the cache frees it.
+void release_pattern(void* buffer, size_t bytes) {
+  EXPECT_EQ(bytes, kPinnedBytes);
+  const uint64_t first = *static_cast<const uint64_t*>(buffer);
+  const auto* w = static_cast<const uint64_t*>(buffer);
+  for (size_t i = 0; i < bytes / 8; ++i) EXPECT_EQ(w[i], first);
+  g_pinned_releases++;
+}
+
+dcc_prelude_pin* Acquire(dcc_prelude_cache* cache, int key, const void** out) {
+  dcc_prelude_pin* pin = nullptr;
+  EXPECT_EQ(dcc_prelude_acquire(cache, kPinnedKind, &key, sizeof key, kPinnedBytes, fill_pattern,
+                                release_pattern, &key, out, &pin),
+            DCC_OK)
+      << dcc_last_error();
+  EXPECT_NE(pin, nullptr);
+  return pin;
+}
+
+}  // namespace
+
+TEST(PinnedPrelude, PinnedEntriesOutliveEvictionAndTheBudgetComesBack) {
+  Cache c(kPinnedBytes);  // one entry
+  const void* a = nullptr;
+  const void* b = nullptr;
+  dcc_prelude_pin* pa = Acquire(c.cache, 1, &a);
+  dcc_prelude_pin* pb = Acquire(c.cache, 2, &b);  // over budget, but 1 is pinned
+  EXPECT_TRUE(holds_pattern(a, 1));
+  EXPECT_TRUE(holds_pattern(b, 2));
+  EXPECT_EQ(c.bytes(), 2 * kPinnedBytes);
+  // A pinned entry is still found: a second pin of 1 hits.
+  const void* a2 = nullptr;
+  dcc_prelude_pin* pa2 = Acquire(c.cache, 1, &a2);
+  EXPECT_EQ(a2, a);
+  EXPECT_EQ(c.misses(), 2u);
+  dcc_prelude_unpin(pa);
+  EXPECT_EQ(c.bytes(), 2 * kPinnedBytes);  // 1 is still pinned once
+  EXPECT_TRUE(holds_pattern(a, 1));
+  dcc_prelude_unpin(pa2);  // 1 is the least recently used unpinned entry: evicted
+  EXPECT_EQ(c.bytes(), kPinnedBytes);
+  EXPECT_TRUE(holds_pattern(b, 2));
+  dcc_prelude_unpin(pb);
+  EXPECT_EQ(c.bytes(), kPinnedBytes);
+  dcc_prelude_unpin(nullptr);  // ignored
+
+  // The unpinned dcc_prelude_get still evicts as before, but not pinned entries.
+  dcc_prelude_pin* p3 = Acquire(c.cache, 3, &a);
+  int computed = 0;
+  Get1K(c.cache, 4, &computed);
+  EXPECT_TRUE(holds_pattern(a, 3));
+  dcc_prelude_unpin(p3);
+  EXPECT_LE(c.bytes(), kPinnedBytes);
+}
+
+TEST(PinnedPrelude, ClearAndDropFreePinnedEntriesAtTheLastUnpin) {
+  Cache c(0);
+  const int before = g_pinned_releases.load();
+  const void* a = nullptr;
+  const void* b = nullptr;
+  dcc_prelude_pin* pa = Acquire(c.cache, 1, &a);
+  dcc_prelude_pin* pb = Acquire(c.cache, 2, &b);
+  dcc_prelude_pin* pb2 = Acquire(c.cache, 2, &b);
+  ASSERT_EQ(dcc_prelude_cache_clear(c.cache), DCC_OK);
+  EXPECT_EQ(c.bytes(), 0u);
+  EXPECT_EQ(g_pinned_releases.load(), before);  // both pinned: not freed yet
+  EXPECT_TRUE(holds_pattern(a, 1));
+  // A cleared entry is no longer found: asking again computes a new one.
+  const void* a_new = nullptr;
+  dcc_prelude_pin* pa_new = Acquire(c.cache, 1, &a_new);
+  EXPECT_NE(a_new, a);
+  EXPECT_EQ(c.misses(), 3u);
+  dcc_prelude_unpin(pa);
+  EXPECT_EQ(g_pinned_releases.load(), before + 1);
+  ASSERT_EQ(dcc_prelude_cache_drop(c.cache, release_pattern), DCC_OK);  // drops the new 1
+  EXPECT_EQ(g_pinned_releases.load(), before + 1);
+  dcc_prelude_unpin(pa_new);
+  EXPECT_EQ(g_pinned_releases.load(), before + 2);
+  dcc_prelude_unpin(pb);
+  EXPECT_TRUE(holds_pattern(b, 2));
+  dcc_prelude_unpin(pb2);
+  EXPECT_EQ(g_pinned_releases.load(), before + 3);
+}
+
+TEST(PinnedPrelude, NullArguments) {
+  Cache c(0);
+  int key = 1;
+  const void* out = nullptr;
+  dcc_prelude_pin* pin = nullptr;
+  EXPECT_EQ(dcc_prelude_acquire(nullptr, 1, &key, sizeof key, 8, fill_pattern, nullptr, &key, &out,
+                                &pin),
+            DCC_ERR_NULL_POINTER);
+  EXPECT_EQ(dcc_prelude_acquire(c.cache, 1, &key, sizeof key, 8, fill_pattern, nullptr, &key, &out,
+                                nullptr),
+            DCC_ERR_NULL_POINTER);
+  EXPECT_THAT(dcc_last_error(), StrEq("dcc_prelude_acquire: pin is NULL"));
+  EXPECT_EQ(
+      dcc_prelude_acquire(c.cache, 1, &key, sizeof key, 8, nullptr, nullptr, &key, &out, &pin),
+      DCC_ERR_NULL_POINTER);
+  EXPECT_EQ(out, nullptr);
+  EXPECT_EQ(pin, nullptr);
+  EXPECT_EQ(c.misses(), 0u);
+}
+
+// The defect of issue 14: 8 threads, each holding the entries of a "call"
+// (3 units) while others fill a cache that holds 2 of 24 keys. Every pinned
+// buffer must keep its contents until unpinned: without pinning, another
+// thread's call frees it (ASan: heap-use-after-free; TSan: a race with the
+// free; a plain build: another key's pattern). One thread also clears.
+TEST(PinnedPrelude, ConcurrentCallsKeepTheirEntriesUnderATinyBudget) {
+  const int before = g_pinned_releases.load();
+  uint64_t misses = 0;
+  {
+    Cache c(2 * kPinnedBytes);
+    constexpr int kThreads = 8, kRounds = 300, kKeys = 24, kUnits = 3;
+    std::atomic<int> errors{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int r = 0; r < kRounds; ++r) {
+          int keys[kUnits];
+          const void* bufs[kUnits] = {};
+          dcc_prelude_pin* pins[kUnits] = {};
+          for (int u = 0; u < kUnits; ++u) {
+            keys[u] = (r * 7 + t * 5 + u * 11) % kKeys;
+            if (dcc_prelude_acquire(c.cache, kPinnedKind, &keys[u], sizeof keys[u], kPinnedBytes,
+                                    fill_pattern, release_pattern, &keys[u], &bufs[u],
+                                    &pins[u]) != DCC_OK) {
+              errors++;
+            }
+          }
+          if (t == 0 && r % 50 == 0) dcc_prelude_cache_clear(c.cache);
+          for (int pass = 0; pass < 2; ++pass) {
+            for (int u = 0; u < kUnits; ++u) {
+              if (bufs[u] != nullptr && !holds_pattern(bufs[u], keys[u])) errors++;
+            }
+            std::this_thread::yield();  // let the others evict meanwhile
+          }
+          for (int u = kUnits - 1; u >= 0; --u) dcc_prelude_unpin(pins[u]);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(errors.load(), 0);
+    EXPECT_LE(c.bytes(), 2 * kPinnedBytes);  // nothing pinned: back within budget
+    EXPECT_EQ(c.hits() + c.misses(), static_cast<uint64_t>(kThreads * kRounds * kUnits));
+    misses = c.misses();
+  }
+  // Every computed buffer is freed exactly once (eviction, clear or destroy).
+  EXPECT_EQ(static_cast<uint64_t>(g_pinned_releases.load() - before), misses);
+}
