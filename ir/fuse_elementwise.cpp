@@ -90,6 +90,12 @@ std::string fuse_tensor(Func& f, const Buffer& p) {
                        : p->kind == BufferKind::Input ? "a parameter of the function"
                        : p->kind == BufferKind::Output ? "the function's result"
                                                         : "not a local tensor");
+  // A length array shapes other tensors: their extents (and, after storage
+  // lowering, their offsets) read its elements, so it must stay in memory.
+  for (const auto& b : f.buffers)
+    for (const auto& d : b->dims)
+      if (loads_from(d.extent, p.get()))
+        return fmt::format("`{}` gives the extents of `{}`; a length array stays in memory", p->name, b->name);
   std::vector<Stmt> items = items_of(f.body);
   int producer = -1;
   for (size_t k = 0; k < items.size(); ++k) {

@@ -157,6 +157,18 @@ std::string Gen::literal() {
   return pick(il);
 }
 
+/// The C name docs/abi.md ("Names") gives a parameter, written here from
+/// that rule rather than read from the header: a C/C++ keyword, `result`
+/// or `prelude` gets `_` appended (the generator's other names are C names).
+std::string c_name(const std::string& n) {
+  static const char* const kTaken[] = {"int", "char", "double", "float", "unsigned", "signed", "long", "short",
+                                       "void", "for", "while", "if", "else", "return", "struct", "const",
+                                       "result", "prelude"};
+  for (const char* t : kTaken)
+    if (n == t) return n + "_";
+  return n;
+}
+
 const char* dom_base(Dom d, bool c_names) {
   static const char* plain[] = {"b", "i", "h", "m", "r", "c", "j", "d", "s", "t"};
   static const char* odd[] = {"bq", "iq", "hq", "mq", "rq", "cq", "jq", "dq", "sq", "tq"};
@@ -918,7 +930,7 @@ int main(void) {
         case PKind::kSeqs: a = "&" + p.main_arg; break;
         case PKind::kDocs: a = "NULL"; break;
         case PKind::kW: {
-          std::string s = fn.name + "_" + p.name + "_t";
+          std::string s = fn.name + "_" + c_name(p.name) + "_t";
           std::string v = "a" + std::to_string(k) + "_" + p.name;
           h << "  " << s << " " << v << ";\n  memset(&" << v << ", 0, sizeof " << v << ");\n  " << v
             << ".data = w0d; " << v << ".data_len = " << B_ * M_ << "; " << v << ".B = " << B_ << "; " << v
@@ -927,7 +939,7 @@ int main(void) {
           break;
         }
         case PKind::kV: {
-          std::string s = fn.name + "_" + p.name + "_t";
+          std::string s = fn.name + "_" + c_name(p.name) + "_t";
           std::string v = "a" + std::to_string(k) + "_" + p.name;
           h << "  " << s << " " << v << ";\n  memset(&" << v << ", 0, sizeof " << v << ");\n  " << v
             << ".data = v0d; " << v << ".data_len = " << N_ << "; " << v << ".N = " << N_ << ";\n";
