@@ -293,8 +293,14 @@ Interpreter::Value Interpreter::eval(const Expr& e) {
       Value a = eval(e->args[0]);
       if (e->unop == UnOp::Not) return Value{0, a.i ? 0 : 1};
       if (!is_float(t)) {
-        if (e->unop == UnOp::Neg) return Value{0, -a.i};
-        if (e->unop == UnOp::Abs) return Value{0, a.i < 0 ? -a.i : a.i};
+        if (e->unop == UnOp::Neg || e->unop == UnOp::Abs) {
+          // Two's complement in the operation's type, as the backends do:
+          // -INT_MIN and abs(INT_MIN) are INT_MIN.
+          bool negate = e->unop == UnOp::Neg || a.i < 0;
+          int64_t r = negate ? static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(a.i)) : a.i;
+          if (e->type == Scalar::I32) r = static_cast<int32_t>(r);
+          return Value{0, r};
+        }
         throw InterpError("math on integers");
       }
       double x = a.f, r = 0;
@@ -336,7 +342,9 @@ Interpreter::Value Interpreter::eval(const Expr& e) {
           case BinOp::Div:
           case BinOp::Mod:
             if (y == 0) throw InterpError("integer division by zero");
-            if (x == INT64_MIN && y == -1) throw InterpError("integer division overflow");
+            // The quotient of the type's minimum by -1 does not fit the type.
+            if (y == -1 && x == (e->type == Scalar::I32 ? int64_t{INT32_MIN} : INT64_MIN))
+              throw InterpError("integer division overflow");
             r = e->binop == BinOp::Div ? x / y : x % y;
             break;
           case BinOp::Min: r = std::min(x, y); break;

@@ -44,6 +44,10 @@ struct Var {
   Dom dom;
   int parent = -1;  // index of the variable this one's range depends on
   int cls = 0;
+  /// Bound by a `reduce`: its range is inferred from every use, and uses on
+  /// two ragged ranges must agree (`[RangeMismatch]`: a triangular `i + 1`
+  /// is not the sequence's `len[b]`, though it fits inside it).
+  bool reduced = false;
 };
 
 enum class PKind { kSeqs, kW, kV, kScalar, kDocs };
@@ -69,6 +73,10 @@ struct Fn {
   bool docs = false;
   bool where_m = false;
   bool has_reduce = false;
+  /// The result is storage the function allocated, not (a field of) one of
+  /// its parameters: calls are inlined, so a returned parameter is the
+  /// caller's argument itself, as read-only or frozen as it is there.
+  bool ret_fresh = true;
   std::multiset<int> inlined;  // every function this one inlines, transitively
 };
 
@@ -197,6 +205,7 @@ bool Gen::compatible(const std::vector<Var>& vars, int vi, const Dim& d, const s
   if (v.dom == Dom::kTri && d.dom == Dom::kN) return true;
   if (v.dom == Dom::kPos && d.dom == Dom::kM) return cur_ && cur_->where_m;
   if (v.dom == Dom::kRagTri && d.dom == Dom::kPos) {
+    if (v.reduced) return false;
     const Var& p = vars[v.parent];
     return p.cls == d.cls && p.parent == want_parent;
   }
@@ -290,7 +299,7 @@ std::string Gen::reduce(std::vector<Var>& vars, int depth) {
       // Unique per program: two sibling reduces must not share a name, or
       // the enclosing reduce would bind it with two ranges.
       Var nv{std::string(dom_base(d.dom, c_names_)) + std::to_string(++fresh_), d.dom,
-             d.parent >= 0 ? chosen[d.parent] : -1, d.cls};
+             d.parent >= 0 ? chosen[d.parent] : -1, d.cls, true};
       inner.push_back(nv);
       chosen.push_back(static_cast<int>(inner.size()) - 1);
       fresh = true;
@@ -527,7 +536,7 @@ bool Gen::gen_call(std::ostringstream& body, Fn& fn, int k) {
   body << "    let " << name << " = " << g.name << "(";
   for (size_t a = 0; a < args.size(); ++a) body << (a ? ", " : "") << args[a];
   body << ");\n";
-  Value v{name, {}, {}, elem_, true};
+  Value v{name, {}, {}, elem_, g.ret_fresh};
   switch (g.ret) {
     case RKind::kSeqs: add_coupling_values(name, next_cls_++, false); return true;
     case RKind::kDocs: add_coupling_values(name, next_cls_++, true); return true;
@@ -676,46 +685,53 @@ void Gen::gen_function(int k) {
   // The return value: a local or parameter of a returnable shape.
   std::vector<std::string> ret_lines;
   std::vector<RKind> ret_kinds;
+  std::vector<bool> ret_fresh;
   for (const Value& v : scope_) {
     if (v.dims.empty()) {
       if (elem_ == "i32" && !f_.open_i32_result) continue;
       ret_lines.push_back("return " + v.name + ";");
       ret_kinds.push_back(RKind::kScalar);
+      ret_fresh.push_back(true);
       continue;
     }
     if (v.groups == std::vector<int>{2} && v.dims[0].dom == Dom::kBatch && v.dims[1].dom == Dom::kHead) {
-      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kBH);
+      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kBH), ret_fresh.push_back(v.local);
     } else if (v.groups == std::vector<int>{1} && v.dims[0].dom == Dom::kBatch && v.elem == elem_) {
-      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kB);
+      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kB), ret_fresh.push_back(v.local);
     } else if (v.groups == std::vector<int>{1} && v.dims[0].dom == Dom::kN) {
-      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kV);
+      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kV), ret_fresh.push_back(v.local);
     } else if (v.groups == std::vector<int>{2} && v.dims[0].dom == Dom::kDoc) {
-      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kDH);
+      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kDH), ret_fresh.push_back(v.local);
     } else if (v.groups == std::vector<int>{1} && v.dims[0].dom == Dom::kDoc && v.elem == elem_) {
-      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kD);
+      ret_lines.push_back("return " + v.name + ";"), ret_kinds.push_back(RKind::kD), ret_fresh.push_back(v.local);
     } else if (v.local && v.groups == std::vector<int>{1, 2} && v.dims[0].dom == Dom::kBatch) {
       std::string src = v.src.empty() ? coupling_of_cls(v.dims[1].cls, false) : v.src;
       ret_lines.push_back("return Seqs { data: " + v.name + ", len: " + src + ".len };");
       ret_kinds.push_back(RKind::kSeqs);
+      ret_fresh.push_back(true);
     } else if (v.local && v.groups == std::vector<int>{1, 1, 2} && v.dims[0].dom == Dom::kDoc) {
       std::string src = v.src.empty() ? coupling_of_cls(v.dims[1].cls, true) : v.src;
       ret_lines.push_back("return Docs { data: " + v.name + ", nsent: " + src + ".nsent, ntok: " + src + ".ntok };");
       ret_kinds.push_back(RKind::kDocs);
+      ret_fresh.push_back(true);
     }
   }
   for (const Coupling& c : couplings_) {
     if (chance(30)) {
       ret_lines.push_back("return " + c.name + ";");
       ret_kinds.push_back(c.docs ? RKind::kDocs : RKind::kSeqs);
+      ret_fresh.push_back(false);
     }
   }
   if (ret_lines.empty()) {
     ret_lines.push_back("return " + couplings_[0].name + ";");
     ret_kinds.push_back(couplings_[0].docs ? RKind::kDocs : RKind::kSeqs);
+    ret_fresh.push_back(false);
   }
   // Prefer what the body computed last.
   int pick_i = static_cast<int>(ret_lines.size()) - 1 - below(std::min<int>(3, static_cast<int>(ret_lines.size())));
   fn.ret = ret_kinds[pick_i];
+  fn.ret_fresh = ret_fresh[pick_i];
   if (fn.ret == RKind::kScalar && elem_ == "i32") note_open(open_used_, "i32_result");
   std::string ret_type;
   switch (fn.ret) {

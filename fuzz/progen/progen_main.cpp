@@ -205,6 +205,9 @@ class Runner {
     }
     if (check.rc != 0) return fail("dccc --check", "exit " + std::to_string(check.rc), &check);
     oc.mutated_valid = o_.mutate;
+    // A mutation may rename `main` (or drop it) and leave a valid library of
+    // functions: it checks, and there is nothing to run.
+    if (o_.mutate && !std::regex_search(text, std::regex(R"(\bfn main\s*\()"))) return oc;
     Tolerance tol = tolerance_for(p.elem);
     const std::vector<std::pair<std::string, std::vector<std::string>>> modes = {
         {"interpret", {"--interpret"}}, {"jit", {}}, {"nosl", {"--no-storage-lowering"}}};
