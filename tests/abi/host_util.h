@@ -15,6 +15,30 @@
 
 static int host_failures = 0;
 
+/* Every buffer to_lib and lib_alloc hand out, freed at exit (before the
+ * leak check of a sanitizer build runs). */
+static void* lib_owned[256];
+static int lib_n_owned = 0;
+static void lib_free_all(void) {
+  for (int i = 0; i < lib_n_owned; ++i) {
+#ifdef DCC_HOST_CUDA
+    cudaFree(lib_owned[i]);
+#else
+    free(lib_owned[i]);
+#endif
+  }
+  lib_n_owned = 0;
+}
+static void* lib_own(void* p) {
+  if (!p || lib_n_owned == (int)(sizeof lib_owned / sizeof lib_owned[0])) {
+    fprintf(stderr, "out of memory or too many host buffers\n");
+    exit(1);
+  }
+  if (lib_n_owned == 0) atexit(lib_free_all);
+  lib_owned[lib_n_owned++] = p;
+  return p;
+}
+
 /* A copy of `bytes` from host memory where the library reads arguments. */
 static void* to_lib(const void* p, size_t bytes) {
 #ifdef DCC_HOST_CUDA
@@ -23,9 +47,9 @@ static void* to_lib(const void* p, size_t bytes) {
     fprintf(stderr, "cuda copy failed\n");
     exit(1);
   }
-  return d;
+  return lib_own(d);
 #else
-  void* h = malloc(bytes ? bytes : 1);
+  void* h = lib_own(malloc(bytes ? bytes : 1));
   if (bytes) memcpy(h, p, bytes);
   return h;
 #endif
@@ -36,9 +60,9 @@ static void* lib_alloc(size_t bytes) {
 #ifdef DCC_HOST_CUDA
   void* d = NULL;
   if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) exit(1);
-  return d;
+  return lib_own(d);
 #else
-  return calloc(bytes ? bytes : 1, 1);
+  return lib_own(calloc(bytes ? bytes : 1, 1));
 #endif
 }
 
