@@ -60,11 +60,13 @@ void Checker::check_assign(const ast::Stmt& s, FnCtx& ctx) {
   // Another name for a parameter's storage is as read-only as the
   // parameter; a length array is frozen under every name.
   const std::string storage_root = pv->first.substr(0, pv->first.find('.'));
+  // A copy the lambda can capture (clang before 16 cannot capture a structured binding).
+  const Expr* written = base;
   auto note_alias = [&](const std::string& what) {
     if (storage_root == root) return;
     auto alias = ctx.scope.find(root);
     if (alias != ctx.scope.end() && alias->second.def.valid())
-      diags_.note(alias->second.def, code(expr_path_text(*base)) + " names the storage of " + what);
+      diags_.note(alias->second.def, code(expr_path_text(*written)) + " names the storage of " + what);
   };
   if (ctx.frozen.count(pv->first)) {
     diags_.report(DiagKind::LengthReassigned, target.range, pv->first);
