@@ -52,5 +52,6 @@ for ex in causal_attention documents; do
   "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
 done
 cp "$ROOT/examples/host/causal_cuda_host.cu" "$ROOT/examples/host/causal_reference.h" \
-   "$ROOT/examples/host/documents_cuda_host.cu" "$ROOT/examples/host/documents_reference.h" "$OUT/"
+   "$ROOT/examples/host/documents_cuda_host.cu" "$ROOT/examples/host/documents_reference.h" \
+   "$ROOT/examples/host/cuda_host_util.h" "$OUT/"
 echo "gpu_bundle: wrote $OUT ($(du -sh "$OUT" | cut -f1))"

@@ -25,42 +25,11 @@
 
 #include "causal_attention.h"
 #include "causal_reference.h"
+#include "cuda_host_util.h"
+
+using namespace cuda_host;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAIL: %s (dcc_last_error: %s)\n", what, dcc_last_error());
-    ++failures;
-  }
-}
-
-void cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::printf("FAIL: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-/// A plain device allocation (never managed memory) holding v; at least one
-/// element, so that an empty array is still a non-NULL pointer.
-template <typename T>
-T* to_device(const std::vector<T>& v) {
-  T* p = nullptr;
-  cuda_ok(cudaMalloc(&p, std::max<size_t>(1, v.size()) * sizeof(T)), "cudaMalloc");
-  if (!v.empty()) cuda_ok(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to device");
-  return p;
-}
-template <typename T>
-std::vector<T> to_host(const T* p, size_t n) {
-  std::vector<T> v(n);
-  if (n) cuda_ok(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-  return v;
-}
-/// A device buffer of n floats, every one `fill`.
-float* filled(int64_t n, float fill) { return to_device(std::vector<float>(size_t(std::max<int64_t>(n, 1)), fill)); }
 
 void run_case(std::mt19937& rng, const std::vector<int32_t>& lens, int H) {
   using namespace causal_ref;
