@@ -914,6 +914,28 @@ static void print_ragged(const elem_t* d, const len_t* len, int64_t B, int64_t H
   }
   printf("]\n");
 }
+/* A two-level coupling's field, printed as `print` does: one document per
+   line, its sentences, their tokens, each token's H values. */
+static void print_docs(const elem_t* d, const len_t* nsent, const len_t* ntok, int64_t D, int64_t H) {
+  int64_t k = 0, tok = 0;
+  printf("[\n");
+  for (int64_t doc = 0; doc < D; ++doc) {
+    printf("  [");
+    for (int64_t s = 0; s < nsent[doc]; ++s, ++k) {
+      if (s) printf(", ");
+      printf("[");
+      for (int64_t t = 0; t < ntok[k]; ++t, ++tok) {
+        if (t) printf(", ");
+        printf("[");
+        for (int64_t h = 0; h < H; ++h) { if (h) printf(", "); pr(d[tok * H + h]); }
+        printf("]");
+      }
+      printf("]");
+    }
+    printf("]%s\n", doc + 1 < D ? "," : "");
+  }
+  printf("]\n");
+}
 
 int main(void) {
   dcc_status st;
@@ -928,6 +950,11 @@ int main(void) {
       << "    for (int64_t i = 0; i < " << l << "[b]; ++i)\n"
       << "      for (int64_t h = 0; h < " << H_ << "; ++h) " << x << "d[(off + i) * " << H_
       << " + h] = fill(b * 7 + i * 3 + h * 5 + " << k << ");\n";
+    // The header declares `Seqs` only when some function uses it.
+    bool used = false;
+    for (const Fn& fn : fns_)
+      for (const Param& p : fn.params) used |= p.kind == PKind::kSeqs && p.main_arg == x;
+    if (!used) continue;
     h << "  Seqs " << x << ";\n  memset(&" << x << ", 0, sizeof " << x << ");\n";
     h << "  " << x << ".data = " << x << "d; " << x << ".data_len = " << total * H_ << "; " << x << ".len = " << l
       << "; " << x << ".len_len = " << B_ << "; " << x << ".B = " << B_ << "; " << x << ".H = " << H_ << ";\n";
@@ -937,6 +964,26 @@ int main(void) {
     << " + m] = fill(b * 5 + m * 2 + 3);\n";
   h << "  elem_t* v0d = (elem_t*)alloc(" << N_ << ", sizeof(elem_t));\n"
     << "  for (int64_t r = 0; r < " << N_ << "; ++r) v0d[r] = fill(r * 4 + 1);\n";
+  if (uses_docs_) {
+    // z0 as main builds it: ns, nt[d][s] = (d * 2 + s + 1) % 4 packed
+    // document after document, tokens packed sentence after sentence.
+    long nsum = 0, tsum = 0;
+    std::vector<long> nt;
+    for (int d = 0; d < D_; ++d)
+      for (int s = 0; s < nsent_[d]; ++s) nt.push_back((d * 2 + s + 1) % 4), ++nsum, tsum += nt.back();
+    std::vector<int> ntv(nt.begin(), nt.end());
+    h << "  len_t ns[] = {" << (nsent_.empty() ? "0" : join_ints(nsent_)) << "};\n";
+    h << "  len_t nt[] = {" << (ntv.empty() ? "0" : join_ints(ntv)) << "};\n";
+    h << "  elem_t* z0d = (elem_t*)alloc(" << tsum * H_ << ", sizeof(elem_t));\n";
+    h << "  for (int64_t d = 0, k = 0, tok = 0; d < " << D_ << "; ++d)\n"
+      << "    for (int64_t s = 0; s < ns[d]; ++s, ++k)\n"
+      << "      for (int64_t t = 0; t < nt[k]; ++t, ++tok)\n"
+      << "        for (int64_t h = 0; h < " << H_ << "; ++h) z0d[tok * " << H_
+      << " + h] = fill(d * 3 + s * 5 + t * 7 + h + 2);\n";
+    h << "  Docs z0;\n  memset(&z0, 0, sizeof z0);\n";
+    h << "  z0.data = z0d; z0.data_len = " << tsum * H_ << "; z0.nsent = ns; z0.nsent_len = " << D_
+      << "; z0.ntok = nt; z0.ntok_len = " << nsum << "; z0.D = " << D_ << "; z0.H = " << H_ << ";\n";
+  }
   for (size_t k = 0; k < fns_.size(); ++k) {
     const Fn& fn = fns_[k];
     std::string args;
@@ -944,7 +991,7 @@ int main(void) {
       std::string a;
       switch (p.kind) {
         case PKind::kSeqs: a = "&" + p.main_arg; break;
-        case PKind::kDocs: a = "NULL"; break;
+        case PKind::kDocs: a = "&" + p.main_arg; break;
         case PKind::kW: {
           std::string s = fn.name + "_" + c_name(p.name) + "_t";
           std::string v = "a" + std::to_string(k) + "_" + p.name;
@@ -981,6 +1028,10 @@ int main(void) {
       h << "  if (!" << r << ".data) " << r << ".data = (elem_t*)alloc(" << r << ".data_len, sizeof(elem_t));\n";
       if (fn.ret == RKind::kSeqs)
         h << "  if (!" << r << ".len) " << r << ".len = (len_t*)alloc(" << r << ".len_len, sizeof(len_t));\n";
+      if (fn.ret == RKind::kDocs)
+        for (const char* f : {"nsent", "ntok"})
+          h << "  if (!" << r << "." << f << ") " << r << "." << f << " = (len_t*)alloc(" << r << "." << f
+            << "_len, sizeof(len_t));\n";
     }
     h << "  st = " << fn.name << "(" << args << "&" << r << ");\n  if (st != DCC_OK) fail(\"" << fn.name << "\");\n";
     switch (fn.ret) {
@@ -991,7 +1042,9 @@ int main(void) {
       case RKind::kDH: h << "  print_dense(" << r << ".data, " << r << ".D, " << r << ".H, 2);\n"; break;
       case RKind::kD: h << "  print_dense(" << r << ".data, " << r << ".D, 1, 1);\n"; break;
       case RKind::kScalar: h << "  pr(" << r << ");\n  printf(\"\\n\");\n"; break;
-      case RKind::kDocs: h << "  /* a two-level coupling result: no host printer yet */\n"; break;
+      case RKind::kDocs:
+        h << "  print_docs(" << r << ".data, " << r << ".nsent, " << r << ".ntok, " << r << ".D, " << r << ".H);\n";
+        break;
     }
   }
   h << "  for (int i = 0; i < n_owned; ++i) free(owned[i]);\n  return 0;\n}\n";
@@ -1066,7 +1119,6 @@ Program Gen::run() {
   gen_host();
   p.host_c = host_;
   p.open_used = open_used_;
-  p.host = !uses_docs_;
   return p;
 }
 

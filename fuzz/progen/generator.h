@@ -50,7 +50,6 @@ struct Program {
   std::string elem;    // element type name: f16 bf16 f32 f64 i32 i64
   std::vector<std::string> open_used;  // the open_* features this program uses
   std::vector<Site> sites;             // mutation candidates
-  bool host = true;  // false: host_c cannot call it yet (a two-level coupling argument)
 };
 
 /// The program of one seed; the same seed and features give the same text.
