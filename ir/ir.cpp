@@ -235,6 +235,15 @@ Stmt located(const Stmt& s, SourceRange at) {
 }
 }  // namespace build
 
+SourceRange statement_location(const Stmt& s) {
+  if (!s) return {};
+  if (s->at.valid()) return s->at;
+  if (s->kind == StmtKind::Store && s->buffer && s->buffer->at.valid()) return s->buffer->at;
+  for (const auto& c : s->body)
+    if (SourceRange r = statement_location(c); r.valid()) return r;
+  return {};
+}
+
 bool mentions(const Expr& e, const Var& v) {
   if (!e) return false;
   if (e->kind == ExprKind::VarRef && e->var == v) return true;

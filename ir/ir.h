@@ -285,6 +285,12 @@ Stmt flat_store(const Buffer& b, Expr offset, Expr value);
 Stmt located(const Stmt& s, SourceRange at);
 }  // namespace build
 
+/// The source location of `s` for line tables (`dccc -g`, `-lineinfo`): its
+/// own `at`, else for a store the declaration of the buffer it writes, else
+/// (loops, sequences, conditionals) the first such location inside it,
+/// pre-order. Invalid when nothing in `s` has one (IR text).
+SourceRange statement_location(const Stmt& s);
+
 /// The input buffers of `f` in dependency order (length buffers before the
 /// buffers they shape).
 std::vector<Buffer> input_buffers(const Func& f);

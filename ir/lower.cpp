@@ -618,7 +618,9 @@ class FuncLowerer {
       for (const IndexInfo* ii : lhs) vs.push_back(var_for(ii->var));
       defs_[target.get()] = {vs, value};
     }
-    pre.push_back(build::store(target, idx, value));
+    // The statement's range on its store: line tables (`dccc -g`) and the
+    // back ends' diagnostics point at it.
+    pre.push_back(build::located(build::store(target, idx, value), s.range));
     Stmt body = build::seq(std::move(pre));
     for (auto it = lhs.rbegin(); it != lhs.rend(); ++it)
       body = build::for_loop(var_for((*it)->var), sym_expr((*it)->extent, s.range), body);

@@ -4,6 +4,8 @@
 #include <ostream>
 #include <tuple>
 
+#include "support/diagnostic_format.h"
+
 namespace dccc {
 namespace {
 
@@ -46,7 +48,7 @@ Diagnostic& DiagnosticEngine::add(DiagKind kind, SourceRange range, std::string 
   Severity sev = diag_kind_severity(kind);
   if (sev == Severity::Error) {
     ++errors_;
-    if (errors_ > error_limit_) {
+    if (errors_ > error_limit_ && diagnostic_style().format == DiagnosticFormat::Text) {
       overflow_ = Diagnostic{kind, sev, range, std::move(message), {}};
       return overflow_;
     }
@@ -64,11 +66,19 @@ std::string DiagnosticEngine::render_location(SourceRange range, std::string_vie
                                               std::string_view message,
                                               std::string_view kind) const {
   const SourceFile* file = range.file ? range.file : file_;
-  std::string out = file ? file->name() : std::string("<input>");
-  if (range.valid()) out += fmt::format(":{}:{}", range.line, range.col);
-  out += fmt::format(": {}: {}", severity, message);
-  if (!kind.empty()) out += fmt::format(" [{}]", kind);
-  out += '\n';
+  // --color: clang's colours (bold location and message, red error,
+  // magenta warning, cyan note, green caret).
+  const bool color = diagnostic_style().color;
+  auto paint = [color](std::string_view code, std::string_view text) {
+    return color ? fmt::format("\x1b[{}m{}\x1b[0m", code, text) : std::string(text);
+  };
+  std::string where = file ? file->name() : std::string("<input>");
+  if (range.valid()) where += fmt::format(":{}:{}", range.line, range.col);
+  std::string_view severity_color = severity == "error" ? "1;31" : severity == "warning" ? "1;35" : "1;36";
+  std::string out = paint("1", where + ":") + " " + paint(severity_color, std::string(severity) + ":") + " ";
+  std::string headline = std::string(message);
+  if (!kind.empty()) headline += fmt::format(" [{}]", kind);
+  out += paint("1", headline) + '\n';
   if (!file || !range.valid()) return out;
   std::string_view text = file->line(range.line);
   // Keep the echoed line printable: replace control bytes, clip very long lines.
@@ -85,11 +95,16 @@ std::string DiagnosticEngine::render_location(SourceRange range, std::string_vie
   if (range.end_line == range.line && range.end_col > range.col) width = range.end_col - range.col;
   if (col - 1 > static_cast<int>(shown.size())) col = static_cast<int>(shown.size()) + 1;
   width = std::min(width, std::max(1, static_cast<int>(shown.size()) - col + 1));
-  out += "  " + std::string(col - 1, ' ') + '^' + std::string(width - 1, '~') + '\n';
+  out += "  " + std::string(col - 1, ' ') + paint("1;32", "^" + std::string(width - 1, '~')) + '\n';
   return out;
 }
 
 std::string DiagnosticEngine::render(const Diagnostic& d) const {
+  switch (diagnostic_style().format) {
+    case DiagnosticFormat::Json: return diagnostic_json(d, file_) + "\n";
+    case DiagnosticFormat::Sarif: sarif_record(d, file_); return "";
+    case DiagnosticFormat::Text: break;
+  }
   std::string out = render_location(d.range, severity_name(d.severity), d.message,
                                     d.severity == Severity::Note ? "" : diag_kind_name(d.kind));
   for (const auto& n : d.notes) out += render_location(n.range, "note", n.message, "");
@@ -107,7 +122,7 @@ void DiagnosticEngine::print(std::ostream& out) const {
            std::make_tuple(elsewhere(b), b->range.line, b->range.col);
   });
   for (const Diagnostic* d : sorted) out << render(*d);
-  if (errors_ > error_limit_)
+  if (errors_ > error_limit_ && diagnostic_style().format == DiagnosticFormat::Text)
     out << fmt::format("{}: note: {} more error(s) not shown\n",
                        file_ ? file_->name() : "<input>", errors_ - error_limit_);
 }

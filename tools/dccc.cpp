@@ -18,7 +18,6 @@
 // (ir/ir_parser.h) instead of the first four stages, and the IR passes it
 // has not been through run on it.
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -46,16 +45,19 @@
 #include "ir/printer.h"
 #include "ir/schedule.h"
 #include "support/large_stack.h"
+#include "support/diagnostic_format.h"
+#include "tools/link_library.h"
 #include "tools/repl.h"
+#include "tools/runtime_paths.h"
 #include "typecheck/checker.h"
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitErrors = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitRuntime = 3;
-constexpr int kExitInternal = 70;
+using dccc::tools::kExitErrors;
+using dccc::tools::kExitInternal;
+using dccc::tools::kExitOk;
+using dccc::tools::kExitRuntime;
+using dccc::tools::kExitUsage;
 
 const char* kUsage = R"(usage: dccc [options] FILE.toy
        dccc FILE.toy -o PROG.so
@@ -99,10 +101,38 @@ options:
                      PROG.h (the C ABI) and dccrt.h (the runtime's) beside it;
                      the C compiler used to link is $CC, default `cc`, with
                      extra flags from $DCCC_CFLAGS
-  --target=cpu|cuda  what -o compiles for (default: cpu, LLVM for this CPU);
+  --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
-                     /usr/local/cuda/bin/nvcc, else nvcc on PATH) for sm_80
-                     and sm_90 plus PTX; the structs then hold device pointers
+                     /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
+                     --cuda-arch; the structs then hold device pointers
+  --cpu=CPU          the CPU -o (and --emit=llvm) compiles for: native (this
+                     machine's CPU and features), x86-64-v2, x86-64-v3,
+                     x86-64-v4 or any LLVM CPU name (skylake-avx512, znver4);
+                     default for -o: x86-64-v2 (generic off x86-64), so a
+                     library runs on any machine of its architecture;
+                     --emit=llvm's default is native, as `dccc run` compiles
+  --cuda-arch=LIST   the GPU architectures of --target=cuda, comma-separated
+                     (sm_80,sm_90, the default); the PTX of the last is
+                     embedded too, for newer GPUs
+  -O0 -O1 -O2 -O3    LLVM's optimization pipeline for -o and --emit=llvm
+                     (default -O3); -O is also nvcc's for --target=cuda
+  -g                 -o: DWARF line tables in the .toy file's lines (gdb,
+                     perf annotate and llvm-dwarfdump show .toy statements)
+  -lineinfo          -o --target=cuda: `#line`s of the .toy file before each
+                     kernel, and nvcc -lineinfo (Nsight shows .toy lines)
+  -MD                -o: also write a Make-style dependency file (what
+                     Ninja's and CMake's depfile support read): PROG.so and
+                     PROG.h depend on FILE.toy; -MF FILE names it (default
+                     PROG.d)
+  -MF FILE           the dependency file of -MD
+  --color=WHEN       colour diagnostics: auto (the default: on a terminal,
+                     unless $NO_COLOR is set), always or never
+  --diagnostics-format=text|json|sarif
+                     json: one object per diagnostic and line on stderr;
+                     sarif: one SARIF 2.1.0 log on stderr at exit
+                     (docs/errors.md#machine-readable-diagnostics)
+  --print-runtime    print the runtime library and header -o uses (beside
+                     the executable when installed) and exit
   --verify-each      run the IR verifier after every pass (always on in debug
                      builds); a violation is an internal error
   --list-passes      print the IR passes in order for --target, one line each
@@ -159,7 +189,22 @@ struct Options {
   bool default_pad_given = false;
   int max_errors = 100;
   dccc::CheckOptions check;
+  // Target and output flags (tools/link_library.h).
+  std::string cpu;                     // --cpu (empty: the default of -o / --emit=llvm)
+  std::vector<std::string> cuda_archs; // --cuda-arch
+  int opt_level = 3;                   // -O
+  bool debug = false;                  // -g
+  bool lineinfo = false;               // -lineinfo
+  bool depfile = false;                // -MD
+  std::string depfile_path;            // -MF
+  bool print_runtime = false;
 };
+
+/// The summary line after errors (text diagnostics only: JSON and SARIF
+/// readers get the diagnostics alone).
+void errors_generated(int n) {
+  if (dccc::diagnostic_style().format == dccc::DiagnosticFormat::Text) std::cerr << n << " error(s) generated.\n";
+}
 
 int usage_error(const std::string& msg) {
   std::cerr << "dccc: error: " << msg << "\n" << "run `dccc --help` for usage\n";
@@ -198,6 +243,48 @@ int parse_args(int argc, char** argv, Options& o) {
       for (std::string n; std::getline(list, n, ',');)
         if (!n.empty()) names.push_back(n);
       o.passes = names;
+    } else if (a.rfind("--cpu=", 0) == 0) {
+      o.cpu = a.substr(6);
+      if (!dccc::backend::valid_cpu(o.cpu))
+        return usage_error("unknown --cpu `" + o.cpu + "`; expected native, x86-64-v2, x86-64-v3, x86-64-v4 or an LLVM "
+                           "CPU name of this architecture (`llc -mcpu=help` lists them)");
+    } else if (a.rfind("--cuda-arch=", 0) == 0) {
+      o.cuda_archs.clear();
+      std::stringstream list(a.substr(12));
+      for (std::string n; std::getline(list, n, ',');) {
+        if (!dccc::tools::valid_cuda_arch(n))
+          return usage_error("bad --cuda-arch `" + n + "`; expected a list such as sm_80,sm_90");
+        o.cuda_archs.push_back(n);
+      }
+      if (o.cuda_archs.empty()) return usage_error("--cuda-arch needs at least one architecture, such as sm_90");
+    } else if (a.size() == 3 && a.rfind("-O", 0) == 0 && a[2] >= '0' && a[2] <= '3') {
+      o.opt_level = a[2] - '0';
+    } else if (a == "-g") {
+      o.debug = true;
+    } else if (a == "-lineinfo") {
+      o.lineinfo = true;
+    } else if (a == "-MD") {
+      o.depfile = true;
+    } else if (a == "-MF") {
+      if (i + 1 >= argc) return usage_error("-MF needs a file name");
+      o.depfile_path = argv[++i];
+    } else if (a.rfind("--color=", 0) == 0) {
+      std::string when = a.substr(8);
+      if (when != "auto" && when != "always" && when != "never")
+        return usage_error("--color takes auto, always or never");
+      auto style = dccc::diagnostic_style();
+      style.color = when == "always" || (when == "auto" && dccc::color_auto(2));
+      dccc::set_diagnostic_style(style);
+    } else if (a.rfind("--diagnostics-format=", 0) == 0) {
+      std::string f = a.substr(21);
+      auto style = dccc::diagnostic_style();
+      if (f == "text") style.format = dccc::DiagnosticFormat::Text;
+      else if (f == "json") style.format = dccc::DiagnosticFormat::Json;
+      else if (f == "sarif") style.format = dccc::DiagnosticFormat::Sarif;
+      else return usage_error("--diagnostics-format takes text, json or sarif");
+      dccc::set_diagnostic_style(style);
+    } else if (a == "--print-runtime") {
+      o.print_runtime = true;
     } else if (a == "--verify-each") {
       o.verify_each = true;
     } else if (a == "--interpret") {
@@ -269,8 +356,10 @@ int parse_args(int argc, char** argv, Options& o) {
     if (auto bad = dccc::ir::unknown_pass_name(check_names))
       return usage_error("unknown pass `" + *bad + "`; `dccc --list-passes` lists them");
   }
-  if (o.list_passes) return kExitOk;
+  if (o.list_passes || o.print_runtime) return kExitOk;
   if (o.file.empty()) return usage_error("no input file");
+  if ((o.depfile || !o.depfile_path.empty()) && o.output.empty()) return usage_error("-MD and -MF need -o");
+  if (!o.depfile_path.empty()) o.depfile = true;
   o.from_vloop = std::filesystem::path(o.file).extension() == ".vloop";
   if (o.jit && (!o.run || !o.from_vloop)) return usage_error("--jit applies to `dccc run FILE.vloop`");
   if (o.jit && o.interpret) return usage_error("--jit contradicts --interpret and --no-storage-lowering");
@@ -286,7 +375,36 @@ int parse_args(int argc, char** argv, Options& o) {
   return kExitOk;
 }
 
-int write_library(const Options& o, const dccc::ir::Module& full, dccc::DiagnosticEngine& diags);
+/// The CPU code's options: --cpu (empty: the caller's default), -O, -g.
+dccc::backend::CpuTarget cpu_target(const Options& o, const std::string& default_cpu) {
+  dccc::backend::CpuTarget t;
+  t.cpu = o.cpu.empty() ? default_cpu : o.cpu;
+  t.opt_level = o.opt_level;
+  if (o.debug) t.debug_file = std::filesystem::absolute(o.file).lexically_normal().string();
+  return t;
+}
+
+/// `-o`: the library, then the dependency file of -MD.
+int write_library(const Options& o, const dccc::ir::Module& module, dccc::DiagnosticEngine& diags) {
+  dccc::tools::LibraryOptions lib;
+  lib.source = o.file;
+  lib.output = o.output;
+  lib.target = o.target;
+  lib.cpu = cpu_target(o, "");
+  lib.cuda_archs = o.cuda_archs;
+  lib.cuda_opt_level = o.opt_level;
+  lib.lineinfo = o.lineinfo;
+  int rc = dccc::tools::write_library(lib, module, diags);
+  if (rc != kExitOk || !o.depfile) return rc;
+  namespace fs = std::filesystem;
+  fs::path out = fs::absolute(o.output), header = out;
+  header.replace_extension(".h");
+  fs::path dep = o.depfile_path.empty() ? fs::path(out).replace_extension(".d") : fs::path(o.depfile_path);
+  // The language has no imports yet: the program's own file is all a
+  // library depends on (a --schedule is on the command line).
+  std::vector<std::string> deps{fs::absolute(o.file).lexically_normal().string()};
+  return dccc::tools::write_depfile(dep.string(), {o.output, header.string()}, deps) ? kExitOk : kExitErrors;
+}
 
 /// The pipeline's options from the command line. `--emit=cuda` prints the
 /// CUDA target's code, so it runs the CUDA target's passes.
@@ -328,7 +446,7 @@ int run(const Options& o) {
     module = dccc::ir::parse_vloop(file, diags);
     diags.print(std::cerr);
     if (!module || diags.has_errors()) {
-      std::cerr << diags.error_count() << " error(s) generated.\n";
+      errors_generated(diags.error_count());
       return kExitErrors;
     }
     if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run) return kExitOk;
@@ -343,7 +461,7 @@ int run(const Options& o) {
   if (program) checked = dccc::check(*program, diags, o.check);
   if (diags.has_errors() || !checked) {
     diags.print(std::cerr);
-    std::cerr << diags.error_count() << " error(s) generated.\n";
+    errors_generated(diags.error_count());
     return kExitErrors;
   }
   if (o.emit == "typed") std::cout << dccc::dump_typed(*checked);
@@ -367,7 +485,7 @@ int run(const Options& o) {
   }
   diags.print(std::cerr);
   if (cli_errors || diags.has_errors()) {
-    std::cerr << diags.error_count() + cli_errors << " error(s) generated.\n";
+    errors_generated(diags.error_count() + cli_errors);
     return kExitErrors;
   }
   if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run && o.output.empty() && !o.explain &&
@@ -377,7 +495,7 @@ int run(const Options& o) {
   module = dccc::ir::lower(*checked, diags);
   if (!module) {
     diags.print(std::cerr);
-    std::cerr << diags.error_count() << " error(s) generated.\n";
+    errors_generated(diags.error_count());
     return kExitErrors;
   }
   }
@@ -391,7 +509,7 @@ int run(const Options& o) {
   if (!result.ok()) {
     // Only what the passes reported: earlier stages printed theirs.
     for (size_t k = reported; k < diags.diagnostics().size(); ++k) std::cerr << diags.render(diags.diagnostics()[k]);
-    std::cerr << diags.error_count() << " error(s) generated.\n";
+    errors_generated(diags.error_count());
     return kExitErrors;
   }
   std::cout << result.explain;
@@ -408,7 +526,7 @@ int run(const Options& o) {
       std::cout << dccc::backend::emit_cuda(*module);
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
-      std::cerr << diags.error_count() << " error(s) generated.\n";
+      errors_generated(diags.error_count());
       return kExitErrors;
     }
     if (o.output.empty()) return kExitOk;
@@ -416,7 +534,7 @@ int run(const Options& o) {
   if (o.emit == "llvm") {
     if (!o.storage) return usage_error("--emit=llvm needs storage lowering");
     std::string error;
-    auto text = dccc::backend::llvm_ir_text(*module, error);
+    auto text = dccc::backend::llvm_ir_text(*module, cpu_target(o, "native"), error);
     if (!text) {
       std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
       return kExitInternal;
@@ -468,143 +586,6 @@ int run(const Options& o) {
   return kExitOk;
 }
 
-/// Runs a command line; returns its exit status (or -1) and captures output.
-int run_command(const std::string& cmd, std::string& output) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-/// nvcc for --target=cuda: $DCCC_NVCC, the toolkit in /usr/local/cuda, or PATH.
-std::string find_nvcc() {
-  if (const char* e = std::getenv("DCCC_NVCC"); e && *e) return e;
-  if (access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
-  std::string out;
-  if (run_command("command -v nvcc", out) == 0 && !out.empty()) return out.substr(0, out.find('\n'));
-  return "";
-}
-
-/// --target=cuda: the wrapper compiled by the C compiler, the kernels by
-/// nvcc (sm_80 and sm_90 machine code plus compute_90 PTX), linked into one
-/// shared library with libdccrt and the static CUDA runtime.
-int link_cuda(const Options& o, const std::filesystem::path& out, const std::filesystem::path& header,
-              const std::filesystem::path& tmp, const char* cc, const char* cflags) {
-  std::string nvcc = find_nvcc();
-  if (nvcc.empty()) {
-    std::cerr << "dccc: error: --target=cuda needs nvcc: set DCCC_NVCC or install the CUDA toolkit in /usr/local/cuda\n";
-    return kExitErrors;
-  }
-  std::string dir = shell_quote(out.parent_path().string());
-  std::string log;
-  std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -O2 -fPIC -c -Wall -Wno-unused-label " +
-                    (cflags ? cflags : "") + " -I" + dir + " -o " + shell_quote((tmp / "abi.o").string()) + " " +
-                    shell_quote((tmp / "abi.c").string());
-  if (run_command(cmd, log) != 0) {
-    std::cerr << "dccc: error: compiling the C wrapper failed:\n" << cmd << "\n" << log;
-    return kExitErrors;
-  }
-  const char* arch = std::getenv("DCCC_CUDA_ARCH");  // e.g. "-arch=sm_90" for faster builds
-  std::string gencode = arch && *arch ? std::string(arch)
-                                      : "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
-                                        "-gencode arch=compute_90,code=compute_90";
-  cmd = shell_quote(nvcc) + " -O3 -std=c++17 -shared -Xcompiler -fPIC " + gencode + " -I" + dir + " -o " +
-        shell_quote(out.string()) + " " + shell_quote((tmp / "kernels.cu").string()) + " " +
-        shell_quote((tmp / "abi.o").string()) + " " + shell_quote(DCCC_RUNTIME_LIB) + " -lpthread";
-  log.clear();
-  if (run_command(cmd, log) != 0) {
-    std::cerr << "dccc: error: nvcc failed on the generated CUDA code:\n" << cmd << "\n" << log;
-    return kExitErrors;
-  }
-  std::cerr << "dccc: wrote " << out.string() << " and " << header.string() << " (target: cuda, sm_80 sm_90)\n";
-  (void)o;
-  return kExitOk;
-}
-
-/// `-o prog.so`: the kernels as an object file, the C wrapper and header,
-/// linked with libdccrt into one shared library.
-int write_library(const Options& o, const dccc::ir::Module& full, dccc::DiagnosticEngine& diags) {
-  namespace fs = std::filesystem;
-  fs::path out = fs::absolute(o.output);
-  fs::path header = out;
-  header.replace_extension(".h");
-  dccc::ir::Module m;
-  for (const auto& f : full.funcs)
-    if (f.name != "main") m.funcs.push_back(f);
-  if (m.funcs.empty()) {
-    std::cerr << "dccc: error: `" << o.file << "` has no function to put in a library (only `main`)\n";
-    return kExitErrors;
-  }
-  std::error_code ec;
-  fs::path tmp = fs::temp_directory_path(ec) / ("dccc-" + std::to_string(getpid()));
-  fs::create_directories(tmp, ec);
-  if (ec) {
-    std::cerr << "dccc: error: cannot create a temporary directory: " << ec.message() << "\n";
-    return kExitErrors;
-  }
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code e;
-      fs::remove_all(p, e);
-    }
-  } cleanup{tmp};
-  std::string error;
-  fs::path obj = tmp / "kernels.o";
-  const bool cuda = o.target == dccc::ir::Target::Cuda;
-  try {
-    // Valid, distinct C names for what the host sees, before any back end
-    // prints one.
-    dccc::backend::assign_c_names(m, o.target);
-    if (cuda) {
-      std::ofstream(tmp / "kernels.cu") << dccc::backend::emit_cuda(m) << dccc::backend::emit_cuda_prelude(m);
-    } else if (!dccc::backend::emit_object(m, obj.string(), error)) {
-      std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
-      return kExitInternal;
-    }
-    std::string guard = "DCCC_";
-    for (char c : header.stem().string()) guard += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
-    guard += "_H";
-    std::ofstream(header) << dccc::backend::emit_header(m, fs::path(o.file).filename().string(), guard);
-    std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(
-        m, header.filename().string(), o.target);
-  } catch (const dccc::backend::BackendUnsupported& e) {
-    std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
-    std::cerr << diags.error_count() << " error(s) generated.\n";
-    return kExitErrors;
-  }
-  fs::copy_file(DCCC_RUNTIME_HEADER, out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);
-  if (ec) {
-    std::cerr << "dccc: error: cannot write `" << (out.parent_path() / "dccrt.h").string() << "`: " << ec.message() << "\n";
-    return kExitErrors;
-  }
-  const char* cc = std::getenv("CC");
-  const char* cflags = std::getenv("DCCC_CFLAGS");  // e.g. sanitizer flags matching libdccrt's build
-  if (cuda) return link_cuda(o, out, header, tmp, cc, cflags);
-  std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -O2 -fPIC -shared -Wall -Wno-unused-label " +
-                    (cflags ? cflags : "") +
-                    " -I" + shell_quote(out.parent_path().string()) + " -o " + shell_quote(out.string()) + " " +
-                    shell_quote((tmp / "abi.c").string()) + " " + shell_quote(obj.string()) + " " +
-                    shell_quote(DCCC_RUNTIME_LIB) + " " + dccc::backend::host_link_flags() + " -lstdc++ -lm -lpthread";
-  std::string log;
-  int rc = run_command(cmd, log);
-  if (rc != 0) {
-    std::cerr << "dccc: error: linking `" << out.string() << "` failed:\n" << cmd << "\n" << log;
-    return kExitErrors;
-  }
-  std::cerr << "dccc: wrote " << out.string() << " and " << header.string() << " (target: host CPU, LLVM)\n";
-  return kExitOk;
-}
-
 int run_guarded(const Options& o) {
   try {
     return run(o);
@@ -623,10 +604,22 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 2, argv + argc);
     return dccc::run_on_large_stack([&] { return dccc::repl::main(args); });
   }
+  {
+    // --color=auto unless the command line says otherwise.
+    dccc::DiagnosticStyle style;
+    style.color = dccc::color_auto(2);
+    dccc::set_diagnostic_style(style);
+  }
   Options o;
   int rc = parse_args(argc, argv, o);
   if (rc == -1) return kExitOk;
   if (rc != kExitOk) return rc;
+  if (o.print_runtime) {
+    auto rt = dccc::tools::find_runtime();
+    std::cout << "library: " << rt.library << "\nheader: " << rt.header << "\n"
+              << "layout: " << (rt.installed ? "installed" : "build tree") << "\n";
+    return kExitOk;
+  }
   if (o.list_passes) {
     for (const auto& p : dccc::ir::passes_for(pipeline_options(o, {})))
       std::cout << "  " << p.name << std::string(p.name.size() < 22 ? 22 - p.name.size() : 1, ' ') << p.summary << "\n";
@@ -634,5 +627,6 @@ int main(int argc, char** argv) {
   }
   int result = dccc::run_on_large_stack([&] { return run_guarded(o); });
   std::cout.flush();
+  if (dccc::diagnostic_style().format == dccc::DiagnosticFormat::Sarif) std::cerr << dccc::sarif_log(DCCC_VERSION);
   return result;
 }

@@ -161,7 +161,8 @@ const GemmShape& gemm_shape() {
 /// Emits one function: its kernels and host code.
 class FuncEmitter {
  public:
-  FuncEmitter(const ir::Func& f, std::string& out) : f_(f), out_(out), names_(f) {
+  FuncEmitter(const ir::Func& f, std::string& out, const std::string& line_file)
+      : f_(f), out_(out), line_file_(line_file), names_(f) {
     host_.names = &names_;
     host_.at = f.at;
   }
@@ -181,7 +182,11 @@ class FuncEmitter {
                         f_.name, f_.name, std::max<size_t>(1, f_.sizes.size()), std::max<size_t>(1, f_.buffers.size()));
     std::vector<ir::Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<ir::Stmt>{f_.body};
     std::vector<Launch> launches;
-    for (size_t k = 0; k < items.size(); ++k) launches.push_back(emit_kernel(items[k], static_cast<int>(k)));
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (SourceRange at = ir::statement_location(items[k]); !line_file_.empty() && at.valid())
+        out_ += fmt::format("#line {} \"{}\"\n", at.line, line_file_);
+      launches.push_back(emit_kernel(items[k], static_cast<int>(k)));
+    }
     for (const auto& m : f_.gpu_mappings) {
       bool used = false;
       for (const auto& l : launches) used |= l.mapping == &m;
@@ -1855,6 +1860,7 @@ class FuncEmitter {
 
   const ir::Func& f_;
   std::string& out_;
+  const std::string line_file_;  // -lineinfo: the `.toy` file of `#line`s (empty: none)
   const CNames names_;  // C names of the buffers and sizes (c_emit.h)
   std::map<const BufferNode*, int> slot_;
   std::map<std::string, int> size_index_;
@@ -2055,14 +2061,14 @@ template <typename T> __device__ __forceinline__ T dcc_iabs(T a) { return a < 0 
 
 }  // namespace
 
-std::string emit_cuda(const ir::Module& m) {
+std::string emit_cuda(const ir::Module& m, const std::string& line_file) {
   std::string out = kPrologue;
   out += kCheckedIntHelpers;
   out += "\n";
   for (const auto& f : m.funcs) {
     if (f.name == "main") continue;
     if (!f.storage_lowered) unsupported(f.at, "a function that is not storage-lowered (`" + f.name + "`)");
-    FuncEmitter(f, out).run();
+    FuncEmitter(f, out, line_file).run();
   }
   return out;
 }

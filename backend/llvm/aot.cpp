@@ -3,12 +3,9 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
-#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/FileSystem.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
-#include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
@@ -16,38 +13,18 @@
 
 namespace dccc::backend {
 
-namespace {
-
-/// The host's target machine (PIC, for shared libraries); null and `error`
-/// on failure.
-std::unique_ptr<llvm::TargetMachine> host_machine(std::string& error) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  std::string triple = llvm::sys::getProcessTriple();
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target) return nullptr;
-  llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), host_features(), options, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
-  if (!tm) error = "cannot create a target machine for " + triple;
-  return tm;
-}
-
-}  // namespace
-
 std::string host_link_flags() {
   return uses_libmvec(llvm::Triple(llvm::sys::getProcessTriple())) ? "-lmvec" : "";
 }
 
-bool emit_object(const ir::Module& m, const std::string& path, std::string& error) {
-  auto tm = host_machine(error);
+bool emit_object(const ir::Module& m, const std::string& path, const CpuTarget& target, std::string& error) {
+  auto tm = make_target_machine(target, error);
   if (!tm) return false;
   llvm::LLVMContext ctx;
-  auto mod = emit_llvm(m, ctx, error);
+  auto mod = emit_llvm(m, ctx, error, target.debug_file);
   if (!mod) return false;
   mod->setDataLayout(tm->createDataLayout());
-  optimize(*mod, tm.get());
+  optimize(*mod, tm.get(), target.opt_level);
   std::error_code ec;
   llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
   if (ec) {

@@ -7,6 +7,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
@@ -19,6 +20,8 @@
 #include <optional>
 #include <set>
 #include <tuple>
+
+#include "backend/llvm/debug_info.h"
 
 namespace dccc::backend {
 namespace {
@@ -41,7 +44,8 @@ struct EmitError {
 
 class FuncEmitter {
  public:
-  FuncEmitter(llvm::Module& mod, const ir::Func& f) : ctx_(mod.getContext()), mod_(mod), b_(ctx_), f_(f) {}
+  FuncEmitter(llvm::Module& mod, const ir::Func& f, DebugInfo* dbg)
+      : ctx_(mod.getContext()), mod_(mod), b_(ctx_), f_(f), dbg_(dbg) {}
 
   void run() {
     auto* i32 = llvm::Type::getInt32Ty(ctx_);
@@ -50,6 +54,12 @@ class FuncEmitter {
     fn_ = llvm::Function::Create(type, llvm::Function::ExternalLinkage, f_.name + "__kernel", mod_);
     fn_->getArg(0)->setName("sizes");
     fn_->getArg(1)->setName("buffers");
+    if (dbg_) {
+      // -g: everything before the first statement is the declaration's line.
+      int line = f_.at.valid() ? f_.at.line : 1;
+      sp_ = dbg_->subprogram(fn_, line);
+      b_.SetCurrentDebugLocation(llvm::DILocation::get(ctx_, line, f_.at.valid() ? f_.at.col : 0, sp_));
+    }
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     cleanup_ = llvm::BasicBlock::Create(ctx_, "cleanup", fn_);
     b_.SetInsertPoint(entry);
@@ -339,8 +349,15 @@ class FuncEmitter {
     {
       // Swap in the body function's state; restored when this scope ends.
       auto saved_ip = b_.saveIP();
-      auto saved = std::make_tuple(fn_, cleanup_, status_, message_, sizes_, base_, slot_, scalar_, vars_);
+      auto saved = std::make_tuple(fn_, cleanup_, status_, message_, sizes_, base_, slot_, scalar_, vars_, sp_,
+                                   b_.getCurrentDebugLocation());
       fn_ = body_fn;
+      if (dbg_) {
+        SourceRange at = ir::statement_location(s.body.empty() ? nullptr : s.body[0]);
+        int line = at.valid() ? at.line : b_.getCurrentDebugLocation().getLine();
+        sp_ = dbg_->subprogram(body_fn, line);
+        b_.SetCurrentDebugLocation(llvm::DILocation::get(ctx_, line, at.valid() ? at.col : 0, sp_));
+      }
       llvm::Value* pctx = body_fn->getArg(0);
       llvm::Value* begin = body_fn->getArg(1);
       llvm::Value* end = body_fn->getArg(2);
@@ -381,8 +398,10 @@ class FuncEmitter {
       b_.SetInsertPoint(done);
       b_.CreateRetVoid();
 
-      std::tie(fn_, cleanup_, status_, message_, sizes_, base_, slot_, scalar_, vars_) = saved;
+      llvm::DebugLoc loc;
+      std::tie(fn_, cleanup_, status_, message_, sizes_, base_, slot_, scalar_, vars_, sp_, loc) = saved;
       b_.restoreIP(saved_ip);
+      b_.SetCurrentDebugLocation(loc);
     }
 
     // The call, and the error hand-over.
@@ -1363,6 +1382,11 @@ class FuncEmitter {
 
   void emit(const ir::Stmt& s) {
     if (!s) return;
+    if (dbg_ && s->kind != StmtKind::Seq) {
+      // -g: the statement's `.toy` line (a loop: its first statement's).
+      if (SourceRange at = ir::statement_location(s); at.valid())
+        b_.SetCurrentDebugLocation(llvm::DILocation::get(ctx_, at.line, at.col, sp_));
+    }
     switch (s->kind) {
       case StmtKind::Seq:
         for (const auto& c : s->body) emit(c);
@@ -1456,6 +1480,8 @@ class FuncEmitter {
   llvm::Module& mod_;
   llvm::IRBuilder<> b_;
   const ir::Func& f_;
+  DebugInfo* dbg_ = nullptr;           // -g: line tables (null: none)
+  llvm::DISubprogram* sp_ = nullptr;   // -g: the subprogram of fn_
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* cleanup_ = nullptr;
   llvm::AllocaInst* status_ = nullptr;
@@ -1472,18 +1498,22 @@ class FuncEmitter {
 
 }  // namespace
 
-std::unique_ptr<llvm::Module> emit_llvm(const ir::Module& m, llvm::LLVMContext& ctx, std::string& error) {
+std::unique_ptr<llvm::Module> emit_llvm(const ir::Module& m, llvm::LLVMContext& ctx, std::string& error,
+                                        const std::string& debug_file) {
   auto mod = std::make_unique<llvm::Module>("dccc", ctx);
   mod->setTargetTriple(llvm::sys::getProcessTriple());
+  std::unique_ptr<DebugInfo> dbg;
+  if (!debug_file.empty()) dbg = std::make_unique<DebugInfo>(*mod, debug_file);
   try {
     for (const auto& f : m.funcs) {
       if (!f.storage_lowered) throw EmitError{"function `" + f.name + "` is not storage-lowered"};
-      FuncEmitter(*mod, f).run();
+      FuncEmitter(*mod, f, dbg.get()).run();
     }
   } catch (const EmitError& e) {
     error = e.what;
     return nullptr;
   }
+  if (dbg) dbg->finalize();
   std::string verify;
   llvm::raw_string_ostream os(verify);
   if (llvm::verifyModule(*mod, &os)) {
@@ -1514,7 +1544,7 @@ llvm::ArrayRef<llvm::VecDesc> avx512_libmvec() {
 }
 }  // namespace
 
-void optimize(llvm::Module& m, llvm::TargetMachine* tm) {
+void optimize(llvm::Module& m, llvm::TargetMachine* tm, int opt_level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -1527,7 +1557,9 @@ void optimize(llvm::Module& m, llvm::TargetMachine* tm) {
     tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
     // LLVM's libmvec table stops at 256-bit vectors; glibc also has the
     // AVX-512 variants (`e` ISA), one call per 16 floats or 8 doubles.
-    if (tm && tm->getTargetFeatureString().contains("+avx512f")) tlii.addVectorizableFunctions(avx512_libmvec());
+    // (The CPU's features, not only the explicit feature string: `--cpu=x86-64-v4`
+    // names none.)
+    if (tm && tm->getMCSubtargetInfo()->checkFeatures("+avx512f")) tlii.addVectorizableFunctions(avx512_libmvec());
   }
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   llvm::PassBuilder pb(tm);
@@ -1536,7 +1568,14 @@ void optimize(llvm::Module& m, llvm::TargetMachine* tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
+  if (opt_level <= 0) {
+    pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0).run(m, mam);
+    return;
+  }
+  const llvm::OptimizationLevel level = opt_level == 1   ? llvm::OptimizationLevel::O1
+                                        : opt_level == 2 ? llvm::OptimizationLevel::O2
+                                                         : llvm::OptimizationLevel::O3;
+  pb.buildPerModuleDefaultPipeline(level).run(m, mam);
 }
 
 bool uses_libmvec(const llvm::Triple& triple) {

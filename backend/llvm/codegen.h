@@ -62,11 +62,15 @@ namespace dccc::backend {
 
 /// Emits every function of `m` (which must be storage-lowered) into a new
 /// LLVM module; returns null and sets `error` when the IR is malformed.
-std::unique_ptr<llvm::Module> emit_llvm(const ir::Module& m, llvm::LLVMContext& ctx, std::string& error);
+/// A non-empty `debug_file` adds DWARF line tables in that `.toy` file's
+/// lines (backend/llvm/debug_info.h).
+std::unique_ptr<llvm::Module> emit_llvm(const ir::Module& m, llvm::LLVMContext& ctx, std::string& error,
+                                        const std::string& debug_file = "");
 
 /// Runs the O3 pipeline (loop and SLP vectorizers on) over the module, with
-/// `tm`'s cost model (may be null).
-void optimize(llvm::Module& m, llvm::TargetMachine* tm);
+/// `tm`'s cost model (may be null); `opt_level` 0..2 runs LLVM's O0..O2
+/// pipelines instead (`dccc -O`).
+void optimize(llvm::Module& m, llvm::TargetMachine* tm, int opt_level = 3);
 
 /// True when optimize() lets the vectorizer call glibc's libmvec (x86-64
 /// GNU/Linux): code for `triple` must then be linked with -lmvec.

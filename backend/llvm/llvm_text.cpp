@@ -40,4 +40,19 @@ std::optional<std::string> llvm_ir_text(const ir::Module& m, std::string& error)
   return text;
 }
 
+std::optional<std::string> llvm_ir_text(const ir::Module& m, const CpuTarget& target, std::string& error) {
+  auto tm = make_target_machine(target, error);
+  if (!tm) return std::nullopt;
+  llvm::LLVMContext ctx;
+  auto mod = emit_llvm(m, ctx, error, target.debug_file);
+  if (!mod) return std::nullopt;
+  mod->setDataLayout(tm->createDataLayout());
+  optimize(*mod, tm.get(), target.opt_level);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mod->print(os, nullptr);
+  os.flush();
+  return text;
+}
+
 }  // namespace dccc::backend

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/llvm/target.h"
 #include "ir/ir.h"
 
 namespace dccc::backend {
@@ -16,5 +17,13 @@ namespace dccc::backend {
 /// The optimized LLVM IR of every function of `m` (storage-lowered) for the
 /// host CPU; nullopt and `error` set when code generation fails.
 std::optional<std::string> llvm_ir_text(const ir::Module& m, std::string& error);
+
+}  // namespace dccc::backend
+
+namespace dccc::backend {
+
+/// The same for `target` (`dccc --emit=llvm --cpu=... -O... -g`): the code
+/// `dccc -o` compiles with those options.
+std::optional<std::string> llvm_ir_text(const ir::Module& m, const CpuTarget& target, std::string& error);
 
 }  // namespace dccc::backend

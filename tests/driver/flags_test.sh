@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# CTest driver/<case>: the target, debug, dependency and diagnostics flags
+# of dccc (`dccc --help`; docs/install.md and docs/errors.md). Each case
+# checks what the flag must change with a tool other than dccc (objdump,
+# readelf, Python's json, a pty), and runs a C host where a library is
+# built, so that it can fail.
+#   flags_test.sh CASE DCCC SOURCE_DIR
+# CASE: help, cpu, opt, debug, cuda_arch, depfile, json, sarif, color
+set -euo pipefail
+CASE="$1"; DCCC="$2"; SRC="$3"
+PY=/usr/bin/python3
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "driver/$CASE: FAILED: $*"; exit 1; }
+toy="$SRC/examples/softmax.toy"
+bad="$SRC/tests/driver/two_errors.toy"
+# The assignment lines of softmax.toy, read from the source (`x[...] = ...`).
+assign_lines() { grep -n '^ *[a-z.]*\[[^]]*\]\(\[[^]]*\]\)\? = ' "$toy" | cut -d: -f1; }
+# Builds the library and runs examples/host/softmax_host.c against it.
+host() {  # host NAME [DCCC FLAGS...]
+  local name="$1"; shift
+  mkdir -p "$tmp/$name"
+  "$DCCC" "$toy" -o "$tmp/$name/softmax.so" "$@" 2>/dev/null
+  cc -std=c11 -I"$tmp/$name" "$SRC/examples/host/softmax_host.c" "$tmp/$name/softmax.so" -lm \
+     -Wl,-rpath,"$tmp/$name" -o "$tmp/$name/host"
+  "$tmp/$name/host" | grep -q 'softmax host check: OK' || fail "the host of the $name library"
+}
+usage_error() {  # usage_error ARGS...: dccc must exit 2
+  local rc=0
+  "$DCCC" "$@" >/dev/null 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "\`dccc $*\` exited $rc, not 2 (bad usage)"
+}
+
+case "$CASE" in
+help)
+  out="$("$DCCC" --help)"
+  for f in --cpu= --cuda-arch= -O0 -O3 " -g " -lineinfo -MD "-MF FILE" --color= --diagnostics-format= --print-runtime; do
+    grep -q -- "$f" <<<"$out" || fail "\`dccc --help\` does not mention $f"
+  done
+  ;;
+cpu)
+  # x86-64-v2 (and the default) must not use AVX or AVX-512 registers nor
+  # libmvec's AVX2 (_ZGVd) and AVX-512 (_ZGVe) entry points; x86-64-v4 does.
+  [ "$(uname -m)" = x86_64 ] || { echo "SKIP: not x86-64"; exit 77; }
+  for c in default x86-64-v2 x86-64-v4; do
+    flags=(); [ "$c" = default ] || flags=(--cpu="$c")
+    host "$c" ${flags[@]+"${flags[@]}"}
+    objdump -d --no-show-raw-insn "$tmp/$c/softmax.so" >"$tmp/$c.s"
+    nm -D "$tmp/$c/softmax.so" >"$tmp/$c.nm"
+  done
+  for c in default x86-64-v2; do
+    if grep -q '%[yz]mm' "$tmp/$c.s"; then fail "--cpu=$c code uses ymm/zmm registers"; fi
+    if grep -q '_ZGV[de]N' "$tmp/$c.nm"; then fail "--cpu=$c calls AVX2/AVX-512 libmvec functions"; fi
+  done
+  grep -q '%zmm' "$tmp/x86-64-v4.s" || fail "--cpu=x86-64-v4 code has no AVX-512 (zmm) instruction"
+  usage_error "$toy" --cpu=pentium-pro-max -o "$tmp/x.so"
+  ;;
+opt)
+  # -O0 runs no loop vectorizer and keeps the stack slots (no mem2reg); -O3
+  # vectorizes loops and promotes the slots. Both libraries run.
+  "$DCCC" "$toy" --emit=llvm --cpu=x86-64-v3 -O0 >"$tmp/o0.ll"
+  "$DCCC" "$toy" --emit=llvm --cpu=x86-64-v3 -O3 >"$tmp/o3.ll"
+  if grep -q 'llvm.loop.isvectorized' "$tmp/o0.ll"; then fail "-O0 ran the loop vectorizer"; fi
+  grep -q 'llvm.loop.isvectorized' "$tmp/o3.ll" || fail "-O3 vectorized no loop"
+  [ "$(grep -c ' = alloca ' "$tmp/o0.ll")" -gt "$(grep -c ' = alloca ' "$tmp/o3.ll")" ] ||
+    fail "-O0 IR has no more stack slots than -O3 IR"
+  host O0 -O0
+  host O1 -O1
+  usage_error "$toy" -O4
+  ;;
+debug)
+  # -g: DWARF line rows in softmax.toy at each of its assignments (decoded
+  # by objdump); none without -g.
+  host g -g
+  host nog
+  objdump --dwarf=decodedline "$tmp/g/softmax.so" | awk '$1 == "softmax.toy" {print $2}' | sort -un >"$tmp/rows"
+  [ -s "$tmp/rows" ] || fail "-g library has no line rows in softmax.toy"
+  for line in $(assign_lines); do
+    grep -qx "$line" "$tmp/rows" || fail "-g has no line row for softmax.toy:$line ($(sed -n "${line}p" "$toy" | tr -s ' '))"
+  done
+  [ "$(assign_lines | wc -l)" -ge 4 ] || fail "expected four assignments in softmax.toy"
+  if objdump --dwarf=decodedline "$tmp/nog/softmax.so" | grep -q 'softmax\.toy'; then
+    fail "a library built without -g names softmax.toy"
+  fi
+  ;;
+cuda_arch)
+  # A stand-in nvcc records its arguments and the CUDA source it was given.
+  cat >"$tmp/nvcc" <<'NVCC'
+#!/usr/bin/env bash
+printf '%s\n' "$@" >"$(dirname "$0")/nvcc.args"
+out=""; prev=""
+for a in "$@"; do
+  case "$a" in *.cu) cp "$a" "$(dirname "$0")/kernels.cu" ;; esac
+  [ "$prev" = -o ] && out="$a"
+  prev="$a"
+done
+: >"$out"
+NVCC
+  chmod +x "$tmp/nvcc"
+  unset DCCC_CUDA_ARCH
+  DCCC_NVCC="$tmp/nvcc" "$DCCC" "$toy" --target=cuda -o "$tmp/default.so" 2>/dev/null
+  tr '\n' ' ' <"$tmp/nvcc.args" >"$tmp/default.args"
+  for want in arch=compute_80,code=sm_80 arch=compute_90,code=sm_90 arch=compute_90,code=compute_90; do
+    grep -q "$want" "$tmp/default.args" || fail "default nvcc flags lack $want"
+  done
+  if grep -q '#line' "$tmp/kernels.cu"; then fail "CUDA source without -lineinfo has #line"; fi
+  DCCC_NVCC="$tmp/nvcc" "$DCCC" "$toy" --target=cuda --cuda-arch=sm_75,sm_86 -lineinfo -O2 -o "$tmp/a.so" 2>/dev/null
+  args="$(tr '\n' ' ' <"$tmp/nvcc.args")"
+  for want in arch=compute_75,code=sm_75 arch=compute_86,code=sm_86 arch=compute_86,code=compute_86 -lineinfo -O2; do
+    grep -q -- "$want" <<<"$args" || fail "--cuda-arch=sm_75,sm_86 -lineinfo -O2: nvcc flags lack $want ($args)"
+  done
+  if grep -q 'sm_80\|sm_90' <<<"$args"; then fail "--cuda-arch=sm_75,sm_86 still builds sm_80/sm_90"; fi
+  # -lineinfo: `#line N "softmax.toy"` before kernels, N an assignment's
+  # line (statements fused into others, as `e`, have no kernel of their own).
+  grep -o "^#line [0-9]* \"[^\"]*softmax.toy\"" "$tmp/kernels.cu" | awk '{print $2}' | sort -un >"$tmp/lines"
+  [ "$(wc -l <"$tmp/lines")" -ge 2 ] || fail "-lineinfo CUDA source has fewer than two #lines naming softmax.toy"
+  for line in $(cat "$tmp/lines"); do
+    assign_lines | grep -qx "$line" || fail "-lineinfo has #line $line, not an assignment of softmax.toy"
+  done
+  usage_error "$toy" --target=cuda --cuda-arch=compute_90 -o "$tmp/x.so"
+  usage_error "$toy" --target=cuda --cuda-arch= -o "$tmp/x.so"
+  ;;
+depfile)
+  mkdir "$tmp/my dir"
+  cp "$toy" "$tmp/my dir/soft max.toy"
+  "$DCCC" "$tmp/my dir/soft max.toy" -o "$tmp/out.so" -MD -MF "$tmp/out.d" 2>/dev/null
+  # Make must read it: a rule whose target needs the (escaped) source.
+  printf 'include %s\n%s/out.so:\n\ttouch $@\n' "$tmp/out.d" "$tmp" >"$tmp/Makefile"
+  make -s -f "$tmp/Makefile" -q "$tmp/out.so" || fail "the library is out of date right after dccc -MD wrote it"
+  sleep 1
+  touch "$tmp/my dir/soft max.toy"
+  if make -s -f "$tmp/Makefile" -q "$tmp/out.so"; then fail "touching the source does not make the library out of date"; fi
+  grep -q "^$tmp/out.so $tmp/out.h:" "$tmp/out.d" || fail "the depfile's targets are not the library and header"
+  "$DCCC" "$toy" -o "$tmp/plain.so" -MD 2>/dev/null
+  grep -q "softmax.toy" "$tmp/plain.d" || fail "-MD without -MF does not write PROG.d"
+  usage_error "$toy" -MD
+  ;;
+json)
+  # One object per line; every error of the text output, same place.
+  rc=0; "$DCCC" "$bad" --diagnostics-format=json 2>"$tmp/d.json" >/dev/null || rc=$?
+  [ "$rc" = 1 ] || fail "exit status $rc, not 1"
+  "$DCCC" "$bad" --color=never 2>"$tmp/d.txt" >/dev/null || true
+  grep -o '^[^ ]*:[0-9]*:[0-9]*: error: .*\[[A-Za-z]*\]$' "$tmp/d.txt" >"$tmp/text-errors"
+  [ "$(wc -l <"$tmp/text-errors")" -ge 2 ] || fail "two_errors.toy gives fewer than two errors"
+  "$PY" - "$tmp/d.json" "$tmp/text-errors" <<'PY' || fail "JSON diagnostics"
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+text = [l.rstrip("\n") for l in open(sys.argv[2])]
+keys = {"file", "line", "column", "range", "severity", "kind", "message", "notes"}
+for o in objs:
+    assert keys <= o.keys(), o.keys()
+    assert o["range"]["start"] == {"line": o["line"], "column": o["column"]}, o
+    assert (o["range"]["end"]["line"], o["range"]["end"]["column"]) >= (o["line"], o["column"]), o
+as_text = [f'{o["file"]}:{o["line"]}:{o["column"]}: {o["severity"]}: {o["message"]} [{o["kind"]}]'
+           for o in objs if o["severity"] == "error"]
+assert as_text == text, (as_text, text)
+PY
+  if grep -v '^{' "$tmp/d.json" | grep -q .; then fail "non-JSON lines on stderr: $(grep -v '^{' "$tmp/d.json")"; fi
+  ;;
+sarif)
+  rc=0; "$DCCC" "$bad" --diagnostics-format=sarif 2>"$tmp/d.sarif" >/dev/null || rc=$?
+  [ "$rc" = 1 ] || fail "exit status $rc, not 1"
+  "$DCCC" "$bad" --color=never 2>"$tmp/d.txt" >/dev/null || true
+  n="$(grep -c ': error: ' "$tmp/d.txt")"
+  "$PY" - "$tmp/d.sarif" "$n" <<'PY' || fail "SARIF log"
+import json, sys
+log = json.load(open(sys.argv[1]))
+assert log["version"] == "2.1.0"
+run = log["runs"][0]
+assert run["tool"]["driver"]["name"] == "dccc"
+errors = [r for r in run["results"] if r["level"] == "error"]
+assert len(errors) == int(sys.argv[2]), (len(errors), sys.argv[2])
+for r in errors:
+    region = r["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] >= 1 and region["startColumn"] >= 1, region
+    assert r["ruleId"] and r["message"]["text"]
+PY
+  # A valid program: an empty log, exit 0.
+  "$DCCC" "$toy" --diagnostics-format=sarif 2>"$tmp/ok.sarif"
+  "$PY" -c 'import json,sys; assert json.load(open(sys.argv[1]))["runs"][0]["results"] == []' "$tmp/ok.sarif" ||
+    fail "SARIF log of a valid program"
+  ;;
+color)
+  esc=$'\x1b\['
+  "$DCCC" "$bad" --color=always 2>"$tmp/always" >/dev/null || true
+  "$DCCC" "$bad" --color=never 2>"$tmp/never" >/dev/null || true
+  "$DCCC" "$bad" 2>"$tmp/auto-pipe" >/dev/null || true
+  grep -q "${esc}1;31merror:" "$tmp/always" || fail "--color=always has no red \`error:\`"
+  if grep -q "$esc" "$tmp/never"; then fail "--color=never has escape codes"; fi
+  if grep -q "$esc" "$tmp/auto-pipe"; then fail "--color=auto into a pipe has escape codes"; fi
+  # --color=always stripped of its escapes is the plain text.
+  sed "s/${esc}[0-9;]*m//g" "$tmp/always" | cmp -s - "$tmp/never" || fail "coloured text differs from plain text"
+  # auto on a terminal: colour, unless NO_COLOR is set.
+  cat >"$tmp/on_tty.py" <<'PY'
+import os, subprocess, sys
+master, slave = os.openpty()
+env = dict(os.environ, TERM="xterm")
+if sys.argv[1] == "no_color": env["NO_COLOR"] = "1"
+else: env.pop("NO_COLOR", None)
+p = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=slave, env=env)
+os.close(slave)
+out = b""
+while True:
+    try: chunk = os.read(master, 65536)
+    except OSError: break
+    if not chunk: break
+    out += chunk
+sys.stdout.write("colour" if b"\x1b[" in out else "plain")
+PY
+  [ "$("$PY" "$tmp/on_tty.py" tty "$DCCC" "$bad")" = colour ] || fail "--color=auto on a terminal is not coloured"
+  [ "$("$PY" "$tmp/on_tty.py" no_color "$DCCC" "$bad")" = plain ] || fail "NO_COLOR=1 on a terminal still colours"
+  usage_error "$toy" --color=sometimes
+  ;;
+*) fail "unknown case" ;;
+esac
+echo "driver/$CASE: OK"

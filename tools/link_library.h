@@ -1,0 +1,50 @@
+// `dccc prog.toy -o prog.so`: the kernels (an LLVM object for the CPU, or
+// CUDA C++ built by nvcc), the generated C wrapper and header, linked with
+// the runtime (tools/runtime_paths.h) into one shared library; and the
+// Make-style dependency file of `-MD -MF`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/llvm/target.h"
+#include "ir/ir.h"
+#include "ir/pipeline.h"
+#include "support/diagnostics.h"
+
+namespace dccc::tools {
+
+constexpr int kExitOk = 0;
+constexpr int kExitErrors = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitRuntime = 3;
+constexpr int kExitInternal = 70;
+
+struct LibraryOptions {
+  std::string source;  // the program's file
+  std::string output;  // PROG.so; PROG.h and dccrt.h go beside it
+  ir::Target target = ir::Target::Cpu;
+  backend::CpuTarget cpu;  // --cpu, -O, -g (CPU target)
+  /// --cuda-arch: the real architectures to build (`sm_80`); the PTX of the
+  /// last is embedded too. Empty: default_cuda_archs().
+  std::vector<std::string> cuda_archs;
+  int cuda_opt_level = 3;  // -O for nvcc's host and device code
+  bool lineinfo = false;   // -lineinfo: nvcc -lineinfo over `#line`s of the .toy file
+};
+
+/// sm_80 and sm_90: the data-centre GPUs the CUDA target is tested on.
+std::vector<std::string> default_cuda_archs();
+
+/// True when `arch` is `sm_NN` or `sm_NNa` (NN from 50 to 129).
+bool valid_cuda_arch(const std::string& arch);
+
+/// Writes the library; prints what went wrong and returns kExitErrors or
+/// kExitInternal on failure.
+int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEngine& diags);
+
+/// Writes `depfile`: `TARGETS: DEPS` in Make syntax (what Ninja's and
+/// CMake's depfile support reads); false and a message on stderr on failure.
+bool write_depfile(const std::string& depfile, const std::vector<std::string>& targets,
+                   const std::vector<std::string>& deps);
+
+}  // namespace dccc::tools

@@ -1,0 +1,41 @@
+#include "tools/runtime_paths.h"
+
+#include <filesystem>
+#include <system_error>
+
+namespace dccc::tools {
+
+namespace fs = std::filesystem;
+
+std::string executable_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return exe.parent_path().string();
+}
+
+RuntimePaths find_runtime() {
+  RuntimePaths p;
+  std::string bin = executable_dir();
+  if (!bin.empty()) {
+    // The install layout (CMakeLists.txt's install rules): bin/dccc,
+    // lib/dccc/libdccrt.a, include/dccc/dccrt.h.
+    fs::path prefix = fs::path(bin).parent_path();
+    fs::path lib = prefix / "lib" / "dccc" / "libdccrt.a";
+    fs::path inc = prefix / "include" / "dccc";
+    std::error_code ec;
+    if (fs::exists(lib, ec) && fs::exists(inc / "dccrt.h", ec)) {
+      p.library = lib.lexically_normal().string();
+      p.include = inc.lexically_normal().string();
+      p.header = (inc / "dccrt.h").lexically_normal().string();
+      p.installed = true;
+      return p;
+    }
+  }
+  p.library = DCCC_RUNTIME_LIB;
+  p.header = DCCC_RUNTIME_HEADER;
+  p.include = fs::path(DCCC_RUNTIME_HEADER).parent_path().string();
+  return p;
+}
+
+}  // namespace dccc::tools

@@ -1,0 +1,29 @@
+// Where dccc finds the runtime it links into the libraries it writes
+// (libdccrt.a) and the runtime header it copies beside them (dccrt.h).
+//
+// An installed dccc is relocatable: it looks beside its own executable,
+// `<bin>/../lib/dccc/libdccrt.a` and `<bin>/../include/dccc/dccrt.h`, so a
+// prefix copied or moved elsewhere keeps working. A dccc run from its build
+// tree has no such layout around it and uses the build tree's paths, fixed
+// at compile time. `dccc --print-runtime` prints what was chosen.
+#pragma once
+
+#include <string>
+
+namespace dccc::tools {
+
+struct RuntimePaths {
+  std::string library;  // libdccrt.a, linked into every generated library
+  std::string header;   // dccrt.h, copied beside the generated header
+  std::string include;  // the directory holding dccrt.h
+  bool installed = false;  // found relative to the executable
+};
+
+/// The runtime of this dccc: the installed layout beside the executable when
+/// present, else the build tree's.
+RuntimePaths find_runtime();
+
+/// The directory of the running executable (/proc/self/exe), or "".
+std::string executable_dir();
+
+}  // namespace dccc::tools
