@@ -14,6 +14,11 @@
 # CMake and pkg-config files locate the prefix relative to themselves too.
 include(CMakePackageConfigHelpers)
 
+# Installing (and cpack, which installs into its staging folder) copies what
+# is built and builds nothing: CTest's install/deb test packages a build
+# another ninja may be testing at the same time.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 set(DCCC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/dccc)
 install(EXPORT dcccTargets NAMESPACE dccc:: DESTINATION ${DCCC_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(cmake/dcccConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/dcccConfig.cmake

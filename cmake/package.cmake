@@ -8,9 +8,9 @@ set(CPACK_PACKAGE_NAME dccc)
 set(CPACK_PACKAGE_VENDOR "the dccc project")
 set(CPACK_PACKAGE_CONTACT "dccc maintainers <dccc@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "compiler for DCC, a language of coupled ragged tensors")
-set(CPACK_PACKAGE_DESCRIPTION
-    "dccc compiles DCC programs (.toy), whose ragged tensors are coupling types, to CPU shared libraries with a C ABI "
-    "(LLVM) or to CUDA kernels; it checks every access in bounds with Z3.")
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+       "dccc compiles DCC programs (.toy), whose ragged tensors are coupling types, to CPU shared libraries with a "
+       "C ABI (LLVM) or to CUDA kernels; it checks every access in bounds with Z3.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

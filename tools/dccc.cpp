@@ -88,8 +88,9 @@ options:
                      the thread pool print as `parallel`; for --target, which
                      changes it: the CPU's has its loops reordered)
   --emit=cuda        print the CUDA C++ that --target=cuda compiles
-  --emit=llvm        print the LLVM IR after the O3 pipeline for this CPU
-                     (what `run` and `-o` compile for the CPU)
+  --emit=llvm        print the LLVM IR after the optimization pipeline, for
+                     --cpu when given (what -o compiles), else for this CPU
+                     (what `run` compiles)
   --interpret        dccc run: execute with the reference interpreter of the
                      storage-lowered vloop IR instead of the JIT
   --jit              dccc run FILE.vloop: JIT-compile the IR instead of

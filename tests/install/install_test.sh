@@ -13,7 +13,7 @@
 # the python/ package is merged.)
 #   install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
-BUILD="$1"; SRC="$2"
+BUILD="$(cd "$1" && pwd)"; SRC="$(cd "$2" && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "install test: FAILED: $*"; exit 1; }
