@@ -132,6 +132,12 @@ options:
                      json: one object per diagnostic and line on stderr;
                      sarif: one SARIF 2.1.0 log on stderr at exit
                      (docs/errors.md#machine-readable-diagnostics)
+  --runtime=static|shared
+                     -o: copy the runtime (libdccrt.a) into the library (the
+                     default: it needs nothing from dccc's prefix), or link
+                     libdccrt.so from the prefix, found through an absolute
+                     RUNPATH (one runtime, so one prelude cache and thread
+                     pool, for every library a process loads)
   --print-runtime    print the runtime library and header -o uses (beside
                      the executable when installed) and exit
   --verify-each      run the IR verifier after every pass (always on in debug
@@ -199,6 +205,7 @@ struct Options {
   bool depfile = false;                // -MD
   std::string depfile_path;            // -MF
   bool print_runtime = false;
+  bool shared_runtime = false;         // --runtime=shared
 };
 
 /// The summary line after errors (text diagnostics only: JSON and SARIF
@@ -284,6 +291,10 @@ int parse_args(int argc, char** argv, Options& o) {
       else if (f == "sarif") style.format = dccc::DiagnosticFormat::Sarif;
       else return usage_error("--diagnostics-format takes text, json or sarif");
       dccc::set_diagnostic_style(style);
+    } else if (a == "--runtime=static" || a == "--runtime=shared") {
+      o.shared_runtime = a == "--runtime=shared";
+    } else if (a.rfind("--runtime=", 0) == 0) {
+      return usage_error("--runtime takes static or shared");
     } else if (a == "--print-runtime") {
       o.print_runtime = true;
     } else if (a == "--verify-each") {
@@ -395,6 +406,7 @@ int write_library(const Options& o, const dccc::ir::Module& module, dccc::Diagno
   lib.cuda_archs = o.cuda_archs;
   lib.cuda_opt_level = o.opt_level;
   lib.lineinfo = o.lineinfo;
+  lib.shared_runtime = o.shared_runtime;
   int rc = dccc::tools::write_library(lib, module, diags);
   if (rc != kExitOk || !o.depfile) return rc;
   namespace fs = std::filesystem;
@@ -617,7 +629,7 @@ int main(int argc, char** argv) {
   if (rc != kExitOk) return rc;
   if (o.print_runtime) {
     auto rt = dccc::tools::find_runtime();
-    std::cout << "library: " << rt.library << "\nheader: " << rt.header << "\n"
+    std::cout << "library: " << rt.library << "\nheader: " << rt.header << "\nshared: " << rt.shared_library << "\n"
               << "layout: " << (rt.installed ? "installed" : "build tree") << "\n";
     return kExitOk;
   }

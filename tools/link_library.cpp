@@ -86,7 +86,10 @@ int link_cuda(const LibraryOptions& o, const fs::path& out, const fs::path& head
         (o.lineinfo ? "-lineinfo " : "") + gencode_flags(archs) + " -I" + dir + " -Xlinker " +
         shell_quote("-soname=" + out.filename().string()) + " -o " + shell_quote(out.string()) +
         " " + shell_quote((tmp / "kernels.cu").string()) + " " + shell_quote((tmp / "abi.o").string()) + " " +
-        shell_quote(rt.library) + " -lpthread";
+        (o.shared_runtime ? shell_quote(rt.shared_library) + " -Xlinker " +
+                                shell_quote("-rpath=" + fs::path(rt.shared_library).parent_path().string())
+                          : shell_quote(rt.library)) +
+        " -lpthread";
   log.clear();
   if (run_command(cmd, log) != 0) {
     std::cerr << "dccc: error: nvcc failed on the generated CUDA code:\n" << cmd << "\n" << log;
@@ -179,11 +182,17 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
   // compiler's default), whatever --cpu says; it gets no -g: its lines
   // would name a temporary file. The SONAME is the file's name, so a host
   // linked against it (CMake's dccc_add_library) records that, not a path.
+  // The runtime: libdccrt.a copied in, or (--runtime=shared) libdccrt.so
+  // recorded by its SONAME and found through the RUNPATH of its folder.
+  std::string runtime = o.shared_runtime ? shell_quote(rt.shared_library) + " " +
+                                               shell_quote("-Wl,-rpath," +
+                                                           fs::path(rt.shared_library).parent_path().string())
+                                         : shell_quote(rt.library);
   std::string cmd = std::string(cc && *cc ? cc : "cc") + " -std=c11 -O2 -fPIC -shared -Wall -Wno-unused-label " +
                     (cflags ? cflags : "") + " -I" + shell_quote(out.parent_path().string()) + " " +
                     shell_quote("-Wl,-soname," + out.filename().string()) + " -o " +
                     shell_quote(out.string()) + " " + shell_quote((tmp / "abi.c").string()) + " " +
-                    shell_quote(obj.string()) + " " + shell_quote(rt.library) + " " + backend::host_link_flags() +
+                    shell_quote(obj.string()) + " " + runtime + " " + backend::host_link_flags() +
                     " -lstdc++ -lm -lpthread";
   std::string log;
   int rc = run_command(cmd, log);

@@ -30,6 +30,9 @@ struct LibraryOptions {
   std::vector<std::string> cuda_archs;
   int cuda_opt_level = 3;  // -O for nvcc's host and device code
   bool lineinfo = false;   // -lineinfo: nvcc -lineinfo over `#line`s of the .toy file
+  /// --runtime=shared: link libdccrt.so (found through an absolute RUNPATH)
+  /// instead of copying libdccrt.a into the library.
+  bool shared_runtime = false;
 };
 
 /// sm_80 and sm_90: the data-centre GPUs the CUDA target is tested on.

@@ -28,6 +28,7 @@ RuntimePaths find_runtime() {
       p.library = lib.lexically_normal().string();
       p.include = inc.lexically_normal().string();
       p.header = (inc / "dccrt.h").lexically_normal().string();
+      p.shared_library = (prefix / DCCC_INSTALL_LIBDIR / DCCC_RUNTIME_SONAME).lexically_normal().string();
       p.installed = true;
       return p;
     }
@@ -35,6 +36,7 @@ RuntimePaths find_runtime() {
   p.library = DCCC_RUNTIME_LIB;
   p.header = DCCC_RUNTIME_HEADER;
   p.include = fs::path(DCCC_RUNTIME_HEADER).parent_path().string();
+  p.shared_library = DCCC_RUNTIME_SHARED_LIB;
   return p;
 }
 

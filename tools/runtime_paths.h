@@ -6,6 +6,9 @@
 // prefix copied or moved elsewhere keeps working. A dccc run from its build
 // tree has no such layout around it and uses the build tree's paths, fixed
 // at compile time. `dccc --print-runtime` prints what was chosen.
+//
+// `dccc -o --runtime=shared` links the shared runtime instead
+// (`<prefix>/LIBDIR/libdccrt.so.X.Y`, or the build tree's).
 #pragma once
 
 #include <string>
@@ -16,6 +19,7 @@ struct RuntimePaths {
   std::string library;  // libdccrt.a, linked into every generated library
   std::string header;   // dccrt.h, copied beside the generated header
   std::string include;  // the directory holding dccrt.h
+  std::string shared_library;  // libdccrt.so.X.Y (--runtime=shared)
   bool installed = false;  // found relative to the executable
 };
 

@@ -5,7 +5,7 @@
 # readelf, Python's json, a pty), and runs a C host where a library is
 # built, so that it can fail.
 #   flags_test.sh CASE DCCC SOURCE_DIR
-# CASE: help, cpu, opt, debug, cuda_arch, depfile, json, sarif, color
+# CASE: help, cpu, opt, debug, cuda_arch, depfile, runtime, json, sarif, color
 set -euo pipefail
 CASE="$1"; DCCC="$2"; SRC="$3"
 PY=/usr/bin/python3
@@ -21,7 +21,14 @@ host() {  # host NAME [DCCC FLAGS...]
   local name="$1"; shift
   mkdir -p "$tmp/$name"
   "$DCCC" "$toy" -o "$tmp/$name/softmax.so" "$@" 2>/dev/null
-  cc -std=c11 -I"$tmp/$name" "$SRC/examples/host/softmax_host.c" "$tmp/$name/softmax.so" -lm \
+  # A host calling dcc_* itself links the shared runtime the library uses.
+  local rt=()
+  if readelf -d "$tmp/$name/softmax.so" | grep -q 'NEEDED.*libdccrt'; then
+    local so
+    so="$("$DCCC" --print-runtime | sed -n 's/^shared: //p')"
+    rt=("$so" -Wl,-rpath,"$(dirname "$so")")
+  fi
+  cc -std=c11 -I"$tmp/$name" "$SRC/examples/host/softmax_host.c" "$tmp/$name/softmax.so" ${rt[@]+"${rt[@]}"} -lm \
      -Wl,-rpath,"$tmp/$name" -o "$tmp/$name/host"
   "$tmp/$name/host" | grep -q 'softmax host check: OK' || fail "the host of the $name library"
 }
@@ -34,7 +41,8 @@ usage_error() {  # usage_error ARGS...: dccc must exit 2
 case "$CASE" in
 help)
   out="$("$DCCC" --help)"
-  for f in --cpu= --cuda-arch= -O0 -O3 " -g " -lineinfo -MD "-MF FILE" --color= --diagnostics-format= --print-runtime; do
+  for f in --cpu= --cuda-arch= -O0 -O3 " -g " -lineinfo -MD "-MF FILE" --color= --diagnostics-format= --print-runtime \
+           --runtime=static; do
     grep -q -- "$f" <<<"$out" || fail "\`dccc --help\` does not mention $f"
   done
   ;;
@@ -134,6 +142,30 @@ depfile)
   "$DCCC" "$toy" -o "$tmp/plain.so" -MD 2>/dev/null
   grep -q "softmax.toy" "$tmp/plain.d" || fail "-MD without -MF does not write PROG.d"
   usage_error "$toy" -MD
+  ;;
+runtime)
+  # --runtime=shared: libdccrt.so is NEEDED and found through the RUNPATH,
+  # none of the runtime is copied in; the default copies it in. Two copies
+  # of a library loaded RTLD_LOCAL share one prelude cache only with the
+  # shared runtime (cache_sharing.c).
+  host static
+  host shared --runtime=shared
+  readelf -d "$tmp/shared/softmax.so" >"$tmp/shared.dyn"
+  grep -q 'NEEDED.*\[libdccrt\.so\.[0-9]*\.[0-9]*\]' "$tmp/shared.dyn" || fail "--runtime=shared does not need libdccrt.so"
+  grep -q 'R\(UN\)\?PATH' "$tmp/shared.dyn" || fail "--runtime=shared has no RUNPATH"
+  if readelf -d "$tmp/static/softmax.so" | grep -q 'libdccrt'; then fail "the default links libdccrt.so"; fi
+  nm -D --defined-only "$tmp/static/softmax.so" | grep -q ' dcc_parallel_for$' || fail "the default does not copy the runtime in"
+  if nm -D --defined-only "$tmp/shared/softmax.so" | grep -q ' dcc_parallel_for$'; then
+    fail "--runtime=shared still copies the runtime in"
+  fi
+  for mode in static shared; do
+    cp "$tmp/$mode/softmax.so" "$tmp/$mode/A.so"
+    cp "$tmp/$mode/softmax.so" "$tmp/$mode/B.so"
+    cc -std=c11 -Wall -Werror -I"$tmp/$mode" "$SRC/tests/driver/cache_sharing.c" -o "$tmp/$mode/sharing" -ldl
+  done
+  "$tmp/static/sharing" "$tmp/static/A.so" "$tmp/static/B.so" separate || fail "static runtimes: cache counts"
+  "$tmp/shared/sharing" "$tmp/shared/A.so" "$tmp/shared/B.so" shared || fail "the shared runtime: cache counts"
+  usage_error "$toy" --runtime=dynamic -o "$tmp/x.so"
   ;;
 json)
   # One object per line; every error of the text output, same place.

@@ -45,6 +45,16 @@ cc -std=c11 -Wall -Wextra -Werror -I. "$P/share/dccc/examples/host/softmax_host.
 ./host | tee host.out
 grep -q 'softmax host check: OK' host.out || fail "the C host"
 
+# --runtime=shared from the moved prefix: the library finds the moved
+# prefix's libdccrt.so through its RUNPATH.
+mkdir shared
+"$P/bin/dccc" "$P/share/dccc/examples/softmax.toy" --runtime=shared -o shared/softmax.so 2>/dev/null
+readelf -d shared/softmax.so | grep -q "R\(UN\)\?PATH.*\[$P/lib" || fail "--runtime=shared's RUNPATH is not the moved prefix"
+# The host calls dcc_last_error itself: it links the shared runtime too.
+cc -std=c11 -I shared "$P/share/dccc/examples/host/softmax_host.c" shared/softmax.so -L"$P/lib" -ldccrt -lm \
+   -Wl,-rpath,"$tmp/work/shared" -Wl,-rpath,"$P/lib" -o shared/host
+shared/host | grep -q 'softmax host check: OK' || fail "the C host of a --runtime=shared library"
+
 if command -v pkg-config >/dev/null; then
   # shellcheck disable=SC2046
   cc -std=c11 -Wall -Werror "$SRC/tests/install/consumer/rt_check.c" \
