@@ -110,6 +110,12 @@ std::string diagnostic_json(const Diagnostic& d, const SourceFile* file) {
     if (k) out += ",";
     out += "{" + location_fields(d.notes[k].range, file) + ",\"message\":" + json_quote(d.notes[k].message) + "}";
   }
+  out += "],\"fixits\":[";
+  for (size_t k = 0; k < d.fixits.size(); ++k) {
+    if (k) out += ",";
+    out += "{" + location_fields(d.fixits[k].range, file) + ",\"replacement\":" + json_quote(d.fixits[k].replacement) +
+           "}";
+  }
   return out + "]}";
 }
 
@@ -123,6 +129,23 @@ void sarif_record(const Diagnostic& d, const SourceFile* file) {
     for (size_t k = 0; k < d.notes.size(); ++k) {
       if (k) r += ",";
       r += sarif_location(d.notes[k].range, file, d.notes[k].message);
+    }
+    r += "]";
+  }
+  if (!d.fixits.empty()) {
+    // SARIF `fixes`: each a replacement of a region by new text.
+    r += ",\"fixes\":[";
+    for (size_t k = 0; k < d.fixits.size(); ++k) {
+      const auto& f = d.fixits[k];
+      if (k) r += ",";
+      int end_line = f.range.end_line > 0 ? f.range.end_line : f.range.line;
+      int end_col = f.range.end_line > 0 ? f.range.end_col : f.range.col + 1;
+      r += "{\"description\":{\"text\":" + json_quote("replace with `" + f.replacement + "`") +
+           "},\"artifactChanges\":[{\"artifactLocation\":{\"uri\":" + json_quote(file_of(f.range, file)) +
+           "},\"replacements\":[{\"deletedRegion\":" +
+           fmt::format("{{\"startLine\":{},\"startColumn\":{},\"endLine\":{},\"endColumn\":{}}}", f.range.line,
+                       f.range.col, end_line, end_col) +
+           ",\"insertedContent\":{\"text\":" + json_quote(f.replacement) + "}}]}]}";
     }
     r += "]";
   }

@@ -49,11 +49,11 @@ Diagnostic& DiagnosticEngine::add(DiagKind kind, SourceRange range, std::string 
   if (sev == Severity::Error) {
     ++errors_;
     if (errors_ > error_limit_ && diagnostic_style().format == DiagnosticFormat::Text) {
-      overflow_ = Diagnostic{kind, sev, range, std::move(message), {}};
+      overflow_ = Diagnostic{kind, sev, range, std::move(message), {}, {}};
       return overflow_;
     }
   }
-  diags_.push_back(Diagnostic{kind, sev, range, std::move(message), {}});
+  diags_.push_back(Diagnostic{kind, sev, range, std::move(message), {}, {}});
   return diags_.back();
 }
 
@@ -62,9 +62,15 @@ void DiagnosticEngine::note(SourceRange range, std::string message) {
   diags_.back().notes.push_back({range, std::move(message)});
 }
 
+void DiagnosticEngine::fixit(SourceRange range, std::string replacement) {
+  if (errors_ > error_limit_ || diags_.empty()) return;
+  diags_.back().fixits.push_back({range, std::move(replacement)});
+}
+
 std::string DiagnosticEngine::render_location(SourceRange range, std::string_view severity,
                                               std::string_view message,
-                                              std::string_view kind) const {
+                                              std::string_view kind,
+                                              const std::vector<Diagnostic::FixIt>& fixits) const {
   const SourceFile* file = range.file ? range.file : file_;
   // --color: clang's colours (bold location and message, red error,
   // magenta warning, cyan note, green caret).
@@ -96,6 +102,10 @@ std::string DiagnosticEngine::render_location(SourceRange range, std::string_vie
   if (col - 1 > static_cast<int>(shown.size())) col = static_cast<int>(shown.size()) + 1;
   width = std::min(width, std::max(1, static_cast<int>(shown.size()) - col + 1));
   out += "  " + std::string(col - 1, ' ') + paint("1;32", "^" + std::string(width - 1, '~')) + '\n';
+  // A fix-it on this line: the replacement under the caret, as clang does.
+  for (const auto& f : fixits)
+    if (f.range.line == range.line && f.range.col >= 1 && f.range.col - 1 <= static_cast<int>(shown.size()))
+      out += "  " + std::string(f.range.col - 1, ' ') + paint("32", f.replacement) + '\n';
   return out;
 }
 
@@ -106,7 +116,7 @@ std::string DiagnosticEngine::render(const Diagnostic& d) const {
     case DiagnosticFormat::Text: break;
   }
   std::string out = render_location(d.range, severity_name(d.severity), d.message,
-                                    d.severity == Severity::Note ? "" : diag_kind_name(d.kind));
+                                    d.severity == Severity::Note ? "" : diag_kind_name(d.kind), d.fixits);
   for (const auto& n : d.notes) out += render_location(n.range, "note", n.message, "");
   return out;
 }

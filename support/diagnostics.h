@@ -43,6 +43,14 @@ struct Diagnostic {
     std::string message;
   };
   std::vector<Note> notes;
+  /// A certain fix: replace `range` with `replacement` (a misspelled field
+  /// for the one it most likely meant). Text output shows the replacement
+  /// under the caret; JSON and SARIF carry it for editors to apply.
+  struct FixIt {
+    SourceRange range;
+    std::string replacement;
+  };
+  std::vector<FixIt> fixits;
 };
 
 /// Collects diagnostics for one source file and renders them.
@@ -56,6 +64,8 @@ class DiagnosticEngine {
   }
   /// Attach a note to the most recent diagnostic.
   void note(SourceRange range, std::string message);
+  /// Attach a fix-it to the most recent diagnostic (see Diagnostic::FixIt).
+  void fixit(SourceRange range, std::string replacement);
 
   const std::vector<Diagnostic>& diagnostics() const { return diags_; }
   int error_count() const { return errors_; }
@@ -76,7 +86,8 @@ class DiagnosticEngine {
   static std::string_view format_string(DiagKind kind);
   Diagnostic& add(DiagKind kind, SourceRange range, std::string message);
   std::string render_location(SourceRange range, std::string_view severity,
-                              std::string_view message, std::string_view kind) const;
+                              std::string_view message, std::string_view kind,
+                              const std::vector<Diagnostic::FixIt>& fixits = {}) const;
 
   const SourceFile* file_;
   std::vector<Diagnostic> diags_;

@@ -274,7 +274,7 @@ struct Session::Impl {
       std::string text = DiagnosticEngine(m.file.get()).render(main);
       for (const auto& n : d->notes) {
         Mapped nm = map(c.synth, n.range, current);
-        Diagnostic note{DiagKind::NoteDefinedHere, Severity::Note, nm.range, n.message, {}};
+        Diagnostic note{DiagKind::NoteDefinedHere, Severity::Note, nm.range, n.message, {}, {}};
         text += DiagnosticEngine(nm.file.get()).render(note);
       }
       err << text;

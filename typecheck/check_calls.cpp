@@ -194,7 +194,8 @@ TypePtr Checker::check_construct(const Expr& e, FnCtx& ctx, const std::string& b
   bool ok = true;
   for (const auto& f : e.fields) {
     if (!def->field(f.name.name)) {
-      diags_.report(DiagKind::NoSuchField, f.name.range, code(def->name), f.name.name);
+      auto& d = diags_.report(DiagKind::NoSuchField, f.name.range, code(def->name), f.name.name);
+      suggest_field(d, f.name.range, f.name.name, *def);
       diags_.note(def->range, code(def->name) + " is defined here");
       ok = false;
     } else if (!given.emplace(f.name.name, &f).second) {

@@ -10,10 +10,24 @@
 #include <functional>
 #include <memory>
 
+#include "support/spelling.h"
 #include "typecheck/dim_graph.h"
 
 namespace dccc {
 namespace checker_internal {
+
+void suggest_name(Diagnostic& d, SourceRange range, const std::string& name, const std::vector<std::string>& candidates) {
+  auto best = closest_name(name, candidates);
+  if (!best) return;
+  d.message += "; did you mean `" + *best + "`?";
+  d.fixits.push_back({range, *best});
+}
+
+void suggest_field(Diagnostic& d, SourceRange range, const std::string& name, const CouplingDef& def) {
+  std::vector<std::string> fields;
+  for (const auto& f : def.fields) fields.push_back(f.name);
+  suggest_name(d, range, name, fields);
+}
 
 TypePtr Checker::resolve_alias(const std::string& name) {
   if (auto it = out_.type_aliases.find(name); it != out_.type_aliases.end()) return it->second;
@@ -290,8 +304,13 @@ SymPtr Checker::extent_read(const Expr& e, ExtentEnv& env) {
   TypePtr type;
   if (env.mode == ExtentMode::Coupling) {
     if (base->kind != ExprKind::Name || !env.coupling->field_asts.count(base->name)) {
-      diags_.report(DiagKind::UnknownField, base->range, base->kind == ExprKind::Name ? base->name : std::string("?"),
-                    env.coupling->current_field);
+      auto& d = diags_.report(DiagKind::UnknownField, base->range,
+                              base->kind == ExprKind::Name ? base->name : std::string("?"), env.coupling->current_field);
+      if (base->kind == ExprKind::Name) {
+        std::vector<std::string> fields;
+        for (const auto& [field, ast] : env.coupling->field_asts) fields.push_back(field);
+        suggest_name(d, base->range, base->name, fields);
+      }
       if (env.coupling->ast) diags_.note(env.coupling->ast->range, "the coupling's fields are declared here");
       return nullptr;
     }

@@ -224,7 +224,8 @@ std::optional<std::pair<std::string, TypePtr>> Checker::path_value(
     const CouplingField* f = t->coupling->field(e.name);
     if (!f) {
       if (report) {
-        diags_.report(DiagKind::NoSuchField, e.name_range, code(t->coupling->name), e.name);
+        auto& d = diags_.report(DiagKind::NoSuchField, e.name_range, code(t->coupling->name), e.name);
+        suggest_field(d, e.name_range, e.name, *t->coupling);
         diags_.note(t->coupling->range, code(t->coupling->name) + " is defined here");
       }
       return std::nullopt;

@@ -73,6 +73,13 @@ struct Access {
   std::vector<std::vector<const Expr*>> groups;
 };
 
+/// A fix-it on `d` (reported at `range` for the unknown field `name`): the
+/// field of `def` that `name` most likely misspells, when one is certain
+/// enough (support/spelling.h); "; did you mean `x`?" ends the message.
+void suggest_field(Diagnostic& d, SourceRange range, const std::string& name, const CouplingDef& def);
+/// The same for a name among `candidates`.
+void suggest_name(Diagnostic& d, SourceRange range, const std::string& name, const std::vector<std::string>& candidates);
+
 class Checker {
  public:
   Checker(const ast::Program& p, DiagnosticEngine& d, const CheckOptions& o, CheckedProgram& out)

@@ -5,7 +5,8 @@
 # readelf, Python's json, a pty), and runs a C host where a library is
 # built, so that it can fail.
 #   flags_test.sh CASE DCCC SOURCE_DIR
-# CASE: help, cpu, opt, debug, cuda_arch, depfile, runtime, json, sarif, color
+# CASE: help, cpu, opt, debug, cuda_arch, depfile, runtime, json, sarif, color,
+#       fixit
 set -euo pipefail
 CASE="$1"; DCCC="$2"; SRC="$3"
 PY=/usr/bin/python3
@@ -178,7 +179,7 @@ json)
 import json, sys
 objs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 text = [l.rstrip("\n") for l in open(sys.argv[2])]
-keys = {"file", "line", "column", "range", "severity", "kind", "message", "notes"}
+keys = {"file", "line", "column", "range", "severity", "kind", "message", "notes", "fixits"}
 for o in objs:
     assert keys <= o.keys(), o.keys()
     assert o["range"]["start"] == {"line": o["line"], "column": o["column"]}, o
@@ -211,6 +212,47 @@ PY
   "$DCCC" "$toy" --diagnostics-format=sarif 2>"$tmp/ok.sarif"
   "$PY" -c 'import json,sys; assert json.load(open(sys.argv[1]))["runs"][0]["results"] == []' "$tmp/ok.sarif" ||
     fail "SARIF log of a valid program"
+  ;;
+fixit)
+  # Misspelled fields get a "did you mean" and a fix-it (text: the
+  # replacement under the caret; JSON: `fixits`); applying the JSON
+  # fix-its round after round (a coupling's errors hide the function's)
+  # leaves only the error that has none (`zzz`).
+  typos="$SRC/tests/driver/typos.toy"
+  "$DCCC" "$typos" --color=never 2>"$tmp/t.txt" >/dev/null || true
+  grep -q "unknown field \`seqln\` in an extent of \`data\`; did you mean \`seqlen\`?" "$tmp/t.txt" ||
+    fail "no suggestion for \`seqln\`"
+  "$PY" - "$tmp/t.txt" <<'PY' || fail "the text fix-it is not under the caret"
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+k = next(i for i, l in enumerate(lines) if "did you mean" in l)
+caret, fix = lines[k + 2], lines[k + 3]
+assert caret.index("^") == len(fix) - len(fix.lstrip()) and fix.strip() == "seqlen", (caret, fix)
+PY
+  cp "$typos" "$tmp/fixed.toy"
+  "$PY" - "$DCCC" "$tmp/fixed.toy" <<'PY' || fail "applying the JSON fix-its"
+import json, subprocess, sys
+dccc, path = sys.argv[1], sys.argv[2]
+applied = []
+for _ in range(4):
+    p = subprocess.run([dccc, path, "--diagnostics-format=json"], capture_output=True, text=True)
+    diags = [json.loads(l) for l in p.stderr.splitlines() if l.startswith("{")]
+    fixes = [f for d in diags for f in d["fixits"]]
+    if not fixes:
+        break
+    lines = open(path).read().split("\n")
+    # Right to left, so earlier columns stay valid.
+    for f in sorted(fixes, key=lambda f: (f["line"], f["column"]), reverse=True):
+        s, e = f["range"]["start"], f["range"]["end"]
+        assert s["line"] == e["line"]
+        row = lines[s["line"] - 1]
+        lines[s["line"] - 1] = row[:s["column"] - 1] + f["replacement"] + row[e["column"] - 1:]
+        applied.append(f["replacement"])
+    open(path, "w").write("\n".join(lines))
+assert sorted(applied) == ["data", "seqlen", "seqlen"], applied
+left = [(d["kind"], d["message"]) for d in diags if d["severity"] == "error"]
+assert left == [("NoSuchField", "type `Seqs` has no field `zzz`")], left
+PY
   ;;
 color)
   esc=$'\x1b\['
