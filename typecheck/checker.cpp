@@ -28,6 +28,9 @@ void Checker::run() {
     };
     return extent_depth_ > 0 || (frozen_ && frozen_->count(n)) || ends(".len") || ends(".sum");
   });
+  // Size parameters are non-negative; an integer `let` is a size whose
+  // value may be negative (only the fact of its value says).
+  prover_.set_size_predicate([this](const std::string& n) { return !(let_sizes_ && let_sizes_->count(n)); });
   for (const auto& [name, v] : opts_.defines) out_.int_consts[name] = v;
   declare_globals();
   for (auto [kind, i] : prog_.order) {
