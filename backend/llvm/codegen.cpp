@@ -1515,6 +1515,17 @@ llvm::ArrayRef<llvm::VecDesc> avx512_libmvec() {
 }  // namespace
 
 void optimize(llvm::Module& m, llvm::TargetMachine* tm) {
+  // Every function names the CPU and features it is optimized for, so the
+  // module means the same wherever it is compiled: without them, the
+  // `--emit=llvm` text compiled by llc without -mcpu passed the vector
+  // arguments of the AVX-512 libmvec calls (`_ZGVeN16v_expf`) in the generic
+  // ABI's registers, and mha gave wrong results.
+  if (tm)
+    for (llvm::Function& f : m)
+      if (!f.isDeclaration()) {
+        f.addFnAttr("target-cpu", tm->getTargetCPU());
+        f.addFnAttr("target-features", tm->getTargetFeatureString());
+      }
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
