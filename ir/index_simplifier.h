@@ -153,6 +153,8 @@ class Simplifier {
 
   bool in_bounds(const Expr& e);
 
+  /// `e` with each sub-expression equal (same_expr) to a `first` of `m`
+  /// replaced by its `second`, outermost first (ir.h replace_exprs).
   static Expr replace_expr(const Expr& e, const std::vector<std::pair<Expr, Expr>>& m);
 
   std::string fresh_name();

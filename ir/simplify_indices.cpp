@@ -426,19 +426,11 @@ bool Simplifier::in_bounds(const Expr& e) {
 }
 
 Expr Simplifier::replace_expr(const Expr& e, const std::vector<std::pair<Expr, Expr>>& m) {
-  if (!e) return e;
-  for (const auto& [from, to] : m)
-    if (same_expr(e, from)) return to;
-  std::vector<Expr> args;
-  bool changed = false;
-  for (const auto& a : e->args) {
-    args.push_back(replace_expr(a, m));
-    changed |= args.back() != a;
-  }
-  if (!changed) return e;
-  auto copy = std::make_shared<ExprNode>(*e);
-  copy->args = std::move(args);
-  return copy;
+  return replace_exprs(e, [&](const Expr& x) -> Expr {
+    for (const auto& [from, to] : m)
+      if (same_expr(x, from)) return to;
+    return nullptr;
+  });
 }
 
 std::string Simplifier::fresh_name() {
