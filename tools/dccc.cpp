@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "backend/abi/c_abi.h"
+#include "backend/abi/metadata.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
@@ -88,6 +89,10 @@ options:
   --emit=cuda        print the CUDA C++ that --target=cuda compiles
   --emit=llvm        print the LLVM IR after the O3 pipeline for this CPU
                      (what `run` and `-o` compile for the CPU)
+  --emit=metadata    print the JSON description of the library that -o
+                     writes for --target (functions, structs, fields, sizes;
+                     docs/abi.md#metadata), also compiled into the library
+                     as dccc_module_info()
   --interpret        dccc run: execute with the reference interpreter of the
                      storage-lowered vloop IR instead of the JIT
   --jit              dccc run FILE.vloop: JIT-compile the IR instead of
@@ -180,8 +185,8 @@ int parse_args(int argc, char** argv, Options& o) {
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
       if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" &&
-          o.emit != "llvm")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda or llvm");
+          o.emit != "llvm" && o.emit != "metadata")
+        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda, llvm or metadata");
     } else if (a.rfind("--target=", 0) == 0) {
       auto t = dccc::ir::parse_target(a.substr(9));
       if (!t) return usage_error("unknown --target `" + a.substr(9) + "`; expected cpu or cuda");
@@ -288,6 +293,32 @@ int parse_args(int argc, char** argv, Options& o) {
 
 int write_library(const Options& o, const dccc::ir::Module& full, dccc::DiagnosticEngine& diags);
 
+/// The functions a library holds: every one but `main`.
+dccc::ir::Module library_module(const dccc::ir::Module& full) {
+  dccc::ir::Module m;
+  for (const auto& f : full.funcs)
+    if (f.name != "main") m.funcs.push_back(f);
+  return m;
+}
+
+/// The CUDA architectures link_cuda builds for.
+const char* cuda_arch() {
+  const char* arch = std::getenv("DCCC_CUDA_ARCH");  // e.g. "-arch=sm_90" for faster builds
+  return arch && *arch ? arch
+                       : "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
+                         "-gencode arch=compute_90,code=compute_90";
+}
+
+/// Where the library's metadata says it came from.
+dccc::backend::MetadataContext metadata_context(const Options& o) {
+  dccc::backend::MetadataContext c;
+  c.source = std::filesystem::path(o.file).filename().string();
+  c.compiler = std::string("dccc ") + DCCC_VERSION;
+  c.target = o.target;
+  c.arch = o.target == dccc::ir::Target::Cuda ? cuda_arch() : dccc::backend::host_cpu_name();
+  return c;
+}
+
 /// The pipeline's options from the command line. `--emit=cuda` prints the
 /// CUDA target's code, so it runs the CUDA target's passes.
 dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<dccc::ir::Schedule>& schedules) {
@@ -331,7 +362,7 @@ int run(const Options& o) {
       std::cerr << diags.error_count() << " error(s) generated.\n";
       return kExitErrors;
     }
-    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run) return kExitOk;
+    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run) return kExitOk;
   } else {
   auto program = dccc::parse(file, diags);
   if (program && o.emit == "ast") {
@@ -370,7 +401,8 @@ int run(const Options& o) {
     std::cerr << diags.error_count() + cli_errors << " error(s) generated.\n";
     return kExitErrors;
   }
-  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run && o.output.empty() && !o.explain &&
+  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
+      o.output.empty() && !o.explain &&
       schedules.empty())
     return kExitOk;
 
@@ -423,6 +455,17 @@ int run(const Options& o) {
     }
     std::cout << *text;
     if (o.output.empty() && !o.run) return kExitOk;
+  }
+  if (o.emit == "metadata") {
+    dccc::ir::Module m = library_module(*module);
+    try {
+      dccc::backend::assign_c_names(m, o.target);
+    } catch (const dccc::backend::BackendUnsupported& e) {
+      std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
+      std::cerr << diags.error_count() << " error(s) generated.\n";
+      return kExitErrors;
+    }
+    std::cout << dccc::backend::emit_metadata(m, metadata_context(o));
   }
   if (!o.output.empty()) return write_library(o, *module, diags);
   if (!o.run) return kExitOk;
@@ -513,10 +556,7 @@ int link_cuda(const Options& o, const std::filesystem::path& out, const std::fil
     std::cerr << "dccc: error: compiling the C wrapper failed:\n" << cmd << "\n" << log;
     return kExitErrors;
   }
-  const char* arch = std::getenv("DCCC_CUDA_ARCH");  // e.g. "-arch=sm_90" for faster builds
-  std::string gencode = arch && *arch ? std::string(arch)
-                                      : "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
-                                        "-gencode arch=compute_90,code=compute_90";
+  std::string gencode = cuda_arch();
   cmd = shell_quote(nvcc) + " -O3 -std=c++17 -shared -Xcompiler -fPIC " + gencode + " -I" + dir + " -o " +
         shell_quote(out.string()) + " " + shell_quote((tmp / "kernels.cu").string()) + " " +
         shell_quote((tmp / "abi.o").string()) + " " + shell_quote(DCCC_RUNTIME_LIB) + " -lpthread";
@@ -537,9 +577,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
   fs::path out = fs::absolute(o.output);
   fs::path header = out;
   header.replace_extension(".h");
-  dccc::ir::Module m;
-  for (const auto& f : full.funcs)
-    if (f.name != "main") m.funcs.push_back(f);
+  dccc::ir::Module m = library_module(full);
   if (m.funcs.empty()) {
     std::cerr << "dccc: error: `" << o.file << "` has no function to put in a library (only `main`)\n";
     return kExitErrors;
@@ -575,8 +613,9 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
     for (char c : header.stem().string()) guard += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
     guard += "_H";
     std::ofstream(header) << dccc::backend::emit_header(m, fs::path(o.file).filename().string(), guard);
-    std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(
-        m, header.filename().string(), o.target);
+    std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(m, header.filename().string(), o.target)
+                                 << dccc::backend::emit_metadata_symbol(
+                                        dccc::backend::emit_metadata(m, metadata_context(o)));
   } catch (const dccc::backend::BackendUnsupported& e) {
     std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
     std::cerr << diags.error_count() << " error(s) generated.\n";
