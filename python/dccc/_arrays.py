@@ -19,6 +19,22 @@ NUMPY_DTYPES = {
 }
 
 
+def half_bits(v, dtype):
+    """The uint16 bit pattern of number `v` as f16 or bf16 (rounded to
+    nearest even), for a scalar argument."""
+    if dtype == "f16":
+        return int(np.array(v, np.float16).view(np.uint16))
+    u = int(np.array(v, np.float32).view(np.uint32))
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def half_value(bits, dtype):
+    """The number whose f16 or bf16 bit pattern is `bits` (a scalar result)."""
+    if dtype == "f16":
+        return float(np.array(bits, np.uint16).view(np.float16))
+    return float(np.array(bits << 16, np.uint32).view(np.float32))
+
+
 def _torch():
     return sys.modules.get("torch")
 

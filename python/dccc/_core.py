@@ -187,6 +187,7 @@ class Function:
                                                 g.bound["param"] + "." + g.bound["field"] + "[", d) for d in dims)
                     if dims in inputs:
                         self.rows_like[f.name] = inputs[dims]
+        self._fast = _fast_plan(self)
         self.__name__ = self.name
         self.__qualname__ = self.name
         self.__doc__ = self._docstring()
@@ -230,7 +231,12 @@ class Function:
         return values
 
     def __call__(self, *args, out=None, sizes=None, **kwargs):
-        return self.call(self._bind(args, kwargs), out=out, sizes=sizes)
+        values = self._bind(args, kwargs) if kwargs or len(args) != len(self.params) else args
+        if out is None and sizes is None and self._fast is not None:
+            res = _fast_call(self, values)
+            if res is not _SLOW:
+                return res
+        return self.call(values, out=out, sizes=sizes)
 
     def call(self, values, out=None, sizes=None, want_nested=True, allow_grad=False):
         """The call, with arguments already in parameter order."""
@@ -249,6 +255,8 @@ class Function:
             self.library._check(self.name, st)
             st = self._c(*structs, ctypes.addressof(res))
             self.library._check(self.name, st)
+            if self.result.dtype in ("f16", "bf16"):
+                return _arrays.half_value(res.value, self.result.dtype)
             return res.value
         res = self.result.struct()
         st = self._c_meta(*structs, ctypes.addressof(res))
@@ -261,6 +269,132 @@ class Function:
 
 
 _MISSING = object()
+_SLOW = object()
+
+
+def _ptr(a):
+    """A NumPy array's data pointer (ctypes' from_buffer is 4x faster than
+    a.ctypes.data where it applies: writeable and not empty)."""
+    if a.flags.writeable and a.size:
+        return ctypes.addressof(_CCHAR.from_buffer(a))
+    return a.ctypes.data
+
+
+_CCHAR = ctypes.c_char
+_FLOATS = ("f32", "f64")  # f16 and bf16 scalars are bit patterns: the general path converts them
+
+
+def _fast_plan(fn):
+    """What _fast_call needs of each parameter and the result, precomputed;
+    None when the function has a list parameter (the general path then)."""
+    params = []
+    for p in fn.params:
+        if p.kind == "list":
+            return None
+        if p.kind == "scalar":
+            params.append((2, p.dtype, None, None, None))
+            continue
+        fields = []
+        for f in p.fields:
+            spec = tuple((i, s) for i, s in enumerate(f.shape) if s != "*")
+            fields.append((f.name, _arrays.NUMPY_DTYPES[f.dtype], len(f.shape), spec))
+        members = tuple((size, value) for _, size, value in p.sizes)
+        params.append((0 if p.kind == "coupling" else 1, p.name, p.struct, tuple(fields), members))
+    r = fn.result
+    if r is None or r.kind == "scalar":
+        return None
+    fresh, bound = [], []
+    for f in r.fields:
+        if f.bound:
+            bound.append((f.name, fn.param_index[f.bound["param"]], f.bound["field"],
+                          fn.params[fn.param_index[f.bound["param"]]].kind))
+        else:
+            fresh.append((f.name, _arrays.NUMPY_DTYPES[f.dtype], f.ragged, tuple(f.trailing)))
+    return tuple(params), (r.struct, tuple(fresh), tuple(bound), r.kind, r.fields[0].name)
+
+
+def _fast_call(fn, values):
+    """The common call -- NumPy arrays that are right, dicts of exactly the
+    fields, numbers -- with the fewest Python operations (bench/python/
+    overhead.py). Anything else, or anything wrong, returns _SLOW before
+    calling the library, and the general path gives the result or the
+    precise error."""
+    params, (R, fresh, bound, rkind, rfirst) = fn._fast
+    sizes = {}
+    structs = []
+    keep = []
+    ndarray = np.ndarray
+    for (kind, pname, S, fields, members), v in zip(params, values):
+        if kind == 2:  # pname holds the dtype
+            t = type(v)
+            if t is int and pname != "bool" or t is float and pname in _FLOATS:
+                structs.append(v)
+                continue
+            return _SLOW
+        if kind == 0:
+            if type(v) is not dict or len(v) != len(fields):
+                return _SLOW
+        elif type(v) is ndarray:
+            v = {fields[0][0]: v}
+        else:
+            return _SLOW
+        args = []
+        for name, dt, ndim, spec in fields:
+            a = v.get(name)
+            if type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous:
+                return _SLOW
+            shp = a.shape
+            if len(shp) != ndim:
+                return _SLOW
+            for i, s in spec:
+                n = shp[i]
+                if s.__class__ is int:
+                    if n != s:
+                        return _SLOW
+                    continue
+                h = sizes.get(s)
+                if h is None:
+                    sizes[s] = n
+                elif h != n:
+                    return _SLOW
+            args.append(_ptr(a))
+            args.append(a.size)
+        for size, value in members:
+            if size is None:
+                args.append(value)
+            else:
+                n = sizes.get(size)
+                if n is None:
+                    return _SLOW
+                args.append(n)
+        st = S(*args)
+        keep.append(st)
+        structs.append(ctypes.addressof(st))
+    res = R()
+    addr = ctypes.addressof(res)
+    code = fn._c_meta(*structs, addr)
+    if code:
+        fn.library._check(fn.name, code)
+    out = {}
+    for name, dt, ragged, trailing in fresh:
+        shape = tuple(sizes[s] if s.__class__ is str else s for s in trailing)
+        if ragged:
+            per_row = 1
+            for x in shape:
+                per_row *= x
+            shape = ((getattr(res, name + "_len") // per_row) if per_row else 0,) + shape
+        a = np.empty(shape, dt)
+        setattr(res, name, _ptr(a))
+        out[name] = a
+    code = fn._c(*structs, addr)
+    if code:
+        fn.library._check(fn.name, code)
+    if rkind == "tensor":
+        return out[rfirst]
+    for name, pidx, field, pkind in bound:
+        v = values[pidx]
+        out[name] = v[field] if type(v) is dict else v
+    return {f.name: out[f.name] for f in fn.result.fields}
 
 
 class _CallPlan:
@@ -341,6 +475,8 @@ class _CallPlan:
                 raise TypeError(f"{where}: expected a {p.dtype} number, got a bool")
             if not isinstance(v, (int, float, bool, np.number, np.bool_)):
                 raise TypeError(f"{where}: expected a {p.dtype} number, got {type(v).__name__}")
+            if p.dtype in ("f16", "bf16"):
+                v = _arrays.half_bits(v, p.dtype)
             self.scalars[p.name] = v
             return
         if p.kind == "list":

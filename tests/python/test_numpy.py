@@ -58,6 +58,11 @@ def test_matches_float64_reference(fname, pattern, load_example):
     args, kwargs, want = make(rng, lens)
     fn = lib.functions[fname]
     got = fn(*args, **kwargs)
+    # the general path (what out=, cu_seqlens, tensors take) gives the same
+    general = fn.call(list(args), **kwargs)
+    for k in (got if isinstance(got, dict) else [None]):
+        a, b = (got, general) if k is None else (got[k], general[k])
+        np.testing.assert_array_equal(a, b)
     where = f"{fname} on lengths {lens}"
     if isinstance(want, dict):
         assert isinstance(got, dict)
@@ -142,6 +147,9 @@ def test_bad_argument_raises_and_writes_nothing(mha, label, mutate, exc, text):
     with pytest.raises(exc) as e:
         mha(q, kv, out=out)
     assert text in str(e.value), str(e.value)
+    with pytest.raises(exc) as e2:  # without out=: the same error
+        mha(q, kv)
+    assert str(e2.value) == str(e.value)
     if exc is dccc.Error:
         assert isinstance(e.value, ValueError)
     assert (sentinel == 1234.5).all(), "the output was written although the call failed"
@@ -330,3 +338,22 @@ def test_concurrent_compiles_of_one_source(tmp_path, dccc_exe):
     assert all(abs(float(o) - 2.0) < 1e-5 for o in outs)
     entries = os.listdir(tmp_path / "cache")
     assert len(entries) == 1 and ".tmp-" not in entries[0]
+
+
+def test_c_names_and_half_scalars(dccc_exe, tmp_path):
+    from conftest import ROOT
+
+    so = tmp_path / "names.so"
+    subprocess.run([dccc_exe, os.path.join(ROOT, "tests", "python", "data", "names.toy"), "-o", str(so)], check=True,
+                   capture_output=True)
+    lib = dccc.load(str(so))
+    assert sorted(lib.functions) == ["dccc_module_info_", "double_"]
+    np.testing.assert_array_equal(lib.dccc_module_info_(np.arange(3, dtype=np.float32)), [0, 2, 4])
+    fn = lib.double_
+    assert [f.name for f in fn.params[0].fields] == ["data", "while_", "data_len_"]
+    x = {"data": np.arange(6, dtype=np.float32).reshape(3, 2), "while_": np.array([1, 2], np.int32),
+         "data_len_": np.array([10, 20], np.int32)}
+    y = fn(x, 1.5, 0.25)  # 1.5 and 0.25 are exact in f16 and bf16
+    want = np.arange(6).reshape(3, 2) * 1.5 + 0.25 + np.array([10, 20, 20])[:, None]
+    np.testing.assert_array_equal(y["data"], want)
+    assert y["while_"] is x["while_"] and y["data_len_"] is x["data_len_"]
