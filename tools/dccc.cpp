@@ -103,7 +103,9 @@ options:
   -o PROG.so         compile into a shared library for the target, and write
                      PROG.h (the C ABI) and dccrt.h (the runtime's) beside it;
                      the C compiler used to link is $CC, default `cc`, with
-                     extra flags from $DCCC_CFLAGS
+                     extra flags from $DCCC_CFLAGS; $DCCC_RUNTIME_LIB and
+                     $DCCC_RUNTIME_HEADER replace the libdccrt.a and dccrt.h
+                     of the build (a driver moved to another machine)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM for this CPU);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for sm_80
@@ -292,6 +294,18 @@ int parse_args(int argc, char** argv, Options& o) {
 }
 
 int write_library(const Options& o, const dccc::ir::Module& full, dccc::DiagnosticEngine& diags);
+
+/// libdccrt and its header as built with this driver, or $DCCC_RUNTIME_LIB
+/// and $DCCC_RUNTIME_HEADER (a driver copied to another machine, as
+/// scripts/gpu_bundle.sh does).
+std::string runtime_lib() {
+  const char* e = std::getenv("DCCC_RUNTIME_LIB");
+  return e && *e ? e : DCCC_RUNTIME_LIB;
+}
+std::string runtime_header() {
+  const char* e = std::getenv("DCCC_RUNTIME_HEADER");
+  return e && *e ? e : DCCC_RUNTIME_HEADER;
+}
 
 /// The functions a library holds: every one but `main`.
 dccc::ir::Module library_module(const dccc::ir::Module& full) {
@@ -559,7 +573,7 @@ int link_cuda(const Options& o, const std::filesystem::path& out, const std::fil
   std::string gencode = cuda_arch();
   cmd = shell_quote(nvcc) + " -O3 -std=c++17 -shared -Xcompiler -fPIC " + gencode + " -I" + dir + " -o " +
         shell_quote(out.string()) + " " + shell_quote((tmp / "kernels.cu").string()) + " " +
-        shell_quote((tmp / "abi.o").string()) + " " + shell_quote(DCCC_RUNTIME_LIB) + " -lpthread";
+        shell_quote((tmp / "abi.o").string()) + " " + shell_quote(runtime_lib()) + " -lpthread";
   log.clear();
   if (run_command(cmd, log) != 0) {
     std::cerr << "dccc: error: nvcc failed on the generated CUDA code:\n" << cmd << "\n" << log;
@@ -621,7 +635,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
     std::cerr << diags.error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
-  fs::copy_file(DCCC_RUNTIME_HEADER, out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);
+  fs::copy_file(runtime_header(), out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);
   if (ec) {
     std::cerr << "dccc: error: cannot write `" << (out.parent_path() / "dccrt.h").string() << "`: " << ec.message() << "\n";
     return kExitErrors;
@@ -633,7 +647,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
                     (cflags ? cflags : "") +
                     " -I" + shell_quote(out.parent_path().string()) + " -o " + shell_quote(out.string()) + " " +
                     shell_quote((tmp / "abi.c").string()) + " " + shell_quote(obj.string()) + " " +
-                    shell_quote(DCCC_RUNTIME_LIB) + " " + dccc::backend::host_link_flags() + " -lstdc++ -lm -lpthread";
+                    shell_quote(runtime_lib()) + " " + dccc::backend::host_link_flags() + " -lstdc++ -lm -lpthread";
   std::string log;
   int rc = run_command(cmd, log);
   if (rc != 0) {
