@@ -29,6 +29,7 @@ import dccc  # noqa: E402
 
 
 def median_per_call(f, calls, rounds):
+    """(median, minimum) over the rounds of the time per call in us."""
     per = []
     for _ in range(rounds):
         t0 = time.perf_counter()
@@ -36,7 +37,7 @@ def median_per_call(f, calls, rounds):
             f()
         per.append((time.perf_counter() - t0) / calls * 1e6)
     per.sort()
-    return per[len(per) // 2]
+    return per[len(per) // 2], per[0]
 
 
 def main():
@@ -56,8 +57,8 @@ def main():
         cbin = os.path.join(tmp, "overhead_c")
         subprocess.run(["cc", "-O2", "-I", tmp, os.path.join(HERE, "overhead_c.c"), so, "-Wl,-rpath," + tmp,
                         "-o", cbin], check=True)
-        c_us = float(subprocess.run([cbin, str(H), str(D), str(a.calls), str(a.rounds)], check=True,
-                                    capture_output=True, text=True).stdout)
+        c_us = tuple(float(x) for x in subprocess.run([cbin, str(H), str(D), str(a.calls), str(a.rounds)], check=True,
+                                                      capture_output=True, text=True).stdout.split())
         lib = dccc.load(so)
         lib.set_num_threads(a.threads)
         q = np.linspace(0, 1, H * D, dtype=np.float32).reshape(1, H, D)
@@ -84,13 +85,13 @@ def main():
                              median_per_call(lambda: opslib.ops.mha(tq, tkv), a.calls // 4, a.rounds)))
     print(f"# mha, B = 1, lengths 1 and 1, H = {H}, D = {D}, {a.threads} thread(s); median of {a.rounds} rounds "
           f"of {a.calls} calls")
-    print(f"{'way':<44}{'us/call':>10}{'vs C':>8}{'target 2C+15':>14}")
-    target = 2 * c_us + 15
-    for name, us in rows:
-        print(f"{name:<44}{us:>10.2f}{us / c_us:>7.1f}x{'ok' if us <= target else 'MISSED':>14}")
-    np_us = rows[1][1]
-    print(f"NumPy call: {np_us:.2f} us = {np_us / c_us:.1f}x the C call; target 2 x {c_us:.2f} + 15 = {target:.2f} us: "
-          f"{'met' if np_us <= target else 'missed'}")
+    print(f"{'way':<44}{'median us':>10}{'min us':>9}{'vs C':>8}{'target 2C+15':>14}")
+    target = 2 * c_us[0] + 15
+    for name, (med, low) in rows:
+        print(f"{name:<44}{med:>10.2f}{low:>9.2f}{med / c_us[0]:>7.1f}x{'ok' if med <= target else 'MISSED':>14}")
+    np_us = rows[1][1][0]
+    print(f"NumPy call: {np_us:.2f} us = {np_us / c_us[0]:.1f}x the C call; target 2 x {c_us[0]:.2f} + 15 = "
+          f"{target:.2f} us: {'met' if np_us <= target else 'missed'} (medians)")
     sys.exit(0 if np_us <= target else 1)
 
 

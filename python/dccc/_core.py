@@ -124,10 +124,11 @@ class Param:
 
 
 def _qualified_dims(param, field):
-    """The field's extents with sibling length arrays named by their
-    parameter (`seqlen[b]` of `q` is `q.seqlen[b]`), for comparing shapes."""
+    """The extents of the field's packed rows (the dimensions its packed
+    shape flattens into `*`) with sibling length arrays named by their
+    parameter (`seqlen[b]` of `q` is `q.seqlen[b]`), for comparing rows."""
     out = []
-    for d in field.dims:
+    for d in field.dims[:len(field.dims) - len(field.shape) + 1]:
         for sib in param.fields:
             d = re.sub(r"(?<![\w.])" + re.escape(sib.name) + r"\[", param.name + "." + sib.name + "[", d)
         out.append(d)
@@ -176,10 +177,11 @@ class Function:
             inputs = {}
             for p in self.params:
                 for f in p.fields:
-                    inputs.setdefault(_qualified_dims(p, f), (p.name, f.name))
+                    if f.ragged:
+                        inputs.setdefault(_qualified_dims(p, f), (p.name, f.name))
             for f in self.result.fields:
                 if f.bound is None and f.ragged:
-                    dims = tuple(f.dims)
+                    dims = tuple(f.dims[:len(f.dims) - len(f.shape) + 1])
                     # the result's own length fields are bound to arguments: name them so
                     for g in self.result.fields:
                         if g.bound:
@@ -232,8 +234,8 @@ class Function:
 
     def __call__(self, *args, out=None, sizes=None, **kwargs):
         values = self._bind(args, kwargs) if kwargs or len(args) != len(self.params) else args
-        if out is None and sizes is None and self._fast is not None:
-            res = _fast_call(self, values)
+        if sizes is None and self._fast is not None and (out is None or type(out) is dict):
+            res = _fast_call(self, values, out)
             if res is not _SLOW:
                 return res
         return self.call(values, out=out, sizes=sizes)
@@ -313,7 +315,7 @@ def _fast_plan(fn):
     return tuple(params), (r.struct, tuple(fresh), tuple(bound), r.kind, r.fields[0].name)
 
 
-def _fast_call(fn, values):
+def _fast_call(fn, values, given=None):
     """The common call -- NumPy arrays that are right, dicts of exactly the
     fields, numbers -- with the fewest Python operations (bench/python/
     overhead.py). Anything else, or anything wrong, returns _SLOW before
@@ -370,6 +372,8 @@ def _fast_call(fn, values):
         st = S(*args)
         keep.append(st)
         structs.append(ctypes.addressof(st))
+    if given is not None and len(given) > len(fresh):
+        return _SLOW
     res = R()
     addr = ctypes.addressof(res)
     code = fn._c_meta(*structs, addr)
@@ -383,7 +387,13 @@ def _fast_call(fn, values):
             for x in shape:
                 per_row *= x
             shape = ((getattr(res, name + "_len") // per_row) if per_row else 0,) + shape
-        a = np.empty(shape, dt)
+        if given is None:
+            a = np.empty(shape, dt)
+        else:
+            a = given.get(name)
+            if (type(a) is not ndarray or a.dtype != dt or not a.flags.c_contiguous or not a.flags.writeable
+                    or a.shape != shape):
+                return _SLOW
         setattr(res, name, _ptr(a))
         out[name] = a
     code = fn._c(*structs, addr)

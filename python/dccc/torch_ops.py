@@ -16,10 +16,10 @@ operator in between.
 
 The fake (meta) implementation sizes each fresh field from the same sizes
 ``f_meta`` computes: dense fields from the sizes in the arguments' shapes;
-a ragged field whose extents equal an argument field's (``data`` of mha's
-result and ``q.data``: both ``[B, q.seqlen[b], H, D]``) has that field's
-rows; any other ragged field a data-dependent row count
-(``get_ctx().new_dynamic_size()``).
+a ragged field whose rows have the extents of an argument field's rows
+(``data`` of mha's result and ``q.data``: both ``[B, q.seqlen[b]]`` before
+``H, D``) has that field's row count; any other ragged field a
+data-dependent row count (``get_ctx().new_dynamic_size()``).
 """
 
 import re

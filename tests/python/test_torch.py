@@ -105,6 +105,46 @@ def test_tensor_argument_checks(load_example):
     assert torch.equal(res["data"], res2["data"])
 
 
+# ---- the operators' pieces, with any PyTorch ----------------------------------
+
+
+@pytest.mark.parametrize("fname", sorted(CASES))
+def test_operator_pieces(fname, load_example):
+    """The operator's implementation and fake (meta) function, called
+    directly: the implementation gives lib.f's fresh fields, the fake one
+    their shapes and dtypes (where they follow from the shapes)."""
+    example, make, _, _ = CASES[fname]
+    fn = load_example(example).functions[fname]
+    args, kwargs, _ = make(np.random.default_rng(9), PATTERNS[5])
+    targs = to_torch(args)
+    spec = torch_ops._OpSpec(fn)
+    flat, fields_of, nested = spec.flatten(fn._bind(targs, {}), kwargs.get("sizes"))
+    outs = torch_ops._impl(spec)(*flat)
+    direct = fn(*targs, **kwargs)
+    assembled = spec.assemble(outs, fields_of, nested)
+    if isinstance(direct, dict):
+        assert set(assembled) == set(direct)
+        for f in fn.result.fields:
+            if f.bound:
+                assert assembled[f.name] is fields_of[f.bound["param"]][f.bound["field"]]
+            else:
+                assert torch.equal(assembled[f.name], direct[f.name])
+    else:
+        assert torch.equal(assembled, direct)
+    if all(not f.ragged or f.name in fn.rows_like for f in spec.fresh):
+        fake = torch_ops._fake_impl(spec)(*flat)
+        fakes = fake if isinstance(fake, tuple) else (fake,)
+        real = outs if isinstance(outs, tuple) else (outs,)
+        assert [(tuple(a.shape), a.dtype) for a in fakes] == [(tuple(a.shape), a.dtype) for a in real]
+
+
+def test_rows_follow_the_arguments(load_example):
+    # the fake implementation knows these rows without reading lengths
+    assert load_example("mha").mha.rows_like == {"data": ("q", "data")}
+    assert load_example("documents").sentence_sums.rows_like == {"data": ("x", "ntok")}
+    assert load_example("causal_attention").causal_scores.rows_like == {}  # triangular: data-dependent
+
+
 # ---- custom operators (PyTorch >= 2.4) ----------------------------------------
 
 
