@@ -284,6 +284,7 @@ def _ptr(a):
 
 _CCHAR = ctypes.c_char
 _FLOATS = ("f32", "f64")  # f16 and bf16 scalars are bit patterns: the general path converts them
+_INT_RANGE = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1)}
 
 
 def _fast_plan(fn):
@@ -329,7 +330,15 @@ def _fast_call(fn, values, given=None):
     for (kind, pname, S, fields, members), v in zip(params, values):
         if kind == 2:  # pname holds the dtype
             t = type(v)
-            if t is int and pname != "bool" or t is float and pname in _FLOATS:
+            if t is float and pname in _FLOATS:
+                structs.append(v)
+                continue
+            if t is int and pname in _INT_RANGE:
+                lo, hi = _INT_RANGE[pname]
+                if lo <= v <= hi:
+                    structs.append(v)
+                    continue
+            elif t is int and pname in _FLOATS:
                 structs.append(v)
                 continue
             return _SLOW
@@ -485,8 +494,21 @@ class _CallPlan:
                 raise TypeError(f"{where}: expected a {p.dtype} number, got a bool")
             if not isinstance(v, (int, float, bool, np.number, np.bool_)):
                 raise TypeError(f"{where}: expected a {p.dtype} number, got {type(v).__name__}")
-            if p.dtype in ("f16", "bf16"):
+            if p.dtype in _INT_RANGE:
+                if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                    raise TypeError(f"{where}: expected an integer ({p.dtype}), got {type(v).__name__}")
+                lo, hi = _INT_RANGE[p.dtype]
+                if not lo <= int(v) <= hi:
+                    raise ValueError(f"{where}: {v} is out of range for {p.dtype}")
+                v = int(v)
+            elif p.dtype == "bool":
+                if not isinstance(v, (bool, np.bool_)):
+                    raise TypeError(f"{where}: expected a bool, got {type(v).__name__}")
+                v = int(bool(v))
+            elif p.dtype in ("f16", "bf16"):
                 v = _arrays.half_bits(v, p.dtype)
+            else:
+                v = float(v)
             self.scalars[p.name] = v
             return
         if p.kind == "list":

@@ -222,6 +222,8 @@ def test_scalar_and_sizes_errors(load_example):
     x = {"data": np.ones((3, 2, 3), np.float32), "seqlen": np.array([3], np.int32)}
     with pytest.raises(TypeError, match="expected a f32 number"):
         lib.scale(x, "2")
+    np.testing.assert_array_equal(lib.scale(x, 2)["data"], 2 * x["data"])  # an int for an f32
+    np.testing.assert_array_equal(lib.scale(x, np.float32(2))["data"], 2 * x["data"])
     tri = load_example("tril_matmul")
     with pytest.raises(TypeError, match=r"size\(s\) N cannot be read"):
         tri.tril_diag(np.zeros(6, np.float32))
@@ -357,3 +359,22 @@ def test_c_names_and_half_scalars(dccc_exe, tmp_path):
     want = np.arange(6).reshape(3, 2) * 1.5 + 0.25 + np.array([10, 20, 20])[:, None]
     np.testing.assert_array_equal(y["data"], want)
     assert y["while_"] is x["while_"] and y["data_len_"] is x["data_len_"]
+
+
+def test_integer_and_bool_scalars(dccc_exe, tmp_path):
+    from conftest import ROOT
+
+    so = tmp_path / "scalars.so"
+    subprocess.run([dccc_exe, os.path.join(ROOT, "tests", "python", "data", "scalars.toy"), "-o", str(so)],
+                   check=True, capture_output=True)
+    shift = dccc.load(str(so)).shift
+    x = np.array([1, 2, 3], np.int32)
+    np.testing.assert_array_equal(shift(x, 10, True), [11, 12, 13])
+    np.testing.assert_array_equal(shift(x, np.int64(-1), np.bool_(True)), [0, 1, 2])
+    np.testing.assert_array_equal(shift(x, 10, False), [1, 2, 3])
+    with pytest.raises(ValueError, match="out of range for i32"):
+        shift(x, 2**31, True)  # ctypes would wrap it silently
+    with pytest.raises(TypeError, match="expected an integer"):
+        shift(x, 1.5, True)
+    with pytest.raises(TypeError, match="expected a bool"):
+        shift(x, 1, 1)
