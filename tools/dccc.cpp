@@ -441,6 +441,10 @@ int run(const Options& o) {
     return kExitErrors;
   }
   std::cout << result.explain;
+  if (o.explain && o.target == dccc::ir::Target::Cuda)
+    std::cout << "library calls (--target=cuda): each function copies its length arrays to the host, runs its "
+                 "kernels on the current device's default stream and returns after they finish, so a call "
+                 "synchronises with the device (docs/abi.md, \"The CUDA target\"; docs/python.md, \"CUDA\")\n";
   if (o.explain_simplify)
     for (const auto& [name, report] : result.simplified) {
       std::cout << "fn " << name << ": " << report.indices << " index rewrite(s), " << report.checks

@@ -26,6 +26,7 @@ import re
 import types
 
 from . import _arrays
+from ._core import _as_mapping
 
 _SCALAR_SCHEMA = {"f16": "float", "bf16": "float", "f32": "float", "f64": "float", "i32": "int", "i64": "int",
                   "bool": "bool"}
@@ -158,8 +159,6 @@ class _OpSpec:
 
 
 def _mapping(v, where, p):
-    from ._core import _as_mapping
-
     return dict(_as_mapping(v, where, p))
 
 
