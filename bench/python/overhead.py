@@ -9,9 +9,11 @@ target: Python at most 2x the C call plus 15 us.
 
     DCCC=build/tools/dccc PYTHONPATH=python bench/python/overhead.py [--threads 1]
 
-Prints the median time per call of each way (median of --rounds rounds of
---calls calls) and the Python/C comparison; exits 1 when the NumPy call
-misses the target.
+Prints the time per call of each way (median and minimum wall time, median
+CPU time of the process, over --rounds rounds of --calls calls) and the
+Python/C comparison by wall and by CPU time (on a shared machine the wall
+times grow with the load, the target's 15 us does not); exits 1 when the
+NumPy call misses the target by either.
 """
 import argparse
 import os
@@ -29,15 +31,17 @@ import dccc  # noqa: E402
 
 
 def median_per_call(f, calls, rounds):
-    """(median, minimum) over the rounds of the time per call in us."""
-    per = []
+    """(median wall, minimum wall, median CPU) over the rounds, us per call."""
+    per, cpu = [], []
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(calls):
             f()
         per.append((time.perf_counter() - t0) / calls * 1e6)
+        cpu.append((time.process_time() - c0) / calls * 1e6)
     per.sort()
-    return per[len(per) // 2], per[0]
+    cpu.sort()
+    return per[len(per) // 2], per[0], cpu[len(cpu) // 2]
 
 
 def main():
@@ -85,14 +89,18 @@ def main():
                              median_per_call(lambda: opslib.ops.mha(tq, tkv), a.calls // 4, a.rounds)))
     print(f"# mha, B = 1, lengths 1 and 1, H = {H}, D = {D}, {a.threads} thread(s); median of {a.rounds} rounds "
           f"of {a.calls} calls")
-    print(f"{'way':<44}{'median us':>10}{'min us':>9}{'vs C':>8}{'target 2C+15':>14}")
-    target = 2 * c_us[0] + 15
-    for name, (med, low) in rows:
-        print(f"{name:<44}{med:>10.2f}{low:>9.2f}{med / c_us[0]:>7.1f}x{'ok' if med <= target else 'MISSED':>14}")
-    np_us = rows[1][1][0]
-    print(f"NumPy call: {np_us:.2f} us = {np_us / c_us[0]:.1f}x the C call; target 2 x {c_us[0]:.2f} + 15 = "
-          f"{target:.2f} us: {'met' if np_us <= target else 'missed'} (medians)")
-    sys.exit(0 if np_us <= target else 1)
+    print(f"{'way':<40}{'wall median':>12}{'wall min':>9}{'CPU median':>11}{'CPU vs C':>9}")
+    for name, (med, low, cpu) in rows:
+        print(f"{name:<40}{med:>12.2f}{low:>9.2f}{cpu:>11.2f}{cpu / c_us[2]:>8.1f}x")
+    ok = True
+    for clock, k in (("wall", 0), ("CPU", 2)):
+        c, py = c_us[k], rows[1][1][k]
+        target = 2 * c + 15
+        ok &= py <= target
+        print(f"NumPy call ({clock} medians): {py:.2f} us = {py / c:.1f}x the C call's {c:.2f} us; "
+              f"target 2 x {c:.2f} + 15 = {target:.2f} us: {'met' if py <= target else 'missed'}")
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":
