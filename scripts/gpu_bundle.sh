@@ -6,11 +6,11 @@
 # of the scheduled GPU test, the length batches, the benchmark's .so files
 # built here with --target=cuda, the nested examples' .so files with their
 # CUDA hosts, the Python package with its tests (tests/python: the dccc
-# driver itself travels in test.tar.xz so the CPU tests build their
-# libraries there, for that CPU; every example's CUDA library is built here
-# into python-libs/cuda; Debian's pytest in pylib/ for a Python without
-# one), bench/python/ddp_encoder.py, and bench/cuda/run_gpu.sh. Run that
-# script there (see bench/README.md).
+# driver itself travels in test.tar.xz, 1 MB more, so that run_gpu.sh builds
+# the libraries of the Python tests there -- the CPU ones for that CPU, the
+# CUDA ones with that nvcc, which keeps them out of the bundle; Debian's
+# pytest in pylib/ for a Python without one), bench/python/ddp_encoder.py,
+# and bench/cuda/run_gpu.sh. Run that script there (see bench/README.md).
 #
 #   scripts/gpu_bundle.sh [OUT_DIR]     default: build-gpu (ignored by git)
 set -euo pipefail
@@ -66,22 +66,14 @@ cp "$ROOT/examples/host/causal_cuda_host.cu" "$ROOT/examples/host/causal_referen
    "$ROOT/examples/host/cuda_host_util.h" "$OUT/"
 # The Python package and its tests, laid out as in the repository
 # (tests/python/test_docs.py runs the README's and docs/python.md's blocks
-# from the bundle's root), and every example's CUDA library for
-# tests/python/test_cuda.py and bench/python/ddp_encoder.py (sm_90 and its
-# PTX: H100 and H200).
-mkdir -p "$OUT/tests" "$OUT/docs" "$OUT/bench" "$OUT/python-libs/cuda" "$OUT/pylib"
+# from the bundle's root).
+mkdir -p "$OUT/tests" "$OUT/docs" "$OUT/bench" "$OUT/pylib"
 cp -r "$ROOT/python" "$OUT/python"
 cp -r "$ROOT/tests/python" "$OUT/tests/python"
 cp -r "$ROOT/bench/python" "$OUT/bench/python"
 cp "$ROOT/README.md" "$OUT/README.md"
 cp "$ROOT/docs/python.md" "$OUT/docs/python.md"
 find "$OUT/python" "$OUT/tests/python" "$OUT/bench/python" -name __pycache__ -prune -exec rm -rf {} +
-for toy in "$ROOT"/examples/*.toy; do
-  ex=$(basename "$toy" .toy)
-  mkdir -p "$OUT/python-libs/cuda/$ex"
-  DCCC_CUDA_ARCH="${DCCC_CUDA_ARCH:--gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90}" \
-    "$BUILD/tools/dccc" --target=cuda -o "$OUT/python-libs/cuda/$ex/$ex.so" "$toy"
-done
 # Debian's pytest (pure Python), used there only when python3 has none.
 for m in pytest _pytest py.py pluggy iniconfig attr attrs packaging; do
   if [[ -e /usr/lib/python3/dist-packages/$m ]]; then cp -r "/usr/lib/python3/dist-packages/$m" "$OUT/pylib/"; fi

@@ -49,15 +49,21 @@ if [[ $mode != bench-only ]]; then
     grep -q "$host cuda host check: OK" "$results/cuda_host_$so.txt" || status=1
   done
   # The Python package (tests/python) under this machine's python3 and
-  # PyTorch: the CPU tests build their libraries with the shipped driver
-  # (for this CPU), the CUDA ones take python-libs/cuda. Every test must
-  # pass; skips are listed with their reasons (-rs).
+  # PyTorch, with the shipped driver: the CPU tests build their libraries
+  # with it (for this CPU), and every example's CUDA library is built here
+  # first (sm_90, 8 at a time) for test_cuda.py and ddp_encoder.py. Every
+  # test must pass; skips are listed with their reasons (-rs).
   printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_RUNTIME_LIB=%s DCCC_RUNTIME_HEADER=%s exec /tmp/dccc-gpu/dccc "$@"\n' \
     "$PWD/libdccrt.a" "$PWD/include/dccrt.h" > /tmp/dccc-gpu/dccc.sh
   chmod +x /tmp/dccc-gpu/dccc.sh
+  pylibs=/tmp/dccc-gpu/python-libs
+  for toy in examples/*.toy; do echo "$toy"; done |
+    DCCC_CUDA_ARCH=-arch=sm_90 xargs -P 8 -I{} sh -c \
+      'ex=$(basename {} .toy); mkdir -p '"$pylibs"'/$ex && /tmp/dccc-gpu/dccc.sh --target=cuda -o '"$pylibs"'/$ex/$ex.so {}' \
+      2>&1 | tail -3 | tee "$results/python_cuda_libs.txt"
   pypath="$PWD/python"
   python3 -c "import pytest" 2>/dev/null || pypath="$pypath:$PWD/pylib"
-  DCCC=/tmp/dccc-gpu/dccc.sh DCCC_CUDA_LIBS="$PWD/python-libs/cuda" DCCC_CACHE_DIR=/tmp/dccc-gpu/cache \
+  DCCC=/tmp/dccc-gpu/dccc.sh DCCC_CUDA_LIBS="$pylibs" DCCC_CACHE_DIR=/tmp/dccc-gpu/cache \
     PYTHONPATH="$pypath" PYTHONDONTWRITEBYTECODE=1 \
     python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$results/python_test.txt"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
@@ -65,7 +71,7 @@ if [[ $mode != bench-only ]]; then
   # mha operator on two GPUs (NCCL), each rank against the single-GPU run.
   if (( $(nvidia-smi -L | wc -l) >= 2 )); then
     PYTHONPATH="$PWD/python" torchrun --nproc_per_node=2 bench/python/ddp_encoder.py \
-      --lib python-libs/cuda/mha/mha.so 2>&1 | tee "$results/ddp_encoder.txt"
+      --lib "$pylibs/mha/mha.so" 2>&1 | tee "$results/ddp_encoder.txt"
     grep -q "ddp encoder check: OK" "$results/ddp_encoder.txt" || status=1
   else
     echo "ddp_encoder: SKIPPED (one GPU; needs two)" | tee "$results/ddp_encoder.txt"

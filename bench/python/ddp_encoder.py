@@ -7,7 +7,8 @@ layer, each rank its own ragged batch. Rank 0 then runs every rank's batch
 alone on its GPU (the single-GPU result) and each rank's output must match
 it, and PyTorch's SDPA on the padded batch.
 
-    torchrun --nproc_per_node=2 bench/python/ddp_encoder.py --lib build-gpu/python-libs/cuda/mha/mha.so
+    dccc --target=cuda examples/mha.toy -o /tmp/mha.so
+    torchrun --nproc_per_node=2 bench/python/ddp_encoder.py --lib /tmp/mha.so
 
 Prints one line per rank and `ddp encoder check: OK` (exit 0) or FAILED
 (exit 1). Run by build-gpu/run_gpu.sh on a machine with two GPUs or more.
@@ -45,7 +46,8 @@ def main():
     lib = dccc.load(a.lib, torch_namespace="dccc")
     torch.manual_seed(0)  # the same weights on every rank (DDP also broadcasts rank 0's)
     layer = encoder_layer.RaggedEncoderLayer(lib).to(device).eval()
-    ddp = torch.nn.parallel.DistributedDataParallel(layer, device_ids=[local])
+    # inputs are on this rank's GPU already: no device_ids, so DDP leaves them (nested) as they are
+    ddp = torch.nn.parallel.DistributedDataParallel(layer)
     seqs = batch(rank, device)
     x = torch.nested.nested_tensor(seqs, layout=torch.jagged)
     with torch.no_grad():

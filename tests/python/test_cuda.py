@@ -5,8 +5,8 @@ library, bad arguments, PyTorch's current stream, opcheck of every example
 operator on CUDA, the encoder layer under torch.compile(fullgraph=True),
 and nested tensors passed zero-copy (the data pointers the library gets).
 
-The CUDA libraries come from $DCCC_CUDA_LIBS/NAME/NAME.so (built by
-scripts/gpu_bundle.sh) or are compiled with `dccc --target=cuda`."""
+The CUDA libraries come from $DCCC_CUDA_LIBS/NAME/NAME.so (run_gpu.sh
+builds them there) or are compiled with `dccc --target=cuda`."""
 
 import os
 import subprocess
