@@ -221,6 +221,7 @@ std::string emit_metadata_symbol(const std::string& json) {
   for (unsigned char c : json) {
     if (c == '"' || c == '\\') piece += '\\', piece += static_cast<char>(c);
     else if (c == '\n') piece += "\\n", flush();
+    else if (c == '?') piece += "\\?";  // never a trigraph (`-std=c11` has them)
     else piece += static_cast<char>(c);
     if (piece.size() > 200) flush();
   }
