@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "backend/abi/c_abi.h"
+#include "backend/abi/metadata.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
@@ -88,6 +89,10 @@ options:
   --emit=cuda        print the CUDA C++ that --target=cuda compiles
   --emit=llvm        print the LLVM IR after the O3 pipeline for this CPU
                      (what `run` and `-o` compile for the CPU)
+  --emit=metadata    print the JSON description of the library that -o
+                     writes for --target (functions, structs, fields, sizes;
+                     docs/abi.md#metadata), also compiled into the library
+                     as dccc_module_info()
   --interpret        dccc run: execute with the reference interpreter of the
                      storage-lowered vloop IR instead of the JIT
   --jit              dccc run FILE.vloop: JIT-compile the IR instead of
@@ -98,7 +103,9 @@ options:
   -o PROG.so         compile into a shared library for the target, and write
                      PROG.h (the C ABI) and dccrt.h (the runtime's) beside it;
                      the C compiler used to link is $CC, default `cc`, with
-                     extra flags from $DCCC_CFLAGS
+                     extra flags from $DCCC_CFLAGS; $DCCC_RUNTIME_LIB and
+                     $DCCC_RUNTIME_HEADER replace the libdccrt.a and dccrt.h
+                     of the build (a driver moved to another machine)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM for this CPU);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for sm_80
@@ -180,8 +187,8 @@ int parse_args(int argc, char** argv, Options& o) {
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
       if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" &&
-          o.emit != "llvm")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda or llvm");
+          o.emit != "llvm" && o.emit != "metadata")
+        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda, llvm or metadata");
     } else if (a.rfind("--target=", 0) == 0) {
       auto t = dccc::ir::parse_target(a.substr(9));
       if (!t) return usage_error("unknown --target `" + a.substr(9) + "`; expected cpu or cuda");
@@ -288,6 +295,44 @@ int parse_args(int argc, char** argv, Options& o) {
 
 int write_library(const Options& o, const dccc::ir::Module& full, dccc::DiagnosticEngine& diags);
 
+/// libdccrt and its header as built with this driver, or $DCCC_RUNTIME_LIB
+/// and $DCCC_RUNTIME_HEADER (a driver copied to another machine, as
+/// scripts/gpu_bundle.sh does).
+std::string runtime_lib() {
+  const char* e = std::getenv("DCCC_RUNTIME_LIB");
+  return e && *e ? e : DCCC_RUNTIME_LIB;
+}
+std::string runtime_header() {
+  const char* e = std::getenv("DCCC_RUNTIME_HEADER");
+  return e && *e ? e : DCCC_RUNTIME_HEADER;
+}
+
+/// The functions a library holds: every one but `main`.
+dccc::ir::Module library_module(const dccc::ir::Module& full) {
+  dccc::ir::Module m;
+  for (const auto& f : full.funcs)
+    if (f.name != "main") m.funcs.push_back(f);
+  return m;
+}
+
+/// The CUDA architectures link_cuda builds for.
+const char* cuda_arch() {
+  const char* arch = std::getenv("DCCC_CUDA_ARCH");  // e.g. "-arch=sm_90" for faster builds
+  return arch && *arch ? arch
+                       : "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
+                         "-gencode arch=compute_90,code=compute_90";
+}
+
+/// Where the library's metadata says it came from.
+dccc::backend::MetadataContext metadata_context(const Options& o) {
+  dccc::backend::MetadataContext c;
+  c.source = std::filesystem::path(o.file).filename().string();
+  c.compiler = std::string("dccc ") + DCCC_VERSION;
+  c.target = o.target;
+  c.arch = o.target == dccc::ir::Target::Cuda ? cuda_arch() : dccc::backend::host_cpu_name();
+  return c;
+}
+
 /// The pipeline's options from the command line. `--emit=cuda` prints the
 /// CUDA target's code, so it runs the CUDA target's passes.
 dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<dccc::ir::Schedule>& schedules) {
@@ -331,7 +376,7 @@ int run(const Options& o) {
       std::cerr << diags.error_count() << " error(s) generated.\n";
       return kExitErrors;
     }
-    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run) return kExitOk;
+    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run) return kExitOk;
   } else {
   auto program = dccc::parse(file, diags);
   if (program && o.emit == "ast") {
@@ -370,7 +415,8 @@ int run(const Options& o) {
     std::cerr << diags.error_count() + cli_errors << " error(s) generated.\n";
     return kExitErrors;
   }
-  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run && o.output.empty() && !o.explain &&
+  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
+      o.output.empty() && !o.explain &&
       schedules.empty())
     return kExitOk;
 
@@ -395,6 +441,10 @@ int run(const Options& o) {
     return kExitErrors;
   }
   std::cout << result.explain;
+  if (o.explain && o.target == dccc::ir::Target::Cuda)
+    std::cout << "library calls (--target=cuda): each function copies its length arrays to the host, runs its "
+                 "kernels on the current device's default stream and returns after they finish, so a call "
+                 "synchronises with the device (docs/abi.md, \"The CUDA target\"; docs/python.md, \"CUDA\")\n";
   if (o.explain_simplify)
     for (const auto& [name, report] : result.simplified) {
       std::cout << "fn " << name << ": " << report.indices << " index rewrite(s), " << report.checks
@@ -423,6 +473,17 @@ int run(const Options& o) {
     }
     std::cout << *text;
     if (o.output.empty() && !o.run) return kExitOk;
+  }
+  if (o.emit == "metadata") {
+    dccc::ir::Module m = library_module(*module);
+    try {
+      dccc::backend::assign_c_names(m, o.target);
+    } catch (const dccc::backend::BackendUnsupported& e) {
+      std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
+      std::cerr << diags.error_count() << " error(s) generated.\n";
+      return kExitErrors;
+    }
+    std::cout << dccc::backend::emit_metadata(m, metadata_context(o));
   }
   if (!o.output.empty()) return write_library(o, *module, diags);
   if (!o.run) return kExitOk;
@@ -513,13 +574,10 @@ int link_cuda(const Options& o, const std::filesystem::path& out, const std::fil
     std::cerr << "dccc: error: compiling the C wrapper failed:\n" << cmd << "\n" << log;
     return kExitErrors;
   }
-  const char* arch = std::getenv("DCCC_CUDA_ARCH");  // e.g. "-arch=sm_90" for faster builds
-  std::string gencode = arch && *arch ? std::string(arch)
-                                      : "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
-                                        "-gencode arch=compute_90,code=compute_90";
+  std::string gencode = cuda_arch();
   cmd = shell_quote(nvcc) + " -O3 -std=c++17 -shared -Xcompiler -fPIC " + gencode + " -I" + dir + " -o " +
         shell_quote(out.string()) + " " + shell_quote((tmp / "kernels.cu").string()) + " " +
-        shell_quote((tmp / "abi.o").string()) + " " + shell_quote(DCCC_RUNTIME_LIB) + " -lpthread";
+        shell_quote((tmp / "abi.o").string()) + " " + shell_quote(runtime_lib()) + " -lpthread";
   log.clear();
   if (run_command(cmd, log) != 0) {
     std::cerr << "dccc: error: nvcc failed on the generated CUDA code:\n" << cmd << "\n" << log;
@@ -537,9 +595,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
   fs::path out = fs::absolute(o.output);
   fs::path header = out;
   header.replace_extension(".h");
-  dccc::ir::Module m;
-  for (const auto& f : full.funcs)
-    if (f.name != "main") m.funcs.push_back(f);
+  dccc::ir::Module m = library_module(full);
   if (m.funcs.empty()) {
     std::cerr << "dccc: error: `" << o.file << "` has no function to put in a library (only `main`)\n";
     return kExitErrors;
@@ -575,14 +631,15 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
     for (char c : header.stem().string()) guard += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
     guard += "_H";
     std::ofstream(header) << dccc::backend::emit_header(m, fs::path(o.file).filename().string(), guard);
-    std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(
-        m, header.filename().string(), o.target);
+    std::ofstream(tmp / "abi.c") << dccc::backend::emit_wrapper(m, header.filename().string(), o.target)
+                                 << dccc::backend::emit_metadata_symbol(
+                                        dccc::backend::emit_metadata(m, metadata_context(o)));
   } catch (const dccc::backend::BackendUnsupported& e) {
     std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
     std::cerr << diags.error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
-  fs::copy_file(DCCC_RUNTIME_HEADER, out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);
+  fs::copy_file(runtime_header(), out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);
   if (ec) {
     std::cerr << "dccc: error: cannot write `" << (out.parent_path() / "dccrt.h").string() << "`: " << ec.message() << "\n";
     return kExitErrors;
@@ -594,7 +651,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
                     (cflags ? cflags : "") +
                     " -I" + shell_quote(out.parent_path().string()) + " -o " + shell_quote(out.string()) + " " +
                     shell_quote((tmp / "abi.c").string()) + " " + shell_quote(obj.string()) + " " +
-                    shell_quote(DCCC_RUNTIME_LIB) + " " + dccc::backend::host_link_flags() + " -lstdc++ -lm -lpthread";
+                    shell_quote(runtime_lib()) + " " + dccc::backend::host_link_flags() + " -lstdc++ -lm -lpthread";
   std::string log;
   int rc = run_command(cmd, log);
   if (rc != 0) {

@@ -935,6 +935,9 @@ std::string emit_header(const ir::Module& m, const std::string& source_name, con
                        "{1} DCCRT_NOEXCEPT;\n{2} DCCRT_NOEXCEPT;\n\n",
                        f.name, prelude_signature(f), with_prelude_signature(f));
   }
+  out += "/* This library's functions, structs and fields as a JSON document\n"
+         " * (docs/abi.md, \"Metadata\"); the same text `dccc --emit=metadata` prints. */\n"
+         "const char* dccc_module_info(void) DCCRT_NOEXCEPT;\n\n";
   out += "#ifdef __cplusplus\n}  /* extern \"C\" */\n#endif\n\n#endif\n";
   return out;
 }

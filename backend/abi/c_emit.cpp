@@ -58,7 +58,9 @@ bool c_reserved(const std::string& n) {
       "tanhf", "erf", "erff", "fabs", "fabsf", "pow", "powf", "fmax", "fmaxf", "fmin", "fminf", "fma", "fmaf",
       "floor", "floorf", "ceil", "ceilf", "round", "roundf", "isnan", "isinf", "errno",
       // CUDA
-      "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"};
+      "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize",
+      // the library's description (backend/abi/metadata.h)
+      "dccc_module_info"};
   auto starts = [&](const char* p) { return n.rfind(p, 0) == 0; };
   auto ends = [&](const char* p) {
     size_t k = std::char_traits<char>::length(p);

@@ -36,6 +36,8 @@ std::unique_ptr<llvm::TargetMachine> host_machine(std::string& error) {
 
 }  // namespace
 
+std::string host_cpu_name() { return llvm::sys::getHostCPUName().str(); }
+
 std::string host_link_flags() {
   return uses_libmvec(llvm::Triple(llvm::sys::getProcessTriple())) ? "-lmvec" : "";
 }
