@@ -114,7 +114,7 @@ void FuncEmitter::collect_buffers(const ir::Stmt& s, std::vector<const BufferNod
 }
 
 void FuncEmitter::add_buffer(const BufferNode* b, std::vector<const BufferNode*>& out,
-                const std::function<void(const ir::Expr&)>& ex) {
+                             const std::function<void(const ir::Expr&)>& ex) {
   if (!slot_.count(b) || allocated_.count(b)) return;
   if (std::find(out.begin(), out.end(), b) != out.end()) return;
   if (b->total) ex(b->total);  // a total may read aux arrays: allocate those first

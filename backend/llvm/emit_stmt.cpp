@@ -163,7 +163,7 @@ void FuncEmitter::counted_loop(const std::string& name, llvm::Value* n, const st
 
 /// `for (var = begin; var < end; var += step) { fn(var) }`.
 void FuncEmitter::strided_loop(const std::string& name, llvm::Value* begin, llvm::Value* end, int64_t step,
-                  const std::function<void(llvm::Value*)>& fn) {
+                               const std::function<void(llvm::Value*)>& fn) {
   llvm::Value* n = end;
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* head = llvm::BasicBlock::Create(ctx_, name + ".loop", fn_);

@@ -145,7 +145,7 @@ std::optional<FuncEmitter::InterchangePlan> FuncEmitter::reduction_plan(const ir
 /// Calls fn(stride in the outer variable, stride in the reduction
 /// variable) for every load in the reduction step's operand.
 void FuncEmitter::each_load_stride(const ir::StmtNode& s, const InterchangePlan& plan,
-                      const std::function<void(Stride, Stride)>& fn) {
+                                   const std::function<void(Stride, Stride)>& fn) {
   std::function<void(const ir::Expr&)> look = [&](const ir::Expr& e) {
     if (e->kind == ExprKind::Load && !e->args.empty()) fn(stride(e->args[0], s.var), stride(e->args[0], plan.red->var));
     for (const auto& a : e->args) look(a);
