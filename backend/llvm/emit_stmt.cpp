@@ -19,12 +19,11 @@ void FuncEmitter::emit(const ir::Stmt& s) {
         emit_parallel(*s);
         return;
       }
-      if (auto plan = reduction_plan(*s)) {
-        if (interchange_pays(*s, *plan)) {
+      if (auto plan = ir::match_flat_reduction(*s)) {
+        if (ir::interchange_pays(*s, *plan)) {
           if (lane_blocks_pay(*s, *plan)) emit_lane_blocks(*s, *plan);
           else emit_interchanged(*s, *plan);
         }
-        else if (plan->inits.size() == 1 && jam_pays(*s, *plan)) emit_jammed(*s, *plan);
         else emit_loop(*s, b_.getInt64(0), emit(s->extent));
         return;
       }

@@ -9,8 +9,8 @@
 //   emit_parallel.cpp  a `parallel` loop outlined and run on the thread pool
 //   emit_stmt.cpp      statements and plain loops, float reduction steps
 //   emit_expr.cpp      expressions, types, casts, bf16, addresses, alias tags
-//   reduction_nests.cpp  reduction nests: interchange, lane blocks in vector
-//                      registers, unroll-and-jam
+//   reduction_nests.cpp  reduction nests (ir/flat_reduction.h): interchanged,
+//                      or in lane blocks held in vector registers
 //   vector_idioms.cpp  transposing copies in register tiles, max/min
 //                      reductions in vector lanes
 // Emission errors (malformed IR) are thrown as EmitError and reported by
@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/flat_reduction.h"
 #include "ir/ir.h"
 
 namespace dccc::backend::llvmgen {
@@ -115,14 +116,6 @@ class FuncEmitter {
   llvm::Value* binary(const ir::Expr& e);
 
   // ---- Reduction nests (reduction_nests.cpp) ----
-  /// `for d { acc_u = init_u; for j { acc_u = acc_u op x_u }; t_u[..] = f_u(acc_u) }`.
-  struct InterchangePlan {
-    std::vector<ir::Stmt> inits;
-    ir::Stmt red;                  // the j loop
-    std::vector<ir::Stmt> steps;   // acc_u = acc_u op x_u
-    std::vector<ir::Stmt> fins;
-  };
-  enum class Stride { Zero, One, Other };
   /// The lanes of a lane block being emitted (emit_lane_blocks).
   struct LaneBlock {
     const ir::Var* lane;
@@ -131,23 +124,16 @@ class FuncEmitter {
     llvm::FixedVectorType* vtype;
     llvm::Value* mask;  // null: every lane is in range
   };
-  static Stride stride(const ir::Expr& e, const ir::Var& v);
   static bool loads_buffer(const ir::Expr& e, const BufferNode* b);
-  std::optional<InterchangePlan> reduction_plan(const ir::StmtNode& s);
-  void each_load_stride(const ir::StmtNode& s, const InterchangePlan& plan,
-                        const std::function<void(Stride, Stride)>& fn);
-  bool interchange_pays(const ir::StmtNode& s, const InterchangePlan& plan);
-  bool jam_pays(const ir::StmtNode& s, const InterchangePlan& plan);
-  bool lanes_may_pad(const ir::StmtNode& s, const InterchangePlan& plan);
-  void emit_interchanged(const ir::StmtNode& s, const InterchangePlan& plan);
+  bool lanes_may_pad(const ir::StmtNode& s, const ir::FlatReduction& plan);
+  void emit_interchanged(const ir::StmtNode& s, const ir::FlatReduction& plan);
   static bool loads_any(const ir::Expr& e, const std::vector<const BufferNode*>& bufs);
   static bool lane_dependent(const ir::Expr& e, const ir::Var& lane, const std::vector<const BufferNode*>& accs);
   bool vectorizable(const ir::Expr& e, Scalar t, const ir::Var& lane, const std::vector<const BufferNode*>& accs);
-  bool lane_blocks_pay(const ir::StmtNode& s, const InterchangePlan& plan);
+  bool lane_blocks_pay(const ir::StmtNode& s, const ir::FlatReduction& plan);
   llvm::Value* vector_emit(const ir::Expr& e, const LaneBlock& lb);
   llvm::Value* vector_step(const ir::Expr& v, llvm::Value* acc, const LaneBlock& lb);
-  void emit_lane_blocks(const ir::StmtNode& s, const InterchangePlan& plan);
-  void emit_jammed(const ir::StmtNode& s, const InterchangePlan& plan);
+  void emit_lane_blocks(const ir::StmtNode& s, const ir::FlatReduction& plan);
 
   // ---- Vector idioms (vector_idioms.cpp) ----
   const ir::StmtNode* transpose_tile_store(const ir::StmtNode& s);

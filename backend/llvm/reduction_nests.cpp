@@ -1,6 +1,6 @@
-// FuncEmitter: reduction nests emitted for the CPU's vector units --
-// interchanged, in lane blocks held in vector registers, or unrolled and
-// jammed (backend/llvm/func_emitter.h).
+// FuncEmitter: reduction nests (ir/flat_reduction.h) emitted for the CPU's
+// vector units -- interchanged, or in lane blocks held in vector registers
+// (backend/llvm/func_emitter.h). Unroll-and-jam is ir/jam_reductions.h.
 #include "backend/llvm/func_emitter.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -44,36 +44,8 @@ constexpr int64_t kInterchangeMax = 1024;
 constexpr int64_t kLanePad = 16;
 static_assert(kInterchangeMax % kLanePad == 0);
 
-// ---- Unroll-and-jam ----------------------------------------------------
-//
-// For the same shape when interchanging does not pay
-// (`for j { acc = 0; for d { acc += q[i, h, d] * k[j, h, d] }; s[.., j] = acc }`),
-// kJam consecutive j run together, each with its own accumulator:
-//   for j in steps of kJam { acc_u = init; for d { acc_u = acc_u op x(j + u, d) };
-//                            t[.., j + u] = f(acc_u) }, then the last j one by one.
-// The d loop then loads q once for kJam dot products and vectorizes with
-// kJam reductions. Each accumulator sees the same operations as before.
+// Steps of j per pass over the lanes of an interchanged nest.
 constexpr int64_t kJam = 4;
-
-FuncEmitter::Stride FuncEmitter::stride(const ir::Expr& e, const ir::Var& v) {
-  if (!ir::mentions(e, v)) return Stride::Zero;
-  switch (e->kind) {
-    case ExprKind::VarRef: return Stride::One;
-    case ExprKind::Cast: return is_int(e->type) && is_int(e->args[0]->type) ? stride(e->args[0], v) : Stride::Other;
-    case ExprKind::Binary: {
-      Stride a = stride(e->args[0], v), c = stride(e->args[1], v);
-      if (e->binop == BinOp::Add) return a == Stride::Zero ? c : c == Stride::Zero ? a : Stride::Other;
-      if (e->binop == BinOp::Sub) return c == Stride::Zero ? a : Stride::Other;
-      if (e->binop == BinOp::Mul) {
-        auto one = [](const ir::Expr& x) { return x->kind == ExprKind::IntImm && x->int_value == 1; };
-        if (a == Stride::Zero) return one(e->args[0]) ? c : Stride::Other;
-        if (c == Stride::Zero) return one(e->args[1]) ? a : Stride::Other;
-      }
-      return Stride::Other;
-    }
-    default: return Stride::Other;
-  }
-}
 
 bool FuncEmitter::loads_buffer(const ir::Expr& e, const BufferNode* b) {
   if (!e) return false;
@@ -83,99 +55,8 @@ bool FuncEmitter::loads_buffer(const ir::Expr& e, const BufferNode* b) {
   return false;
 }
 
-std::optional<FuncEmitter::InterchangePlan> FuncEmitter::reduction_plan(const ir::StmtNode& s) {
-  const ir::Stmt& body = s.body[0];
-  if (!body || body->kind != StmtKind::Seq || body->body.size() < 3 || body->body.size() % 2 == 0)
-    return std::nullopt;
-  size_t k = (body->body.size() - 1) / 2;
-  InterchangePlan plan;
-  plan.inits.assign(body->body.begin(), body->body.begin() + k);
-  plan.red = body->body[k];
-  plan.fins.assign(body->body.begin() + k + 1, body->body.end());
-  if (plan.red->kind != StmtKind::For || plan.red->loop != ir::LoopKind::Serial || ir::mentions(plan.red->extent, s.var))
-    return std::nullopt;
-  ir::Stmt steps = plan.red->body[0];
-  if (!steps) return std::nullopt;
-  if (steps->kind == StmtKind::Seq) plan.steps = steps->body;
-  else plan.steps = {steps};
-  if (plan.steps.size() != k) return std::nullopt;
-  std::vector<const BufferNode*> accs;
-  for (size_t u = 0; u < k; ++u) {
-    const ir::Stmt& init = plan.inits[u];
-    if (init->kind != StmtKind::Store || !scalar_.count(init->buffer.get())) return std::nullopt;
-    if (std::find(accs.begin(), accs.end(), init->buffer.get()) != accs.end()) return std::nullopt;
-    accs.push_back(init->buffer.get());
-  }
-  auto loads_acc = [&](const ir::Expr& e) {
-    for (const BufferNode* a : accs)
-      if (loads_buffer(e, a)) return true;
-    return false;
-  };
-  if (loads_acc(plan.red->extent)) return std::nullopt;
-  for (size_t u = 0; u < k; ++u) {
-    const BufferNode* acc = accs[u];
-    const ir::Stmt& init = plan.inits[u];
-    const ir::Stmt& step = plan.steps[u];
-    const ir::Stmt& fin = plan.fins[u];
-    if (loads_acc(init->value)) return std::nullopt;
-    if (!step || step->kind != StmtKind::Store || step->buffer.get() != acc) return std::nullopt;
-    const ir::Expr& v = step->value;
-    if (v->kind != ExprKind::Binary || v->args[0]->kind != ExprKind::Load || v->args[0]->buffer.get() != acc ||
-        loads_acc(v->args[1]))
-      return std::nullopt;
-    if (fin->kind != StmtKind::Store) return std::nullopt;
-    const BufferNode* t = fin->buffer.get();
-    if (t->dims.empty() || !loads_buffer(fin->value, acc)) return std::nullopt;
-    for (const BufferNode* a : accs)
-      if (a != acc && loads_buffer(fin->value, a)) return std::nullopt;
-    for (const auto& a : fin->args)
-      if (loads_acc(a)) return std::nullopt;
-    // No output of the nest is read inside it.
-    for (size_t w = 0; w < k; ++w) {
-      if (loads_buffer(plan.fins[w]->value, t) || loads_buffer(plan.steps[w]->value->args[1], t) ||
-          loads_buffer(plan.inits[w]->value, t))
-        return std::nullopt;
-      for (const auto& a : plan.fins[w]->args)
-        if (loads_buffer(a, t)) return std::nullopt;
-    }
-  }
-  return plan;
-}
-
-/// Calls fn(stride in the outer variable, stride in the reduction
-/// variable) for every load in the reduction step's operand.
-void FuncEmitter::each_load_stride(const ir::StmtNode& s, const InterchangePlan& plan,
-                                   const std::function<void(Stride, Stride)>& fn) {
-  std::function<void(const ir::Expr&)> look = [&](const ir::Expr& e) {
-    if (e->kind == ExprKind::Load && !e->args.empty()) fn(stride(e->args[0], s.var), stride(e->args[0], plan.red->var));
-    for (const auto& a : e->args) look(a);
-  };
-  for (const auto& step : plan.steps) look(step->value->args[1]);
-}
-
-/// Interchange: a load contiguous in d and strided in j; none the other way.
-bool FuncEmitter::interchange_pays(const ir::StmtNode& s, const InterchangePlan& plan) {
-  bool gain = false, loss = false;
-  each_load_stride(s, plan, [&](Stride in_outer, Stride in_red) {
-    gain |= in_outer == Stride::One && in_red == Stride::Other;
-    loss |= in_red == Stride::One && in_outer == Stride::Other;
-  });
-  return gain && !loss;
-}
-
-/// Unroll-and-jam: some load does not depend on the outer variable but
-/// runs along the reduction (q[i, h, d] in q k^T), so kJam outer
-/// iterations share it.
-bool FuncEmitter::jam_pays(const ir::StmtNode& s, const InterchangePlan& plan) {
-  bool shared = false;
-  each_load_stride(s, plan, [&](Stride in_outer, Stride in_red) {
-    shared |= in_outer == Stride::Zero && in_red != Stride::Zero;
-  });
-  return shared;
-}
-
 /// Whether the init and pass loops of `plan` may run past the lanes' extent.
-bool FuncEmitter::lanes_may_pad(const ir::StmtNode& s, const InterchangePlan& plan) {
+bool FuncEmitter::lanes_may_pad(const ir::StmtNode& s, const ir::FlatReduction& plan) {
   const ir::Var& v = s.var;
   auto bare = [&](const ir::Expr& e) { return e->kind == ExprKind::VarRef && e->var == v; };
   bool ok = true;
@@ -198,7 +79,7 @@ bool FuncEmitter::lanes_may_pad(const ir::StmtNode& s, const InterchangePlan& pl
   return ok;
 }
 
-void FuncEmitter::emit_interchanged(const ir::StmtNode& s, const InterchangePlan& plan) {
+void FuncEmitter::emit_interchanged(const ir::StmtNode& s, const ir::FlatReduction& plan) {
   llvm::Value* n = emit(s.extent);
   size_t k = plan.inits.size();
   std::vector<llvm::AllocaInst*> slots, tmps;
@@ -307,7 +188,7 @@ bool FuncEmitter::vectorizable(const ir::Expr& e, Scalar t, const ir::Var& lane,
   switch (e->kind) {
     case ExprKind::Load:
       if (e->args.empty()) return std::find(accs.begin(), accs.end(), e->buffer.get()) != accs.end();
-      return e->flat && e->buffer->type == t && stride(e->args[0], lane) == Stride::One &&
+      return e->flat && e->buffer->type == t && ir::stride(e->args[0], lane) == ir::Stride::One &&
              !loads_any(e->args[0], accs);
     case ExprKind::Unary:
       return (e->unop == UnOp::Neg || e->unop == UnOp::Abs || e->unop == UnOp::Sqrt) &&
@@ -322,7 +203,7 @@ bool FuncEmitter::vectorizable(const ir::Expr& e, Scalar t, const ir::Var& lane,
   }
 }
 
-bool FuncEmitter::lane_blocks_pay(const ir::StmtNode& s, const InterchangePlan& plan) {
+bool FuncEmitter::lane_blocks_pay(const ir::StmtNode& s, const ir::FlatReduction& plan) {
   Scalar t = plan.inits[0]->buffer->type;
   if (t != Scalar::F32 && t != Scalar::F64) return false;
   std::vector<const BufferNode*> accs;
@@ -337,7 +218,7 @@ bool FuncEmitter::lane_blocks_pay(const ir::StmtNode& s, const InterchangePlan& 
     if (!vectorizable(v->args[1], t, s.var, accs)) return false;
     const ir::Stmt& fin = plan.fins[u];
     if (!fin->flat || fin->buffer->type != t || fin->value->type != t || fin->args.size() != 1) return false;
-    if (stride(fin->args[0], s.var) != Stride::One || ir::mentions(fin->args[0], plan.red->var)) return false;
+    if (ir::stride(fin->args[0], s.var) != ir::Stride::One || ir::mentions(fin->args[0], plan.red->var)) return false;
     if (!vectorizable(fin->value, t, s.var, accs)) return false;
   }
   return true;
@@ -385,7 +266,7 @@ llvm::Value* FuncEmitter::vector_step(const ir::Expr& v, llvm::Value* acc, const
   return float_op(v->binop, acc, vector_emit(x, lb));
 }
 
-void FuncEmitter::emit_lane_blocks(const ir::StmtNode& s, const InterchangePlan& plan) {
+void FuncEmitter::emit_lane_blocks(const ir::StmtNode& s, const ir::FlatReduction& plan) {
   Scalar t = plan.inits[0]->buffer->type;
   llvm::Type* et = value_type(t);
   const int64_t w = t == Scalar::F64 ? 8 : 16;
@@ -444,55 +325,6 @@ void FuncEmitter::emit_lane_blocks(const ir::StmtNode& s, const InterchangePlan&
     block(d0, 1);
     lb.mask = nullptr;
   });
-}
-
-void FuncEmitter::emit_jammed(const ir::StmtNode& s, const InterchangePlan& plan) {
-  llvm::Value* n = emit(s.extent);
-  const ir::Stmt& init = plan.inits[0];
-  const ir::Stmt& step = plan.steps[0];
-  const ir::Stmt& fin = plan.fins[0];
-  const BufferNode* acc = init->buffer.get();
-  llvm::AllocaInst* acc_slot = scalar_.at(acc);
-  llvm::Type* acc_type = acc_slot->getAllocatedType();
-  llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-  std::vector<llvm::AllocaInst*> accs;
-  for (int64_t u = 0; u < kJam; ++u) accs.push_back(entry.CreateAlloca(acc_type, nullptr, acc->name + ".jam"));
-  const ir::Var& jv = s.var;
-  // Blocks while j + kJam <= n; n - n % kJam iterations.
-  llvm::Value* blocked = b_.CreateSub(n, b_.CreateSRem(n, b_.getInt64(kJam)));
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* head = llvm::BasicBlock::Create(ctx_, jv->name + ".jam.loop", fn_);
-  auto* body = llvm::BasicBlock::Create(ctx_, jv->name + ".jam.body", fn_);
-  auto* exit = llvm::BasicBlock::Create(ctx_, jv->name + ".jam.exit", fn_);
-  b_.CreateBr(head);
-  b_.SetInsertPoint(head);
-  llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, jv->name + ".jam");
-  j->addIncoming(b_.getInt64(0), pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(j, blocked), body, exit);
-  b_.SetInsertPoint(body);
-  auto each = [&](const std::function<void()>& fn) {
-    for (int64_t u = 0; u < kJam; ++u) {
-      vars_[jv.get()] = b_.CreateAdd(j, b_.getInt64(u), "", true, true);
-      scalar_[acc] = accs[u];
-      fn();
-    }
-  };
-  each([&] { emit(init); });
-  llvm::Value* m = emit(plan.red->extent);  // does not depend on j
-  const ir::Var& dv = plan.red->var;
-  counted_loop(dv->name + ".jam", m, [&](llvm::Value* d) {
-    vars_[dv.get()] = d;
-    each([&] { emit(step); });
-    vars_.erase(dv.get());
-  });
-  each([&] { emit(fin); });
-  scalar_[acc] = acc_slot;
-  vars_.erase(jv.get());
-  llvm::Value* next = b_.CreateAdd(j, b_.getInt64(kJam), "", true, true);
-  j->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateBr(head);
-  b_.SetInsertPoint(exit);
-  emit_loop(s, blocked, n);
 }
 
 }  // namespace dccc::backend::llvmgen

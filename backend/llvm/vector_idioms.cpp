@@ -39,9 +39,9 @@ const ir::StmtNode* FuncEmitter::transpose_tile_store(const ir::StmtNode& s) {
   const ir::Var& r = inner->var;
   // Stride 1 in r for the store and in d for the load: f(d) + r and g(r) + d
   // (f and g free of r and d respectively, otherwise anything).
-  if (stride(st->args[0], r) != Stride::One || stride(v->args[0], d) != Stride::One) return nullptr;
+  if (ir::stride(st->args[0], r) != ir::Stride::One || ir::stride(v->args[0], d) != ir::Stride::One) return nullptr;
   // Not a transpose when both run along the same variable (a plain copy).
-  if (stride(v->args[0], r) == Stride::One || stride(st->args[0], d) == Stride::One) return nullptr;
+  if (ir::stride(v->args[0], r) == ir::Stride::One || ir::stride(st->args[0], d) == ir::Stride::One) return nullptr;
   if (loads_buffer(v->args[0], st->buffer.get()) || loads_buffer(st->args[0], st->buffer.get())) return nullptr;
   return st.get();
 }
