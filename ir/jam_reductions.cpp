@@ -14,39 +14,13 @@ constexpr int64_t kJam = 4;
 Expr add(Expr a, Expr b) { return build::binary(BinOp::Add, std::move(a), std::move(b)); }
 Expr mul(Expr a, Expr b) { return build::binary(BinOp::Mul, std::move(a), std::move(b)); }
 
-/// `s` with the variables of `vars` replaced and the accumulator `acc`
-/// stored to and loaded from `acc_new` instead.
-Stmt renamed(const Stmt& s, const std::map<const VarNode*, Expr>& vars, const BufferNode* acc, const Buffer& acc_new) {
-  std::function<Expr(const Expr&)> ex = [&](const Expr& e) -> Expr {
-    if (!e) return e;
-    if (e->kind == ExprKind::VarRef) {
-      auto it = vars.find(e->var.get());
-      return it == vars.end() ? e : it->second;
-    }
-    bool swap = e->kind == ExprKind::Load && e->buffer.get() == acc;
-    if (e->args.empty() && !swap) return e;
-    auto copy = std::make_shared<ExprNode>(*e);
-    if (swap) copy->buffer = acc_new;
-    for (auto& a : copy->args) a = ex(a);
-    return copy;
-  };
-  auto copy = std::make_shared<StmtNode>(*s);
-  if (copy->buffer.get() == acc) copy->buffer = acc_new;
-  copy->value = ex(copy->value);
-  for (auto& a : copy->args) a = ex(a);
-  return copy;
-}
-
-/// `s` with variable `v` replaced by `e` everywhere.
-Stmt substituted(const Stmt& s, const Var& v, const Expr& e) {
-  if (!s) return s;
-  std::map<const VarNode*, Expr> m{{v.get(), e}};
-  auto copy = std::make_shared<StmtNode>(*s);
-  copy->extent = substitute(copy->extent, m);
-  copy->value = substitute(copy->value, m);
-  for (auto& a : copy->args) a = substitute(a, m);
-  for (auto& c : copy->body) c = substituted(c, v, e);
-  return copy;
+/// A loop extent below kJam by its form: a constant, or `e % c` with c at
+/// most kJam (the remainder loop jam() writes). Nothing to jam there, and
+/// leaving it alone makes the pass leave its own output as it is.
+bool few_iterations(const Expr& extent) {
+  if (extent->kind == ExprKind::IntImm) return extent->int_value < kJam;
+  return extent->kind == ExprKind::Binary && extent->binop == BinOp::Mod && extent->args[1]->kind == ExprKind::IntImm &&
+         extent->args[1]->int_value > 0 && extent->args[1]->int_value <= kJam;
 }
 
 class Jammer {
@@ -59,7 +33,7 @@ class Jammer {
     if (!s) return s;
     if (s->kind == StmtKind::For) {
       if (s->loop == LoopKind::Parallel && !in_parallel) return walk_children(s, true);
-      if (auto n = match_flat_reduction(*s)) {
+      if (auto n = few_iterations(s->extent) ? std::nullopt : match_flat_reduction(*s)) {
         if (n->inits.size() == 1 && !interchange_pays(*s, *n) && jam_pays(*s, *n)) {
           ++jammed;
           return jam(*s, *n);
@@ -94,9 +68,9 @@ class Jammer {
       f_.buffers.push_back(acc_u);
       std::map<const VarNode*, Expr> vars{{s.var.get(), add(mul(build::var(jo), build::int_imm(kJam)), build::int_imm(u))},
                                           {n.red->var.get(), build::var(d)}};
-      inits.push_back(renamed(n.inits[0], vars, acc.get(), acc_u));
-      steps.push_back(renamed(n.steps[0], vars, acc.get(), acc_u));
-      fins.push_back(renamed(n.fins[0], vars, acc.get(), acc_u));
+      inits.push_back(rename_store(n.inits[0], vars, acc.get(), acc_u));
+      steps.push_back(rename_store(n.steps[0], vars, acc.get(), acc_u));
+      fins.push_back(rename_store(n.fins[0], vars, acc.get(), acc_u));
     }
     auto red = std::make_shared<StmtNode>(*n.red);
     red->var = d;
@@ -114,7 +88,7 @@ class Jammer {
     auto rest = std::make_shared<StmtNode>(s);
     rest->var = jr;
     rest->extent = build::binary(BinOp::Mod, extent, build::int_imm(kJam));
-    rest->body = {substituted(s.body[0], s.var, j)};
+    rest->body = {substitute(s.body[0], {{s.var.get(), j}})};
     return build::seq({blocks, rest});
   }
 

@@ -14,7 +14,10 @@
 //   for j.r in 0 .. n % 4 { the original body, j = n / 4 * 4 + j.r }
 // Each output's accumulator sees exactly the operations of the original in
 // the same order, so results are unchanged. A `parallel` loop (run by the
-// thread pool) is not jammed itself; loops inside it are. The nests that
+// thread pool) is not jammed itself; loops inside it are. Nor is a loop
+// whose extent is below 4 by its form (a constant, or `e % c` with c <= 4,
+// as the remainder loop above): so the pass leaves IR it has jammed as it
+// is, and IR text read back prints unchanged. The nests that
 // ir/tile_contractions.h tiled before storage lowering do not match (their
 // bodies hold several accumulators).
 //
