@@ -8,6 +8,7 @@
 #include "ir/fuse_parallel_loops.h"
 #include "ir/fuse_row_max.h"
 #include "ir/fuse_row_sums.h"
+#include "ir/jam_reductions.h"
 #include "ir/mark_parallel.h"
 #include "ir/mark_written_first.h"
 #include "ir/printer.h"
@@ -39,7 +40,7 @@ struct RunState {
 };
 
 /// Which configurations include a pass in the default list.
-enum class When { Always, Cpu, Cuda, StorageLowering, Simplify };
+enum class When { Always, Cpu, Cuda, StorageLowering, Simplify, CpuLowered };
 
 struct PassDef {
   const char* name;
@@ -114,6 +115,12 @@ bool simplify_all(Module& m, RunState& s) {
   return true;
 }
 
+bool jam_all(Module& m, RunState&) {
+  for (auto& f : m.funcs)
+    if (f.storage_lowered) jam_reductions(f);
+  return true;
+}
+
 // The pipeline, in order. Schedules name the loops lowering made, so they
 // come before the passes that restructure nests.
 const PassDef kPasses[] = {
@@ -144,6 +151,9 @@ const PassDef kPasses[] = {
      When::StorageLowering, lower_all_storage},
     {"simplify-indices", "Z3-proved index rewrites, redundant bound checks dropped, invariant aux loads hoisted (CPU)",
      When::Simplify, simplify_all},
+    {"jam-reductions", "CPU: a dot-product loop sharing a load across its iterations runs 4 of them at once, one "
+                       "accumulator each",
+     When::CpuLowered, jam_all},
 };
 
 const PassDef* find_pass(std::string_view name) {
@@ -159,6 +169,7 @@ bool included(const PassDef& p, const PipelineOptions& o) {
     case When::Cuda: return o.target == Target::Cuda;
     case When::StorageLowering: return o.storage_lowering;
     case When::Simplify: return o.storage_lowering && o.simplify;
+    case When::CpuLowered: return o.target == Target::Cpu && o.storage_lowering;
   }
   return false;
 }
