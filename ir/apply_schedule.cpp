@@ -1,5 +1,7 @@
 #include "ir/apply_schedule.h"
 
+#include "ir/materialize.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -57,6 +59,12 @@ class Scheduler {
       switch (d.kind) {
         case DirectiveKind::PadStorage: break;
         case DirectiveKind::Inline: break;
+        case DirectiveKind::Materialize: {
+          MaterializeCheck m = check_materialize(f_, d.loops[0]);
+          if (!m.error.empty()) error(d.loops[0].at, m.error);
+          else notes_[m.nest].push_back(m.note);
+          break;
+        }
         case DirectiveKind::Remap: remap(d); break;
         case DirectiveKind::FuseDims: fuse_dims(d); break;
         case DirectiveKind::PadLoop: pad_loop(d); break;
