@@ -201,7 +201,7 @@ class Separator {
         if (e->binop == BinOp::Mul || e->binop == BinOp::Div) {
           // Scaling by a value that depends on neither j nor the results.
           int fixed = e->binop == BinOp::Mul && neutral(e->args[0]) ? 0 : neutral(e->args[1]) ? 1 : -1;
-          if (fixed < 0) return fail(e, "a product of a value that depends on j and one that depends on the results");
+          if (fixed < 0) return fail(e, "is a product of a value that depends on j and one that depends on the results");
           AddForm sub;
           if (!add_form(e->args[1 - fixed], sub, neg)) return false;
           const Expr& c = e->args[fixed];
@@ -226,10 +226,10 @@ class Separator {
         }
         break;
       case ExprKind::Select: {
-        if (dep_r_(e->args[0])) return fail(e, "a `select` whose condition depends on the results");
+        if (dep_r_(e->args[0])) return fail(e, "is a `select` whose condition depends on the results");
         AddForm a, b;
         if (!add_form(e->args[1], a, neg) || !add_form(e->args[2], b, neg)) return false;
-        if (!same_terms(a.r, b.r)) return fail(e, "a `select` whose branches depend on the results differently");
+        if (!same_terms(a.r, b.r)) return fail(e, "is a `select` whose branches depend on the results differently");
         Scalar t = e->type;
         f.j.items.push_back({build::select(e->args[0], a.j.sum(t), b.j.sum(t)), false});
         for (auto& it : a.r.items) f.r.items.push_back(it);
@@ -259,7 +259,7 @@ class Separator {
         if (e->binop == BinOp::Mul) return mul_form(e->args[0], f, inverse) && mul_form(e->args[1], f, inverse);
         if (e->binop == BinOp::Div) return mul_form(e->args[0], f, inverse) && mul_form(e->args[1], f, !inverse);
         if (e->binop == BinOp::Add || e->binop == BinOp::Sub)
-          return fail(e, "a sum of terms that depend on j and on the results (a sum of products is not separated)");
+          return fail(e, "is a sum of terms that depend on j and on the results (a sum of products is not separated)");
         break;
       case ExprKind::Unary:
         if (e->unop == UnOp::Neg) return mul_form(e->args[0], f, inverse);
@@ -268,7 +268,7 @@ class Separator {
         if (is_float(e->type) && is_float(e->args[0]->type)) return mul_form(e->args[0], f, inverse);
         break;
       case ExprKind::Select: {
-        if (dep_r_(e->args[0])) return fail(e, "a `select` whose condition depends on the results");
+        if (dep_r_(e->args[0])) return fail(e, "is a `select` whose condition depends on the results");
         if (is_zero(e->args[2])) return mul_form(e->args[1], f, inverse);
         if (is_zero(e->args[1])) return mul_form(e->args[2], f, inverse);
         MulForm a, b;
@@ -276,7 +276,7 @@ class Separator {
         bool same = same_terms(a.exponent, b.exponent) && a.p_exprs.size() == b.p_exprs.size();
         for (size_t k = 0; same && k < a.p_exprs.size(); ++k)
           same = same_expr(a.p_exprs[k], b.p_exprs[k]) && a.p[k].second == b.p[k].second;
-        if (!same) return fail(e, "a `select` whose branches depend on the results differently");
+        if (!same) return fail(e, "is a `select` whose branches depend on the results differently");
         for (auto& it : a.exponent.items) f.exponent.items.push_back(it);
         // Both branches' factors are replaced by 1 in the term.
         for (size_t k = 0; k < a.p.size(); ++k) {
