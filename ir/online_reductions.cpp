@@ -695,7 +695,7 @@ Stmt Chain::build(std::string& note) {
                 }),
                 false);
   };
-  std::vector<std::pair<Expr, Buffer>> ratios;
+  std::vector<std::pair<Expr, Buffer>> ratios, shared;
   std::vector<Stmt> init, step, fin;
   std::vector<std::string> how;
   // The per-j scalars (a reduction over other indices, such as q k^T).
@@ -739,15 +739,17 @@ Stmt Chain::build(std::string& note) {
       if (!mm.mul.exponent.items.empty()) {
         Expr e = mm.mul.exponent.sum(at);
         Expr en = as_type(code(e, false), at), eo = as_type(code(e, true), at);
-        Expr r = build::select(build::binary(BinOp::EQ, eo, en), fimm(1, at),
-                               build::select(build::binary(BinOp::EQ, eo, fimm(-INFINITY, at)), fimm(0, at),
-                                             build::unary(UnOp::Exp, build::binary(BinOp::Sub, en, eo))));
+        // 1 while E stays (most steps: the exponential is skipped), 0 from
+        // E = -inf (the sum so far is 0; no inf * 0), else exp(E_new - E_old).
+        Expr r = build::select(build::binary(BinOp::EQ, eo, fimm(-INFINITY, at)), fimm(0, at),
+                               build::unary(UnOp::Exp, build::binary(BinOp::Sub, en, eo)));
         for (const auto& [re, rb] : ratios)
           if (same_expr(re, r)) ratio = rb;
         if (!ratio) {
           ratio = scalar("rescale", at);
           ratios.push_back({r, ratio});
-          step.push_back(build::store(ratio, {}, r));
+          step.push_back(build::store(ratio, {}, fimm(1, at)));
+          step.push_back(build::if_then_else(build::binary(BinOp::NE, eo, en), build::store(ratio, {}, r)));
         }
         h = fmt::format("rescaled by exp(E(new) - E(old)), E = {}", show(e));
       }
@@ -760,6 +762,21 @@ Stmt Chain::build(std::string& note) {
       how.push_back(fmt::format("`{}` ({}, plus {} after the loop)", name, op_text(mn.op),
                                 show(mm.add.r.sum(mm.x->type))));
     }
+    // Each exponential of the step that reads no extra index (exp(s - m)) is
+    // computed once per j into a scalar, shared by the later members while
+    // the running results it reads stay put: the root's loop over d then
+    // multiplies by it instead of computing it D times.
+    operand = replace_exprs(operand, [&](const Expr& x) -> Expr {
+      if (x->kind != ExprKind::Unary || x->unop != UnOp::Exp) return nullptr;
+      for (size_t k = rows_; k < n; ++k)
+        if (mentions(x, root.lhs[k])) return nullptr;
+      for (const auto& [e, b] : shared)
+        if (same_expr(e, x)) return build::load(b, {});
+      Buffer b = scalar("e.j", x->type);
+      step.push_back(build::store(b, {}, x));
+      shared.push_back({x, b});
+      return build::load(b, {});
+    });
     auto update = [&](const Expr& a, const std::map<const VarNode*, Expr>& sub) {
       Expr x = substitute(operand, sub);
       if (ratio) return build::binary(BinOp::Add, build::binary(BinOp::Mul, a, build::load(ratio, {})), x);
@@ -787,6 +804,7 @@ Stmt Chain::build(std::string& note) {
     }
     init.push_back(build::store(mm.cur, {}, value(mm, mn.init, false)));
     step.push_back(build::store(mm.cur, {}, value(mm, build::load(mn.acc, {}), true)));
+    std::erase_if(shared, [&](const auto& e) { return loads_from(e.first, mm.cur.get()); });
     if (mm.store) fin.push_back(build::store(mn.target, mm.args, build::load(mm.cur, {})));
   }
   // The results before this step, for the rescaling.

@@ -23,8 +23,9 @@
 // exp(E(r_new) - E(r_old)) (1 when E does not change, 0 when E(r_old) is
 // -inf, so no quotient of large exponentials and no inf * 0), and adds
 // X(j, r_new) with its P factors left out; P(r) is applied after the loop
-// with the final results. A max/min member folds G(j) and adds H(r) after
-// the loop. Element-wise tensors read by the chain (p = exp(s - m), masks,
+// with the final results (the factor is 1, and not computed, while E does
+// not move). A max/min member folds G(j) and adds H(r) after the loop. An
+// exp of the step that reads no extra index is computed once per j. Element-wise tensors read by the chain (p = exp(s - m), masks,
 // scales, casts) are computed in the fused body; a tensor indexed by j that
 // a reduction over other indices computes (the scores q k^T) is computed per
 // j into a scalar. No tensor indexed by j is stored any more: the memory of
