@@ -1,5 +1,7 @@
 #include "ir/online_reductions.h"
 
+#include "ir/separate.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -96,6 +98,8 @@ std::optional<Nest> parse_nest(const Stmt& item, size_t index) {
   return n;
 }
 
+Expr fimm(double v, Scalar t) { return build::float_imm(v, t); }
+
 bool stores_to(const Stmt& s, const BufferNode* b) {
   bool found = false;
   each_stmt(s, [&](const StmtNode& x) { found |= x.kind == StmtKind::Store && x.buffer.get() == b; });
@@ -107,207 +111,6 @@ bool uses(const Stmt& s, const BufferNode* b) {
   each_stmt(s, [&](const StmtNode& x) { found |= x.kind == StmtKind::Print && x.buffer.get() == b; });
   return found;
 }
-
-/// Short source-like text of an expression, for --explain.
-std::string show(const Expr& e) {
-  switch (e->kind) {
-    case ExprKind::IntImm: return std::to_string(e->int_value);
-    case ExprKind::FloatImm:
-      if (std::isinf(e->float_value)) return e->float_value < 0 ? "-inf" : "inf";
-      return fmt::format("{}", e->float_value);
-    case ExprKind::VarRef: return e->var->name;
-    case ExprKind::SizeRef: return e->name;
-    case ExprKind::Binary: {
-      const char* op = op_text(e->binop);
-      if (e->binop == BinOp::Min || e->binop == BinOp::Max || e->binop == BinOp::Pow)
-        return fmt::format("{}({}, {})", op, show(e->args[0]), show(e->args[1]));
-      return fmt::format("({} {} {})", show(e->args[0]), op, show(e->args[1]));
-    }
-    case ExprKind::Unary:
-      if (e->unop == UnOp::Neg || e->unop == UnOp::Not) return std::string(op_text(e->unop)) + show(e->args[0]);
-      return fmt::format("{}({})", op_text(e->unop), show(e->args[0]));
-    case ExprKind::Select:
-      return fmt::format("select({}, {}, {})", show(e->args[0]), show(e->args[1]), show(e->args[2]));
-    case ExprKind::Cast: return fmt::format("{}({})", scalar_name(e->type), show(e->args[0]));
-    case ExprKind::Load: {
-      std::string s = e->buffer->name + "[";
-      for (size_t k = 0; k < e->args.size(); ++k) s += (k ? ", " : "") + show(e->args[k]);
-      return s + "]";
-    }
-  }
-  return "?";
-}
-
-bool is_zero(const Expr& e) {
-  if (e->kind == ExprKind::Cast) return is_zero(e->args[0]);
-  return (e->kind == ExprKind::FloatImm && e->float_value == 0) || (e->kind == ExprKind::IntImm && e->int_value == 0);
-}
-
-Expr fimm(double v, Scalar t) { return build::float_imm(v, t); }
-
-Expr as_type(const Expr& e, Scalar t) { return e->type == t ? e : build::cast(t, e); }
-
-// ---------------------------------------------------------------------------
-// Separation of a body in the earlier results it reads.
-
-/// A sum of signed terms.
-struct Terms {
-  std::vector<std::pair<Expr, bool>> items;  // (term, negated)
-  Expr sum(Scalar t) const {
-    Expr s;
-    for (const auto& [e, neg] : items) {
-      if (!s) s = neg ? build::unary(UnOp::Neg, e) : e;
-      else s = build::binary(neg ? BinOp::Sub : BinOp::Add, s, as_type(e, s->type));
-    }
-    return s ? s : fimm(0, t);
-  }
-};
-
-/// X = (terms independent of the results) + (terms of the results alone).
-struct AddForm {
-  Terms j, r;
-};
-
-/// X = G * exp(j part + E) * P: `exponent` holds E's terms; P's factors are
-/// sub-expressions of X (numerators and divisors) that read only results.
-struct MulForm {
-  Terms exponent;
-  std::vector<std::pair<const ExprNode*, bool>> p;  // (factor in X, divides)
-  std::vector<Expr> p_exprs;
-  std::vector<const ExprNode*> also_one;  // the same factors in a `select`'s other branch
-};
-
-class Separator {
- public:
-  Separator(std::function<bool(const Expr&)> dep_j, std::function<bool(const Expr&)> dep_r)
-      : dep_j_(std::move(dep_j)), dep_r_(std::move(dep_r)) {}
-
-  std::string why;  // the factor that failed
-
-  bool add_form(const Expr& e, AddForm& f, bool neg) {
-    bool j = dep_j_(e), r = dep_r_(e);
-    if (!r) {
-      f.j.items.push_back({e, neg});
-      return true;
-    }
-    if (!j) {
-      f.r.items.push_back({e, neg});
-      return true;
-    }
-    switch (e->kind) {
-      case ExprKind::Binary:
-        if (e->binop == BinOp::Add) return add_form(e->args[0], f, neg) && add_form(e->args[1], f, neg);
-        if (e->binop == BinOp::Sub) return add_form(e->args[0], f, neg) && add_form(e->args[1], f, !neg);
-        if (e->binop == BinOp::Mul || e->binop == BinOp::Div) {
-          // Scaling by a value that depends on neither j nor the results.
-          int fixed = e->binop == BinOp::Mul && neutral(e->args[0]) ? 0 : neutral(e->args[1]) ? 1 : -1;
-          if (fixed < 0) return fail(e, "is a product of a value that depends on j and one that depends on the results");
-          AddForm sub;
-          if (!add_form(e->args[1 - fixed], sub, neg)) return false;
-          const Expr& c = e->args[fixed];
-          auto scale = [&](const Expr& t) {
-            return fixed == 0 ? build::binary(BinOp::Mul, c, t) : build::binary(e->binop, t, c);
-          };
-          for (auto& [t, n] : sub.j.items) f.j.items.push_back({scale(t), n});
-          for (auto& [t, n] : sub.r.items) f.r.items.push_back({scale(t), n});
-          return true;
-        }
-        break;
-      case ExprKind::Unary:
-        if (e->unop == UnOp::Neg) return add_form(e->args[0], f, !neg);
-        break;
-      case ExprKind::Cast:
-        if (is_float(e->type) && is_float(e->args[0]->type)) {
-          AddForm sub;
-          if (!add_form(e->args[0], sub, neg)) return false;
-          for (auto& [t, n] : sub.j.items) f.j.items.push_back({as_type(t, e->type), n});
-          for (auto& [t, n] : sub.r.items) f.r.items.push_back({as_type(t, e->type), n});
-          return true;
-        }
-        break;
-      case ExprKind::Select: {
-        if (dep_r_(e->args[0])) return fail(e, "is a `select` whose condition depends on the results");
-        AddForm a, b;
-        if (!add_form(e->args[1], a, neg) || !add_form(e->args[2], b, neg)) return false;
-        if (!same_terms(a.r, b.r)) return fail(e, "is a `select` whose branches depend on the results differently");
-        Scalar t = e->type;
-        f.j.items.push_back({build::select(e->args[0], a.j.sum(t), b.j.sum(t)), false});
-        for (auto& it : a.r.items) f.r.items.push_back(it);
-        return true;
-      }
-      default: break;
-    }
-    return fail(e, "depends on both j and the results and is not a sum of terms that depend on one of them");
-  }
-
-  bool mul_form(const Expr& e, MulForm& f, bool inverse) {
-    bool j = dep_j_(e), r = dep_r_(e);
-    if (!r) return true;  // a factor of G
-    if (e->kind == ExprKind::Unary && e->unop == UnOp::Exp) {
-      AddForm a;
-      if (!add_form(e->args[0], a, inverse)) return false;
-      for (auto& it : a.r.items) f.exponent.items.push_back(it);
-      return true;
-    }
-    if (!j) {
-      f.p.push_back({e.get(), inverse});
-      f.p_exprs.push_back(e);
-      return true;
-    }
-    switch (e->kind) {
-      case ExprKind::Binary:
-        if (e->binop == BinOp::Mul) return mul_form(e->args[0], f, inverse) && mul_form(e->args[1], f, inverse);
-        if (e->binop == BinOp::Div) return mul_form(e->args[0], f, inverse) && mul_form(e->args[1], f, !inverse);
-        if (e->binop == BinOp::Add || e->binop == BinOp::Sub)
-          return fail(e, "is a sum of terms that depend on j and on the results (a sum of products is not separated)");
-        break;
-      case ExprKind::Unary:
-        if (e->unop == UnOp::Neg) return mul_form(e->args[0], f, inverse);
-        break;
-      case ExprKind::Cast:
-        if (is_float(e->type) && is_float(e->args[0]->type)) return mul_form(e->args[0], f, inverse);
-        break;
-      case ExprKind::Select: {
-        if (dep_r_(e->args[0])) return fail(e, "is a `select` whose condition depends on the results");
-        if (is_zero(e->args[2])) return mul_form(e->args[1], f, inverse);
-        if (is_zero(e->args[1])) return mul_form(e->args[2], f, inverse);
-        MulForm a, b;
-        if (!mul_form(e->args[1], a, inverse) || !mul_form(e->args[2], b, inverse)) return false;
-        bool same = same_terms(a.exponent, b.exponent) && a.p_exprs.size() == b.p_exprs.size();
-        for (size_t k = 0; same && k < a.p_exprs.size(); ++k)
-          same = same_expr(a.p_exprs[k], b.p_exprs[k]) && a.p[k].second == b.p[k].second;
-        if (!same) return fail(e, "is a `select` whose branches depend on the results differently");
-        for (auto& it : a.exponent.items) f.exponent.items.push_back(it);
-        // Both branches' factors are replaced by 1 in the term.
-        for (size_t k = 0; k < a.p.size(); ++k) {
-          f.p.push_back(a.p[k]);
-          f.p_exprs.push_back(a.p_exprs[k]);
-          f.also_one.push_back(b.p[k].first);
-        }
-        return true;
-      }
-      default: break;
-    }
-    return fail(e, "depends on both j and the results and is not a product of factors that depend on one of them");
-  }
-
- private:
-  bool neutral(const Expr& e) const { return !dep_j_(e) && !dep_r_(e); }
-
-  static bool same_terms(const Terms& a, const Terms& b) {
-    if (a.items.size() != b.items.size()) return false;
-    for (size_t k = 0; k < a.items.size(); ++k)
-      if (a.items[k].second != b.items[k].second || !same_expr(a.items[k].first, b.items[k].first)) return false;
-    return true;
-  }
-
-  bool fail(const Expr& e, const std::string& what) {
-    if (why.empty()) why = fmt::format("`{}` {}", show(e), what);
-    return false;
-  }
-
-  std::function<bool(const Expr&)> dep_j_, dep_r_;
-};
 
 // ---------------------------------------------------------------------------
 // One chain: a root reduction, the earlier reductions over the same j it
@@ -751,16 +554,16 @@ Stmt Chain::build(std::string& note) {
           step.push_back(build::store(ratio, {}, fimm(1, at)));
           step.push_back(build::if_then_else(build::binary(BinOp::NE, eo, en), build::store(ratio, {}, r)));
         }
-        h = fmt::format("rescaled by exp(E(new) - E(old)), E = {}", show(e));
+        h = fmt::format("rescaled by exp(E(new) - E(old)), E = {}", expr_text(e));
       }
       for (size_t k = 0; k < mm.mul.p_exprs.size(); ++k)
         h += fmt::format("{}{} {} after the loop", h.empty() ? "" : "; ", mm.mul.p[k].second ? "divided by" : "times",
-                         show(mm.mul.p_exprs[k]));
+                         expr_text(mm.mul.p_exprs[k]));
       how.push_back(fmt::format("`{}` (+, {})", name, h));
     } else {
       operand = code(mm.add.j.sum(mm.x->type), false);
       how.push_back(fmt::format("`{}` ({}, plus {} after the loop)", name, op_text(mn.op),
-                                show(mm.add.r.sum(mm.x->type))));
+                                expr_text(mm.add.r.sum(mm.x->type))));
     }
     // Each exponential of the step that reads no extra index (exp(s - m)) is
     // computed once per j into a scalar, shared by the later members while
@@ -825,7 +628,7 @@ Stmt Chain::build(std::string& note) {
   for (const auto& p : producers_) inside.push_back("`" + p.nest->target->name + "` (per j)");
   std::string in;
   for (const auto& x : inside) in += (in.empty() ? "" : ", ") + x;
-  note = fmt::format("online reductions: one pass over {} in 0 .. {} computes {}{}", j_->name, show(extent_), steps,
+  note = fmt::format("online reductions: one pass over {} in 0 .. {} computes {}{}", j_->name, expr_text(extent_), steps,
                      in.empty() ? "" : "; computed in the loop, not stored: " + in);
   return s;
 }
