@@ -394,6 +394,7 @@ class Builder {
     if (dynamic_cast<P::FloatExprContext*>(c)) {
       auto e = make(K::Float, c);
       e->text = c->getText();
+      // strtod reads `inf` and `nan` too (the INF_LIT and NAN_LIT keywords).
       e->float_value = std::strtod(e->text.c_str(), nullptr);
       return e;
     }

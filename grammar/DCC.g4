@@ -68,7 +68,7 @@ expr
     | '[' (expr (',' expr)* ','?)? ']'                   # TensorLitExpr
     | '(' expr ')'                                       # ParenExpr
     | INT                                                # IntExpr
-    | FLOAT                                              # FloatExpr
+    | (FLOAT | INF_LIT | NAN_LIT)                        # FloatExpr
     | (TRUE | FALSE)                                     # BoolExpr
     | ID                                                 # NameExpr
     ;
@@ -95,6 +95,9 @@ AUTO     : 'auto' ;
 SCHEDULE : 'schedule' ;
 TRUE     : 'true' ;
 FALSE    : 'false' ;
+// Non-finite float literals (docs/language.md): reserved words, like true and false.
+INF_LIT  : 'inf' ;
+NAN_LIT  : 'nan' ;
 
 ID    : [a-zA-Z_] [a-zA-Z_0-9]* ;
 FLOAT : [0-9]+ '.' [0-9]* EXPONENT? | [0-9]+ EXPONENT | '.' [0-9]+ EXPONENT? ;

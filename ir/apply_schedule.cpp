@@ -3,6 +3,7 @@
 // they share is ir/schedule/state.h.
 #include "ir/apply_schedule.h"
 
+#include "ir/materialize.h"
 #include "ir/schedule/default_padding.h"
 #include "ir/schedule/fuse.h"
 #include "ir/schedule/fuse_dims.h"
@@ -35,6 +36,12 @@ bool run(ScheduleState& st, const Schedule* s) {
     switch (d.kind) {
       case DirectiveKind::PadStorage: break;
       case DirectiveKind::Inline: break;
+      case DirectiveKind::Materialize: {
+        MaterializeCheck m = check_materialize(st.f, d.loops[0]);
+        if (!m.error.empty()) st.error(d.loops[0].at, m.error);
+        else st.notes[m.nest].push_back(m.note);
+        break;
+      }
       case DirectiveKind::Remap: apply_remap(st, d); break;
       case DirectiveKind::FuseDims: apply_fuse_dims(st, d); break;
       case DirectiveKind::PadLoop: apply_pad_loop(st, d); break;

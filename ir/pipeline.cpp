@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "ir/expand_prints.h"
 #include "ir/fuse_elementwise.h"
@@ -11,6 +12,7 @@
 #include "ir/jam_reductions.h"
 #include "ir/mark_parallel.h"
 #include "ir/mark_written_first.h"
+#include "ir/online_reductions.h"
 #include "ir/printer.h"
 #include "ir/reorder_loops.h"
 #include "ir/storage_lowering.h"
@@ -89,6 +91,22 @@ bool apply_schedules(Module& m, RunState& s) {
   return s.diags.error_count() == errors;
 }
 
+/// The names `materialize` keeps stored and the tensors whose assignments
+/// other directives name, per function: online reductions leave them alone.
+bool online_reductions_all(Module& m, RunState& s) {
+  for (auto& f : m.funcs) {
+    if (f.storage_lowered) continue;
+    std::set<std::string> keep, scheduled;
+    for (const auto& sched : s.options.schedules) {
+      if (sched.func != f.name) continue;
+      for (const auto& d : sched.directives)
+        for (const auto& l : d.loops) (d.kind == DirectiveKind::Materialize ? keep : scheduled).insert(l.tensor);
+    }
+    online_reductions(f, keep, scheduled, s.options.explain ? &s.result.explain : nullptr);
+  }
+  return true;
+}
+
 bool lower_all_storage(Module& m, RunState& s) {
   s.lowered_storage = true;
   s.lowered_now.assign(m.funcs.size(), false);
@@ -125,6 +143,9 @@ bool jam_all(Module& m, RunState&) {
 // come before the passes that restructure nests.
 const PassDef kPasses[] = {
     {"expand-prints", "whole-tensor prints become loops of scalar prints", When::Always, each_unlowered<expand_prints>},
+    {"online-reductions", "dependent reductions over one index (softmax's max, sum and weighted sum) in one pass that "
+                          "rescales its sums (flash attention, derived); no tensor indexed by that index is stored",
+     When::Always, online_reductions_all},
     {"mark-parallel", "outer loops whose iterations are independent become `parallel` (the runtime's thread pool)",
      When::Always, each_unlowered<mark_parallel>},
     {"reorder-loops", "CPU: swaps nested left-side loops so that a reused slice (k[b][j, h, d]) stays in cache",

@@ -61,6 +61,18 @@ done
 for ex in causal_attention documents; do
   "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
 done
+# The online-reductions examples (issue 15) for run_gpu.sh's differential
+# test: each as written (online) and with its scores kept (materialised).
+mkdir -p "$OUT/online"
+cp "$ROOT/tests/online/attention_diff.py" "$OUT/"
+for pair in mha:scores mha_bf16:scores flash_attention:scores mha_causal:scores mha_window:dot \
+            mha_softcap:raw mha_scale_after_max:s; do
+  ex=${pair%%:*} keep=${pair#*:}
+  fn=$ex
+  "$BUILD/tools/dccc" --target=cuda -o "$OUT/online/${ex}_cuda_online.so" "$ROOT/examples/$ex.toy"
+  "$BUILD/tools/dccc" --target=cuda --schedule="schedule $fn { materialize($keep); }" \
+    -o "$OUT/online/${ex}_cuda_materialised.so" "$ROOT/examples/$ex.toy"
+done
 cp "$ROOT/examples/host/causal_cuda_host.cu" "$ROOT/examples/host/causal_reference.h" \
    "$ROOT/examples/host/documents_cuda_host.cu" "$ROOT/examples/host/documents_reference.h" \
    "$ROOT/examples/host/cuda_host_util.h" "$OUT/"

@@ -703,7 +703,7 @@ std::vector<std::string> Session::completions(const std::string& line, size_t po
     words = {"cuda", "llvm", "vloop"};
   } else {
     words = {"let", "fn", "type", "const", "coupling", "where", "layout", "reduce", "print", "select",
-             "true", "false", "f16", "bf16", "f32", "f64", "i32", "i64", "bool", "exp", "log",
+             "true", "false", "inf", "nan", "f16", "bf16", "f32", "f64", "i32", "i64", "bool", "exp", "log",
              "sqrt", "rsqrt", "tanh", "erf", "abs", "pow", "max", "min", "len"};
     // The names the kept declarations and statements introduce.
     auto collect = [&](const std::string& text) {

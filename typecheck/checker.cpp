@@ -113,6 +113,9 @@ std::optional<int64_t> Checker::int_literal(const Expr& e, bool negative) {
 
 std::optional<double> Checker::float_literal(const Expr& e) {
   double v = std::strtod(e.text.c_str(), nullptr);
+  // `inf` and `nan` are literals of their own; a number too large for f64
+  // (`1e999`) is out of range.
+  if (e.text == "inf" || e.text == "nan") return v;
   if (!std::isfinite(v)) {
     diags_.report(DiagKind::LiteralOutOfRange, e.range, e.text.substr(0, 40) + (e.text.size() > 40 ? "..." : ""), "f64");
     return std::nullopt;

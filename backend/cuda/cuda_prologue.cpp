@@ -109,6 +109,13 @@ __device__ __forceinline__ float dcc_f16_load(uint16_t h) { return __half2float(
 __device__ __forceinline__ uint16_t dcc_f16_bits(float f) { return __half_as_ushort(__float2half_rn(f)); }
 __device__ __forceinline__ float dcc_rf16(float f) { return __half2float(__float2half_rn(f)); }
 
+// The masked-value rules (ir/masked_arith.h, docs/language.md): -inf - -inf
+// is -inf and 0 / 0 is 0, where IEEE gives NaN.
+__device__ __forceinline__ float dcc_fsub(float a, float b) { return (a == -INFINITY && b == -INFINITY) ? a : a - b; }
+__device__ __forceinline__ double dcc_fsub(double a, double b) { return (a == -INFINITY && b == -INFINITY) ? a : a - b; }
+__device__ __forceinline__ float dcc_fdiv(float a, float b) { return (a == 0.0f && b == 0.0f) ? 0.0f : a / b; }
+__device__ __forceinline__ double dcc_fdiv(double a, double b) { return (a == 0.0 && b == 0.0) ? 0.0 : a / b; }
+
 // Integer division by zero and INT_MIN / -1 set an error flag (1, 2) read
 // by the launcher, never undefined behaviour.
 template <typename T>

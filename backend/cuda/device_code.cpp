@@ -178,9 +178,10 @@ std::string FuncEmitter::binary(const ir::Expr& e) {
   if (is_float(t)) {
     switch (e->binop) {
       case BinOp::Add: return fmt::format("(({}) + ({}))", a, c);
-      case BinOp::Sub: return fmt::format("(({}) - ({}))", a, c);
+      // The masked-value rules (ir/masked_arith.h).
+      case BinOp::Sub: return fmt::format("dcc_fsub({}, {})", a, c);
       case BinOp::Mul: return fmt::format("(({}) * ({}))", a, c);
-      case BinOp::Div: return fmt::format("(({}) / ({}))", a, c);
+      case BinOp::Div: return fmt::format("dcc_fdiv({}, {})", a, c);
       case BinOp::Mod: return fmt::format("{}({}, {})", dbl ? "fmod" : "fmodf", a, c);
       case BinOp::Min: return fmt::format("{}({}, {})", dbl ? "fmin" : "fminf", a, c);
       case BinOp::Max: return fmt::format("{}({}, {})", dbl ? "fmax" : "fmaxf", a, c);

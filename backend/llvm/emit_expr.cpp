@@ -209,9 +209,18 @@ llvm::Value* FuncEmitter::unary(const ir::Expr& e) {
 llvm::Value* FuncEmitter::float_op(BinOp op, llvm::Value* a, llvm::Value* c) {
   switch (op) {
     case BinOp::Add: return b_.CreateFAdd(a, c);
-    case BinOp::Sub: return b_.CreateFSub(a, c);
+    // The masked-value rules (ir/masked_arith.h): -inf - -inf = -inf, 0 / 0 = 0.
+    case BinOp::Sub: {
+      auto* ninf = llvm::ConstantFP::getInfinity(a->getType(), true);
+      auto* both = b_.CreateAnd(b_.CreateFCmpOEQ(a, ninf), b_.CreateFCmpOEQ(c, ninf));
+      return b_.CreateSelect(both, a, b_.CreateFSub(a, c));
+    }
     case BinOp::Mul: return b_.CreateFMul(a, c);
-    case BinOp::Div: return b_.CreateFDiv(a, c);
+    case BinOp::Div: {
+      auto* zero = llvm::ConstantFP::getZero(a->getType());
+      auto* both = b_.CreateAnd(b_.CreateFCmpOEQ(a, zero), b_.CreateFCmpOEQ(c, zero));
+      return b_.CreateSelect(both, zero, b_.CreateFDiv(a, c));
+    }
     case BinOp::Mod: return b_.CreateFRem(a, c);
     case BinOp::Min: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, a, c);
     case BinOp::Max: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, a, c);

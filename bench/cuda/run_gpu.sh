@@ -76,6 +76,16 @@ if [[ $mode != bench-only ]]; then
   else
     echo "ddp_encoder: SKIPPED (one GPU; needs two)" | tee "$results/ddp_encoder.txt"
   fi
+  # The online-reductions examples (issue 15), each built as written (the
+  # softmax chain in one loop) and with `materialize` (stored scores), against
+  # the float64 NumPy reference of tests/online/attention_diff.py on ragged
+  # length patterns; fully masked rows must be 0.
+  for so in online/*_cuda_online.so; do
+    [[ -f $so ]] || continue
+    ex=$(basename "$so" _cuda_online.so)
+    python3 attention_diff.py --prebuilt online "$ex" --target=cuda 2>&1 | tee "$results/online_$ex.txt"
+    grep -q "$ex cuda: OK" "$results/online_$ex.txt" || status=1
+  done
 fi
 if [[ $mode != test-only ]]; then
   export PYTHONUNBUFFERED=1
