@@ -42,7 +42,7 @@ struct RunState {
 };
 
 /// Which configurations include a pass in the default list.
-enum class When { Always, Cpu, Cuda, StorageLowering, Simplify, CpuLowered };
+enum class When { Always, Cpu, Cuda, StorageLowering, Simplify, CpuLowered, Online };
 
 struct PassDef {
   const char* name;
@@ -145,7 +145,7 @@ const PassDef kPasses[] = {
     {"expand-prints", "whole-tensor prints become loops of scalar prints", When::Always, each_unlowered<expand_prints>},
     {"online-reductions", "dependent reductions over one index (softmax's max, sum and weighted sum) in one pass that "
                           "rescales its sums (flash attention, derived); no tensor indexed by that index is stored",
-     When::Always, online_reductions_all},
+     When::Online, online_reductions_all},
     {"mark-parallel", "outer loops whose iterations are independent become `parallel` (the runtime's thread pool)",
      When::Always, each_unlowered<mark_parallel>},
     {"reorder-loops", "CPU: swaps nested left-side loops so that a reused slice (k[b][j, h, d]) stays in cache",
@@ -191,6 +191,7 @@ bool included(const PassDef& p, const PipelineOptions& o) {
     case When::StorageLowering: return o.storage_lowering;
     case When::Simplify: return o.storage_lowering && o.simplify;
     case When::CpuLowered: return o.target == Target::Cpu && o.storage_lowering;
+    case When::Online: return o.online_reductions;
   }
   return false;
 }

@@ -69,7 +69,7 @@ for pair in mha:scores mha_bf16:scores flash_attention:scores mha_causal:scores 
             mha_softcap:raw mha_scale_after_max:s; do
   ex=${pair%%:*} keep=${pair#*:}
   fn=$ex
-  "$BUILD/tools/dccc" --target=cuda -o "$OUT/online/${ex}_cuda_online.so" "$ROOT/examples/$ex.toy"
+  "$BUILD/tools/dccc" --target=cuda --online-reductions -o "$OUT/online/${ex}_cuda_online.so" "$ROOT/examples/$ex.toy"
   "$BUILD/tools/dccc" --target=cuda --schedule="schedule $fn { materialize($keep); }" \
     -o "$OUT/online/${ex}_cuda_materialised.so" "$ROOT/examples/$ex.toy"
 done

@@ -125,6 +125,10 @@ options:
   --no-default-schedule
                      no default padding (CPU target; docs/schedules.md#defaults)
   --default-pad=K    the CPU target's default padding factor (default 4; 0 or 1: none)
+  --online-reductions
+                     derive the one-pass (flash-attention) form of dependent
+                     reductions: no O(s^2) scores in memory (docs/vloop.md;
+                     off by default: not yet faster on the CPU)
   --no-simplify      skip the Z3-backed index simplification, bound-check
                      elimination and load hoisting after storage lowering
                      (ir/simplify_indices.h)
@@ -161,6 +165,7 @@ struct Options {
   std::vector<std::string> schedules;  // --schedule=TEXT
   bool explain = false;
   bool simplify = true;          // --no-simplify turns ir/simplify_indices off
+  bool online_reductions = false;  // --online-reductions
   bool explain_simplify = false;
   int64_t default_pad = dccc::ir::kCpuDefaultPad;  // 0: --no-default-schedule
   bool default_pad_given = false;
@@ -225,6 +230,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.explain = true;
     } else if (a == "--no-simplify") {
       o.simplify = false;
+    } else if (a == "--online-reductions") {
+      o.online_reductions = true;
     } else if (a == "--explain-simplify") {
       o.explain_simplify = true;
     } else if (a == "--no-default-schedule" || a == "--default-pad=0") {
@@ -340,6 +347,7 @@ dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<d
   p.target = o.emit == "cuda" ? dccc::ir::Target::Cuda : o.target;
   p.storage_lowering = o.storage;
   p.simplify = o.simplify;
+  p.online_reductions = o.online_reductions;
   p.from_ir_text = o.from_vloop;
   p.default_pad = o.default_pad;
   if (o.default_pad_given)

@@ -130,16 +130,16 @@ constexpr bool kCounts = false;
 #else
 constexpr bool kCounts = true;
 #endif
-// The prelude's arrays depend on the form dccc computes. As written (no
-// schedule), the online-reductions pass computes the softmax in one pass
-// over the keys and stores no scores: two arrays, q.seqlen * H * D and
-// kv.seqlen * H * D (one entry when the lengths are equal). The schedules of
-// the variants name `out.data`, which keeps the chain as written (stored
-// scores): five arrays, below.
-#if defined(MHA_FUSED_MAPS) || defined(MHA_REMAP)
-constexpr bool kOnline = false;
-#else
+// The prelude's arrays depend on the form dccc computes. By default (and
+// with the variants' schedules) the chain is computed as written, with
+// stored scores: five arrays, below. Built with `dccc --online-reductions`
+// (and -DMHA_ONLINE here: test host/mha_online), the softmax is one pass
+// over the keys and no scores are stored: two arrays, q.seqlen * H * D and
+// kv.seqlen * H * D (one entry when the lengths are equal).
+#if defined(MHA_ONLINE)
 constexpr bool kOnline = true;
+#else
+constexpr bool kOnline = false;
 #endif
 struct Counts {
   uint64_t fresh, other_q_miss, other_q_hit, other_d_miss, other_d_hit, self_miss, self_hit, held_equal;

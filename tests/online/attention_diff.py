@@ -228,6 +228,8 @@ def main():
             continue
         so = os.path.join(work, f"{name}_{target}_{form}.so")
         cmd = [dccc, toy, "-o", so, "--explain", f"--target={target}"]
+        if form == "online":
+            cmd.append("--online-reductions")
         if form == "materialised":
             cmd.append(f"--schedule=schedule {cfg['fn']} {{ materialize({cfg['keep']}); }}")
         r = subprocess.run(cmd, capture_output=True, text=True)
