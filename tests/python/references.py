@@ -57,6 +57,44 @@ def make_mha(rng, lens, H=2, D=8, dtype=np.float32):
     return [{"data": q, "seqlen": ql}, {"k": k, "v": v, "seqlen": kl}], {}, {"data": out.reshape(q.shape)}
 
 
+def masked_attention_ref(q, k, v, mask=None, softcap=None, scale_after_max=False):
+    """The attention variants of the online-reductions examples, in float64:
+    a masked score is -inf, and a row whose every score is masked gives 0
+    (the masked-value rules of docs/language.md)."""
+    n, H, D = q.shape
+    m = k.shape[0]
+    if n == 0 or m == 0:
+        return np.zeros((n, H, D))
+    s = np.einsum("ihd,jhd->ihj", q, k)
+    if not scale_after_max:
+        s = s / np.sqrt(D)
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
+    if mask is not None:
+        i = np.arange(n)[:, None, None]
+        j = np.arange(m)[None, None, :]
+        s = np.where(mask(i, j), s, -np.inf)
+    mx = s.max(axis=-1, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    e = np.exp((s - mx) / (np.sqrt(D) if scale_after_max else 1.0))
+    l = e.sum(axis=-1, keepdims=True)
+    return np.einsum("ihj,jhd->ihd", e / np.where(l == 0, 1.0, l), v)
+
+
+def make_attention_variant(**opts):
+    def make(rng, lens, H=2, D=8):
+        ql = np.array(lens, np.int32)
+        kl = kv_lengths(rng, lens)
+        q, k, v = rows(ql, H, D, rng), rows(kl, H, D, rng), rows(kl, H, D, rng)
+        qo, ko = offsets(ql), offsets(kl)
+        out = np.concatenate([masked_attention_ref(q[qo[b]:qo[b + 1]].astype(np.float64),
+                                                   k[ko[b]:ko[b + 1]].astype(np.float64),
+                                                   v[ko[b]:ko[b + 1]].astype(np.float64), **opts)
+                              for b in range(len(lens))] or [np.zeros((0, H, D))])
+        return [{"data": q, "seqlen": ql}, {"k": k, "v": v, "seqlen": kl}], {}, {"data": out.reshape(q.shape)}
+    return make
+
+
 def make_mha_bf16(rng, lens):
     args, kw, exp = make_mha(rng, lens, H=2, D=4)
     # bf16 as bit patterns: round the f32 values to bf16 first (truncate the
@@ -317,6 +355,12 @@ def make_add(rng, lens, H=2, D=3):
 CASES = {
     "mha": ("mha", make_mha, 1e-4, 1e-5),
     "mha_bf16": ("mha_bf16", make_mha_bf16, 0, 0.1),
+    # examples/mha_causal.toy, mha_window.toy (W = 4), mha_softcap.toy (C = 30),
+    # mha_scale_after_max.toy: the online-reductions examples (issue 15)
+    "mha_causal": ("mha_causal", make_attention_variant(mask=lambda i, j: j <= i), 1e-4, 1e-5),
+    "mha_window": ("mha_window", make_attention_variant(mask=lambda i, j: (j <= i) & (i - j < 4)), 1e-4, 1e-5),
+    "mha_softcap": ("mha_softcap", make_attention_variant(softcap=30.0), 1e-4, 1e-5),
+    "mha_scale_after_max": ("mha_scale_after_max", make_attention_variant(scale_after_max=True), 1e-4, 1e-5),
     "flash_attention": ("flash_attention", make_flash, 1e-4, 1e-5),
     "masked_attention": ("attention_data", make_masked, 1e-4, 1e-5),
     "grouped_gemm": ("batched_gemm", make_grouped, 1e-5, 1e-5),
