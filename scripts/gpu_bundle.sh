@@ -91,4 +91,9 @@ for m in pytest _pytest py.py pluggy iniconfig attr attrs packaging; do
   if [[ -e /usr/lib/python3/dist-packages/$m ]]; then cp -r "/usr/lib/python3/dist-packages/$m" "$OUT/pylib/"; fi
 done
 find "$OUT/pylib" -name __pycache__ -prune -exec rm -rf {} +
+# The device's transfer limit is 64 MiB: the libraries without their symbol
+# tables (about a quarter of their size), and the online-reductions
+# libraries packed (run_gpu.sh unpacks them).
+strip --strip-unneeded "$OUT"/*.so "$OUT"/online/*.so
+XZ_OPT="-T2 -6" tar -cJf "$OUT/online.tar.xz" -C "$OUT" online && rm -rf "$OUT/online"
 echo "gpu_bundle: wrote $OUT ($(du -sh "$OUT" | cut -f1))"

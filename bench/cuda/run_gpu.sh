@@ -16,6 +16,8 @@
 #   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only] [bench_mha.py options]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
+# scripts/gpu_bundle.sh packs the online-reductions libraries.
+if [[ -f online.tar.xz && ! -d online ]]; then tar -xJf online.tar.xz; fi
 results="${1:-results}"; shift || true
 mode=all
 if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only ]]; then mode="${1#--}"; shift; fi
