@@ -33,7 +33,24 @@ def ragged(rng, lens, cols, scale=2.0):
     return [[[float("%.6f" % v) for v in rng.uniform(-scale, scale, cols)] for _ in range(n)] for n in lens]
 
 
-def program(lens, x, g, w, bias, W, be, v):
+RH, RK = 2, 2  # RoPE: heads, pairs per head
+
+
+def rope_inputs(rng, lens):
+    P = max(lens + [1])
+    ang = [[i * 10000.0 ** (-k / RK) for k in range(RK)] for i in range(P)]
+    cos_t = [[float("%.6f" % np.cos(a)) for a in row] for row in ang]
+    sin_t = [[float("%.6f" % np.sin(a)) for a in row] for row in ang]
+    r = [[[[[float("%.6f" % t) for t in rng.uniform(-1, 1, RK)] for _ in range(2)] for _ in range(RH)]
+          for _ in range(n)] for n in lens]
+    return cos_t, sin_t, r
+
+
+def program(lens, x, g, w, bias, W, be, v, rope):
+    cos_t, sin_t, r = rope
+    P = len(cos_t)
+    # the interleaved input is the half-split one with its last two axes swapped
+    ri = [[[[list(t) for t in zip(*head)] for head in row] for row in seq] for seq in r]
     return f"""import "std/nn.toy" as nn;
 fn main() {{
     let x = nn.Rows {{ data: {lit(x)}, seqlen: [{", ".join(map(str, lens))}] }};
@@ -64,11 +81,32 @@ fn main() {{
     print(a1);
     print(a2);
     print(a3);
+    let ct: [{P}, {RK}]f32 = {lit(cos_t)};
+    let st: [{P}, {RK}]f32 = {lit(sin_t)};
+    let rh = nn.HalfSplit {{ data: {lit(r)}, seqlen: [{", ".join(map(str, lens))}] }};
+    let ri = nn.Interleaved {{ data: {lit(ri)}, seqlen: [{", ".join(map(str, lens))}] }};
+    let yh = nn.rope_half(rh, ct, st);
+    print(yh.data);
+    let yi = nn.rope_interleaved(ri, ct, st);
+    print(yi.data);
 }}
 """
 
 
-def reference(lens, x, g, w, bias, W, be, v):
+def rope_ref(r, cos_t, sin_t):
+    c, sn = np.array(cos_t), np.array(sin_t)
+    out = []
+    for seq in r:
+        a = np.array(seq, dtype=np.float64).reshape(len(seq), RH, 2, RK)
+        n = len(seq)
+        y = np.empty_like(a)
+        y[:, :, 0, :] = a[:, :, 0, :] * c[:n, None, :] - a[:, :, 1, :] * sn[:n, None, :]
+        y[:, :, 1, :] = a[:, :, 1, :] * c[:n, None, :] + a[:, :, 0, :] * sn[:n, None, :]
+        out.append(y)
+    return out
+
+
+def reference(lens, x, g, w, bias, W, be, v, rope):
     from math import erf, tanh, sqrt, pi
     seqs = [np.array(s, dtype=np.float64).reshape(len(s), D) for s in x]
     gates = [np.array(s, dtype=np.float64).reshape(len(s), D) for s in g]
@@ -89,6 +127,10 @@ def reference(lens, x, g, w, bias, W, be, v):
     gelu_erf = np.array([0.5 * t * (1 + erf(t / sqrt(2))) for t in v])
     gelu_tanh = 0.5 * v * (1 + np.tanh(sqrt(2 / pi) * (v + 0.044715 * v ** 3)))
     out += [silu(v), gelu_erf, gelu_tanh]
+    cos_t, sin_t, r = rope
+    half = rope_ref(r, cos_t, sin_t)
+    out.append(half)
+    out.append([h.transpose(0, 1, 3, 2) for h in half])
     return out
 
 
@@ -104,7 +146,8 @@ def parse_values(text):
         vals.append(v)
 
 
-NAMES = ["softmax", "log_softmax", "layernorm", "rmsnorm", "linear", "swiglu", "silu", "gelu_erf", "gelu_tanh"]
+NAMES = ["softmax", "log_softmax", "layernorm", "rmsnorm", "linear", "swiglu", "silu", "gelu_erf", "gelu_tanh",
+         "rope_half", "rope_interleaved"]
 
 
 def compare(name, got, want, where):
@@ -139,7 +182,8 @@ def main():
             W = [[float("%.6f" % t) for t in row] for row in rng.uniform(-1, 1, (D, E))]
             be = [float("%.6f" % t) for t in rng.uniform(-1, 1, E)]
             v = [float("%.6f" % t) for t in rng.uniform(-4, 4, 6)]
-            src = program(lens, x, g, w, bias, W, be, v)
+            rope = rope_inputs(rng, lens)
+            src = program(lens, x, g, w, bias, W, be, v, rope)
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "nn_diff.toy")
                 with open(path, "w") as f:
@@ -150,7 +194,7 @@ def main():
                 failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
                 continue
             got = parse_values(r.stdout)
-            want = reference(lens, x, g, w, bias, W, be, v)
+            want = reference(lens, x, g, w, bias, W, be, v, rope)
             if len(got) != len(want):
                 failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
                 continue
