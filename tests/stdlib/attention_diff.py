@@ -18,6 +18,7 @@ import tempfile
 import numpy as np
 
 H, D = 2, 3
+G = 2  # query heads per key/value head (grouped-query attention)
 MASKED = -1e30
 
 
@@ -31,7 +32,12 @@ def ragged(rng, lens):
     return [[[[float("%.6f" % t) for t in rng.uniform(-1.5, 1.5, D)] for _ in range(H)] for _ in range(n)] for n in lens]
 
 
-def program(qlens, klens, q, k, v, scale, window, cap):
+def grouped(rng, lens):
+    return [[[[[float("%.6f" % t) for t in rng.uniform(-1.5, 1.5, D)] for _ in range(G)] for _ in range(H)]
+             for _ in range(n)] for n in lens]
+
+
+def program(qlens, klens, q, k, v, scale, window, cap, gq):
     ql = ", ".join(map(str, qlens))
     kl = ", ".join(map(str, klens))
     return f"""import "std/attention.toy" as at;
@@ -46,6 +52,9 @@ fn main() {{
     print(w.data);
     let s = at.softcap_attention(q, kv, {scale:.6f}, {cap:.6f});
     print(s.data);
+    let gq = at.GroupedQueries {{ data: {lit(gq)}, seqlen: [{ql}] }};
+    let r = at.grouped_query_attention(gq, kv, {scale:.6f});
+    print(r.data);
 }}
 """
 
@@ -66,7 +75,18 @@ def attend(q, k, v, scale, visible=None, cap=None):
     return np.einsum("ihj,jhd->ihd", p, v) / p.sum(2)[:, :, None]
 
 
-def reference(qlens, klens, q, k, v, scale, window, cap):
+def gqa_ref(gq, k, v, scale):
+    out = []
+    for a, b, c in zip(gq, k, v):
+        qa = np.array(a, dtype=np.float64).reshape(len(a), H, G, D)
+        kb = np.array(b, dtype=np.float64).reshape(len(b), H, D)
+        vc = np.array(c, dtype=np.float64).reshape(len(c), H, D)
+        y = np.stack([attend(qa[:, :, g, :], kb, vc, scale) for g in range(G)], axis=2) if len(a) else qa
+        out.append(y)
+    return out
+
+
+def reference(qlens, klens, q, k, v, scale, window, cap, gq):
     qs = [np.array(x, dtype=np.float64).reshape(len(x), H, D) for x in q]
     ks = [np.array(x, dtype=np.float64).reshape(len(x), H, D) for x in k]
     vs = [np.array(x, dtype=np.float64).reshape(len(x), H, D) for x in v]
@@ -77,6 +97,7 @@ def reference(qlens, klens, q, k, v, scale, window, cap):
         [attend(a, b, c, scale, causal) for a, b, c in zip(qs, ks, vs)],
         [attend(a, b, c, scale, local) for a, b, c in zip(qs, ks, vs)],
         [attend(a, b, c, scale, cap=cap) for a, b, c in zip(qs, ks, vs)],
+        gqa_ref(gq, k, v, scale),
     ]
 
 
@@ -92,7 +113,8 @@ def parse_values(text):
         vals.append(val)
 
 
-NAMES = ["attention", "causal_attention", "sliding_window_attention", "softcap_attention"]
+NAMES = ["attention", "causal_attention", "sliding_window_attention", "softcap_attention",
+         "grouped_query_attention"]
 
 
 def compare(name, got, want, where):
@@ -128,7 +150,8 @@ def main():
             scale = float("%.6f" % (1 / np.sqrt(D)))
             window = int(rng.integers(1, 4))
             cap = float("%.6f" % rng.uniform(0.5, 2.0))
-            src = program(qlens, klens, q, k, v, scale, window, cap)
+            gq = grouped(rng, qlens)
+            src = program(qlens, klens, q, k, v, scale, window, cap, gq)
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "attention_diff.toy")
                 with open(path, "w") as f:
@@ -139,7 +162,7 @@ def main():
                 failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
                 continue
             got = parse_values(r.stdout)
-            want = reference(qlens, klens, q, k, v, scale, window, cap)
+            want = reference(qlens, klens, q, k, v, scale, window, cap, gq)
             if len(got) != len(want):
                 failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
                 continue
