@@ -288,9 +288,20 @@ class Loader {
 
     /// The merged name for `written` (plain or `alias.name`), reporting
     /// private and unknown qualified names; empty when it stays as written.
-    std::string lookup(const std::string& written, SourceRange at) {
+    std::string lookup(const std::string& written, SourceRange at, DiagKind unknown) {
       size_t dot = written.find('.');
-      if (dot != std::string::npos) return qualified(written.substr(0, dot), written.substr(dot + 1), at);
+      if (dot != std::string::npos) {
+        std::string alias = written.substr(0, dot);
+        if (!scope.aliases.count(alias)) {
+          // Not a module name of this file (a file's stem is none: the
+          // merged names `stem.name` cannot be written).
+          L.diags_.report(unknown, at, written);
+          L.diags_.note(SourceRange{}, code(alias) + " is not a module name here; `import \"FILE\" as " + alias +
+                                           ";` makes it one");
+          return "";
+        }
+        return qualified(alias, written.substr(dot + 1), at);
+      }
       if (auto it = scope.names.find(written); it != scope.names.end()) return it->second;
       if (auto it = scope.privates.find(written); it != scope.privates.end()) {
         L.diags_.report(DiagKind::PrivateName, at, written, L.modules_[it->second.first]->shown);
@@ -301,7 +312,7 @@ class Loader {
 
     std::string qualified(const std::string& alias, const std::string& n, SourceRange at) {
       auto a = scope.aliases.find(alias);
-      if (a == scope.aliases.end()) return "";  // the checker reports `x.y` as unknown
+      if (a == scope.aliases.end()) return "";
       Module& d = *L.modules_[a->second];
       auto it = d.decls.find(n);
       if (it == d.decls.end()) {
@@ -317,13 +328,13 @@ class Loader {
       return it->second.first;
     }
 
-    void rename(std::string& name, SourceRange at) {
-      std::string to = lookup(name, at);
+    void rename(std::string& name, SourceRange at, DiagKind unknown) {
+      std::string to = lookup(name, at, unknown);
       if (!to.empty()) name = to;
     }
 
     void type(ast::TypeExpr& t) {
-      if (t.kind == ast::TypeExprKind::Named || t.kind == ast::TypeExprKind::Tensor) rename(t.name.name, t.name.range);
+      if (t.kind == ast::TypeExprKind::Named || t.kind == ast::TypeExprKind::Tensor) rename(t.name.name, t.name.range, DiagKind::UnknownType);
       for (auto& g : t.groups)
         for (auto& d : g.dims)
           if (d.extent) expr(d.extent);
@@ -342,7 +353,7 @@ class Loader {
     void expr(ast::ExprPtr& e) {
       using K = ast::ExprKind;
       switch (e->kind) {
-        case K::Name: rename(e->name, e->range); return;
+        case K::Name: rename(e->name, e->range, DiagKind::UnknownName); return;
         case K::Field: {
           const ast::Expr& base = *e->operands[0];
           if (base.kind == K::Name && scope.aliases.count(base.name)) {
@@ -357,7 +368,7 @@ class Loader {
           break;
         }
         case K::Call:
-        case K::Construct: rename(e->name, e->name_range); break;
+        case K::Construct: rename(e->name, e->name_range, e->kind == K::Call ? DiagKind::UnknownFunction : DiagKind::UnknownType); break;
         default: break;
       }
       for (auto& o : e->operands) expr(o);

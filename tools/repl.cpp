@@ -37,6 +37,7 @@ constexpr const char* kValue = "__repl_value";
 const char* kHelp = R"(Enter DCC declarations, statements or an expression; input continues over
 several lines until every bracket is closed.
   type T = ...;  const N = 3;  fn f(...) { ... }   kept for later inputs
+  import "std/nn.toy" as nn;                       kept, like a declaration
   let x: [3]f32 = [1.0, 2.0, 3.0];                 kept (re-run by later inputs)
   x[i] = x[i] * 2.0;                               kept, like `let`
   print(x);                                        runs once
@@ -648,7 +649,7 @@ struct Session::Impl {
     if (first_word(text).empty() && trim(text).empty()) return true;
     if (classify(text) != InputKind::Decl) {
       out.flush();
-      err << "error: `" << path << "` must hold declarations (`type`, `const`, `fn`)\n";
+      err << "error: `" << path << "` must hold declarations (`import`, `type`, `const`, `fn`)\n";
       return false;
     }
     return eval_code(text, path);
