@@ -39,6 +39,7 @@
 #include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
+#include "frontend/imports.h"
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
 #include "ir/ir_parser.h"
@@ -134,6 +135,8 @@ options:
                      (ir/simplify_indices.h)
   --explain-simplify print, per function, what that pass changed and why
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
+  -I DIR, -IDIR      look for imported files in DIR (after the importing
+                     file's folder, before the standard library)
   --max-errors=N     stop listing errors after N (default 100)
   --help             show this help
   --version          show the version
@@ -171,6 +174,7 @@ struct Options {
   bool default_pad_given = false;
   int max_errors = 100;
   dccc::CheckOptions check;
+  dccc::ImportOptions imports;
 };
 
 int usage_error(const std::string& msg) {
@@ -254,6 +258,11 @@ int parse_args(int argc, char** argv, Options& o) {
       } catch (...) {
         return usage_error("--max-errors takes a number");
       }
+    } else if (a == "-I") {
+      if (i + 1 >= argc) return usage_error("-I takes a directory");
+      o.imports.include_dirs.push_back(argv[++i]);
+    } else if (a.rfind("-I", 0) == 0) {
+      o.imports.include_dirs.push_back(a.substr(2));
     } else if (a.rfind("-D", 0) == 0) {
       std::string def = a.substr(2);
       size_t eq = def.find('=');
@@ -293,6 +302,7 @@ int parse_args(int argc, char** argv, Options& o) {
       return usage_error("--emit=ast, --emit=typed and --summary need a .toy program, not IR text");
     if (!o.output.empty()) return usage_error("-o needs a .toy program: IR text has not been checked");
     if (!o.check.defines.empty()) return usage_error("-D applies to .toy programs, not IR text");
+    if (!o.imports.include_dirs.empty()) return usage_error("-I applies to .toy programs, not IR text");
     if (!o.schedules.empty() || o.explain)
       return usage_error("--schedule and --explain need a .toy program: IR text names no assignments");
     if (!o.jit) o.interpret = true;
@@ -317,8 +327,10 @@ std::string runtime_header() {
 /// The functions a library holds: every one but `main`.
 dccc::ir::Module library_module(const dccc::ir::Module& full) {
   dccc::ir::Module m;
+  // The compiled file's own functions: an imported one is named `stem.name`
+  // (frontend/imports.h) and was inlined into its callers.
   for (const auto& f : full.funcs)
-    if (f.name != "main") m.funcs.push_back(f);
+    if (f.name != "main" && f.name.find('.') == std::string::npos) m.funcs.push_back(f);
   return m;
 }
 
@@ -376,6 +388,9 @@ int run(const Options& o) {
   std::optional<dccc::ir::Module> module;
   std::vector<dccc::ir::Schedule> schedules;
   std::vector<std::unique_ptr<dccc::SourceFile>> cli_files;  // --schedule texts
+  // The files the program imports (diagnostics point into them until the
+  // end); loaded.paths lists every file the compilation read.
+  dccc::LoadedFiles loaded;
   int cli_errors = 0;
   if (o.from_vloop) {
     module = dccc::ir::parse_vloop(file, diags);
@@ -386,7 +401,7 @@ int run(const Options& o) {
     }
     if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run) return kExitOk;
   } else {
-  auto program = dccc::parse(file, diags);
+  auto program = dccc::parse_with_imports(file, diags, o.imports, loaded);
   if (program && o.emit == "ast") {
     diags.print(std::cerr);
     std::cout << dccc::ast::dump(*program);
