@@ -273,6 +273,22 @@ def make_layernorm(rng, lens, H=16, dtype=np.float32):
     return [{"data": x, "seqlen": sl}, g, b], {}, {"data": out}
 
 
+def make_mlp_block(rng, lens, D=6, F=10):
+    """examples/rms_mlp.toy: x + (swiglu(rmsnorm(x) Wg, rmsnorm(x) Wu)) Wd, in float64."""
+    sl = np.array(lens, np.int32)
+    x = rng.uniform(-1, 1, (int(sl.sum()), D)).astype(np.float32)
+    norm = rng.uniform(0.5, 1.5, D).astype(np.float32)
+    wg, wu = (rng.uniform(-0.5, 0.5, (D, F)).astype(np.float32) for _ in range(2))
+    wd = rng.uniform(-0.5, 0.5, (F, D)).astype(np.float32)
+    zf, zd = np.zeros(F, np.float32), np.zeros(D, np.float32)
+    x64 = x.astype(np.float64)
+    n = x64 / np.sqrt((x64 * x64).mean(axis=-1, keepdims=True) + 1e-5) * norm
+    g, u = n @ wg.astype(np.float64), n @ wu.astype(np.float64)
+    h = g / (1.0 + np.exp(-g)) * u
+    out = x64 + h @ wd.astype(np.float64)
+    return [{"data": x, "seqlen": sl}, norm, wg, wu, wd, zf, zd], {}, {"data": out}
+
+
 def make_layernorm_f16(rng, lens):
     return make_layernorm(rng, lens, H=16, dtype=np.float16)
 
@@ -372,6 +388,7 @@ CASES = {
     "document_sums": ("documents", make_document_sums, 1e-5, 1e-5),
     "sentence_softmax": ("documents", make_sentence_softmax, 1e-5, 1e-6),
     "layernorm": ("layernorm", make_layernorm, 1e-4, 1e-4),
+    "mlp_block": ("rms_mlp", make_mlp_block, 1e-4, 1e-5),
     "layernorm_f16": ("layernorm_f16", make_layernorm_f16, 0, 0.05),
     "pack_sequences": ("pack_sequences", make_pack, 0, 0),
     "softmax": ("softmax", make_softmax, 1e-5, 1e-6),
