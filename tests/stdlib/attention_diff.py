@@ -9,23 +9,15 @@ has no query) and a batch of one; a program that imports std/attention.toy
 prints every function's result (`dccc run`, f32), compared with float64
 NumPy from the same printed inputs (2e-4 relative + 2e-5 absolute).
 """
-import json
-import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
+
+from diff_common import compare, lit, parse_values, run_program
 
 H, D = 2, 3
 G = 2  # query heads per key/value head (grouped-query attention)
 MASKED = -1e30
-
-
-def lit(a):
-    if isinstance(a, list):
-        return "[" + ", ".join(lit(v) for v in a) + "]"
-    return "%.6f" % a
 
 
 def ragged(rng, lens):
@@ -101,36 +93,8 @@ def reference(qlens, klens, q, k, v, scale, window, cap, gq):
     ]
 
 
-def parse_values(text):
-    dec = json.JSONDecoder()
-    vals, i = [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return vals
-        val, i = dec.raw_decode(text, i)
-        vals.append(val)
-
-
 NAMES = ["attention", "causal_attention", "sliding_window_attention", "softcap_attention",
          "grouped_query_attention"]
-
-
-def compare(name, got, want, where):
-    if len(got) != len(want):
-        return [f"{where} {name}: {len(got)} sequences, expected {len(want)}"]
-    errs = []
-    for b, (g, w) in enumerate(zip(got, want)):
-        if np.size(g) != w.size:
-            errs.append(f"{where} {name} b={b}: {np.size(g)} values, expected {w.size}")
-            continue
-        g = np.array(g, dtype=np.float64).reshape(w.shape)
-        bad = ~np.isclose(g, w, rtol=2e-4, atol=2e-5)
-        if bad.any():
-            idx = tuple(np.argwhere(bad)[0])
-            errs.append(f"{where} {name} b={b}: at {idx} got {g[idx]!r}, float64 reference {w[idx]!r}")
-    return errs
 
 
 def main():
@@ -152,11 +116,7 @@ def main():
             cap = float("%.6f" % rng.uniform(0.5, 2.0))
             gq = grouped(rng, qlens)
             src = program(qlens, klens, q, k, v, scale, window, cap, gq)
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "attention_diff.toy")
-                with open(path, "w") as f:
-                    f.write(src)
-                r = subprocess.run([dccc, "run", path], capture_output=True, text=True, timeout=300)
+            r = run_program(dccc, src, "attention_diff")
             where = f"seed {seed} q lens {qlens} kv lens {klens}:"
             if r.returncode != 0:
                 failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")

@@ -10,23 +10,14 @@ f32, NumPy here in float64 from the same (printed, rounded) inputs. The
 test fails when any element differs by more than 2e-4 relative + 2e-5
 absolute, or when the shapes differ (empty sequences included).
 """
-import json
-import subprocess
 import sys
-import tempfile
-import os
 
 import numpy as np
 
+from diff_common import compare, lit, parse_values, run_program
+
 D, E = 4, 3
 EPS = 1e-5
-
-
-def lit(a):
-    """A DCC literal for a nested list of floats."""
-    if isinstance(a, list):
-        return "[" + ", ".join(lit(v) for v in a) + "]"
-    return "%.6f" % a
 
 
 def ragged(rng, lens, cols, scale=2.0):
@@ -134,38 +125,8 @@ def reference(lens, x, g, w, bias, W, be, v, rope):
     return out
 
 
-def parse_values(text):
-    dec = json.JSONDecoder()
-    vals, i = [], 0
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return vals
-        v, i = dec.raw_decode(text, i)
-        vals.append(v)
-
-
 NAMES = ["softmax", "log_softmax", "layernorm", "rmsnorm", "linear", "swiglu", "silu", "gelu_erf", "gelu_tanh",
          "rope_half", "rope_interleaved"]
-
-
-def compare(name, got, want, where):
-    if isinstance(want, list):  # ragged: one array per sequence
-        if len(got) != len(want):
-            return [f"{where} {name}: {len(got)} sequences, expected {len(want)}"]
-        errs = []
-        for b, (gs, ws) in enumerate(zip(got, want)):
-            errs += compare(name, gs, ws, f"{where} b={b}")
-        return errs
-    g = np.array(got, dtype=np.float64).reshape(want.shape) if np.size(got) == want.size else None
-    if g is None:
-        return [f"{where} {name}: shape of {got!r} is not {want.shape}"]
-    bad = ~np.isclose(g, want, rtol=2e-4, atol=2e-5)
-    if bad.any():
-        idx = tuple(np.argwhere(bad)[0])
-        return [f"{where} {name}: at {idx} got {g[idx]!r}, float64 reference {want[idx]!r}"]
-    return []
 
 
 def main():
@@ -184,11 +145,7 @@ def main():
             v = [float("%.6f" % t) for t in rng.uniform(-4, 4, 6)]
             rope = rope_inputs(rng, lens)
             src = program(lens, x, g, w, bias, W, be, v, rope)
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "nn_diff.toy")
-                with open(path, "w") as f:
-                    f.write(src)
-                r = subprocess.run([dccc, "run", path], capture_output=True, text=True, timeout=300)
+            r = run_program(dccc, src, "nn_diff")
             where = f"seed {seed} lens {lens}:"
             if r.returncode != 0:
                 failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
