@@ -146,7 +146,7 @@ def nested_parts(where, nt, len_dtype):
     """The packed values and the lengths of a jagged nested tensor: the
     values are the tensor's own storage (no copy)."""
     t = _torch()
-    if getattr(nt, "layout", None) != getattr(t, "jagged", object()):
+    if getattr(nt, "layout", None) != t.jagged:  # (no object() sentinel: torch.compile traces this)
         raise TypeError(f"{where}: a nested tensor of layout {nt.layout}; use "
                         f"torch.nested.nested_tensor(..., layout=torch.jagged) (packed values, zero-copy)")
     if nt.requires_grad and t.is_grad_enabled():

@@ -189,7 +189,9 @@ class Function:
                                                 g.bound["param"] + "." + g.bound["field"] + "[", d) for d in dims)
                     if dims in inputs:
                         self.rows_like[f.name] = inputs[dims]
-        self._fast = _fast_plan(self)
+        # NumPy arrays are host memory: a CUDA library always takes the
+        # general path, which refuses them with a clear TypeError.
+        self._fast = _fast_plan(self) if library.target == "cpu" else None
         self.__name__ = self.name
         self.__qualname__ = self.name
         self.__doc__ = self._docstring()

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -333,7 +334,7 @@ def test_concurrent_compiles_of_one_source(tmp_path, dccc_exe):
             "x = {'data': np.ones((3, 2), np.float32), 'seqlen': np.array([3], np.int32)};"
             "print(lib.softmax(x)['data'].sum())")
     src = os.path.join(EXAMPLES, "softmax.toy")
-    procs = [subprocess.Popen(["/usr/bin/python3", "-c", code, src], env=env, stdout=subprocess.PIPE, text=True)
+    procs = [subprocess.Popen([sys.executable, "-c", code, src], env=env, stdout=subprocess.PIPE, text=True)
              for _ in range(4)]
     outs = [p.communicate()[0] for p in procs]
     assert all(p.returncode == 0 for p in procs)
