@@ -62,7 +62,9 @@ struct FieldInit {
 ///  Index: operands[0] [ operands[1..] ]  (one bracket group per node)
 ///  Unary: op operands[0]; Binary: operands[0] op operands[1]
 ///  Reduce: op (with op_range) over operands[0]
-///  Construct: name { fields }; Call: name ( operands )
+///  Construct: name { fields }; Call: name ( operands ) (a Construct's or
+///    Call's name, and a Named/Tensor TypeExpr's name, may be qualified,
+///    `nn.rmsnorm`, until frontend/imports.h resolves it)
 ///  TensorLit: [ operands ]
 struct Expr {
   ExprKind kind;
@@ -176,7 +178,18 @@ struct ScheduleDecl {
   SourceRange range;
 };
 
+/// `import "PATH";` or `import "PATH" as alias;` (frontend/imports.h).
+struct ImportDecl {
+  std::string path;  // the text between the quotes
+  SourceRange path_range;
+  std::optional<Ident> alias;
+  SourceRange range;
+};
+
 struct Program {
+  /// A parsed file's imports; frontend/imports.h merges the imported files'
+  /// declarations in and leaves this empty in the program it returns.
+  std::vector<ImportDecl> imports;
   std::vector<TypeAlias> types;
   std::vector<ConstDecl> consts;
   std::vector<FnDecl> fns;

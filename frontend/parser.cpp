@@ -12,6 +12,15 @@ namespace {
 
 using P = DCCParser;
 
+/// The file being parsed when it is not the DiagnosticEngine's own (an
+/// imported module): every range then names it. Set by parse() only.
+thread_local const SourceFile* g_range_file = nullptr;
+
+SourceRange in_file(SourceRange r) {
+  r.file = g_range_file;
+  return r;
+}
+
 SourceRange token_range(const antlr4::Token* t) {
   if (!t) return {};
   int line = static_cast<int>(t->getLine());
@@ -21,7 +30,7 @@ SourceRange token_range(const antlr4::Token* t) {
     size_t begin = t->getStartIndex(), end = t->getStopIndex();
     if (end >= begin) len = static_cast<int>(end - begin + 1);
   }
-  return {line, col, line, col + len};
+  return {line, col, line, col + len, g_range_file};
 }
 
 SourceRange ctx_range(antlr4::ParserRuleContext* ctx) {
@@ -79,7 +88,7 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
     // Stray characters were already reported by the pre-pass.
     if (offending && offending->getType() == DCCLexer::BAD_CHAR) return;
     SourceRange range = offending ? token_range(offending)
-                                  : SourceRange::point(static_cast<int>(line), static_cast<int>(col) + 1);
+                                  : in_file(SourceRange::point(static_cast<int>(line), static_cast<int>(col) + 1));
     diags_.report(DiagKind::SyntaxError, range, rewrite(msg, offending));
   }
 
@@ -104,6 +113,7 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
           if (s.empty()) continue;
           if (s == "<EOF>") s = "end of file";
           else if (s == "ID") s = "a name";
+          else if (s == "STRING") s = "a quoted file name";
           else if (s == "INT") s = "an integer";
           else if (s == "FLOAT") s = "a number";
           else s = "`" + s + "`";
@@ -118,6 +128,7 @@ class SyntaxErrorListener : public antlr4::BaseErrorListener {
         std::string what = msg.substr(8, end_what - 8);
         if (what.size() >= 2 && what.front() == '\'' && what.back() == '\'') what = "`" + what.substr(1, what.size() - 2) + "`";
         else if (what == "ID") what = "a name";
+        else if (what == "STRING") what = "a quoted file name";
         return "expected " + shorten(what) + " before " + token_desc(offending);
       }
     }
@@ -172,8 +183,27 @@ bool prepass(antlr4::CommonTokenStream& tokens, DiagnosticEngine& diags, const P
 /// Converts ANTLR parse-tree contexts into AST nodes.
 class Builder {
  public:
+  explicit Builder(DiagnosticEngine& diags) : diags_(diags) {}
+
   std::unique_ptr<ast::Program> program(P::ProgramContext* ctx) {
     auto prog = std::make_unique<ast::Program>();
+    for (auto* im : ctx->importDecl()) {
+      ast::ImportDecl decl;
+      std::string quoted = im->STRING()->getText();
+      decl.path = quoted.substr(1, quoted.size() - 2);
+      decl.path_range = node_range(im->STRING());
+      decl.range = ctx_range(im);
+      auto ids = im->ID();
+      if (ids.size() == 2) {
+        if (ids[0]->getText() != "as") {
+          diags_.report(DiagKind::SyntaxError, node_range(ids[0]),
+                        "expected `as` or `;` after the imported file's name, not " + token_desc(ids[0]->getSymbol()));
+          continue;
+        }
+        decl.alias = ident(ids[1]);
+      }
+      prog->imports.push_back(std::move(decl));
+    }
     for (auto* d : ctx->topDecl()) {
       if (auto* t = d->typeAlias()) {
         prog->types.push_back({ident(t->ID()), type(t->typeExpr()), ctx_range(t)});
@@ -200,9 +230,16 @@ class Builder {
   }
 
  private:
+  DiagnosticEngine& diags_;
+
   static ast::Ident ident(antlr4::tree::TerminalNode* n) {
     if (!n) return {};
     return {n->getText(), node_range(n)};
+  }
+  /// `nn.rmsnorm` as one name, resolved by frontend/imports.cpp.
+  static ast::Ident qual(P::QualNameContext* q) {
+    if (!q) return {};
+    return {q->getText(), ctx_range(q)};
   }
 
   ast::FnDecl fn(P::FnDeclContext* f) {
@@ -259,7 +296,7 @@ class Builder {
     return t;
   }
 
-  ast::TypeExprPtr tensor(const std::vector<P::DimGroupContext*>& groups, antlr4::tree::TerminalNode* elem,
+  ast::TypeExprPtr tensor(const std::vector<P::DimGroupContext*>& groups, P::QualNameContext* elem,
                           SourceRange r) {
     auto t = std::make_unique<ast::TypeExpr>(ast::TypeExprKind::Tensor, r);
     for (auto* g : groups) {
@@ -274,14 +311,14 @@ class Builder {
       }
       t->groups.push_back(std::move(group));
     }
-    t->name = ident(elem);
+    t->name = qual(elem);
     return t;
   }
 
   ast::TypeExprPtr type(P::TypeExprContext* t) {
     SourceRange r = ctx_range(t);
     if (auto* c = dynamic_cast<P::CouplingTypeExprContext*>(t)) return coupling(c->couplingType());
-    if (auto* te = dynamic_cast<P::TensorTypeExprContext*>(t)) return tensor(te->dimGroup(), te->ID(), r);
+    if (auto* te = dynamic_cast<P::TensorTypeExprContext*>(t)) return tensor(te->dimGroup(), te->qualName(), r);
     if (auto* l = dynamic_cast<P::ListTypeExprContext*>(t)) {
       auto out = std::make_unique<ast::TypeExpr>(ast::TypeExprKind::List, r);
       out->element = type(l->typeExpr());
@@ -291,7 +328,7 @@ class Builder {
       return std::make_unique<ast::TypeExpr>(ast::TypeExprKind::AutoCoupling, r);
     auto* n = dynamic_cast<P::NamedTypeExprContext*>(t);
     auto out = std::make_unique<ast::TypeExpr>(ast::TypeExprKind::Named, r);
-    if (n) out->name = ident(n->ID());
+    if (n) out->name = qual(n->qualName());
     return out;
   }
 
@@ -303,7 +340,7 @@ class Builder {
       out->element = type(f->typeExpr());
       return out;
     }
-    return tensor(f->dimGroup(), f->ID(), r);
+    return tensor(f->dimGroup(), f->qualName(), r);
   }
 
   ast::ExprPtr make(ast::ExprKind k, antlr4::ParserRuleContext* ctx) {
@@ -358,8 +395,8 @@ class Builder {
     }
     if (auto* x = dynamic_cast<P::ConstructExprContext*>(c)) {
       auto e = make(K::Construct, c);
-      e->name = x->ID()->getText();
-      e->name_range = node_range(x->ID());
+      e->name = x->qualName()->getText();
+      e->name_range = ctx_range(x->qualName());
       for (auto* f : x->fieldInit()) {
         ast::FieldInit fi;
         fi.name = ident(f->ID());
@@ -371,8 +408,8 @@ class Builder {
     }
     if (auto* x = dynamic_cast<P::CallExprContext*>(c)) {
       auto e = make(K::Call, c);
-      e->name = x->ID()->getText();
-      e->name_range = node_range(x->ID());
+      e->name = x->qualName()->getText();
+      e->name_range = ctx_range(x->qualName());
       for (auto* o : x->expr()) e->operands.push_back(expr(o));
       return e;
     }
@@ -394,6 +431,7 @@ class Builder {
     if (dynamic_cast<P::FloatExprContext*>(c)) {
       auto e = make(K::Float, c);
       e->text = c->getText();
+      // strtod reads `inf` and `nan` too (the INF_LIT and NAN_LIT keywords).
       e->float_value = std::strtod(e->text.c_str(), nullptr);
       return e;
     }
@@ -413,13 +451,18 @@ class Builder {
 
 std::unique_ptr<ast::Program> parse(const SourceFile& file, DiagnosticEngine& diags,
                                     const ParseLimits& limits) {
+  struct FileScope {
+    explicit FileScope(const SourceFile* f) : saved(g_range_file) { g_range_file = f; }
+    ~FileScope() { g_range_file = saved; }
+    const SourceFile* saved;
+  } scope(&file == diags.file() ? nullptr : &file);
   const std::string& text = file.text();
   if (size_t bad = find_invalid_utf8(text); bad != std::string::npos) {
     int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + bad, '\n'));
     size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
     int col = static_cast<int>(bad - (line_start == std::string::npos || bad == 0 ? 0 : line_start + 1)) + 1;
     if (bad == 0) col = 1;
-    diags.report(DiagKind::InvalidEncoding, SourceRange::point(line, col), static_cast<unsigned char>(text[bad]));
+    diags.report(DiagKind::InvalidEncoding, in_file(SourceRange::point(line, col)), static_cast<unsigned char>(text[bad]));
     return nullptr;
   }
   antlr4::ANTLRInputStream input(text);
@@ -436,8 +479,9 @@ std::unique_ptr<ast::Program> parse(const SourceFile& file, DiagnosticEngine& di
   P::ProgramContext* tree = parser.program();
   if (diags.error_count() > errors_before) return nullptr;
 
-  auto program = Builder().program(tree);
-  if (program->order.empty()) diags.report(DiagKind::EmptyProgram, SourceRange::point(1, 1));
+  auto program = Builder(diags).program(tree);
+  if (diags.error_count() > errors_before) return nullptr;
+  if (program->order.empty() && program->imports.empty()) diags.report(DiagKind::EmptyProgram, in_file(SourceRange::point(1, 1)));
   return program;
 }
 

@@ -4,7 +4,13 @@
 // resolves them, so `f32(x)` casts parse as ordinary calls.
 grammar DCC;
 
-program : topDecl* EOF ;
+program : (importDecl | topDecl)* EOF ;
+
+// `import "std/nn.toy";` or `import "std/nn.toy" as nn;`, anywhere at the
+// top level, for the whole file (`as` is a plain
+// name here, checked by the parser, so it stays usable as an identifier).
+// frontend/imports.cpp resolves and merges the files.
+importDecl : IMPORT STRING (ID ID)? ';' ;
 
 topDecl
     : typeAlias
@@ -15,6 +21,8 @@ topDecl
 
 typeAlias : TYPE ID '=' typeExpr ';'? ;
 constDecl : CONST ID (':' typeExpr)? '=' expr ';' ;
+// A name another module declares, `nn.rmsnorm` (frontend/imports.cpp).
+qualName  : ID ('.' ID)? ;
 fnDecl    : FN ID '(' (param (',' param)* ','?)? ')' ('->'? typeExpr)? whereClause? block ;
 param     : ID ':' typeExpr ;
 
@@ -26,10 +34,10 @@ directive    : ID '(' (expr (',' expr)* ','?)? ')' ';' ;
 
 typeExpr
     : couplingType                      # CouplingTypeExpr
-    | dimGroup+ ID                      # TensorTypeExpr
+    | dimGroup+ qualName                # TensorTypeExpr
     | LIST '[' typeExpr ']'             # ListTypeExpr
     | AUTO COUPLING                     # AutoCouplingTypeExpr
-    | ID                                # NamedTypeExpr
+    | qualName                          # NamedTypeExpr
     ;
 
 couplingType : COUPLING '{' (field (',' field)* ','?)? '}' whereClause? layoutClause? ;
@@ -63,12 +71,12 @@ expr
     | expr '&&' expr                                     # AndExpr
     | expr '||' expr                                     # OrExpr
     | REDUCE '(' reduceOp ',' expr ')'                   # ReduceExpr
-    | ID '{' (fieldInit (',' fieldInit)* ','?)? '}'      # ConstructExpr
-    | ID '(' (expr (',' expr)* ','?)? ')'                # CallExpr
+    | qualName '{' (fieldInit (',' fieldInit)* ','?)? '}'      # ConstructExpr
+    | qualName '(' (expr (',' expr)* ','?)? ')'          # CallExpr
     | '[' (expr (',' expr)* ','?)? ']'                   # TensorLitExpr
     | '(' expr ')'                                       # ParenExpr
     | INT                                                # IntExpr
-    | FLOAT                                              # FloatExpr
+    | (FLOAT | INF_LIT | NAN_LIT)                        # FloatExpr
     | (TRUE | FALSE)                                     # BoolExpr
     | ID                                                 # NameExpr
     ;
@@ -79,8 +87,9 @@ reduceOp : '+' | '*' | '-' | '/' | '%' | '&&' | '||' | ID ;
 // A field of a construction is either fresh storage (a tensor or coupling
 // type) or bound to a value; a plain name is resolved by the checker.
 fieldInit : ID ':' (fieldType | expr) ;
-fieldType : dimGroup+ ID | couplingType | LIST '[' typeExpr ']' ;
+fieldType : dimGroup+ qualName | couplingType | LIST '[' typeExpr ']' ;
 
+IMPORT   : 'import' ;
 TYPE     : 'type' ;
 CONST    : 'const' ;
 FN       : 'fn' ;
@@ -95,10 +104,14 @@ AUTO     : 'auto' ;
 SCHEDULE : 'schedule' ;
 TRUE     : 'true' ;
 FALSE    : 'false' ;
+// Non-finite float literals (docs/language.md): reserved words, like true and false.
+INF_LIT  : 'inf' ;
+NAN_LIT  : 'nan' ;
 
 ID    : [a-zA-Z_] [a-zA-Z_0-9]* ;
 FLOAT : [0-9]+ '.' [0-9]* EXPONENT? | [0-9]+ EXPONENT | '.' [0-9]+ EXPONENT? ;
 INT   : [0-9]+ ;
+STRING : '"' ~["\r\n]* '"' ;
 fragment EXPONENT : [eE] [+-]? [0-9]+ ;
 
 LINE_COMMENT  : '//' ~[\r\n]* -> channel(HIDDEN) ;

@@ -43,6 +43,10 @@
 //                        only `parallel` loops, chains of loops from the
 //                        statement's outermost one. Ignored on the CPU.
 // A bad directive is a [Schedule] error at its location and changes nothing.
+// Each directive is a file pair in ir/schedule/ (pad_storage, pad_loop,
+// split, reorder, tile, fuse, split_op, hfuse, remap, inline, fuse_dims,
+// gpu_mapping) with one entry point; the default padding is
+// ir/schedule/default_padding; what they share is ir/schedule/state.h.
 #pragma once
 
 #include <cstdint>

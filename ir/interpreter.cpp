@@ -1,5 +1,7 @@
 #include "ir/interpreter.h"
 
+#include "ir/masked_arith.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -358,9 +360,11 @@ Interpreter::Value Interpreter::eval(const Expr& e) {
       double x = a.f, y = b.f, r = 0;
       switch (e->binop) {
         case BinOp::Add: r = x + y; break;
-        case BinOp::Sub: r = x - y; break;
+        // The masked-value rules (docs/language.md, "Masked values"):
+        // -inf - -inf is -inf and 0 / 0 is 0, where IEEE gives NaN.
+        case BinOp::Sub: r = masked_sub(x, y); break;
         case BinOp::Mul: r = x * y; break;
-        case BinOp::Div: r = x / y; break;
+        case BinOp::Div: r = masked_div(x, y); break;
         case BinOp::Mod: r = std::fmod(x, y); break;
         case BinOp::Min: r = std::fmin(x, y); break;
         case BinOp::Max: r = std::fmax(x, y); break;

@@ -363,6 +363,29 @@ Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m) {
   });
 }
 
+Stmt substitute(const Stmt& s, const std::map<const VarNode*, Expr>& m) {
+  return rewrite(s, [&](const Expr& e) { return substitute(e, m); });
+}
+
+Stmt rename_store(const Stmt& s, const std::map<const VarNode*, Expr>& vars, const BufferNode* from, const Buffer& to) {
+  std::function<Expr(const Expr&)> fn = [&](const Expr& e) -> Expr {
+    if (e->kind == ExprKind::VarRef) {
+      auto it = vars.find(e->var.get());
+      return it == vars.end() ? e : it->second;
+    }
+    if (e->kind != ExprKind::Load || e->buffer.get() != from) return nullptr;
+    auto copy = std::make_shared<ExprNode>(*e);
+    copy->buffer = to;
+    for (auto& a : copy->args) a = replace_exprs(a, fn);
+    return copy;
+  };
+  auto copy = std::make_shared<StmtNode>(*s);
+  if (copy->buffer.get() == from) copy->buffer = to;
+  copy->value = replace_exprs(copy->value, fn);
+  for (auto& a : copy->args) a = replace_exprs(a, fn);
+  return copy;
+}
+
 bool reads_only_lengths(const Func& f, const std::vector<Expr>& es) {
   std::set<const BufferNode*> lengths;
   for (const auto& b : f.buffers)

@@ -351,6 +351,12 @@ Expr replace_exprs(const Expr& e, const std::function<Expr(const Expr&)>& fn);
 
 /// Replace variables by expressions.
 Expr substitute(const Expr& e, const std::map<const VarNode*, Expr>& m);
+/// `s` with the variables of `m` replaced by their expressions everywhere in it.
+Stmt substitute(const Stmt& s, const std::map<const VarNode*, Expr>& m);
+/// Store `s` with the variables of `vars` replaced and scalar `from`, stored
+/// or loaded, replaced by `to`: one copy of a reduction's statement for one
+/// accumulator of an unrolled nest (ir/tile_contractions, ir/jam_reductions).
+Stmt rename_store(const Stmt& s, const std::map<const VarNode*, Expr>& vars, const BufferNode* from, const Buffer& to);
 
 /// Rebuild a statement tree, rewriting every expression with `fe` and every
 /// Store/Load through `fs` (which may return the statement unchanged).

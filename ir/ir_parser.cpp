@@ -1,3 +1,6 @@
+// The vloop IR's parser (ir/ir_parser.h): functions, declarations, entry
+// checks, statements and expressions read from the tokens of ir/ir_lexer.h,
+// with the scope and access checks that make an [IRInvalid] error.
 #include "ir/ir_parser.h"
 
 #include <fmt/format.h>
@@ -10,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "ir/ir_lexer.h"
 #include "ir/verifier.h"
 
 namespace dccc::ir {
@@ -20,200 +24,9 @@ namespace {
 /// few dozen levels at most).
 constexpr int kMaxNesting = 256;
 
-enum class Tok { Ident, Number, String, Text, Punct, End };
-
-struct Token {
-  Tok kind = Tok::End;
-  std::string text;    // Ident, Punct: as written; Number: the digits; String, Text: unescaped
-  std::string suffix;  // Number: the type suffix (`i32` of `5i32`), or empty
-  size_t begin = 0, end = 0;  // byte offsets
-  int line = 1, col = 1, end_line = 1, end_col = 1;
-  SourceRange range() const { return {line, col, end_line, end_col}; }
-};
-
-/// Thrown once the first error has been reported.
-struct Failed {};
-
-bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-bool digit(char c) { return c >= '0' && c <= '9'; }
-
-/// Offset of the first byte that is not part of valid UTF-8, or npos.
-size_t invalid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return i;
-    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
-    for (size_t k = 1; k < n; ++k) {
-      unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    bool overlong = (n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
-    if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += n;
-  }
-  return std::string::npos;
-}
-
-class Lexer {
- public:
-  Lexer(const std::string& s, DiagnosticEngine& diags) : s_(s), diags_(diags) {}
-
-  std::vector<Token> run() {
-    std::vector<Token> out;
-    for (;;) {
-      skip_space();
-      Token t;
-      t.begin = pos_;
-      t.line = line_;
-      t.col = col_;
-      if (pos_ >= s_.size()) {
-        t.kind = Tok::End;
-        finish(t);
-        out.push_back(std::move(t));
-        return out;
-      }
-      char c = s_[pos_];
-      if (ident_start(c)) {
-        t.kind = Tok::Ident;
-        while (pos_ < s_.size() && ident_char(s_[pos_])) advance();
-        // Dotted names: `q.seqlen`, and the printer's suffixes `i.1`.
-        while (peek(0) == '.' && ident_char(peek(1))) {
-          advance();
-          while (pos_ < s_.size() && ident_char(s_[pos_])) advance();
-        }
-        t.text = s_.substr(t.begin, pos_ - t.begin);
-      } else if (digit(c)) {
-        t.kind = Tok::Number;
-        while (digit(peek(0))) advance();
-        if (peek(0) == '.' && digit(peek(1))) {
-          advance();
-          while (digit(peek(0))) advance();
-        }
-        if ((peek(0) == 'e' || peek(0) == 'E') &&
-            (digit(peek(1)) || ((peek(1) == '+' || peek(1) == '-') && digit(peek(2))))) {
-          advance();
-          if (!digit(peek(0))) advance();
-          while (digit(peek(0))) advance();
-        }
-        t.text = s_.substr(t.begin, pos_ - t.begin);
-        size_t suffix = pos_;
-        while (ident_char(peek(0))) advance();
-        t.suffix = s_.substr(suffix, pos_ - suffix);
-      } else if (c == '"' || c == '`') {
-        t.kind = c == '"' ? Tok::String : Tok::Text;
-        t.text = quoted(c, t);
-      } else {
-        t.kind = Tok::Punct;
-        static const char* two[] = {"..", "->", "==", "!=", "<=", "&&", "||"};
-        for (const char* p : two)
-          if (c == p[0] && peek(1) == p[1]) t.text = p;
-        if (t.text.empty() && std::string_view("()[]{},;:=@+-*/%<!").find(c) != std::string_view::npos) t.text = c;
-        if (t.text.empty()) {
-          finish(t);
-          t.end_col = t.col + 1;
-          unsigned char u = static_cast<unsigned char>(c);
-          error(t, u >= 0x20 && u < 0x7F ? fmt::format("unexpected character `{}`", c)
-                                         : fmt::format("unexpected character with code 0x{:02x}", u));
-        }
-        for (size_t k = 0; k < t.text.size(); ++k) advance();
-      }
-      finish(t);
-      out.push_back(std::move(t));
-    }
-  }
-
- private:
-  char peek(size_t k) const { return pos_ + k < s_.size() ? s_[pos_ + k] : '\0'; }
-
-  /// Columns count characters, not bytes: a UTF-8 continuation byte does not
-  /// start a column.
-  void advance() {
-    char c = s_[pos_++];
-    if (c == '\n') {
-      ++line_;
-      col_ = 1;
-    } else if (pos_ >= s_.size() || (static_cast<unsigned char>(s_[pos_]) & 0xC0) != 0x80) {
-      ++col_;
-    }
-  }
-
-  void finish(Token& t) const {
-    t.end = pos_;
-    t.end_line = line_;
-    t.end_col = col_;
-  }
-
-  [[noreturn]] void error(const Token& at, const std::string& msg) {
-    diags_.report(DiagKind::IRSyntax, at.range(), msg);
-    throw Failed{};
-  }
-
-  void skip_space() {
-    for (;;) {
-      char c = peek(0);
-      if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
-        advance();
-      } else if (c == '/' && peek(1) == '/') {
-        while (pos_ < s_.size() && s_[pos_] != '\n') advance();
-      } else {
-        return;
-      }
-    }
-  }
-
-  /// The contents of a "string" or `text`, with escapes \n \t \\ \" \` \xHH.
-  std::string quoted(char close, Token& t) {
-    std::string out;
-    advance();
-    for (;;) {
-      if (pos_ >= s_.size() || s_[pos_] == '\n') {
-        finish(t);
-        error(t, close == '"' ? "unterminated string: a `\"` is missing before the end of the line"
-                              : "unterminated check text: a backtick is missing before the end of the line");
-      }
-      char c = s_[pos_];
-      if (c == close) {
-        advance();
-        return out;
-      }
-      if (c != '\\') {
-        out += c;
-        advance();
-        continue;
-      }
-      Token esc;
-      esc.line = line_;
-      esc.col = col_;
-      advance();
-      char e = peek(0);
-      auto hex = [](char h) {
-        return digit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-      };
-      if (e == 'n') out += '\n';
-      else if (e == 't') out += '\t';
-      else if (e == '\\' || e == '"' || e == '`') out += e;
-      else if (e == 'x' && hex(peek(1)) >= 0 && hex(peek(2)) >= 0) {
-        out += static_cast<char>(hex(peek(1)) * 16 + hex(peek(2)));
-        advance();
-        advance();
-      } else {
-        esc.end_line = line_;
-        esc.end_col = col_ + 1;
-        error(esc, "unknown escape sequence; expected one of \\n \\t \\\\ \\\" \\` \\xHH");
-      }
-      advance();
-    }
-  }
-
-  const std::string& s_;
-  DiagnosticEngine& diags_;
-  size_t pos_ = 0;
-  int line_ = 1, col_ = 1;
-};
+using vloop_text::Failed;
+using vloop_text::Tok;
+using vloop_text::Token;
 
 /// Names the printer never gives a variable (nor can a size have them), since
 /// a bare name would read as a literal (`true`, `f32(inf)`). A buffer may
@@ -1025,7 +838,7 @@ class Parser {
 
 std::optional<Module> parse_vloop(const SourceFile& file, DiagnosticEngine& diags) {
   const std::string& text = file.text();
-  if (size_t bad = invalid_utf8(text); bad != std::string::npos) {
+  if (size_t bad = vloop_text::invalid_utf8(text); bad != std::string::npos) {
     int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(bad), '\n'));
     size_t nl = bad == 0 ? std::string::npos : text.rfind('\n', bad - 1);
     int col = 1 + static_cast<int>(bad - (nl == std::string::npos ? 0 : nl + 1));
@@ -1033,7 +846,7 @@ std::optional<Module> parse_vloop(const SourceFile& file, DiagnosticEngine& diag
     return std::nullopt;
   }
   try {
-    std::vector<Token> toks = Lexer(text, diags).run();
+    std::vector<Token> toks = vloop_text::lex(text, diags);
     Module m = Parser(std::move(toks), diags).module();
     if (m.funcs.empty()) diags.report(DiagKind::EmptyProgram, SourceRange::point(1, 1));
     return m;

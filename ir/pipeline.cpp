@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "ir/expand_prints.h"
 #include "ir/fuse_elementwise.h"
 #include "ir/fuse_parallel_loops.h"
 #include "ir/fuse_row_max.h"
 #include "ir/fuse_row_sums.h"
+#include "ir/jam_reductions.h"
 #include "ir/mark_parallel.h"
 #include "ir/mark_written_first.h"
+#include "ir/online_reductions.h"
 #include "ir/printer.h"
 #include "ir/reorder_loops.h"
 #include "ir/storage_lowering.h"
@@ -39,7 +42,7 @@ struct RunState {
 };
 
 /// Which configurations include a pass in the default list.
-enum class When { Always, Cpu, Cuda, StorageLowering, Simplify };
+enum class When { Always, Cpu, Cuda, StorageLowering, Simplify, CpuLowered, Online };
 
 struct PassDef {
   const char* name;
@@ -88,6 +91,22 @@ bool apply_schedules(Module& m, RunState& s) {
   return s.diags.error_count() == errors;
 }
 
+/// The names `materialize` keeps stored and the tensors whose assignments
+/// other directives name, per function: online reductions leave them alone.
+bool online_reductions_all(Module& m, RunState& s) {
+  for (auto& f : m.funcs) {
+    if (f.storage_lowered) continue;
+    std::set<std::string> keep, scheduled;
+    for (const auto& sched : s.options.schedules) {
+      if (sched.func != f.name) continue;
+      for (const auto& d : sched.directives)
+        for (const auto& l : d.loops) (d.kind == DirectiveKind::Materialize ? keep : scheduled).insert(l.tensor);
+    }
+    online_reductions(f, keep, scheduled, s.options.explain ? &s.result.explain : nullptr);
+  }
+  return true;
+}
+
 bool lower_all_storage(Module& m, RunState& s) {
   s.lowered_storage = true;
   s.lowered_now.assign(m.funcs.size(), false);
@@ -114,10 +133,19 @@ bool simplify_all(Module& m, RunState& s) {
   return true;
 }
 
+bool jam_all(Module& m, RunState&) {
+  for (auto& f : m.funcs)
+    if (f.storage_lowered) jam_reductions(f);
+  return true;
+}
+
 // The pipeline, in order. Schedules name the loops lowering made, so they
 // come before the passes that restructure nests.
 const PassDef kPasses[] = {
     {"expand-prints", "whole-tensor prints become loops of scalar prints", When::Always, each_unlowered<expand_prints>},
+    {"online-reductions", "dependent reductions over one index (softmax's max, sum and weighted sum) in one pass that "
+                          "rescales its sums (flash attention, derived); no tensor indexed by that index is stored",
+     When::Online, online_reductions_all},
     {"mark-parallel", "outer loops whose iterations are independent become `parallel` (the runtime's thread pool)",
      When::Always, each_unlowered<mark_parallel>},
     {"reorder-loops", "CPU: swaps nested left-side loops so that a reused slice (k[b][j, h, d]) stays in cache",
@@ -144,6 +172,9 @@ const PassDef kPasses[] = {
      When::StorageLowering, lower_all_storage},
     {"simplify-indices", "Z3-proved index rewrites, redundant bound checks dropped, invariant aux loads hoisted (CPU)",
      When::Simplify, simplify_all},
+    {"jam-reductions", "CPU: a dot-product loop sharing a load across its iterations runs 4 of them at once, one "
+                       "accumulator each",
+     When::CpuLowered, jam_all},
 };
 
 const PassDef* find_pass(std::string_view name) {
@@ -159,6 +190,8 @@ bool included(const PassDef& p, const PipelineOptions& o) {
     case When::Cuda: return o.target == Target::Cuda;
     case When::StorageLowering: return o.storage_lowering;
     case When::Simplify: return o.storage_lowering && o.simplify;
+    case When::CpuLowered: return o.target == Target::Cpu && o.storage_lowering;
+    case When::Online: return o.online_reductions;
   }
   return false;
 }

@@ -51,6 +51,11 @@ struct PipelineOptions {
   bool storage_lowering = true;
   /// Off (`--no-simplify`): no simplify-indices after storage lowering.
   bool simplify = true;
+  /// On (`--online-reductions`): the online-reductions pass derives the
+  /// one-pass (flash-attention) form of dependent reduction chains. Off by
+  /// default until its loops are tiled: on the CPU the one-key-at-a-time
+  /// form is 3-6x slower than the materialised one (bench/RESULTS.md).
+  bool online_reductions = false;
   /// The module is IR text: no default schedule (it is taken as scheduled).
   bool from_ir_text = false;
   /// The CPU target's default padding factor (0 or 1: none); when

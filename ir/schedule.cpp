@@ -31,6 +31,7 @@ constexpr Spec kSpecs[] = {
     // tensor name, read in place of a factor and a loop.
     {"remap", DirectiveKind::Remap, 1, 1, "remap(TENSOR.INDEX, longest_first) or remap(TENSOR.INDEX, KEY)"},
     {"inline", DirectiveKind::Inline, 1, 0, "inline(TENSOR)"},
+    {"materialize", DirectiveKind::Materialize, 1, 0, "materialize(TENSOR)"},
     {"fuse_dims", DirectiveKind::FuseDims, 2, 0, "fuse_dims(TENSOR.OUTER, TENSOR.INNER)"},
     // -2 loops: one or more (the count is checked by apply_schedule).
     {"gpu_blocks", DirectiveKind::GpuBlocks, -2, 0, "gpu_blocks(TENSOR.INDEX[, TENSOR.INDEX])"},
@@ -65,7 +66,7 @@ class Reader {
     size_t loops = spec->loops < 0 ? d.args.size() : static_cast<size_t>(spec->loops);
     bool ok = true;
     for (size_t i = 0; i < d.args.size(); ++i) {
-      if (spec->kind == DirectiveKind::Inline) {
+      if (spec->kind == DirectiveKind::Inline || spec->kind == DirectiveKind::Materialize) {
         auto r = tensor_ref(*d.args[i]);
         if (r) out.loops.push_back(*r);
         else ok = false;

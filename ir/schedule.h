@@ -53,7 +53,8 @@ enum class DirectiveKind {
   Inline,
   FuseDims,
   GpuBlocks,
-  GpuThreads
+  GpuThreads,
+  Materialize
 };
 const char* directive_name(DirectiveKind k);
 

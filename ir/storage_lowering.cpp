@@ -325,7 +325,7 @@ class StorageLowerer {
 
   /// Top-level body statements that store only aux arrays and read only
   /// inputs and aux arrays the prelude has filled by then (`fuse`'s maps,
-  /// ir/apply_schedule.cpp) move to the end of the prelude: they are
+  /// ir/schedule/fuse.cpp) move to the end of the prelude: they are
   /// computed once per length pattern, like the offset arrays. An aux array
   /// a moved statement sizes from another (`F_fo0` of `F_oif0@(E)`) is then
   /// allocated after the statements before it have run.

@@ -27,37 +27,6 @@ struct Nest {
   Buffer acc;
 };
 
-/// Rewrites expressions and statements for one tile element: loop variables
-/// to expressions, the accumulator to the element's own.
-struct Renamer {
-  std::map<const VarNode*, Expr> vars;
-  const BufferNode* acc = nullptr;
-  Buffer acc_new;
-
-  Expr expr(const Expr& e) const {
-    if (!e) return e;
-    if (e->kind == ExprKind::VarRef) {
-      auto it = vars.find(e->var.get());
-      return it == vars.end() ? e : it->second;
-    }
-    bool swap = e->kind == ExprKind::Load && e->buffer.get() == acc;
-    if (e->args.empty() && !swap) return e;
-    auto copy = std::make_shared<ExprNode>(*e);
-    if (swap) copy->buffer = acc_new;
-    for (auto& a : copy->args) a = expr(a);
-    return copy;
-  }
-
-  /// A Store (the only statements a tile element copies).
-  Stmt store(const Stmt& s) const {
-    auto copy = std::make_shared<StmtNode>(*s);
-    if (copy->buffer.get() == acc) copy->buffer = acc_new;
-    copy->value = expr(copy->value);
-    for (auto& a : copy->args) a = expr(a);
-    return copy;
-  }
-};
-
 class Tiler {
  public:
   explicit Tiler(Func& f) : f_(f) {}
@@ -167,11 +136,11 @@ class Tiler {
     for (const auto& ie : is)
       for (const auto& je : js) {
         if (accs.size() <= k) accs.push_back(fresh_acc(n, k / kTileJ, k % kTileJ));
-        Renamer rn{{{n.outer->var.get(), ie}, {n.inner->var.get(), je}, {n.red->var.get(), build::var(r)}},
-                   n.acc.get(), accs[k]};
-        inits.push_back(rn.store(n.init));
-        steps.push_back(rn.store(n.step));
-        fins.push_back(rn.store(n.fin));
+        std::map<const VarNode*, Expr> vars{
+            {n.outer->var.get(), ie}, {n.inner->var.get(), je}, {n.red->var.get(), build::var(r)}};
+        inits.push_back(rename_store(n.init, vars, n.acc.get(), accs[k]));
+        steps.push_back(rename_store(n.step, vars, n.acc.get(), accs[k]));
+        fins.push_back(rename_store(n.fin, vars, n.acc.get(), accs[k]));
         ++k;
       }
     auto red = std::make_shared<StmtNode>(*n.red);
@@ -217,20 +186,9 @@ class Tiler {
     // The last ni % TI rows: the original inner loop, i substituted.
     Var ir = make_var(n.outer->var->name + ".r");
     Expr irow = add(mul(build::binary(BinOp::Div, ni, imm(kTileI)), imm(kTileI)), build::var(ir));
-    Stmt rest = build::for_loop(ir, build::binary(BinOp::Mod, ni, imm(kTileI)), substitute_stmt(n.inner, n.outer->var, irow));
+    Stmt rest =
+        build::for_loop(ir, build::binary(BinOp::Mod, ni, imm(kTileI)), substitute(n.inner, {{n.outer->var.get(), irow}}));
     return build::seq({blocks, rest});
-  }
-
-  /// `s` with variable `v` replaced by `e` everywhere.
-  static Stmt substitute_stmt(const Stmt& s, const Var& v, const Expr& e) {
-    if (!s) return s;
-    std::map<const VarNode*, Expr> m{{v.get(), e}};
-    auto copy = std::make_shared<StmtNode>(*s);
-    copy->extent = substitute(copy->extent, m);
-    copy->value = substitute(copy->value, m);
-    for (auto& a : copy->args) a = substitute(a, m);
-    for (auto& c : copy->body) c = substitute_stmt(c, v, e);
-    return copy;
   }
 
   Func& f_;

@@ -5,8 +5,12 @@
 # libraries it links (xz-compressed), libdccrt, the examples, the schedules
 # of the scheduled GPU test, the length batches, the benchmark's .so files
 # built here with --target=cuda, the nested examples' .so files with their
-# CUDA hosts, and bench/cuda/run_gpu.sh. Run that script there (see
-# bench/README.md).
+# CUDA hosts, the Python package with its tests (tests/python: the dccc
+# driver itself travels in test.tar.xz, 1 MB more, so that run_gpu.sh builds
+# the libraries of the Python tests there -- the CPU ones for that CPU, the
+# CUDA ones with that nvcc, which keeps them out of the bundle; Debian's
+# pytest in pylib/ for a Python without one), bench/python/ddp_encoder.py,
+# and bench/cuda/run_gpu.sh. Run that script there (see bench/README.md).
 #
 #   scripts/gpu_bundle.sh [OUT_DIR]     default: build-gpu (ignored by git)
 set -euo pipefail
@@ -25,8 +29,14 @@ for lib in $(ldd "$test_bin" | awk '/=> \// {print $3}' |
              grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|libpthread|libdl|librt|ld-linux[^/]*)\.so'); do
   cp -L "$lib" "$OUT/stage/lib/"
 done
+# The driver too, for the Python tests (its libraries are mostly the same).
+for lib in $(ldd "$BUILD/tools/dccc" | awk '/=> \// {print $3}' |
+             grep -v -E '/(libc|libm|libgcc_s|libstdc\+\+|libpthread|libdl|librt|ld-linux[^/]*)\.so'); do
+  cp -L -n "$lib" "$OUT/stage/lib/"
+done
 cp "$test_bin" "$OUT/stage/dccc_cuda_backend_tests"
-strip "$OUT/stage/dccc_cuda_backend_tests"
+cp "$BUILD/tools/dccc" "$OUT/stage/dccc"
+strip "$OUT/stage/dccc_cuda_backend_tests" "$OUT/stage/dccc"
 echo "gpu_bundle: compressing the test binary and $(ls "$OUT/stage/lib" | wc -l) libraries"
 XZ_OPT="-T2 -6" tar -cJf "$OUT/test.tar.xz" -C "$OUT/stage" .
 rm -rf "$OUT/stage"
@@ -51,7 +61,39 @@ done
 for ex in causal_attention documents; do
   "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
 done
+# The online-reductions examples (issue 15) for run_gpu.sh's differential
+# test: each as written (online) and with its scores kept (materialised).
+mkdir -p "$OUT/online"
+cp "$ROOT/tests/online/attention_diff.py" "$OUT/"
+for pair in mha:scores mha_bf16:scores flash_attention:scores mha_causal:scores mha_window:dot \
+            mha_softcap:raw mha_scale_after_max:s; do
+  ex=${pair%%:*} keep=${pair#*:}
+  fn=$ex
+  "$BUILD/tools/dccc" --target=cuda --online-reductions -o "$OUT/online/${ex}_cuda_online.so" "$ROOT/examples/$ex.toy"
+  "$BUILD/tools/dccc" --target=cuda --schedule="schedule $fn { materialize($keep); }" \
+    -o "$OUT/online/${ex}_cuda_materialised.so" "$ROOT/examples/$ex.toy"
+done
 cp "$ROOT/examples/host/causal_cuda_host.cu" "$ROOT/examples/host/causal_reference.h" \
    "$ROOT/examples/host/documents_cuda_host.cu" "$ROOT/examples/host/documents_reference.h" \
    "$ROOT/examples/host/cuda_host_util.h" "$OUT/"
+# The Python package and its tests, laid out as in the repository
+# (tests/python/test_docs.py runs the README's and docs/python.md's blocks
+# from the bundle's root).
+mkdir -p "$OUT/tests" "$OUT/docs" "$OUT/bench" "$OUT/pylib"
+cp -r "$ROOT/python" "$OUT/python"
+cp -r "$ROOT/tests/python" "$OUT/tests/python"
+cp -r "$ROOT/bench/python" "$OUT/bench/python"
+cp "$ROOT/README.md" "$OUT/README.md"
+cp "$ROOT/docs/python.md" "$OUT/docs/python.md"
+find "$OUT/python" "$OUT/tests/python" "$OUT/bench/python" -name __pycache__ -prune -exec rm -rf {} +
+# Debian's pytest (pure Python), used there only when python3 has none.
+for m in pytest _pytest py.py pluggy iniconfig attr attrs packaging; do
+  if [[ -e /usr/lib/python3/dist-packages/$m ]]; then cp -r "/usr/lib/python3/dist-packages/$m" "$OUT/pylib/"; fi
+done
+find "$OUT/pylib" -name __pycache__ -prune -exec rm -rf {} +
+# The device's transfer limit is 64 MiB: the libraries without their symbol
+# tables (about a quarter of their size), and the online-reductions
+# libraries packed (run_gpu.sh unpacks them).
+strip --strip-unneeded "$OUT"/*.so "$OUT"/online/*.so
+XZ_OPT="-T2 -6" tar -cJf "$OUT/online.tar.xz" -C "$OUT" online && rm -rf "$OUT/online"
 echo "gpu_bundle: wrote $OUT ($(du -sh "$OUT" | cut -f1))"

@@ -21,6 +21,8 @@ PACKAGES=(
   clang                  # the fuzz preset builds with clang++
   libclang-rt-dev        # libFuzzer and the sanitizer runtimes for clang
   python3                # tests/cuda/fatbin_archs.py (what a CUDA library holds)
+  python3-numpy          # the Python package's tests (tests/python, label python)
+  python3-pytest         # runs them
 )
 
 installed() {

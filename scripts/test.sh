@@ -4,8 +4,9 @@
 #   scripts/test.sh          setup, build the `default` preset (warnings are
 #                            errors), run ctest
 #   scripts/test.sh --full   also: the `asan` preset (ASan + UBSan) and its
-#                            ctest run, the prelude cache under TSan
-#                            (scripts/tsan_check.sh --prelude), then the
+#                            ctest run, the generated parallel loops and
+#                            the prelude cache under TSan
+#                            (scripts/tsan_check.sh), then the
 #                            `fuzz` preset and 60 s of libFuzzer over the
 #                            front end (what CI runs)
 #
@@ -54,8 +55,8 @@ if [[ $FULL -eq 1 ]]; then
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" \
     ctest --test-dir "$PREFIX-asan" --output-on-failure -j "$JOBS" || failed+=("ctest (asan)")
 
-  step "tsan (prelude cache from 8 threads: runtime unit tests, mha through dccc -o)"
-  DCCC="$PREFIX/tools/dccc" "$ROOT/scripts/tsan_check.sh" --prelude || failed+=("tsan")
+  step "tsan (parallel loops of generated kernels; prelude cache from 8 threads)"
+  DCCC="$PREFIX/tools/dccc" "$ROOT/scripts/tsan_check.sh" || failed+=("tsan")
 
   step "fuzz (fuzz preset, 60 s)"
   DCCC_FUZZ_BUILD_DIR="$PREFIX-fuzz" "$ROOT/scripts/fuzz.sh" 60 || failed+=("fuzz")

@@ -118,6 +118,8 @@ std::string DiagnosticEngine::render(const Diagnostic& d) const {
   std::string out = render_location(d.range, severity_name(d.severity), d.message,
                                     d.severity == Severity::Note ? "" : diag_kind_name(d.kind), d.fixits);
   for (const auto& n : d.notes) out += render_location(n.range, "note", n.message, "");
+  if (d.range.file && d.range.file != file_)
+    for (const auto& n : file_notes(d.range.file)) out += render_location(n.range, "note", n.message, "");
   return out;
 }
 

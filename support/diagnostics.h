@@ -73,6 +73,18 @@ class DiagnosticEngine {
   /// Stop recording after this many errors (further ones are counted only).
   void set_error_limit(int limit) { error_limit_ = limit; }
 
+  /// Notes printed after every diagnostic located in `file` (an imported
+  /// module: "imported from FILE:LINE", one per import on the chain).
+  void set_file_notes(const SourceFile* file, std::vector<Diagnostic::Note> notes) {
+    file_notes_.emplace_back(file, std::move(notes));
+  }
+  /// The notes set_file_notes registered for `file` (none: empty).
+  std::vector<Diagnostic::Note> file_notes(const SourceFile* file) const {
+    for (const auto& [f, notes] : file_notes_)
+      if (f == file) return notes;
+    return {};
+  }
+
   /// Render all diagnostics in order.
   void print(std::ostream& out) const;
   std::string render(const Diagnostic& d) const;
@@ -90,6 +102,7 @@ class DiagnosticEngine {
                               const std::vector<Diagnostic::FixIt>& fixits = {}) const;
 
   const SourceFile* file_;
+  std::vector<std::pair<const SourceFile*, std::vector<Diagnostic::Note>>> file_notes_;
   std::vector<Diagnostic> diags_;
   Diagnostic overflow_{};  // sink once the error limit is reached
   int errors_ = 0;

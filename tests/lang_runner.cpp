@@ -27,7 +27,11 @@
 //                                                and `dccc: run-time error: ...text...`
 //                                                on stderr, the same from every engine
 // where @loc is @+N / @-N (relative to the comment's line) or @LINE, each
-// optionally followed by :COL, or @:COL (a column on the comment's line).
+// optionally followed by :COL, or @:COL (a column on the comment's line), or
+// @FILE.toy:LINE[:COL], a diagnostic in another file (an imported module;
+// FILE is relative to the test file's folder). `RUN:` also takes -IDIR
+// (relative to the test's folder). Files under a folder named `mods` are
+// modules the tests import, not tests (tests/CMakeLists.txt skips them).
 //
 // The test fails on: an unknown directive, a file with no expectation, an
 // internal error (exit 70, death by signal, "internal error" on stderr), an
@@ -94,6 +98,7 @@ struct ExpectedDiag {
   std::string kind;  // empty: any (notes only)
   std::string substring;
   int directive_line = 0;
+  std::string file;  // relative to the test's folder; empty: the test file
 };
 
 /// What a test file asks for.
@@ -101,6 +106,7 @@ struct TestSpec {
   bool has_run = false;
   std::string mode = "check";
   std::vector<std::string> extra_args;
+  std::vector<std::string> include_dirs;  // -I, relative to the test's folder
   bool expect_ok = false;
   std::vector<ExpectedDiag> diags;
   bool has_stdout = false;
@@ -199,7 +205,11 @@ void parse_comment(std::string_view comment, int line_no, TestSpec& spec) {
         spec.extra_args.push_back(arg);
         continue;
       }
-      if (!starts_with(arg, "-D")) return problem("RUN accepts only -DNAME=VALUE arguments, not `" + arg + "`");
+      if (starts_with(arg, "-I") && arg.size() > 2) {
+        spec.include_dirs.push_back(arg.substr(2));
+        continue;
+      }
+      if (!starts_with(arg, "-D")) return problem("RUN accepts only -DNAME=VALUE and -IDIR arguments, not `" + arg + "`");
       spec.extra_args.push_back(arg);
     }
     return;
@@ -239,6 +249,12 @@ void parse_comment(std::string_view comment, int line_no, TestSpec& spec) {
   if (!r.empty() && r[0] == '@') {
     size_t end = r.find_first_of(" \t");
     std::string_view loc = r.substr(1, end == std::string_view::npos ? std::string_view::npos : end - 1);
+    if (size_t t = loc.find(".toy:"); t != std::string_view::npos) {  // @FILE.toy:LINE[:COL]
+      d.file = std::string(loc.substr(0, t + 4));
+      loc = loc.substr(t + 5);
+      if (loc.empty() || loc[0] == '+' || loc[0] == '-' || loc[0] == ':')
+        return problem("a location in another file is @FILE.toy:LINE[:COL]");
+    }
     if (!parse_location(loc, line_no, d.line, d.col))
       return problem("bad location `@" + std::string(loc) + "` (expected @+N, @-N or @LINE, optionally with :COL, or @:COL)");
     r = end == std::string_view::npos ? std::string_view() : r.substr(end);
@@ -289,6 +305,7 @@ struct ProducedDiag {
   std::string message;
   std::string text;  // the printed first line
   bool matched = false;
+  std::string file;  // empty: the test file; else the path dccc printed
 };
 
 /// Splits dccc's stderr into diagnostics; lines that are neither a
@@ -302,12 +319,19 @@ std::vector<ProducedDiag> parse_stderr(const std::string& err, const std::string
     if (starts_with(line, "  ")) continue;  // source line or caret
     if (line.empty()) continue;
     if (line.find(" error(s) generated.") != std::string::npos) continue;
-    if (!starts_with(line, file + ":")) {
-      stray.push_back(line);
-      continue;
-    }
-    std::string_view rest = std::string_view(line).substr(file.size() + 1);
     ProducedDiag d;
+    size_t prefix = file.size();
+    if (!starts_with(line, file + ":")) {
+      // A diagnostic in another .toy file (an imported module).
+      size_t t = line.find(".toy:");
+      if (t == std::string::npos || t == 0 || line.find(": ") < t) {
+        stray.push_back(line);
+        continue;
+      }
+      prefix = t + 4;
+      d.file = line.substr(0, prefix);
+    }
+    std::string_view rest = std::string_view(line).substr(prefix + 1);
     d.text = line;
     // Optional LINE:COL:
     size_t c1 = rest.find(':');
@@ -436,7 +460,8 @@ std::vector<std::string> split_lines_trimmed(const std::string& s) {
 }
 
 std::string describe(const ExpectedDiag& d) {
-  std::string s = std::string(sev_name(d.sev)) + " at line " + std::to_string(d.line);
+  std::string s = std::string(sev_name(d.sev)) + " at " + (d.file.empty() ? "" : d.file + " ") + "line " +
+                  std::to_string(d.line);
   if (d.col) s += ", column " + std::to_string(d.col);
   if (!d.kind.empty()) s += " [" + d.kind + "]";
   if (!d.substring.empty()) s += " containing \"" + d.substring + "\"";
@@ -444,8 +469,17 @@ std::string describe(const ExpectedDiag& d) {
   return s;
 }
 
-bool matches(const ExpectedDiag& e, const ProducedDiag& p) {
-  return e.sev == p.sev && e.line == p.line && (e.col == 0 || e.col == p.col) &&
+/// The file a diagnostic names is the file an expectation names.
+bool same_file(const ExpectedDiag& e, const ProducedDiag& p, const std::string& test_path) {
+  if (e.file.empty() || p.file.empty()) return e.file.empty() && p.file.empty();
+  std::error_code ec1, ec2;
+  fs::path want = fs::weakly_canonical(fs::path(test_path).parent_path() / e.file, ec1);
+  fs::path got = fs::weakly_canonical(p.file, ec2);
+  return !ec1 && !ec2 && want == got;
+}
+
+bool matches(const ExpectedDiag& e, const ProducedDiag& p, const std::string& test_path) {
+  return same_file(e, p, test_path) && e.sev == p.sev && e.line == p.line && (e.col == 0 || e.col == p.col) &&
          (e.kind.empty() || e.kind == p.kind) && p.message.find(e.substring) != std::string::npos;
 }
 
@@ -492,6 +526,7 @@ int run_test(const std::string& dccc, const std::string& path) {
   else if (spec.mode != "lib") args.push_back("--emit=" + spec.mode);
   args.push_back("--max-errors=1000000");
   for (const auto& a : spec.extra_args) args.push_back(a);
+  for (const auto& d : spec.include_dirs) args.push_back("-I" + (fs::path(path).parent_path() / d).string());
   args.push_back(path);
   // `RUN: lib`: the library and its headers go to a fresh directory, removed after.
   std::string lib_dir;
@@ -552,7 +587,7 @@ int run_test(const std::string& dccc, const std::string& path) {
     for (const ExpectedDiag* e : order) {
       bool found = false;
       for (auto& p : produced) {
-        if (!p.matched && matches(*e, p)) {
+        if (!p.matched && matches(*e, p, path)) {
           p.matched = found = true;
           break;
         }
@@ -601,6 +636,7 @@ int run_test(const std::string& dccc, const std::string& path) {
     for (const char* engine : {"--interpret", "--no-storage-lowering"}) {
       std::vector<std::string> alt = {dccc, "run", engine};
       for (const auto& a : spec.extra_args) alt.push_back(a);
+      for (const auto& d : spec.include_dirs) alt.push_back("-I" + (fs::path(path).parent_path() / d).string());
       alt.push_back(path);
       RunResult o = run_process(alt, 120);
       if (!o.started || o.timed_out || o.signal || o.exit_code != r.exit_code)

@@ -20,6 +20,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -33,10 +34,12 @@
 #include <vector>
 
 #include "backend/abi/c_abi.h"
+#include "backend/abi/metadata.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
+#include "frontend/imports.h"
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
 #include "ir/ir_parser.h"
@@ -91,6 +94,10 @@ options:
   --emit=llvm        print the LLVM IR after the optimization pipeline, for
                      --cpu when given (what -o compiles), else for this CPU
                      (what `run` compiles)
+  --emit=metadata    print the JSON description of the library that -o
+                     writes for --target (functions, structs, fields, sizes;
+                     docs/abi.md#metadata), also compiled into the library
+                     as dccc_module_info()
   --interpret        dccc run: execute with the reference interpreter of the
                      storage-lowered vloop IR instead of the JIT
   --jit              dccc run FILE.vloop: JIT-compile the IR instead of
@@ -101,7 +108,9 @@ options:
   -o PROG.so         compile into a shared library for the target, and write
                      PROG.h (the C ABI) and dccrt.h (the runtime's) beside it;
                      the C compiler used to link is $CC, default `cc`, with
-                     extra flags from $DCCC_CFLAGS
+                     extra flags from $DCCC_CFLAGS; $DCCC_RUNTIME_LIB and
+                     $DCCC_RUNTIME_HEADER replace the libdccrt.a and dccrt.h
+                     it links (--print-runtime shows which are used)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -155,11 +164,17 @@ options:
   --no-default-schedule
                      no default padding (CPU target; docs/schedules.md#defaults)
   --default-pad=K    the CPU target's default padding factor (default 4; 0 or 1: none)
+  --online-reductions
+                     derive the one-pass (flash-attention) form of dependent
+                     reductions: no O(s^2) scores in memory (docs/vloop.md;
+                     off by default: not yet faster on the CPU)
   --no-simplify      skip the Z3-backed index simplification, bound-check
                      elimination and load hoisting after storage lowering
                      (ir/simplify_indices.h)
   --explain-simplify print, per function, what that pass changed and why
   -DNAME=VALUE       fix size parameter NAME to an integer, like `const`
+  -I DIR, -IDIR      look for imported files in DIR (after the importing
+                     file's folder, before the standard library)
   --max-errors=N     stop listing errors after N (default 100)
   --help             show this help
   --version          show the version
@@ -191,6 +206,7 @@ struct Options {
   std::vector<std::string> schedules;  // --schedule=TEXT
   bool explain = false;
   bool simplify = true;          // --no-simplify turns ir/simplify_indices off
+  bool online_reductions = false;  // --online-reductions
   bool explain_simplify = false;
   int64_t default_pad = dccc::ir::kCpuDefaultPad;  // 0: --no-default-schedule
   bool default_pad_given = false;
@@ -206,6 +222,7 @@ struct Options {
   std::string depfile_path;            // -MF
   bool print_runtime = false;
   bool shared_runtime = false;         // --runtime=shared
+  dccc::ImportOptions imports;
 };
 
 /// The summary line after errors (text diagnostics only: JSON and SARIF
@@ -233,8 +250,8 @@ int parse_args(int argc, char** argv, Options& o) {
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
       if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" &&
-          o.emit != "llvm")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda or llvm");
+          o.emit != "llvm" && o.emit != "metadata")
+        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda, llvm or metadata");
     } else if (a.rfind("--target=", 0) == 0) {
       auto t = dccc::ir::parse_target(a.substr(9));
       if (!t) return usage_error("unknown --target `" + a.substr(9) + "`; expected cpu or cuda");
@@ -317,6 +334,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.explain = true;
     } else if (a == "--no-simplify") {
       o.simplify = false;
+    } else if (a == "--online-reductions") {
+      o.online_reductions = true;
     } else if (a == "--explain-simplify") {
       o.explain_simplify = true;
     } else if (a == "--no-default-schedule" || a == "--default-pad=0") {
@@ -339,6 +358,11 @@ int parse_args(int argc, char** argv, Options& o) {
       } catch (...) {
         return usage_error("--max-errors takes a number");
       }
+    } else if (a == "-I") {
+      if (i + 1 >= argc) return usage_error("-I takes a directory");
+      o.imports.include_dirs.push_back(argv[++i]);
+    } else if (a.rfind("-I", 0) == 0) {
+      o.imports.include_dirs.push_back(a.substr(2));
     } else if (a.rfind("-D", 0) == 0) {
       std::string def = a.substr(2);
       size_t eq = def.find('=');
@@ -380,6 +404,7 @@ int parse_args(int argc, char** argv, Options& o) {
       return usage_error("--emit=ast, --emit=typed and --summary need a .toy program, not IR text");
     if (!o.output.empty()) return usage_error("-o needs a .toy program: IR text has not been checked");
     if (!o.check.defines.empty()) return usage_error("-D applies to .toy programs, not IR text");
+    if (!o.imports.include_dirs.empty()) return usage_error("-I applies to .toy programs, not IR text");
     if (!o.schedules.empty() || o.explain)
       return usage_error("--schedule and --explain need a .toy program: IR text names no assignments");
     if (!o.jit) o.interpret = true;
@@ -396,8 +421,8 @@ dccc::backend::CpuTarget cpu_target(const Options& o, const std::string& default
   return t;
 }
 
-/// `-o`: the library, then the dependency file of -MD.
-int write_library(const Options& o, const dccc::ir::Module& module, dccc::DiagnosticEngine& diags) {
+/// What -o writes and for which target (tools/link_library.h).
+dccc::tools::LibraryOptions library_options(const Options& o) {
   dccc::tools::LibraryOptions lib;
   lib.source = o.file;
   lib.output = o.output;
@@ -407,15 +432,26 @@ int write_library(const Options& o, const dccc::ir::Module& module, dccc::Diagno
   lib.cuda_opt_level = o.opt_level;
   lib.lineinfo = o.lineinfo;
   lib.shared_runtime = o.shared_runtime;
-  int rc = dccc::tools::write_library(lib, module, diags);
+  return lib;
+}
+
+/// `-o`: the library, then the dependency file of -MD, which lists every
+/// file the compilation read (`read`: the program's file and every file it
+/// imports, frontend/imports.h), so a build system recompiles when any of
+/// them changes (a --schedule is on the command line).
+int write_library(const Options& o, const dccc::ir::Module& module, const std::vector<std::string>& read,
+                  dccc::DiagnosticEngine& diags) {
+  int rc = dccc::tools::write_library(library_options(o), module, diags);
   if (rc != kExitOk || !o.depfile) return rc;
   namespace fs = std::filesystem;
   fs::path out = fs::absolute(o.output), header = out;
   header.replace_extension(".h");
   fs::path dep = o.depfile_path.empty() ? fs::path(out).replace_extension(".d") : fs::path(o.depfile_path);
-  // The language has no imports yet: the program's own file is all a
-  // library depends on (a --schedule is on the command line).
-  std::vector<std::string> deps{fs::absolute(o.file).lexically_normal().string()};
+  std::vector<std::string> deps;
+  for (const auto& f : read.empty() ? std::vector<std::string>{o.file} : read) {
+    std::string path = fs::absolute(f).lexically_normal().string();
+    if (std::find(deps.begin(), deps.end(), path) == deps.end()) deps.push_back(path);
+  }
   return dccc::tools::write_depfile(dep.string(), {o.output, header.string()}, deps) ? kExitOk : kExitErrors;
 }
 
@@ -426,6 +462,7 @@ dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<d
   p.target = o.emit == "cuda" ? dccc::ir::Target::Cuda : o.target;
   p.storage_lowering = o.storage;
   p.simplify = o.simplify;
+  p.online_reductions = o.online_reductions;
   p.from_ir_text = o.from_vloop;
   p.default_pad = o.default_pad;
   if (o.default_pad_given)
@@ -454,6 +491,9 @@ int run(const Options& o) {
   std::optional<dccc::ir::Module> module;
   std::vector<dccc::ir::Schedule> schedules;
   std::vector<std::unique_ptr<dccc::SourceFile>> cli_files;  // --schedule texts
+  // The files the program imports (diagnostics point into them until the
+  // end); loaded.paths lists every file the compilation read.
+  dccc::LoadedFiles loaded;
   int cli_errors = 0;
   if (o.from_vloop) {
     module = dccc::ir::parse_vloop(file, diags);
@@ -462,9 +502,9 @@ int run(const Options& o) {
       errors_generated(diags.error_count());
       return kExitErrors;
     }
-    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run) return kExitOk;
+    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run) return kExitOk;
   } else {
-  auto program = dccc::parse(file, diags);
+  auto program = dccc::parse_with_imports(file, diags, o.imports, loaded);
   if (program && o.emit == "ast") {
     diags.print(std::cerr);
     std::cout << dccc::ast::dump(*program);
@@ -501,7 +541,8 @@ int run(const Options& o) {
     errors_generated(diags.error_count() + cli_errors);
     return kExitErrors;
   }
-  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && !o.run && o.output.empty() && !o.explain &&
+  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
+      o.output.empty() && !o.explain &&
       schedules.empty())
     return kExitOk;
 
@@ -526,6 +567,10 @@ int run(const Options& o) {
     return kExitErrors;
   }
   std::cout << result.explain;
+  if (o.explain && o.target == dccc::ir::Target::Cuda)
+    std::cout << "library calls (--target=cuda): each function copies its length arrays to the host, runs its "
+                 "kernels on the current device's default stream and returns after they finish, so a call "
+                 "synchronises with the device (docs/abi.md, \"The CUDA target\"; docs/python.md, \"CUDA\")\n";
   if (o.explain_simplify)
     for (const auto& [name, report] : result.simplified) {
       std::cout << "fn " << name << ": " << report.indices << " index rewrite(s), " << report.checks
@@ -555,7 +600,18 @@ int run(const Options& o) {
     std::cout << *text;
     if (o.output.empty() && !o.run) return kExitOk;
   }
-  if (!o.output.empty()) return write_library(o, *module, diags);
+  if (o.emit == "metadata") {
+    dccc::ir::Module m = dccc::tools::library_module(*module);
+    try {
+      dccc::backend::assign_c_names(m, o.target);
+    } catch (const dccc::backend::BackendUnsupported& e) {
+      std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
+      errors_generated(diags.error_count());
+      return kExitErrors;
+    }
+    std::cout << dccc::backend::emit_metadata(m, dccc::tools::metadata_context(library_options(o)));
+  }
+  if (!o.output.empty()) return write_library(o, *module, loaded.paths, diags);
   if (!o.run) return kExitOk;
   const dccc::ir::Func* main_fn = nullptr;
   for (const auto& f : module->funcs)

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "backend/abi/c_abi.h"
+#include "backend/abi/metadata.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/aot.h"
 #include "support/diagnostic_format.h"
@@ -103,6 +104,27 @@ int link_cuda(const LibraryOptions& o, const fs::path& out, const fs::path& head
 
 }  // namespace
 
+ir::Module library_module(const ir::Module& full) {
+  ir::Module m;
+  for (const auto& f : full.funcs)
+    if (f.name != "main" && f.name.find('.') == std::string::npos) m.funcs.push_back(f);
+  return m;
+}
+
+backend::MetadataContext metadata_context(const LibraryOptions& o) {
+  backend::MetadataContext c;
+  c.source = fs::path(o.source).filename().string();
+  c.compiler = std::string("dccc ") + DCCC_VERSION;
+  c.target = o.target;
+  if (o.target == ir::Target::Cuda) {
+    c.arch = gencode_flags(o.cuda_archs.empty() ? default_cuda_archs() : o.cuda_archs);
+  } else {
+    c.arch = o.cpu.cpu.empty() ? backend::default_cpu() : o.cpu.cpu;
+    if (c.arch == "native") c.arch = backend::host_cpu_name();
+  }
+  return c;
+}
+
 std::vector<std::string> default_cuda_archs() { return {"sm_80", "sm_90"}; }
 
 bool valid_cuda_arch(const std::string& arch) {
@@ -120,9 +142,7 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
   fs::path out = fs::absolute(o.output);
   fs::path header = out;
   header.replace_extension(".h");
-  ir::Module m;
-  for (const auto& f : full.funcs)
-    if (f.name != "main") m.funcs.push_back(f);
+  ir::Module m = library_module(full);
   if (m.funcs.empty()) {
     std::cerr << "dccc: error: `" << o.source << "` has no function to put in a library (only `main`)\n";
     return kExitErrors;
@@ -150,9 +170,7 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
     // prints one.
     backend::assign_c_names(m, o.target);
     if (cuda) {
-      std::string line_file;  // a C string literal's contents
-      if (o.lineinfo)
-        for (char c : fs::absolute(o.source).lexically_normal().string()) line_file += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+      std::string line_file = o.lineinfo ? fs::absolute(o.source).lexically_normal().string() : "";
       std::ofstream(tmp / "kernels.cu") << backend::emit_cuda(m, line_file) << backend::emit_cuda_prelude(m);
     } else if (!backend::emit_object(m, obj.string(), o.cpu, error)) {
       std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
@@ -162,7 +180,8 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
     for (char c : header.stem().string()) guard += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
     guard += "_H";
     std::ofstream(header) << backend::emit_header(m, fs::path(o.source).filename().string(), guard);
-    std::ofstream(tmp / "abi.c") << backend::emit_wrapper(m, header.filename().string(), o.target);
+    std::ofstream(tmp / "abi.c") << backend::emit_wrapper(m, header.filename().string(), o.target)
+                                 << backend::emit_metadata_symbol(backend::emit_metadata(m, metadata_context(o)));
   } catch (const backend::BackendUnsupported& e) {
     std::cerr << diags.render(diags.report(DiagKind::Unsupported, e.at, e.what()));
     if (diagnostic_style().format == DiagnosticFormat::Text)

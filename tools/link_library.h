@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/abi/metadata.h"
 #include "backend/llvm/target.h"
 #include "ir/ir.h"
 #include "ir/pipeline.h"
@@ -34,6 +35,17 @@ struct LibraryOptions {
   /// instead of copying libdccrt.a into the library.
   bool shared_runtime = false;
 };
+
+/// The functions a library holds: the compiled file's own, but not `main`
+/// (an imported function is named `stem.name`, frontend/imports.h, and was
+/// inlined into its callers).
+ir::Module library_module(const ir::Module& full);
+
+/// What the library's metadata (dccc_module_info, `--emit=metadata`) says
+/// it was built from and for: `arch` is the CPU the kernels were compiled
+/// for (--cpu, `native` resolved to this machine's CPU name) or nvcc's
+/// architecture flags.
+backend::MetadataContext metadata_context(const LibraryOptions& o);
 
 /// sm_80 and sm_90: the data-centre GPUs the CUDA target is tested on.
 std::vector<std::string> default_cuda_archs();

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
+#include "frontend/imports.h"
 #include "frontend/parser.h"
 #include "ir/lower.h"
 #include "ir/pipeline.h"
@@ -35,6 +37,7 @@ constexpr const char* kValue = "__repl_value";
 const char* kHelp = R"(Enter DCC declarations, statements or an expression; input continues over
 several lines until every bracket is closed.
   type T = ...;  const N = 3;  fn f(...) { ... }   kept for later inputs
+  import "std/nn.toy" as nn;                       kept, like a declaration
   let x: [3]f32 = [1.0, 2.0, 3.0];                 kept (re-run by later inputs)
   x[i] = x[i] * 2.0;                               kept, like `let`
   print(x);                                        runs once
@@ -133,7 +136,7 @@ void scan_code(const std::string& s, F&& visit) {
 
 InputKind classify(const std::string& input) {
   std::string w = first_word(input);
-  if (w == "type" || w == "const" || w == "fn") return InputKind::Decl;
+  if (w == "type" || w == "const" || w == "fn" || w == "import") return InputKind::Decl;
   if (w == "let" || w == "print" || w == "return") return InputKind::Stmts;
   std::string t = trim(input);
   bool stmts = false;
@@ -234,6 +237,7 @@ struct Session::Impl {
     Synthetic synth;
     std::unique_ptr<SourceFile> file;
     std::unique_ptr<DiagnosticEngine> diags;
+    LoadedFiles loaded;  // imported files, which diagnostics may point into
     std::unique_ptr<ast::Program> program;
     std::unique_ptr<CheckedProgram> checked;
     std::optional<ir::Module> module;
@@ -266,14 +270,22 @@ struct Session::Impl {
       return std::make_pair(a->range.line, a->range.col) < std::make_pair(b->range.line, b->range.col);
     });
     out.flush();
+    // A range in an imported file stays as it is; others map to the inputs.
+    auto place = [&](SourceRange r) -> Mapped {
+      if (r.file && r.file != c.file.get()) return {std::shared_ptr<const SourceFile>(std::shared_ptr<void>(), r.file), r};
+      return map(c.synth, r, current);
+    };
     for (const Diagnostic* d : sorted) {
-      Mapped m = map(c.synth, d->range, current);
+      Mapped m = place(d->range);
       Diagnostic main = *d;
       main.range = m.range;
       main.notes.clear();
       std::string text = DiagnosticEngine(m.file.get()).render(main);
-      for (const auto& n : d->notes) {
-        Mapped nm = map(c.synth, n.range, current);
+      std::vector<Diagnostic::Note> notes = d->notes;
+      if (d->range.file && d->range.file != c.file.get())
+        for (const auto& n : c.diags->file_notes(d->range.file)) notes.push_back(n);
+      for (const auto& n : notes) {
+        Mapped nm = place(n.range);
         Diagnostic note{DiagKind::NoteDefinedHere, Severity::Note, nm.range, n.message, {}, {}};
         text += DiagnosticEngine(nm.file.get()).render(note);
       }
@@ -303,7 +315,20 @@ struct Session::Impl {
     if (std::getenv("DCCC_REPL_DEBUG")) err << "--- synthetic program:\n" << c.synth.text << "---\n";
     c.file = std::make_unique<SourceFile>("<repl>", c.synth.text);
     c.diags = std::make_unique<DiagnosticEngine>(c.file.get());
-    c.program = parse(*c.file, *c.diags);
+    // Imports resolve as in a file: next to the `:load`ed file the import
+    // came from (the working directory for one typed at the prompt), then
+    // the standard library.
+    ImportOptions imports;
+    imports.root_dir_of = [&c](const ast::ImportDecl& imp) -> std::string {
+      for (const auto& seg : c.synth.segments)
+        if (imp.range.line >= seg.first_line && imp.range.line < seg.first_line + seg.lines) {
+          std::error_code ec;
+          std::filesystem::path p(seg.file->name());
+          if (std::filesystem::is_regular_file(p, ec)) return p.parent_path().string();
+        }
+      return ".";
+    };
+    c.program = parse_with_imports(*c.file, *c.diags, imports, c.loaded);
     if (c.program) c.checked = check(*c.program, *c.diags, opts.check);
     bool ok = !c.diags->has_errors() && c.program && c.checked;
     if (!ok || !c.diags->diagnostics().empty()) report(c, current);  // errors, or warnings only
@@ -624,7 +649,7 @@ struct Session::Impl {
     if (first_word(text).empty() && trim(text).empty()) return true;
     if (classify(text) != InputKind::Decl) {
       out.flush();
-      err << "error: `" << path << "` must hold declarations (`type`, `const`, `fn`)\n";
+      err << "error: `" << path << "` must hold declarations (`import`, `type`, `const`, `fn`)\n";
       return false;
     }
     return eval_code(text, path);
@@ -703,7 +728,7 @@ std::vector<std::string> Session::completions(const std::string& line, size_t po
     words = {"cuda", "llvm", "vloop"};
   } else {
     words = {"let", "fn", "type", "const", "coupling", "where", "layout", "reduce", "print", "select",
-             "true", "false", "f16", "bf16", "f32", "f64", "i32", "i64", "bool", "exp", "log",
+             "true", "false", "inf", "nan", "f16", "bf16", "f32", "f64", "i32", "i64", "bool", "exp", "log",
              "sqrt", "rsqrt", "tanh", "erf", "abs", "pow", "max", "min", "len"};
     // The names the kept declarations and statements introduce.
     auto collect = [&](const std::string& text) {

@@ -1,5 +1,6 @@
 #include "tools/runtime_paths.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
@@ -14,7 +15,20 @@ std::string executable_dir() {
   return exe.parent_path().string();
 }
 
-RuntimePaths find_runtime() {
+namespace {
+
+/// $DCCC_RUNTIME_LIB and $DCCC_RUNTIME_HEADER, when set, replace what was
+/// found (a driver copied to another machine, as scripts/gpu_bundle.sh does).
+RuntimePaths with_overrides(RuntimePaths p) {
+  if (const char* e = std::getenv("DCCC_RUNTIME_LIB"); e && *e) p.library = e;
+  if (const char* e = std::getenv("DCCC_RUNTIME_HEADER"); e && *e) {
+    p.header = e;
+    p.include = fs::path(e).parent_path().string();
+  }
+  return p;
+}
+
+RuntimePaths find_layout() {
   RuntimePaths p;
   std::string bin = executable_dir();
   if (!bin.empty()) {
@@ -39,5 +53,9 @@ RuntimePaths find_runtime() {
   p.shared_library = DCCC_RUNTIME_SHARED_LIB;
   return p;
 }
+
+}  // namespace
+
+RuntimePaths find_runtime() { return with_overrides(find_layout()); }
 
 }  // namespace dccc::tools

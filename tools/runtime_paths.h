@@ -5,7 +5,9 @@
 // `<bin>/../lib/dccc/libdccrt.a` and `<bin>/../include/dccc/dccrt.h`, so a
 // prefix copied or moved elsewhere keeps working. A dccc run from its build
 // tree has no such layout around it and uses the build tree's paths, fixed
-// at compile time. `dccc --print-runtime` prints what was chosen.
+// at compile time. $DCCC_RUNTIME_LIB and $DCCC_RUNTIME_HEADER replace
+// either (a driver copied to another machine without its prefix, as
+// scripts/gpu_bundle.sh does). `dccc --print-runtime` prints what was chosen.
 //
 // `dccc -o --runtime=shared` links the shared runtime instead
 // (`<prefix>/LIBDIR/libdccrt.so.X.Y`, or the build tree's).

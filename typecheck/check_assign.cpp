@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 
@@ -181,7 +182,7 @@ bool Checker::check_literal_fits(const Expr& e, Scalar t) {
   }
   if (lit->kind == ExprKind::Float && is_float(t) && t != Scalar::F64) {
     double limit = t == Scalar::F16 ? 65504.0 : 3.4028234663852886e38;
-    if (std::fabs(lit->float_value) > limit) {
+    if (std::isfinite(lit->float_value) && std::fabs(lit->float_value) > limit) {
       diags_.report(DiagKind::LiteralOutOfRange, e.range, (neg ? "-" : "") + lit->text, scalar_name(t));
       return false;
     }

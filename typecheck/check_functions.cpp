@@ -71,12 +71,14 @@ void Checker::check_signature(const ast::FnDecl& f) {
 
 void Checker::check_body(CheckedFunction& cf) {
   const ast::FnDecl& f = *cf.decl;
-  FnCtx ctx{&cf, {}, {}, {}, {}, {}};
+  FnCtx ctx{&cf, {}, {}, {}, {}, {}, {}};
   frozen_ = &ctx.frozen;
+  let_sizes_ = &ctx.let_sizes;
   struct Reset {
     const std::set<std::string>*& p;
-    ~Reset() { p = nullptr; }
-  } reset{frozen_};
+    const std::set<std::string>*& q;
+    ~Reset() { p = q = nullptr; }
+  } reset{frozen_, let_sizes_};
   std::set<std::string> param_sizes;
   for (const auto& [name, t] : cf.params) {
     collect_sizes(t, param_sizes);
@@ -238,6 +240,7 @@ void Checker::check_let(const ast::Stmt& s, FnCtx& ctx) {
   if (is_int_value && s.value) {
     // An integer `let` is a size: usable in extents, with its value as a fact.
     v.is_size = true;
+    ctx.let_sizes.insert(name);
     if (t->kind == TypeKind::IntValue && annot == nullptr) v.type = types::int_value();
     RhsCtx empty;
     if (SymPtr val = to_sym(*s.value, empty, ctx)) ctx.facts.push_back({{}, sym::eq(sym::size(name), val)});

@@ -28,6 +28,9 @@ void Checker::run() {
     };
     return extent_depth_ > 0 || (frozen_ && frozen_->count(n)) || ends(".len") || ends(".sum");
   });
+  // Size parameters are non-negative; an integer `let` is a size whose
+  // value may be negative (only the fact of its value says).
+  prover_.set_size_predicate([this](const std::string& n) { return !(let_sizes_ && let_sizes_->count(n)); });
   for (const auto& [name, v] : opts_.defines) out_.int_consts[name] = v;
   declare_globals();
   for (auto [kind, i] : prog_.order) {
@@ -110,6 +113,9 @@ std::optional<int64_t> Checker::int_literal(const Expr& e, bool negative) {
 
 std::optional<double> Checker::float_literal(const Expr& e) {
   double v = std::strtod(e.text.c_str(), nullptr);
+  // `inf` and `nan` are literals of their own; a number too large for f64
+  // (`1e999`) is out of range.
+  if (e.text == "inf" || e.text == "nan") return v;
   if (!std::isfinite(v)) {
     diags_.report(DiagKind::LiteralOutOfRange, e.range, e.text.substr(0, 40) + (e.text.size() > 40 ? "..." : ""), "f64");
     return std::nullopt;

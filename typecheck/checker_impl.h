@@ -161,6 +161,7 @@ class Checker {
     std::set<std::string> frozen;     // arrays that already determine extents
     std::set<std::string> assigned;   // int arrays given definitional facts
     std::set<std::string> output_sizes;  // sizes named only by the return type
+    std::set<std::string> let_sizes;     // integer `let`s: sizes that may be negative
     bool returned = false;
   };
 
@@ -264,6 +265,7 @@ class Checker {
   int fresh_counter_ = 0;
   int extent_depth_ = 0;
   const std::set<std::string>* frozen_ = nullptr;
+  const std::set<std::string>* let_sizes_ = nullptr;  // of the function being checked
 };
 
 }  // namespace checker_internal

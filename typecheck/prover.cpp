@@ -152,7 +152,7 @@ ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
   std::function<bool(const SymPtr&)> nonneg = [&](const SymPtr& e) -> bool {
     switch (e->kind) {
       case SymKind::Const: return e->value >= 0;
-      case SymKind::Size:
+      case SymKind::Size: return !nonneg_size_ || nonneg_size_(e->name);
       case SymKind::Var: return true;
       case SymKind::Read: return !is_length_ || is_length_(e->name);
       case SymKind::Add:
@@ -169,9 +169,22 @@ ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
   sym::reads(goal, goal_reads);
   for (const auto& f : facts)
     if (f.vars.empty()) sym::reads(f.body, goal_reads);
+  std::vector<std::string> sizes;
+  std::function<void(const SymPtr&)> collect = [&](const SymPtr& s) {
+    if (!s) return;
+    if (s->kind == SymKind::Size) sizes.push_back(s->name);
+    for (const auto& a : s->args) collect(a);
+  };
+  for (const auto& f : facts) {
+    collect(f.body);
+    for (const auto& [v, r] : f.vars) collect(r);
+  }
+  collect(goal);
   std::string key = key_of(facts, goal);
   for (const auto& r : goal_reads)
     if (!is_length_ || is_length_(r->name)) key += "|len:" + r->name;
+  for (const auto& s : sizes)
+    if (nonneg_size_ && !nonneg_size_(s)) key += "|signed:" + s;
   if (auto it = impl_->cache.find(key); it != impl_->cache.end()) return it->second;
 
   ++solver_calls_;
@@ -183,22 +196,15 @@ ProofResult Prover::prove(const std::vector<Fact>& facts, const SymPtr& goal) {
   solver.set(p);
   Impl::Env env;
   std::vector<SymPtr> all_reads;
-  std::vector<std::string> sizes;
-  std::function<void(const SymPtr&)> collect = [&](const SymPtr& s) {
-    if (!s) return;
-    if (s->kind == SymKind::Size) sizes.push_back(s->name);
-    for (const auto& a : s->args) collect(a);
-  };
   for (const auto& f : facts) {
     solver.add(impl_->fact_to_z3(f));
-    collect(f.body);
-    for (const auto& [v, r] : f.vars) collect(r);
     if (f.vars.empty()) sym::reads(f.body, all_reads);
   }
-  collect(goal);
   sym::reads(goal, all_reads);
-  // Sizes are never negative; nor are lengths (the runtime checks both on entry).
-  for (const auto& s : sizes) solver.add(impl_->ctx.int_const(("s:" + s).c_str()) >= 0);
+  // Size parameters are never negative; nor are lengths (the runtime checks
+  // both on entry). An integer `let` is known only by the fact of its value.
+  for (const auto& s : sizes)
+    if (!nonneg_size_ || nonneg_size_(s)) solver.add(impl_->ctx.int_const(("s:" + s).c_str()) >= 0);
   for (const auto& r : all_reads)
     if (!is_length_ || is_length_(r->name)) solver.add(impl_->to_z3(r, env) >= 0);
   solver.add(!impl_->to_z3(goal, env));

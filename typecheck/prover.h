@@ -39,6 +39,14 @@ class Prover {
     is_length_ = std::move(is_length);
   }
 
+  /// Which size names are known to be non-negative (default: all). Size
+  /// parameters are (the runtime checks them on entry); an integer `let`
+  /// is a size too, but its value may be negative, so only the fact of its
+  /// value says what it is.
+  void set_size_predicate(std::function<bool(const std::string&)> nonneg_size) {
+    nonneg_size_ = std::move(nonneg_size);
+  }
+
   /// Number of queries that reached Z3 (for tests and benchmarks).
   int solver_calls() const { return solver_calls_; }
 
@@ -47,6 +55,7 @@ class Prover {
   std::unique_ptr<Impl> impl_;
   int solver_calls_ = 0;
   std::function<bool(const std::string&)> is_length_;
+  std::function<bool(const std::string&)> nonneg_size_;
 };
 
 }  // namespace dccc

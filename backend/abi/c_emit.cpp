@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -58,7 +59,9 @@ bool c_reserved(const std::string& n) {
       "tanhf", "erf", "erff", "fabs", "fabsf", "pow", "powf", "fmax", "fmaxf", "fmin", "fminf", "fma", "fmaf",
       "floor", "floorf", "ceil", "ceilf", "round", "roundf", "isnan", "isinf", "errno",
       // CUDA
-      "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"};
+      "dim3", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize",
+      // the library's description (backend/abi/metadata.h)
+      "dccc_module_info"};
   auto starts = [&](const char* p) { return n.rfind(p, 0) == 0; };
   auto ends = [&](const char* p) {
     size_t k = std::char_traits<char>::length(p);
@@ -130,7 +133,10 @@ const char* const kCheckedIntHelpers =
 std::string CEmitter::expr(const ir::Expr& e) {
   switch (e->kind) {
     case ExprKind::IntImm: return fmt::format("INT64_C({})", e->int_value);
-    case ExprKind::FloatImm: return fmt::format("{}", e->float_value);
+    case ExprKind::FloatImm:
+      if (std::isnan(e->float_value)) return "((double)NAN)";
+      if (std::isinf(e->float_value)) return e->float_value < 0 ? "(-(double)INFINITY)" : "((double)INFINITY)";
+      return fmt::format("{}", e->float_value);
     case ExprKind::SizeRef: return "s_" + (names ? names->size(e->name) : ident(e->name));
     case ExprKind::VarRef: return var(e->var);
     case ExprKind::Cast: return fmt::format("(({}){})", c_type(e->type), expr(e->args[0]));

@@ -1,8 +1,8 @@
 // Integer parts of the IR as C: what generated host code computes before
 // any kernel runs -- totals, the prelude's offset arrays, `where` checks and
 // (CUDA) launch sizes -- with overflow-checked arithmetic that sets a local
-// `int ovf`. Used by the C wrapper (c_abi.cpp) and the CUDA launch code
-// (backend/cuda), which compile it as C and as C++.
+// `int ovf`. Used by the C wrapper (backend/abi/prepare.cpp) and the CUDA
+// launch code (backend/cuda), which compile it as C and as C++.
 #pragma once
 
 #include <map>

@@ -56,9 +56,10 @@ struct CudaUnsupported : BackendUnsupported {
 
 /// The .cu source for every function of `m` except `main`. Throws
 /// CudaUnsupported naming what the CUDA target cannot express yet and where.
-/// A non-empty `line_file` (`dccc -lineinfo`) puts `#line N "line_file"`
-/// before each statement's kernel, N the line of the `.toy` statement it
-/// runs, so nvcc -lineinfo and the profilers name `.toy` lines.
+/// A non-empty `line_file` (`dccc -lineinfo`: the root `.toy` file's path)
+/// puts `#line N "FILE"` before each statement's kernel, N the line of the
+/// `.toy` statement it runs and FILE its file (line_file, or the imported
+/// file it came from), so nvcc -lineinfo and the profilers name `.toy` lines.
 std::string emit_cuda(const ir::Module& m, const std::string& line_file = "");
 
 /// True when the loop `loop` (a For) may run its iterations in parallel:

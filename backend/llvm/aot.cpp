@@ -13,6 +13,8 @@
 
 namespace dccc::backend {
 
+std::string host_cpu_name() { return llvm::sys::getHostCPUName().str(); }
+
 std::string host_link_flags() {
   return uses_libmvec(llvm::Triple(llvm::sys::getProcessTriple())) ? "-lmvec" : "";
 }

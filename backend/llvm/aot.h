@@ -19,4 +19,8 @@ bool emit_object(const ir::Module& m, const std::string& path, const CpuTarget& 
 /// libpthread, as linker flags ("-lmvec" on x86-64 GNU/Linux; may be empty).
 std::string host_link_flags();
 
+/// The CPU emit_object compiles for (LLVM's name of the host CPU, e.g.
+/// "sapphirerapids"), for the library's metadata.
+std::string host_cpu_name();
+
 }  // namespace dccc::backend

@@ -31,8 +31,10 @@
 //   r loop, 32 or 64 lanes a block, the last lanes in masked vectors
 //   (emit_lane_blocks), when every expression that moves with o is float
 //   arithmetic on loads contiguous in o; other such nests are interchanged
-//   (per-o accumulators in a stack array, inner loop over o). A nest where x
-//   has a load independent of o is unrolled-and-jammed (4 o at once).
+//   (per-o accumulators in a stack array, inner loop over o). Which nests
+//   these are is ir/flat_reduction.h's; a nest where x has a load
+//   independent of o comes unrolled and jammed (ir/jam_reductions.h, the
+//   CPU pipeline's last pass).
 //   The interchanged lane loops run to a multiple of 16 instead of ending
 //   in scalar steps when the loads they move read rows of a local tensor
 //   storage-padded to 16 (the transposed copies of ir/transpose_operands.h).

@@ -6,13 +6,18 @@
 # reference; bad arguments, out of memory and a faulting kernel come back as
 # statuses), the CUDA host checks of causal_attention.so and documents.so
 # (nested raggedness: every function against the float64 reference, bad
-# arguments refused with the output untouched), then the attention
-# benchmark in f32 and bf16.
+# arguments refused with the output untouched), the Python package's
+# tests (tests/python: CPU and CUDA, opcheck, torch.compile, zero-copy
+# nested tensors; results/python_test.txt) and, with two GPUs or more, the
+# data-parallel encoder layer under torchrun (results/ddp_encoder.txt),
+# then the attention benchmark in f32 and bf16.
 # Results go to RESULTS_DIR (default: ./results).
 #
 #   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only] [bench_mha.py options]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
+# scripts/gpu_bundle.sh packs the online-reductions libraries.
+if [[ -f online.tar.xz && ! -d online ]]; then tar -xJf online.tar.xz; fi
 results="${1:-results}"; shift || true
 mode=all
 if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only ]]; then mode="${1#--}"; shift; fi
@@ -44,6 +49,44 @@ if [[ $mode != bench-only ]]; then
     nvcc -std=c++17 -o /tmp/dccc-gpu/${host}_cuda_host ${host}_cuda_host.cu -I. ./$so.so -Xlinker -rpath -Xlinker "$PWD" &&
       /tmp/dccc-gpu/${host}_cuda_host 2>&1 | tee "$results/cuda_host_$so.txt"
     grep -q "$host cuda host check: OK" "$results/cuda_host_$so.txt" || status=1
+  done
+  # The Python package (tests/python) under this machine's python3 and
+  # PyTorch, with the shipped driver: the CPU tests build their libraries
+  # with it (for this CPU), and every example's CUDA library is built here
+  # first (sm_90, 8 at a time) for test_cuda.py and ddp_encoder.py. Every
+  # test must pass; skips are listed with their reasons (-rs).
+  printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_RUNTIME_LIB=%s DCCC_RUNTIME_HEADER=%s exec /tmp/dccc-gpu/dccc "$@"\n' \
+    "$PWD/libdccrt.a" "$PWD/include/dccrt.h" > /tmp/dccc-gpu/dccc.sh
+  chmod +x /tmp/dccc-gpu/dccc.sh
+  pylibs=/tmp/dccc-gpu/python-libs
+  for toy in examples/*.toy; do echo "$toy"; done |
+    DCCC_CUDA_ARCH=-arch=sm_90 xargs -P 8 -I{} sh -c \
+      'ex=$(basename {} .toy); mkdir -p '"$pylibs"'/$ex && /tmp/dccc-gpu/dccc.sh --target=cuda -o '"$pylibs"'/$ex/$ex.so {}' \
+      2>&1 | tail -3 | tee "$results/python_cuda_libs.txt"
+  pypath="$PWD/python"
+  python3 -c "import pytest" 2>/dev/null || pypath="$pypath:$PWD/pylib"
+  DCCC=/tmp/dccc-gpu/dccc.sh DCCC_CUDA_LIBS="$pylibs" DCCC_CACHE_DIR=/tmp/dccc-gpu/cache \
+    PYTHONPATH="$pypath" PYTHONDONTWRITEBYTECODE=1 \
+    python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$results/python_test.txt"
+  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  # Data parallel through PyTorch's engine: the encoder layer with the CUDA
+  # mha operator on two GPUs (NCCL), each rank against the single-GPU run.
+  if (( $(nvidia-smi -L | wc -l) >= 2 )); then
+    PYTHONPATH="$PWD/python" torchrun --nproc_per_node=2 bench/python/ddp_encoder.py \
+      --lib "$pylibs/mha/mha.so" 2>&1 | tee "$results/ddp_encoder.txt"
+    grep -q "ddp encoder check: OK" "$results/ddp_encoder.txt" || status=1
+  else
+    echo "ddp_encoder: SKIPPED (one GPU; needs two)" | tee "$results/ddp_encoder.txt"
+  fi
+  # The online-reductions examples (issue 15), each built as written (the
+  # softmax chain in one loop) and with `materialize` (stored scores), against
+  # the float64 NumPy reference of tests/online/attention_diff.py on ragged
+  # length patterns; fully masked rows must be 0.
+  for so in online/*_cuda_online.so; do
+    [[ -f $so ]] || continue
+    ex=$(basename "$so" _cuda_online.so)
+    python3 attention_diff.py --prebuilt online "$ex" --target=cuda 2>&1 | tee "$results/online_$ex.txt"
+    grep -q "$ex cuda: OK" "$results/online_$ex.txt" || status=1
   done
 fi
 if [[ $mode != test-only ]]; then

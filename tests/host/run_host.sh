@@ -6,7 +6,8 @@
 #
 #   run_host.sh DCCC CXX EXAMPLE.toy HOST.cpp LIBNAME [EXTRA_FLAGS...]
 #
-# With DCCC_SCHEDULE_FILE set, dccc also gets --schedule=<that file's text>.
+# With DCCC_SCHEDULE_FILE set, dccc also gets --schedule=<that file's text>;
+# DCCC_ARGS adds dccc options (e.g. --online-reductions).
 set -euo pipefail
 DCCC="$1"; CXX="$2"; TOY="$3"; HOST="$4"; LIB="$5"; shift 5
 FLAGS="$*"
@@ -14,7 +15,8 @@ DIR="$(mktemp -d)"
 trap 'rm -rf "$DIR"' EXIT
 SCHEDULE=()
 if [ -n "${DCCC_SCHEDULE_FILE:-}" ]; then SCHEDULE=("--schedule=$(cat "$DCCC_SCHEDULE_FILE")"); fi
-DCCC_CFLAGS="$FLAGS" "$DCCC" ${SCHEDULE[@]+"${SCHEDULE[@]}"} "$TOY" -o "$DIR/$LIB.so"
+# shellcheck disable=SC2086
+DCCC_CFLAGS="$FLAGS" "$DCCC" ${DCCC_ARGS:-} ${SCHEDULE[@]+"${SCHEDULE[@]}"} "$TOY" -o "$DIR/$LIB.so"
 # shellcheck disable=SC2086
 "$CXX" -std=c++17 -O1 $FLAGS -I"$DIR" "$HOST" "$DIR/$LIB.so" -Wl,-rpath,"$DIR" -o "$DIR/host"
 "$DIR/host"

@@ -11,9 +11,7 @@
 //
 //   threads_host [HOST_THREADS [CALLS_PER_THREAD [POOL_THREADS]]]
 //
-// POOL_THREADS (default: the pool's own) is 1 under scripts/tsan_check.sh,
-// whose tsan-instrumented kernels give results that depend on the pool's
-// thread count (its own parallel-loop check fails the same way; see there).
+// POOL_THREADS (default: the pool's own) is 2 under scripts/tsan_check.sh.
 #include <atomic>
 #include <cstdint>
 #include <cstdio>

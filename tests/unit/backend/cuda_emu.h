@@ -161,37 +161,54 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) { *
 template <typename Args>
 void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool serial) {
   const unsigned n = block.x * block.y * block.z;
-  for (unsigned bz = 0; bz < grid.z; ++bz)
-    for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx) {
-        if (serial) {
+  if (serial) {
+    blockDim = block;
+    gridDim = grid;
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+      for (unsigned by = 0; by < grid.y; ++by)
+        for (unsigned bx = 0; bx < grid.x; ++bx) {
           blockIdx = uint3{bx, by, bz};
-          blockDim = block;
-          gridDim = grid;
           for (unsigned t = 0; t < n; ++t) {
             threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
             kernel(a);
           }
-          continue;
         }
-        dcc_emu::Block b;
-        b.all = std::make_unique<std::barrier<>>(n);
-        for (unsigned w = 0; w < (n + 31) / 32; ++w)
-          b.warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w)));
-        b.lanes.assign(n, 0);
-        std::vector<std::thread> threads;
-        threads.reserve(n);
-        for (unsigned t = 0; t < n; ++t)
-          threads.emplace_back([&, t] {
+    return;
+  }
+  // One team of n threads for the whole grid (creating threads per block
+  // cost most of the emulation's time): each thread runs its part of every
+  // block in turn; `gate` holds the team at the end of a block until all
+  // of it is done and gives the next block fresh barriers (a thread that
+  // returns early drops out of the block's barriers, not the team's).
+  auto fresh = [n] {
+    auto b = std::make_unique<dcc_emu::Block>();
+    b->all = std::make_unique<std::barrier<>>(n);
+    for (unsigned w = 0; w < (n + 31) / 32; ++w)
+      b->warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w)));
+    b->lanes.assign(n, 0);
+    return b;
+  };
+  std::unique_ptr<dcc_emu::Block> current = fresh();
+  auto next_block = [&]() noexcept { current = fresh(); };
+  std::barrier gate(n, next_block);
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (unsigned t = 0; t < n; ++t)
+    threads.emplace_back([&, t] {
+      threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+      blockDim = block;
+      gridDim = grid;
+      for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+          for (unsigned bx = 0; bx < grid.x; ++bx) {
+            dcc_emu::Block& b = *current;
             dcc_emu::block = &b;
             blockIdx = uint3{bx, by, bz};
-            threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-            blockDim = block;
-            gridDim = grid;
             kernel(a);
             b.warps[t / 32]->arrive_and_drop();
             b.all->arrive_and_drop();
-          });
-        for (auto& th : threads) th.join();
-      }
+            gate.arrive_and_wait();
+          }
+    });
+  for (auto& th : threads) th.join();
 }

@@ -209,7 +209,7 @@ TEST(IrParser, ParsedModulesComputeWhatTheOriginalsCompute) {
         const Func& a = m->funcs[fi];
         const Func& b = p.module->funcs[fi];
         if (a.name == "main") ++mains;
-        for (Pattern pattern : {Pattern::Random, Pattern::WithZeros, Pattern::Single, Pattern::OneLong}) {
+        for (Pattern pattern : testing::patterns()) {
           if (run_both(a, b, pattern, zero_lengths)) ++compared;
           else ++skipped;
           if (a.sizes.empty() && input_buffers(a).empty()) break;  // `main`: no inputs to vary

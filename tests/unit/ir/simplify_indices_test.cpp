@@ -159,7 +159,7 @@ schedule main { pad_loop(t.i, 4); split(t.i, 4); }
   }
   text = lowered_text(padded_split, &r);
   // `split` itself now knows that a loop padded to a multiple of 4 splits by
-  // 4 exactly (ir/apply_schedule.cpp, is_multiple_of): the schedule emits
+  // 4 exactly (ir/schedule/split.cpp, is_multiple_of): the schedule emits
   // neither the redundant check nor ceil(round_up(E, 4) / 4), so the
   // simplifier finds nothing to remove here (removal is shown by
   // GuardInsideItsOwnRangeGoesAndDivisionFolds); the padding's check stays.

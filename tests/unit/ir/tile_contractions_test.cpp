@@ -63,7 +63,7 @@ TEST(TileContractions, ExamplesRunBitForBitAsBefore) {
       EXPECT_EQ(verify(tf, "tile-contractions"), std::vector<std::string>{});
       // Sizes 3 and 5 (H, D); lengths 0 .. 6 and 37: tiles of 4 with every remainder.
       for (int64_t size : {3, 5})
-        for (Pattern pattern : {Pattern::Random, Pattern::WithZeros, Pattern::Single, Pattern::OneLong}) {
+        for (Pattern pattern : testing::patterns()) {
           std::map<std::string, int64_t> sizes;
           for (const auto& s : pf.sizes) sizes[s.name] = pattern == Pattern::Single && s.name == pf.sizes[0].name ? 1 : size;
           std::mt19937 rng(77 + static_cast<int>(pattern)), rng2 = rng;

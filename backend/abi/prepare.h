@@ -1,0 +1,29 @@
+// The C wrapper's per-function core:
+//   static dcc_status FN__prepare(args..., result, dcc_prelude* held, int run)
+// checks every argument before anything is written (NULL pointers, sizes
+// that disagree, negative lengths, element counts, overflow, `where`
+// constraints, result capacities), takes the prelude from the cache or the
+// held prelude (or computes it), fills the result's sizes, and with `run`
+// calls the kernel (docs/abi.md). run == 0: FN_meta; 1: FN or
+// FN_with_prelude (held set); 2: FN_prelude (fills `held`, stops after the
+// prelude). emit_wrapper (backend/abi/c_abi.h) wraps it in the public
+// functions.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "ir/ir.h"
+#include "ir/pipeline.h"
+
+namespace dccc::backend::cabi {
+
+/// Appends FN__prepare for `f` to `out`, and to `prelude_callbacks` the
+/// functions that compute the prelude units not yet in `emitted_units`
+/// (which it extends). Throws BackendUnsupported for what the C ABI cannot
+/// express (a `list` parameter on CUDA, a result size the body computes).
+void emit_prepare(const ir::Func& f, ir::Target target, std::string& out, std::string& prelude_callbacks,
+                  std::set<uint64_t>& emitted_units);
+
+}  // namespace dccc::backend::cabi

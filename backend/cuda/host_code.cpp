@@ -1,0 +1,320 @@
+// FuncEmitter: the host side of a function -- f__cuda (the prelude and
+// sizes on the host, uploads, launches, error handling) and f__cuda_host
+// for the tests (backend/cuda/cuda_emitter.h).
+#include "backend/cuda/cuda_emitter.h"
+
+#include <fmt/format.h>
+
+namespace dccc::backend::cudagen {
+
+/// Every extent and total must be computable on the host: from sizes,
+/// input length arrays and aux arrays (not from arrays the body computes).
+void FuncEmitter::check_host_computable() {
+  auto host_ok = [&](const ir::ExprNode& x) {
+    if (x.kind == ExprKind::Load && x.buffer->kind != BufferKind::Input && x.buffer->kind != BufferKind::Aux)
+      unsupported(x.buffer->at.valid() ? x.buffer->at : f_.at,
+                  "extents computed by the program itself (`" + x.buffer->name + "`)");
+  };
+  for (const auto& b : f_.buffers) ir::each_expr(b->total, host_ok);
+  ir::each_stmt(f_.prelude, [&](const ir::StmtNode& s) { ir::own_exprs(s, host_ok); });
+  ir::each_stmt(f_.body, [&](const ir::StmtNode& s) {
+    if (s.kind == StmtKind::For) ir::each_expr(s.extent, host_ok);
+  });
+  // The wrapper passes host copies of every integer input array.
+  for (const auto& b : f_.buffers)
+    if (b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) host_len_.insert(b.get());
+}
+
+/// The sizes by name (`s_B`), as host code refers to them.
+std::string FuncEmitter::size_decls() const {
+  std::string o;
+  for (size_t k = 0; k < f_.sizes.size(); ++k)
+    o += fmt::format("  const int64_t s_{0} = sizes[{1}];\n  (void)s_{0};\n", names_.size(f_.sizes[k].name), k);
+  return o;
+}
+
+void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
+  const std::string& fn = f_.name;
+  std::string o;
+  // aux_dev/aux_host: the aux arrays (Func::buffers order) on the device
+  // and on the host, from the prelude cache or a held prelude (C ABI); NULL:
+  // computed here on the host and uploaded, per call.
+  o += fmt::format("extern \"C\" int32_t {}__cuda(const int64_t* sizes, void* const* dev, void* const* host, "
+                   "void* const* aux_dev, void* const* aux_host) {{\n", fn);
+  o += fmt::format("  const int nb = {};\n", f_.buffers.size());
+  o += "  std::vector<void*> hp(nb > 0 ? nb : 1, nullptr);   // host views: length arrays, aux arrays\n";
+  o += "  std::vector<void*> owned;                           // device memory freed at the end\n";
+  o += "  std::vector<void*> host_owned;\n";
+  o += fmt::format("  {}__args a;\n  std::memset(&a, 0, sizeof a);\n", fn);
+  o += fmt::format("  for (int k = 0; k < {}; ++k) a.s[k] = sizes[k];\n", f_.sizes.size());
+  o += size_decls();
+  o += "  int ovf = 0;\n  (void)ovf;\n  int32_t st = 0;\n  int err_host = 0;\n  (void)err_host;\n";
+  // Stream-ordered allocations from the device's pool, which keeps freed
+  // memory for the next call (dcc_cuda_init raises its release threshold).
+  o += "  if (dcc_cuda_init() != 0) return DCC_ERR_CUDA;\n";
+  // zero = false: a local whose first statement stores every element
+  // (BufferNode::zero_fill); filled with 0xFF only under DCC_POISON_UNINIT.
+  o += "  auto dalloc = [&](size_t bytes, void** p, bool zero = true) -> bool {\n"
+       "    if (bytes == 0) bytes = 1;\n"
+       "    cudaError_t e = cudaMallocAsync(p, bytes, 0);\n"
+       "    if (e != cudaSuccess) { *p = nullptr; dcc_cuda_fail(e, \"allocating device memory\"); return false; }\n"
+       "    owned.push_back(*p);\n"
+       "    if ((zero || dcc_cuda_poison()) && (e = cudaMemsetAsync(*p, zero ? 0 : 0xFF, bytes, 0)) != cudaSuccess) {\n"
+       "      dcc_cuda_fail(e, \"cudaMemsetAsync\");\n      return false;\n    }\n"
+       "    return true;\n  };\n";
+  o += "  DccProfile prof;\n";
+  // The error flag, where a kernel divides integers (dcc_idiv, dcc_imod).
+  if (uses_err_) o += "  if (!dalloc(sizeof(int), (void**)&a.err)) { st = DCC_ERR_CUDA; goto done; }\n";
+  // Inputs and outputs: device pointers; scalars go through device slots.
+  size_t dev_slot = 0;
+  for (const auto& b : f_.buffers) {
+    int k = slot_.at(b.get());
+    if (b->kind == BufferKind::Input || b->kind == BufferKind::Output) {
+      if (b->dims.empty()) {
+        o += fmt::format("  if (!dalloc(8, &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n", k);
+        if (b->kind == BufferKind::Input)
+          o += fmt::format("  if (cudaMemcpy(a.p[{}], dev[{}], sizeof({}), cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n",
+                           k, dev_slot, c_type(b->type));
+      } else {
+        o += fmt::format("  a.p[{}] = dev[{}];\n", k, dev_slot);
+        if (host_len_.count(b.get())) o += fmt::format("  hp[{}] = host[{}];\n", k, dev_slot);
+      }
+      ++dev_slot;
+    }
+  }
+  // The prelude on the host, then uploaded (unless given).
+  o += "  if (aux_host) {\n";
+  for (int i = 0; const auto& b : f_.buffers)
+    if (b->kind == BufferKind::Aux) {
+      o += fmt::format("    hp[{0}] = aux_host[{1}];\n    a.p[{0}] = aux_dev[{1}];\n", slot_.at(b.get()), i);
+      ++i;
+    }
+  o += "  } else {\n";
+  auto host_aux = [&](const ir::Buffer& b) {
+    int k = slot_.at(b.get());
+    o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", host_.expr(b->total));
+    o += fmt::format("    if (ovf || n < 0) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: offset array size overflows\"); goto done; }}\n", fn);
+    o += fmt::format("    hp[{}] = std::calloc((size_t)n + 1, 8);\n    host_owned.push_back(hp[{}]);\n", k, k);
+    o += fmt::format("    if (!hp[{}]) {{ st = dcc_set_error(DCC_ERR_OUT_OF_MEMORY, \"{}: cannot allocate an offset array\"); goto done; }}\n  }}\n", k, fn);
+  };
+  std::vector<ir::Buffer> later = aux_sized_later();
+  for (const auto& b : f_.buffers)
+    if (b->kind == BufferKind::Aux && std::find(later.begin(), later.end(), b) == later.end()) host_aux(b);
+  if (f_.prelude && !later.empty()) {
+    // An aux array sized by another (`fuse`'s maps) is allocated after the
+    // statements before the one that fills it.
+    o += "  ovf = 0;\n";
+    for (const auto& item : prelude_items()) {
+      for (const auto& b : later)
+        if (fills(item, b)) {
+          o += fmt::format("  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
+          host_aux(b);
+        }
+      o += "  {\n";
+      host_.stmt(item, 2, o);
+      o += "  }\n";
+    }
+    o += fmt::format("  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
+  } else if (f_.prelude) {
+    o += "  ovf = 0;\n  {\n";
+    host_.stmt(f_.prelude, 2, o);
+    o += fmt::format("  }}\n  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
+  }
+  for (const auto& b : f_.buffers)
+    if (b->kind == BufferKind::Aux) {
+      int k = slot_.at(b.get());
+      o += fmt::format("  {{\n    const int64_t n = {};\n", host_.expr(b->total));
+      o += fmt::format("    if (!dalloc((size_t)n * 8, &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n", k);
+      o += fmt::format("    if (n > 0 && cudaMemcpy(a.p[{}], hp[{}], (size_t)n * 8, cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n  }}\n",
+                       k, k);
+    }
+  o += "  }\n";
+  for (const auto& b : f_.buffers) {
+    int k = slot_.at(b.get());
+    // A scalar that every kernel keeps in registers needs no memory.
+    if (b->kind == BufferKind::Scalar && b->dims.empty() && !in_memory_.count(b.get())) continue;
+    if (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar) {
+      o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
+      o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",
+                       fn, b->name);
+      o += fmt::format("    if (!dalloc((size_t)n * sizeof({}), &a.p[{}]{})) {{ st = DCC_ERR_CUDA; goto done; }}\n  }}\n",
+                       c_type(b->type), k, b->zero_fill ? "" : ", false");
+    }
+  }
+  // The kernels, in statement order on the default stream.
+  for (const auto& l : launches) {
+    o += "  {\n    ovf = 0;\n    prof.start();\n";
+    if (!l.parallel) {
+      o += fmt::format("    {}<<<1, 1>>>(a);\n", l.kernel);
+    } else if (!l.ranges.empty()) {
+      // The fused loop on y; threads over the largest range's loops.
+      std::string v0 = host_.var(l.outer->var);
+      o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 0;\n", host_.expr(l.outer->extent));
+      o += fmt::format("    for (int64_t {0} = 0; {0} < n0; ++{0}) {{\n      int64_t m = 1;\n", v0);
+      for (size_t k = 0; k < l.ranges.size(); ++k) {
+        const auto& [cond, inner] = l.ranges[k];
+        o += cond ? fmt::format("      {}if ({}) {{\n", k ? "} else " : "", host_.expr(cond)) : "      } else {\n";
+        for (const auto& in : inner) o += fmt::format("        m = dcc__mul(m, {}, &ovf);\n", host_.expr(in->extent));
+      }
+      o += "      }\n      most = std::max(most, m);\n    }\n";
+      o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
+      o += "    if (n0 > 0 && most > 0) {\n";
+      o += "      dim3 grid((unsigned)std::min<int64_t>((most + 255) / 256, 4096), (unsigned)std::min<int64_t>(n0, 65535));\n";
+      o += fmt::format("      {}<<<grid, 256>>>(a);\n    }}\n", l.kernel);
+    } else if (l.mapping) {
+      // A block per iteration of the grid's loops (gpu_blocks).
+      o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 1;\n", host_.expr(l.blocks[0]->extent));
+      if (l.blocks.size() > 1) {
+        std::string v0 = host_.var(l.blocks[0]->var);
+        o += fmt::format("    most = 0;\n    for (int64_t {0} = 0; {0} < n0; ++{0}) {{\n", v0);
+        for (const auto& g : l.grid_guards) o += fmt::format("      if (!({})) continue;\n", host_.expr(g));
+        o += fmt::format("      most = std::max<int64_t>(most, {});\n    }}\n", host_.expr(l.blocks[1]->extent));
+      }
+      o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
+      o += "    if (n0 > 0 && most > 0) {\n";
+      if (l.blocks.size() > 1)
+        o += "      dim3 grid((unsigned)std::min<int64_t>(most, 1 << 20), (unsigned)std::min<int64_t>(n0, 65535));\n";
+      else
+        o += "      dim3 grid((unsigned)std::min<int64_t>(n0, 1 << 20));\n";
+      o += fmt::format("      {}<<<grid, {}>>>(a);\n    }}\n", l.kernel, l.block_dim);
+    } else if (l.inner.empty()) {
+      o += fmt::format("    const int64_t n = {};\n", host_.expr(l.outer->extent));
+      o += fmt::format("    if (n > 0) {}<<<(unsigned)std::min<int64_t>((n + 255) / 256, 65535), 256>>>(a);\n", l.kernel);
+    } else {
+      std::string v0 = host_.var(l.outer->var);
+      o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 0;\n", host_.expr(l.outer->extent));
+      o += fmt::format("    for (int64_t {} = 0; {} < n0; ++{}) {{\n      int64_t m = 1;\n", v0, v0, v0);
+      for (size_t k = 0; k < l.inner.size(); ++k) {
+        std::string n = host_.expr(l.inner[k]->extent);
+        int tile = !l.block_tiles ? kTile : static_cast<int>(k) == l.tile_x ? kBlockX : kBlockY;
+        if (static_cast<int>(k) == l.tile_x || static_cast<int>(k) == l.tile_y)
+          n = fmt::format("(({} + {}) / {})", n, tile - 1, tile);
+        o += fmt::format("      m = dcc__mul(m, {}, &ovf);\n", n);
+      }
+      o += "      most = std::max(most, m);\n    }\n";
+      o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
+      o += "    if (n0 > 0 && most > 0) {\n";
+      // Threads over the flattened space, or (block_tiles) a block per tile.
+      o += fmt::format("      dim3 grid((unsigned)std::min<int64_t>({}, {}), (unsigned)std::min<int64_t>(n0, 65535));\n",
+                       l.block_tiles ? "most" : l.warp_rows ? "(most + 7) / 8" : "(most + 255) / 256",
+                       l.block_tiles ? 65535 : 4096);
+      o += fmt::format("      {}<<<grid, {}>>>(a);\n    }}\n", l.kernel, l.block_tiles ? kGemmThreads : 256);
+    }
+    o += fmt::format("    prof.stop(\"{}\");\n", l.kernel);
+    o += "    cudaError_t e = cudaGetLastError();\n";
+    o += fmt::format("    if (e != cudaSuccess) {{ st = dcc_cuda_fail(e, \"launching {}\"); goto done; }}\n  }}\n", l.kernel);
+  }
+  o += "  {\n    cudaError_t e = cudaDeviceSynchronize();\n";
+  o += "    if (e != cudaSuccess) { st = dcc_cuda_fail(e, \"running the kernels\"); goto done; }\n";
+  if (uses_err_) {
+    o += "    if ((e = cudaMemcpy(&err_host, a.err, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) { st = dcc_cuda_fail(e, \"cudaMemcpy\"); goto done; }\n";
+    o += "    if (err_host == 1) { st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"integer division by zero\"); goto done; }\n";
+    o += "    if (err_host == 2) { st = dcc_set_error(DCC_ERR_OVERFLOW, \"integer division overflow\"); goto done; }\n";
+  }
+  o += "  }\n";
+  // Scalar results come back to the host.
+  dev_slot = 0;
+  for (const auto& b : f_.buffers) {
+    if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
+    if (b->kind == BufferKind::Output && b->dims.empty())
+      o += fmt::format("  if (cudaMemcpy(dev[{}], a.p[{}], sizeof({}), cudaMemcpyDeviceToHost) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n",
+                       dev_slot, slot_.at(b.get()), c_type(b->type));
+    ++dev_slot;
+  }
+  o += "done:\n  for (void* p : owned) cudaFreeAsync(p, 0);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
+  out_ += o;
+}
+
+/// f__cuda_host: host buffers in, host buffers out (tests).
+void FuncEmitter::emit_host_entry() {
+  const std::string& fn = f_.name;
+  std::string o;
+  o += fmt::format("extern \"C\" int32_t {}__cuda_host(const int64_t* sizes, void* const* hb) {{\n", fn);
+  o += size_decls();
+  o += fmt::format("  const int nb = {};\n", f_.buffers.size());
+  o += "  std::vector<void*> hp(nb > 0 ? nb : 1, nullptr), host_owned, owned;\n";
+  o += "  std::vector<void*> dev, host;\n  int ovf = 0;\n  (void)ovf;\n  int32_t st = 0;\n";
+  // Host views of the length arrays for the totals.
+  size_t slot = 0;
+  for (const auto& b : f_.buffers) {
+    if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
+    if (b->kind == BufferKind::Input && !b->dims.empty()) o += fmt::format("  hp[{}] = hb[{}];\n", slot_.at(b.get()), slot);
+    ++slot;
+  }
+  auto host_aux = [&](const ir::Buffer& b) {
+    int k = slot_.at(b.get());
+    o += fmt::format("  {{\n    const int64_t n = {};\n    hp[{}] = std::calloc((size_t)n + 1, 8);\n    host_owned.push_back(hp[{}]);\n  }}\n",
+                     host_.expr(b->total), k, k);
+  };
+  std::vector<ir::Buffer> later = aux_sized_later();
+  for (const auto& b : f_.buffers)
+    if (b->kind == BufferKind::Aux && std::find(later.begin(), later.end(), b) == later.end()) host_aux(b);
+  if (f_.prelude && !later.empty()) {
+    for (const auto& item : prelude_items()) {
+      for (const auto& b : later)
+        if (fills(item, b)) host_aux(b);
+      o += "  {\n";
+      host_.stmt(item, 2, o);
+      o += "  }\n";
+    }
+  } else if (f_.prelude) {
+    o += "  {\n";
+    host_.stmt(f_.prelude, 2, o);
+    o += "  }\n";
+  }
+  slot = 0;
+  std::string copy_back;
+  for (const auto& b : f_.buffers) {
+    if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
+    if (b->dims.empty()) {
+      o += fmt::format("  dev.push_back(hb[{}]);\n  host.push_back(nullptr);\n", slot);
+    } else {
+      o += fmt::format("  {{\n    const size_t bytes = (size_t){} * sizeof({});\n    void* p = nullptr;\n", host_.expr(b->total), c_type(b->type));
+      o += "    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) { st = dcc_cuda_fail(cudaGetLastError(), \"cudaMalloc\"); goto done; }\n";
+      o += "    owned.push_back(p);\n";
+      if (b->kind == BufferKind::Input)
+        o += fmt::format("    if (bytes) cudaMemcpy(p, hb[{}], bytes, cudaMemcpyHostToDevice);\n", slot);
+      o += fmt::format("    dev.push_back(p);\n    host.push_back(hb[{}]);\n  }}\n", slot);
+      if (b->kind == BufferKind::Output)
+        copy_back += fmt::format("  {{\n    const size_t bytes = (size_t){} * sizeof({});\n    if (bytes) cudaMemcpy(hb[{}], dev[{}], bytes, cudaMemcpyDeviceToHost);\n  }}\n",
+                                 host_.expr(b->total), c_type(b->type), slot, slot);
+    }
+    ++slot;
+  }
+  o += fmt::format("  st = {}__cuda(sizes, dev.data(), host.data(), nullptr, nullptr);\n  if (st) goto done;\n", fn);
+  o += copy_back;
+  o += "done:\n  for (void* p : owned) cudaFree(p);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
+  out_ += o;
+}
+
+/// Aux arrays whose size reads another aux array (`fuse`'s maps): they
+/// are allocated just before the prelude statement that fills them.
+std::vector<ir::Buffer> FuncEmitter::aux_sized_later() const {
+  std::vector<ir::Buffer> out;
+  for (const auto& b : f_.buffers) {
+    if (b->kind != BufferKind::Aux) continue;
+    bool reads = false;
+    ir::each_expr(b->total, [&](const ir::ExprNode& e) {
+      reads |= e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Aux;
+    });
+    if (reads) out.push_back(b);
+  }
+  return out;
+}
+
+std::vector<ir::Stmt> FuncEmitter::prelude_items() const {
+  return f_.prelude->kind == StmtKind::Seq ? f_.prelude->body : std::vector<ir::Stmt>{f_.prelude};
+}
+
+/// Whether `item` is the first prelude statement storing `b`.
+bool FuncEmitter::fills(const ir::Stmt& item, const ir::Buffer& b) const {
+  bool first = false;
+  for (const auto& x : prelude_items()) {
+    bool st = false;
+    ir::each_stmt(x, [&](const ir::StmtNode& y) { st |= y.kind == StmtKind::Store && y.buffer == b; });
+    if (st) return x == item;
+  }
+  return first;
+}
+
+}  // namespace dccc::backend::cudagen

@@ -1,0 +1,697 @@
+#include "ir/online_reductions.h"
+
+#include "ir/separate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+namespace dccc::ir {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The assignments of the function's top level.
+
+/// A top-level statement that computes every element of one local (or
+/// output) tensor exactly once: element-wise (`T[v] = value`) or a reduction
+/// (`acc = init; for r.. { acc = acc OP x }; T[v] = post`).
+struct Nest {
+  size_t item = 0;
+  Buffer target;
+  std::vector<const StmtNode*> loops;  // left-side loops, outermost first
+  std::vector<Var> lhs;                // their variables, T's dimensions in order
+  bool reduction = false;
+  Expr value;                          // element-wise: the value stored
+  Buffer acc;                          // reduction: the accumulator
+  Expr init, x, post;                  // acc's initial value, the operand, the stored value
+  BinOp op = BinOp::Add;
+  std::vector<const StmtNode*> rloops;  // the reduction loops, outermost first
+};
+
+bool constant(const Expr& e) {
+  bool c = true;
+  each_expr(e, [&](const ExprNode& x) {
+    c &= x.kind != ExprKind::Load && x.kind != ExprKind::VarRef && x.kind != ExprKind::SizeRef;
+  });
+  return c;
+}
+
+/// The store's indices are the loops' variables, its extents the tensor's.
+bool stores_whole(const StmtNode& st, const std::vector<const StmtNode*>& loops) {
+  const Buffer& t = st.buffer;
+  if (st.flat || t->dims.size() != loops.size() || st.args.size() != loops.size()) return false;
+  std::map<const VarNode*, Expr> dim_to_loop;
+  for (size_t k = 0; k < loops.size(); ++k) {
+    if (st.args[k]->kind != ExprKind::VarRef || st.args[k]->var != loops[k]->var) return false;
+    dim_to_loop[t->dims[k].var.get()] = build::var(loops[k]->var);
+  }
+  for (size_t k = 0; k < loops.size(); ++k)
+    if (!same_expr(loops[k]->extent, substitute(t->dims[k].extent, dim_to_loop))) return false;
+  return true;
+}
+
+std::optional<Nest> parse_nest(const Stmt& item, size_t index) {
+  Nest n;
+  n.item = index;
+  Stmt s = unwrap(item);
+  while (s && s->kind == StmtKind::For) {
+    n.loops.push_back(s.get());
+    s = unwrap(s->body[0]);
+  }
+  if (!s || n.loops.empty()) return std::nullopt;
+  if (s->kind == StmtKind::Store) {
+    if (!stores_whole(*s, n.loops)) return std::nullopt;
+    n.target = s->buffer;
+    n.value = s->value;
+  } else if (s->kind == StmtKind::Seq && s->body.size() == 3) {
+    const Stmt& init = s->body[0];
+    const Stmt& post = s->body[2];
+    if (init->kind != StmtKind::Store || !init->buffer->dims.empty() || init->flat || !constant(init->value))
+      return std::nullopt;
+    n.acc = init->buffer;
+    Stmt r = unwrap(s->body[1]);
+    while (r && r->kind == StmtKind::For) {
+      n.rloops.push_back(r.get());
+      r = unwrap(r->body[0]);
+    }
+    if (n.rloops.empty() || !r || r->kind != StmtKind::Store || r->buffer != n.acc) return std::nullopt;
+    const Expr& v = r->value;
+    if (v->kind != ExprKind::Binary || v->args[0]->kind != ExprKind::Load || v->args[0]->buffer != n.acc ||
+        loads_from(v->args[1], n.acc.get()))
+      return std::nullopt;
+    if (v->binop != BinOp::Add && v->binop != BinOp::Mul && v->binop != BinOp::Max && v->binop != BinOp::Min)
+      return std::nullopt;
+    if (post->kind != StmtKind::Store || !stores_whole(*post, n.loops)) return std::nullopt;
+    n.reduction = true;
+    n.op = v->binop;
+    n.x = v->args[1];
+    n.init = init->value;
+    n.post = post->value;
+    n.target = post->buffer;
+  } else {
+    return std::nullopt;
+  }
+  for (const auto* l : n.loops) n.lhs.push_back(l->var);
+  return n;
+}
+
+Expr fimm(double v, Scalar t) { return build::float_imm(v, t); }
+
+bool stores_to(const Stmt& s, const BufferNode* b) {
+  bool found = false;
+  each_stmt(s, [&](const StmtNode& x) { found |= x.kind == StmtKind::Store && x.buffer.get() == b; });
+  return found;
+}
+
+bool uses(const Stmt& s, const BufferNode* b) {
+  bool found = touches(s, b);
+  each_stmt(s, [&](const StmtNode& x) { found |= x.kind == StmtKind::Print && x.buffer.get() == b; });
+  return found;
+}
+
+// ---------------------------------------------------------------------------
+// One chain: a root reduction, the earlier reductions over the same j it
+// reads (members), and the tensors computed in the fused body.
+
+struct Member {
+  const Nest* nest = nullptr;
+  std::vector<Expr> args;  // where the chain reads it (the root: its own left side)
+  Expr x, post;            // expanded, in the root's variables
+  bool deps = false;       // x reads earlier results
+  AddForm add;
+  MulForm mul;
+  Buffer cur, old;  // the result over the prefix so far, and before this step
+  bool store = false;
+};
+
+struct Producer {
+  const Nest* nest = nullptr;
+  std::vector<Expr> args;
+  Buffer scalar;
+};
+
+bool same_args(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (!same_expr(a[k], b[k])) return false;
+  return true;
+}
+
+class Chain {
+ public:
+  Chain(Func& f, const std::vector<Stmt>& items, const std::vector<std::optional<Nest>>& nests, size_t root)
+      : f_(f), items_(items), nests_(nests), root_item_(root) {
+    for (size_t k = 0; k < root; ++k) {
+      if (!nests[k]) continue;
+      const Buffer& t = nests[k]->target;
+      if (t->kind != BufferKind::Local && t->kind != BufferKind::Output) continue;
+      size_t writers = 0;
+      for (const auto& it : items) writers += stores_to(it, t.get());
+      if (writers == 1) def_[t.get()] = &*nests[k];
+    }
+  }
+
+  std::string why;  // why the chain is not fused (empty: no chain at all)
+
+  /// Finds the members and separates their bodies; false when nothing is
+  /// fused (`why` empty: the root reads no earlier reduction over j).
+  bool analyse(const std::set<std::string>& keep, const std::set<std::string>& scheduled) {
+    const Nest& root = *nests_[root_item_];
+    if (root.rloops.size() != 1 || root.op == BinOp::Mul) return false;
+    j_ = root.rloops[0]->var;
+    extent_ = root.rloops[0]->extent;
+    for (const auto& v : root.lhs) lhs_.insert(v.get());
+    Member rm;
+    rm.nest = &root;
+    rm.x = expand(root.x);
+    rm.post = expand(root.post);
+    if (!why.empty()) return false;
+    if (members_.empty()) return false;
+    members_.push_back(std::move(rm));
+    // Rows: the variables the results are read at, the root's outer loops.
+    std::set<const VarNode*> rows;
+    for (size_t m = 0; m + 1 < members_.size(); ++m)
+      for (const auto& a : members_[m].args) rows.insert(a->var.get());
+    rows_ = rows.size();
+    for (size_t k = 0; k < root.lhs.size(); ++k)
+      if ((k < rows_) != (rows.count(root.lhs[k].get()) > 0))
+        return refuse(fmt::format("the results are read at rows ({}) that are not the outer loops of `{}`",
+                                  names(rows), root.target->name));
+    // Every tensor the fused loop computes instead of storing.
+    std::set<const BufferNode*> gone;
+    for (size_t k : inlined_) gone.insert(nests_[k]->target.get());
+    for (const auto& p : producers_) gone.insert(p.nest->target.get());
+    std::set<size_t> removed = inlined_;
+    for (const auto& p : producers_) removed.insert(p.nest->item);
+    for (size_t m = 0; m + 1 < members_.size(); ++m) removed.insert(members_[m].nest->item);
+    std::vector<std::string> chain_names;
+    for (size_t k : removed) chain_names.push_back(nests_[k]->target->name);
+    chain_names.push_back(root.target->name);
+    for (const auto& n : chain_names) {
+      if (keep.count(n)) return refuse(fmt::format("`materialize({})` keeps it stored", n));
+      if (scheduled.count(n)) return refuse(fmt::format("a `schedule` directive names the assignment to `{}`", n));
+    }
+    for (const BufferNode* t : gone) {
+      if (t->kind != BufferKind::Local) return refuse(fmt::format("`{}` is not a local tensor", t->name));
+      for (size_t k = 0; k < items_.size(); ++k)
+        if (k != root_item_ && !removed.count(k) && uses(items_[k], t))
+          return refuse(fmt::format("`{}` is read outside the chain", t->name));
+    }
+    for (size_t m = 0; m + 1 < members_.size(); ++m) {
+      Member& mm = members_[m];
+      const Buffer& t = mm.nest->target;
+      mm.store = t->kind != BufferKind::Local;
+      for (size_t k = 0; k < items_.size(); ++k) {
+        if (k == root_item_ || removed.count(k) || !uses(items_[k], t.get())) continue;
+        if (k < root_item_) return refuse(fmt::format("`{}` is read before `{}` is computed", t->name, root.target->name));
+        mm.store = true;
+      }
+    }
+    // Per-j producers read only what stays stored.
+    for (const auto& p : producers_) {
+      bool bad = false;
+      auto check = [&](const Expr& e) {
+        each_expr(e, [&](const ExprNode& x) {
+          bad |= x.kind == ExprKind::Load && (gone.count(x.buffer.get()) || is_member(x.buffer.get()));
+        });
+      };
+      check(p.nest->x);
+      check(p.nest->post);
+      if (bad) return refuse(fmt::format("`{}` (a reduction per j) reads a tensor of the chain", p.nest->target->name));
+    }
+    // Nothing between the chain's statements writes what they read.
+    std::vector<size_t> all(removed.begin(), removed.end());
+    for (size_t k : all) {
+      std::set<const BufferNode*> reads;
+      each_stmt(items_[k], [&](const StmtNode& s) {
+        own_exprs(s, [&](const ExprNode& x) {
+          if (x.kind == ExprKind::Load) reads.insert(x.buffer.get());
+        });
+      });
+      for (size_t w = k + 1; w < root_item_; ++w) {
+        if (removed.count(w)) continue;
+        for (const BufferNode* b : reads)
+          if (stores_to(items_[w], b))
+            return refuse(fmt::format("a statement between the chain's assignments writes `{}`", b->name));
+      }
+    }
+    // A tensor computed in the loop is not read where the loop's value is
+    // not at hand (the root's result read at another index than j).
+    for (const auto& m : members_) {
+      const BufferNode* left = nullptr;
+      for (const Expr& e : {m.x, m.post})
+        each_expr(e, [&](const ExprNode& x) {
+          if (x.kind == ExprKind::Load && gone.count(x.buffer.get())) left = x.buffer.get();
+        });
+      if (left) return refuse(fmt::format("`{}` is also read outside the loop over {}", left->name, j_->name));
+    }
+    bool reads_target = false;
+    for (const auto& m : members_) reads_target |= loads_from(m.x, root.target.get()) || loads_from(m.post, root.target.get());
+    if (reads_target) return refuse(fmt::format("the chain reads `{}`", root.target->name));
+    // Separation.
+    Separator sep([&](const Expr& e) { return dep_j(e); }, [&](const Expr& e) { return dep_r(e); });
+    for (auto& m : members_) {
+      m.deps = dep_r(m.x);
+      if (!m.deps) continue;
+      bool ok = m.nest->op == BinOp::Add ? sep.mul_form(m.x, m.mul, false) : sep.add_form(m.x, m.add, false);
+      if (!ok)
+        return refuse(fmt::format("the body of `{}` ({}) does not separate: {}", m.nest->target->name,
+                                  m.nest->op == BinOp::Add ? "+: G(j) * H(results)" : "max/min: G(j) + H(results)",
+                                  sep.why));
+      if (m.nest->op != BinOp::Add && m.add.j.items.empty())
+        return refuse(fmt::format("the body of `{}` does not depend on j", m.nest->target->name));
+    }
+    removed_ = removed;
+    gone_ = gone;
+    return true;
+  }
+
+  /// The fused statement, replacing the root; records what --explain says.
+  Stmt build(std::string& note);
+
+  const std::set<size_t>& removed() const { return removed_; }
+  std::set<const BufferNode*> dropped() const {
+    std::set<const BufferNode*> out = gone_;
+    for (size_t m = 0; m + 1 < members_.size(); ++m)
+      if (!members_[m].store) out.insert(members_[m].nest->target.get());
+    return out;
+  }
+  std::vector<Buffer> new_buffers;
+
+ private:
+  bool refuse(std::string w) {
+    why = std::move(w);
+    return false;
+  }
+
+  std::string names(const std::set<const VarNode*>& vs) const {
+    std::string s;
+    for (const auto* v : vs) s += (s.empty() ? "" : ", ") + v->name;
+    return s;
+  }
+
+  bool is_member(const BufferNode* b) const {
+    for (size_t m = 0; m < members_.size(); ++m)
+      if (members_[m].nest->target.get() == b && members_[m].nest->item != root_item_) return true;
+    return false;
+  }
+
+  bool dep_j(const Expr& e) const {
+    bool d = mentions(e, j_);
+    each_expr(e, [&](const ExprNode& x) {
+      if (x.kind != ExprKind::Load) return;
+      for (const auto& p : producers_) d |= x.buffer == p.scalar;
+    });
+    return d;
+  }
+
+  bool dep_r(const Expr& e) const {
+    bool d = false;
+    each_expr(e, [&](const ExprNode& x) { d |= x.kind == ExprKind::Load && is_member(x.buffer.get()); });
+    return d;
+  }
+
+  bool at_j(const std::vector<Expr>& args) const {
+    for (const auto& a : args)
+      if (dep_j(a)) return true;
+    return false;
+  }
+
+  std::map<const VarNode*, Expr> bind(const Nest& n, const std::vector<Expr>& args) const {
+    std::map<const VarNode*, Expr> m;
+    for (size_t k = 0; k < n.lhs.size(); ++k) m[n.lhs[k].get()] = args[k];
+    return m;
+  }
+
+  Buffer scalar(const std::string& base, Scalar t) {
+    std::string name = base;
+    for (int k = 1;; ++k) {
+      bool taken = false;
+      for (const auto& b : f_.buffers) taken |= b->name == name;
+      for (const auto& b : new_buffers) taken |= b->name == name;
+      if (!taken) break;
+      name = fmt::format("{}.{}", base, k);
+    }
+    auto b = std::make_shared<BufferNode>();
+    b->name = name;
+    b->type = t;
+    b->kind = BufferKind::Scalar;
+    new_buffers.push_back(b);
+    return b;
+  }
+
+  /// `e` with the chain's tensors replaced: element-wise ones by their
+  /// values, reductions over other indices by per-j scalars, earlier
+  /// reductions over j registered as members (their loads stay).
+  Expr expand(const Expr& e) {
+    return replace_exprs(e, [&](const Expr& x) -> Expr {
+      if (x->kind != ExprKind::Load || x->flat) return nullptr;
+      auto it = def_.find(x->buffer.get());
+      if (it == def_.end()) return nullptr;
+      const Nest& n = *it->second;
+      if (n.reduction && !at_j(x->args)) {
+        bool row = n.rloops.size() == 1 && n.op != BinOp::Mul;
+        for (const auto& a : x->args) row &= a->kind == ExprKind::VarRef && lhs_.count(a->var.get()) > 0;
+        if (row && same_expr(substitute(n.rloops[0]->extent, bind(n, x->args)), extent_)) {
+          member(n, x->args);
+          return x;
+        }
+        return nullptr;
+      }
+      if (n.reduction) return producer(n, x->args);
+      Expr v = expand(substitute(n.value, bind(n, x->args)));
+      if (at_j(x->args) || dep_r(v)) {
+        inlined_.insert(n.item);
+        return v;
+      }
+      return nullptr;
+    });
+  }
+
+  void member(const Nest& n, const std::vector<Expr>& args) {
+    for (const auto& m : members_)
+      if (m.nest == &n) {
+        if (!same_args(m.args, args) && why.empty())
+          why = fmt::format("`{}` is read at two different rows", n.target->name);
+        return;
+      }
+    Member m;
+    m.nest = &n;
+    m.args = args;
+    auto b = bind(n, args);
+    b[n.rloops[0]->var.get()] = build::var(j_);
+    m.x = expand(substitute(n.x, b));
+    m.post = expand(substitute(n.post, b));
+    members_.push_back(std::move(m));
+  }
+
+  Expr producer(const Nest& n, const std::vector<Expr>& args) {
+    for (const auto& p : producers_)
+      if (p.nest == &n && same_args(p.args, args)) return build::load(p.scalar, {});
+    Producer p;
+    p.nest = &n;
+    p.args = args;
+    p.scalar = scalar(n.target->name + ".j", n.target->type);
+    producers_.push_back(p);
+    return build::load(p.scalar, {});
+  }
+
+  Func& f_;
+  const std::vector<Stmt>& items_;
+  const std::vector<std::optional<Nest>>& nests_;
+  size_t root_item_;
+  std::map<const BufferNode*, const Nest*> def_;
+  Var j_;
+  Expr extent_;
+  std::set<const VarNode*> lhs_;
+  size_t rows_ = 0;
+  std::vector<Member> members_;  // dependency order, the root last
+  std::vector<Producer> producers_;
+  std::set<size_t> inlined_, removed_;
+  std::set<const BufferNode*> gone_;
+};
+
+Stmt Chain::build(std::string& note) {
+  const Nest& root = *nests_[root_item_];
+  const size_t n = root.lhs.size();
+  const bool extras = n > rows_;
+  for (size_t m = 0; m + 1 < members_.size(); ++m) {
+    const Buffer& t = members_[m].nest->target;
+    members_[m].cur = scalar(t->name + ".run", t->type);
+  }
+  // Loads of results read the running value (or the one before this step).
+  auto code = [&](const Expr& e, bool old) {
+    return replace_exprs(e, [&](const Expr& x) -> Expr {
+      if (x->kind != ExprKind::Load) return nullptr;
+      for (size_t m = 0; m + 1 < members_.size(); ++m) {
+        Member& mm = members_[m];
+        if (x->buffer != mm.nest->target) continue;
+        if (!old) return build::load(mm.cur, {});
+        if (!mm.old) mm.old = scalar(mm.nest->target->name + ".prev", mm.nest->target->type);
+        return build::load(mm.old, {});
+      }
+      return nullptr;
+    });
+  };
+  // The root's accumulator per extra index (d): the result itself when it
+  // has the accumulator's type, else a tensor of its shape.
+  Buffer out_acc;
+  if (extras) {
+    if (root.target->type == root.acc->type) {
+      out_acc = root.target;
+    } else {
+      out_acc = std::make_shared<BufferNode>(*root.target);
+      out_acc->name = scalar(root.target->name + ".acc", root.acc->type)->name;
+      new_buffers.pop_back();
+      out_acc->type = root.acc->type;
+      out_acc->kind = BufferKind::Local;
+      out_acc->pad.clear();
+      std::map<const VarNode*, Expr> dv;
+      for (auto& d : out_acc->dims) {
+        Var v = make_var(d.var->name);
+        d.extent = substitute(d.extent, dv);
+        dv[d.var.get()] = build::var(v);
+        d.var = v;
+      }
+      new_buffers.push_back(out_acc);
+    }
+  }
+  // A nest over the extra indices (fresh variables, or the root's own).
+  auto over_extras = [&](bool fresh, const std::function<Stmt(const std::map<const VarNode*, Expr>&,
+                                                              const std::vector<Expr>&)>& body) {
+    std::map<const VarNode*, Expr> sub;
+    std::vector<Var> vars;
+    std::vector<Expr> idx;
+    for (size_t k = 0; k < n; ++k) {
+      if (k < rows_) {
+        idx.push_back(build::var(root.lhs[k]));
+        continue;
+      }
+      Var v = fresh ? make_var(root.lhs[k]->name) : root.lhs[k];
+      vars.push_back(v);
+      sub[root.lhs[k].get()] = build::var(v);
+      idx.push_back(build::var(v));
+    }
+    Stmt s = body(sub, idx);
+    for (size_t k = n; k-- > rows_;)
+      s = build::for_loop(vars[k - rows_], substitute(root.loops[k]->extent, sub), s, root.loops[k]->loop);
+    return s;
+  };
+  // A member's result from its accumulator: P(r) or H(r) applied, then the
+  // assignment's own expression (`/ sqrt(D)`, a cast).
+  auto value = [&](const Member& m, Expr a, bool with_h) {
+    Scalar at = m.nest->acc->type;
+    if (with_h && m.deps) {
+      if (m.nest->op == BinOp::Add) {
+        for (size_t k = 0; k < m.mul.p_exprs.size(); ++k)
+          a = build::binary(m.mul.p[k].second ? BinOp::Div : BinOp::Mul, a, as_type(code(m.mul.p_exprs[k], false), at));
+      } else {
+        a = build::binary(BinOp::Add, a, as_type(code(m.add.r.sum(m.x->type), false), at));
+      }
+    }
+    const Buffer& acc = m.nest->acc;
+    return code(replace_exprs(m.post, [&](const Expr& x) -> Expr {
+                  return x->kind == ExprKind::Load && x->buffer == acc ? a : nullptr;
+                }),
+                false);
+  };
+  std::vector<std::pair<Expr, Buffer>> ratios, shared;
+  std::vector<Stmt> init, step, fin;
+  std::vector<std::string> how;
+  // The per-j scalars (a reduction over other indices, such as q k^T).
+  for (const auto& p : producers_) {
+    const Nest& pn = *p.nest;
+    auto b = bind(pn, p.args);
+    std::vector<Var> fresh;
+    for (const auto* l : pn.rloops) {
+      fresh.push_back(make_var(l->var->name));
+      b[l->var.get()] = build::var(fresh.back());
+    }
+    Stmt s = build::store(pn.acc, {}, build::binary(pn.op, build::load(pn.acc, {}), substitute(pn.x, b)));
+    for (size_t k = pn.rloops.size(); k-- > 0;)
+      s = build::for_loop(fresh[k], substitute(pn.rloops[k]->extent, b), s);
+    step.push_back(build::store(pn.acc, {}, pn.init));
+    step.push_back(s);
+    step.push_back(build::store(p.scalar, {}, substitute(pn.post, b)));
+  }
+  size_t olds_at = step.size();
+  for (size_t m = 0; m < members_.size(); ++m) {
+    Member& mm = members_[m];
+    const Nest& mn = *mm.nest;
+    const bool is_root = m + 1 == members_.size();
+    const Scalar at = mn.acc->type;
+    const std::string name = mn.target->name;
+    // The step's operand and, for a + body, the rescaling of the sum so far.
+    Expr operand;
+    Buffer ratio;
+    if (!mm.deps) {
+      operand = code(mm.x, false);
+      how.push_back(fmt::format("`{}` ({})", name, op_text(mn.op)));
+    } else if (mn.op == BinOp::Add) {
+      std::set<const ExprNode*> ones;
+      for (const auto& [node, div] : mm.mul.p) ones.insert(node);
+      for (const auto* node : mm.mul.also_one) ones.insert(node);
+      operand = code(replace_exprs(mm.x, [&](const Expr& x) -> Expr {
+                       return ones.count(x.get()) ? fimm(1, x->type) : nullptr;
+                     }),
+                     false);
+      std::string h;
+      if (!mm.mul.exponent.items.empty()) {
+        Expr e = mm.mul.exponent.sum(at);
+        Expr en = as_type(code(e, false), at), eo = as_type(code(e, true), at);
+        // 1 while E stays (most steps: the exponential is skipped), 0 from
+        // E = -inf (the sum so far is 0; no inf * 0), else exp(E_new - E_old).
+        Expr r = build::select(build::binary(BinOp::EQ, eo, fimm(-INFINITY, at)), fimm(0, at),
+                               build::unary(UnOp::Exp, build::binary(BinOp::Sub, en, eo)));
+        for (const auto& [re, rb] : ratios)
+          if (same_expr(re, r)) ratio = rb;
+        if (!ratio) {
+          ratio = scalar("rescale", at);
+          ratios.push_back({r, ratio});
+          step.push_back(build::store(ratio, {}, fimm(1, at)));
+          step.push_back(build::if_then_else(build::binary(BinOp::NE, eo, en), build::store(ratio, {}, r)));
+        }
+        h = fmt::format("rescaled by exp(E(new) - E(old)), E = {}", expr_text(e));
+      }
+      for (size_t k = 0; k < mm.mul.p_exprs.size(); ++k)
+        h += fmt::format("{}{} {} after the loop", h.empty() ? "" : "; ", mm.mul.p[k].second ? "divided by" : "times",
+                         expr_text(mm.mul.p_exprs[k]));
+      how.push_back(fmt::format("`{}` (+, {})", name, h));
+    } else {
+      operand = code(mm.add.j.sum(mm.x->type), false);
+      how.push_back(fmt::format("`{}` ({}, plus {} after the loop)", name, op_text(mn.op),
+                                expr_text(mm.add.r.sum(mm.x->type))));
+    }
+    // Each exponential of the step that reads no extra index (exp(s - m)) is
+    // computed once per j into a scalar, shared by the later members while
+    // the running results it reads stay put: the root's loop over d then
+    // multiplies by it instead of computing it D times.
+    operand = replace_exprs(operand, [&](const Expr& x) -> Expr {
+      if (x->kind != ExprKind::Unary || x->unop != UnOp::Exp) return nullptr;
+      for (size_t k = rows_; k < n; ++k)
+        if (mentions(x, root.lhs[k])) return nullptr;
+      for (const auto& [e, b] : shared)
+        if (same_expr(e, x)) return build::load(b, {});
+      Buffer b = scalar("e.j", x->type);
+      step.push_back(build::store(b, {}, x));
+      shared.push_back({x, b});
+      return build::load(b, {});
+    });
+    auto update = [&](const Expr& a, const std::map<const VarNode*, Expr>& sub) {
+      Expr x = substitute(operand, sub);
+      if (ratio) return build::binary(BinOp::Add, build::binary(BinOp::Mul, a, build::load(ratio, {})), x);
+      return build::binary(mn.op, a, x);
+    };
+    if (is_root && extras) {
+      init.push_back(over_extras(true, [&](const auto&, const std::vector<Expr>& idx) {
+        return build::store(out_acc, idx, mn.init);
+      }));
+      step.push_back(over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
+        return build::store(out_acc, idx, update(build::load(out_acc, idx), sub));
+      }));
+      fin.push_back(over_extras(false, [&](const auto&, const std::vector<Expr>& idx) {
+        return build::store(root.target, idx, value(mm, build::load(out_acc, idx), true));
+      }));
+      continue;
+    }
+    init.push_back(build::store(mn.acc, {}, mn.init));
+    step.push_back(build::store(mn.acc, {}, update(build::load(mn.acc, {}), {})));
+    if (is_root) {
+      std::vector<Expr> idx;
+      for (const auto& v : root.lhs) idx.push_back(build::var(v));
+      fin.push_back(build::store(root.target, idx, value(mm, build::load(mn.acc, {}), true)));
+      continue;
+    }
+    init.push_back(build::store(mm.cur, {}, value(mm, mn.init, false)));
+    step.push_back(build::store(mm.cur, {}, value(mm, build::load(mn.acc, {}), true)));
+    std::erase_if(shared, [&](const auto& e) { return loads_from(e.first, mm.cur.get()); });
+    if (mm.store) fin.push_back(build::store(mn.target, mm.args, build::load(mm.cur, {})));
+  }
+  // The results before this step, for the rescaling.
+  std::vector<Stmt> olds;
+  for (const auto& m : members_)
+    if (m.old) olds.push_back(build::store(m.old, {}, build::load(m.cur, {})));
+  step.insert(step.begin() + static_cast<std::ptrdiff_t>(olds_at), olds.begin(), olds.end());
+  std::vector<Stmt> row = init;
+  row.push_back(build::for_loop(j_, extent_, build::seq(step)));
+  row.insert(row.end(), fin.begin(), fin.end());
+  Stmt s = build::seq(row);
+  for (size_t k = rows_; k-- > 0;) s = build::for_loop(root.lhs[k], root.loops[k]->extent, s, root.loops[k]->loop);
+  // --explain.
+  std::string steps;
+  for (const auto& h : how) steps += (steps.empty() ? "" : ", ") + h;
+  std::vector<std::string> inside;
+  for (size_t k : inlined_) inside.push_back("`" + nests_[k]->target->name + "`");
+  for (const auto& p : producers_) inside.push_back("`" + p.nest->target->name + "` (per j)");
+  std::string in;
+  for (const auto& x : inside) in += (in.empty() ? "" : ", ") + x;
+  note = fmt::format("online reductions: one pass over {} in 0 .. {} computes {}{}", j_->name, expr_text(extent_), steps,
+                     in.empty() ? "" : "; computed in the loop, not stored: " + in);
+  return s;
+}
+
+}  // namespace
+
+void online_reductions(Func& f, const std::set<std::string>& keep, const std::set<std::string>& scheduled,
+                       std::string* explain) {
+  if (f.storage_lowered) return;
+  std::set<const BufferNode*> tried;
+  std::string text;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<Stmt> items = items_of(f.body);
+    std::vector<std::optional<Nest>> nests;
+    for (size_t k = 0; k < items.size(); ++k) nests.push_back(parse_nest(items[k], k));
+    for (size_t r = items.size(); r-- > 0 && !changed;) {
+      if (!nests[r] || !nests[r]->reduction || tried.count(nests[r]->target.get())) continue;
+      tried.insert(nests[r]->target.get());
+      Chain c(f, items, nests, r);
+      if (!c.analyse(keep, scheduled)) {
+        if (!c.why.empty())
+          text += fmt::format("  `{}`: online reductions not applied: {}\n", nests[r]->target->name, c.why);
+        continue;
+      }
+      std::string note;
+      Stmt fused = c.build(note);
+      text += fmt::format("  `{}`: {}\n", nests[r]->target->name, note);
+      std::vector<Stmt> out;
+      std::set<const BufferNode*> accs, assigned;
+      for (size_t k = 0; k < items.size(); ++k) {
+        if (k == r) {
+          out.push_back(fused);
+        } else if (!c.removed().count(k)) {
+          out.push_back(items[k]);
+        } else {
+          accs.insert(nests[k]->acc.get());
+          assigned.insert(nests[k]->target.get());
+        }
+      }
+      f.body = build::seq(out);
+      std::set<const BufferNode*> drop = c.dropped();
+      std::set<const BufferNode*> used;
+      each_stmt(f.body, [&](const StmtNode& s) {
+        if (s.buffer) used.insert(s.buffer.get());
+        own_exprs(s, [&](const ExprNode& x) {
+          if (x.kind == ExprKind::Load) used.insert(x.buffer.get());
+        });
+      });
+      for (const BufferNode* a : accs)
+        if (a && !used.count(a)) drop.insert(a);
+      if (!used.count(nests[r]->acc.get())) drop.insert(nests[r]->acc.get());
+      std::erase_if(f.buffers, [&](const Buffer& b) {
+        return drop.count(b.get()) && (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar);
+      });
+      f.buffers.insert(f.buffers.end(), c.new_buffers.begin(), c.new_buffers.end());
+      // The chain's assignments other than the root's are gone (a result
+      // stored after the loop has no loops of its own a schedule could name).
+      std::erase_if(f.nests, [&](const NamedNest& nn) { return assigned.count(nn.target.get()) > 0; });
+      changed = true;
+    }
+  }
+  if (explain && !text.empty()) *explain += fmt::format("fn {}:\n{}", f.name, text);
+}
+
+}  // namespace dccc::ir
