@@ -90,7 +90,20 @@ debug)
   [ "$(assign_lines | wc -l)" -ge 4 ] || fail "expected four assignments in softmax.toy"
   if objdump --dwarf=decodedline "$tmp/nog/softmax.so" | grep -q 'softmax\.toy'; then
     fail "a library built without -g names softmax.toy"
-  fi
+  fi  # A statement of an imported file, inlined into the caller, has that
+  # file's name and line (rows.toy:12), the caller's its own (main.toy:6);
+  # main.toy has 8 lines.
+  mkdir "$tmp/imp"
+  { for k in 1 2 3 4 5 6 7 8 9; do echo "// line $k"; done
+    printf 'fn double_all(x: [N]f32) [N]f32 {\n    let y: [N]f32;\n    y[i] = x[i] * 2.0;\n    return y;\n}\n'
+  } >"$tmp/imp/rows.toy"
+  printf 'import "rows.toy" as r;\n\nfn f(x: [N]f32) [N]f32 {\n    let z = r.double_all(x);\n    let w: [N]f32;\n    w[i] = z[i] + 1.0;\n    return w;\n}\n' \
+    >"$tmp/imp/main.toy"
+  "$DCCC" "$tmp/imp/main.toy" -g -o "$tmp/imp/main.so" 2>/dev/null
+  objdump --dwarf=decodedline "$tmp/imp/main.so" | awk 'NF >= 3 {print $1 ":" $2}' | sort -u >"$tmp/imp/rows"
+  grep -qx 'rows.toy:12' "$tmp/imp/rows" || { cat "$tmp/imp/rows"; fail "-g has no row at the imported rows.toy:12"; }
+  grep -qx 'main.toy:6' "$tmp/imp/rows" || { cat "$tmp/imp/rows"; fail "-g has no row at main.toy:6"; }
+  if grep -q '^main\.toy:\(9\|[1-9][0-9]\)$' "$tmp/imp/rows"; then fail "-g put rows.toy's lines in main.toy"; fi
   ;;
 cuda_arch)
   # A stand-in nvcc records its arguments and the CUDA source it was given.
@@ -142,6 +155,29 @@ depfile)
   grep -q "^$tmp/out.so $tmp/out.h:" "$tmp/out.d" || fail "the depfile's targets are not the library and header"
   "$DCCC" "$toy" -o "$tmp/plain.so" -MD 2>/dev/null
   grep -q "softmax.toy" "$tmp/plain.d" || fail "-MD without -MF does not write PROG.d"
+  # Every file the program imports is a dependency, however deep: mid.toy
+  # beside it, inner.toy that mid.toy imports (found through -I) and the
+  # standard library's nn.toy; touching the deepest makes the library out
+  # of date.
+  mkdir -p "$tmp/imp/inc"
+  printf 'fn once(v: f32) f32 {\n    return v;\n}\n' >"$tmp/imp/inc/inner.toy"
+  printf 'import "inner.toy" as inner;\nfn twice(v: f32) f32 {\n    return inner.once(v) * 2.0;\n}\n' \
+    >"$tmp/imp/mid.toy"
+  printf 'import "mid.toy" as mid;\nimport "std/nn.toy" as nn;\nfn f(x: [N]f32) [N]f32 {\n    let y: [N]f32;\n    y[i] = nn.silu(mid.twice(x[i]));\n    return y;\n}\n' \
+    >"$tmp/imp/main.toy"
+  "$DCCC" "$tmp/imp/main.toy" -I "$tmp/imp/inc" -o "$tmp/imp/main.so" -MD 2>/dev/null
+  sed -e 's/^ *//' -e 's/ *\\$//' "$tmp/imp/main.d" >"$tmp/imp/deps"
+  for dep in "$tmp/imp/main.toy" "$tmp/imp/mid.toy" "$tmp/imp/inc/inner.toy"; do
+    grep -qxF "$dep" "$tmp/imp/deps" || { cat "$tmp/imp/main.d"; fail "-MD does not list $dep"; }
+  done
+  grep -q '^/.*/nn\.toy$' "$tmp/imp/deps" || { cat "$tmp/imp/main.d"; fail "-MD does not list std/nn.toy"; }
+  printf 'include %s\n%s/imp/main.so:\n\ttouch $@\n' "$tmp/imp/main.d" "$tmp" >"$tmp/imp/Makefile"
+  make -s -f "$tmp/imp/Makefile" -q "$tmp/imp/main.so" || fail "the importing library is out of date right after -MD"
+  sleep 1
+  touch "$tmp/imp/inc/inner.toy"
+  if make -s -f "$tmp/imp/Makefile" -q "$tmp/imp/main.so"; then
+    fail "touching a file imported through another import does not make the library out of date"
+  fi
   usage_error "$toy" -MD
   ;;
 runtime)
