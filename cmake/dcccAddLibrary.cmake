@@ -5,10 +5,11 @@
 # ${CMAKE_CURRENT_BINARY_DIR}/dccc/NAME/NAME.so (with NAME.h and dccrt.h
 # beside it) and defines NAME, an imported shared library target whose
 # include directory is that folder: link it and `#include "NAME.h"`. The
-# library is rebuilt when prog.toy changes (and when anything dccc lists in
-# its -MD dependency file does) or when dccc itself does. The language has
-# no imports yet, so SOURCES takes exactly one file. FLAGS go to dccc as
-# they are (`-g`, `-O2`, `--schedule=...`).
+# library is rebuilt when prog.toy changes, when any file it imports does
+# (dccc's -MD dependency file lists every file the compilation read), or
+# when dccc itself does. SOURCES takes one file, the program; the files it
+# imports are found by dccc (its folder, -I, std/). FLAGS go to dccc as
+# they are (`-g`, `-O2`, `-I dir`, `--schedule=...`).
 function(dccc_add_library name)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TARGET;CPU" "SOURCES;CUDA_ARCH;FLAGS")
   if(ARG_UNPARSED_ARGUMENTS)
@@ -16,7 +17,7 @@ function(dccc_add_library name)
   endif()
   list(LENGTH ARG_SOURCES count)
   if(NOT count EQUAL 1)
-    message(FATAL_ERROR "dccc_add_library(${name}): SOURCES takes one .toy file (the language has no imports yet)")
+    message(FATAL_ERROR "dccc_add_library(${name}): SOURCES takes one .toy file, the program (dccc finds what it imports)")
   endif()
   get_filename_component(source "${ARG_SOURCES}" ABSOLUTE)
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/dccc/${name}")

@@ -8,6 +8,10 @@
 #                                  dccc::dccc, dccc::dccrt, dccc_add_library()
 #   LIBDIR/pkgconfig/dccrt.pc      pkg-config for the shared runtime
 #   share/dccc/examples/           the example programs and hosts
+#   share/dccc/std/                the standard library (`import "std/nn.toy"`;
+#                                  frontend/imports.h finds it beside bin/)
+#   lib/python3/dist-packages/dccc the Python package (python/dccc; its
+#                                  dccc.compile finds bin/dccc beside it)
 #   share/doc/dccc/                README, docs/
 # An installed dccc finds lib/dccc and include/dccc relative to its own
 # executable (tools/runtime_paths.h), so the prefix is relocatable; the
@@ -37,6 +41,14 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/dccrt.pc DESTINATION ${CMAKE_INSTALL_L
 
 install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/dccc/examples COMPONENT compiler
         FILES_MATCHING PATTERN "*.toy" PATTERN "*.c" PATTERN "*.cpp" PATTERN "*.cu" PATTERN "*.h")
+install(DIRECTORY stdlib/ DESTINATION ${CMAKE_INSTALL_DATADIR}/dccc/std COMPONENT compiler
+        FILES_MATCHING PATTERN "*.toy")
+# The Python package where Debian's python3 looks for packages of /usr
+# (/usr/lib/python3/dist-packages); for another prefix, PYTHONPATH names it.
+# Not CMAKE_INSTALL_LIBDIR: that is lib/x86_64-linux-gnu under /usr.
+set(DCCC_PYTHON_DIR lib/python3/dist-packages CACHE STRING "where the Python package is installed, under the prefix")
+install(DIRECTORY python/dccc DESTINATION ${DCCC_PYTHON_DIR} COMPONENT compiler
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT compiler)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT compiler FILES_MATCHING PATTERN "*.md")
 

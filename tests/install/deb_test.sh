@@ -9,7 +9,8 @@
 #     names is installed here, so the Depends can be satisfied;
 #   - dpkg -x into a temporary root: that dccc runs, uses that root's
 #     runtime, compiles an example that a C host runs, and a find_package
-#     consumer builds against it.
+#     consumer builds against it (its imported-file library included), and
+#     Python imports the unpacked package and compiles through it.
 # (A real `dpkg -i`/`apt install` needs root and changes this machine; it
 # is not done here.)
 #   deb_test.sh BUILD_DIR SOURCE_DIR
@@ -26,7 +27,8 @@ dpkg-deb -c "$deb" | awk '{print $6}' >"$tmp/contents"
 for f in ./usr/bin/dccc ./usr/lib/dccc/libdccrt.a ./usr/include/dccc/dccrt.h \
          ./usr/lib/cmake/dccc/dcccConfig.cmake ./usr/lib/cmake/dccc/dcccConfigVersion.cmake \
          ./usr/lib/cmake/dccc/dcccAddLibrary.cmake ./usr/share/dccc/examples/softmax.toy \
-         ./usr/share/dccc/examples/host/softmax_host.c; do
+         ./usr/share/dccc/examples/host/softmax_host.c ./usr/share/dccc/std/nn.toy \
+         ./usr/lib/python3/dist-packages/dccc/__init__.py; do
   grep -qx "$f" "$tmp/contents" || fail "$f is not in the package"
 done
 grep -q '^\./usr/lib/\(.*/\)\?libdccrt\.so\.[0-9]*\.[0-9]*$' "$tmp/contents" || fail "no libdccrt.so.X.Y"
@@ -37,6 +39,7 @@ echo "Depends: $depends"
 [ "$(dpkg-deb -f "$deb" Package)" = dccc ] || fail "the package is not named dccc"
 grep -q 'c-compiler' <<<"$depends" || fail "Depends has no C compiler"
 grep -q 'libc6-dev' <<<"$depends" || fail "Depends has no libc6-dev"
+grep -q 'python3-numpy' <<<"$(dpkg-deb -f "$deb" Recommends)" || fail "Recommends has no python3-numpy"
 dpkg -x "$deb" "$tmp/root"
 P="$tmp/root/usr"
 # Every library the binaries need comes from a package that Depends names.
@@ -72,11 +75,20 @@ cd "$tmp"
 cc -std=c11 -I. "$P/share/dccc/examples/host/softmax_host.c" softmax.so -lm -Wl,-rpath,"$tmp" -o host
 ./host | grep -q 'softmax host check: OK' || fail "the packaged dccc's library"
 mkdir consumer-src
-cp "$SRC"/tests/install/consumer/{CMakeLists.txt,rt_check.c} consumer-src/
+cp "$SRC"/tests/install/consumer/{CMakeLists.txt,rt_check.c,scaled.toy,scale.toy,scaled_check.c} consumer-src/
 cp "$P/share/dccc/examples/softmax.toy" "$P/share/dccc/examples/host/softmax_host.c" consumer-src/
 gen=(); if command -v ninja >/dev/null; then gen=(-G Ninja); fi
 cmake -S consumer-src -B consumer ${gen[@]+"${gen[@]}"} -DCMAKE_PREFIX_PATH="$P" >/dev/null
 cmake --build consumer >build.log 2>&1 || { cat build.log; fail "building the consumer against the package"; }
 ./consumer/softmax_host | grep -q 'softmax host check: OK' || fail "the consumer's softmax_host"
 ./consumer/rt_check | grep -q 'rt_check: OK' || fail "the consumer's rt_check"
+./consumer/scaled_check 2 | grep -q 'scaled check: OK' || fail "the consumer's scaled_check"
+env -u DCCC PYTHONPATH="$P/lib/python3/dist-packages" DCCC_CACHE_DIR="$tmp/pycache" PYTHONDONTWRITEBYTECODE=1 \
+  /usr/bin/python3 -c '
+import sys, dccc
+from dccc import _compile
+assert _compile._dccc_binary() == sys.argv[1] + "/bin/dccc", _compile._dccc_binary()
+lib = dccc.compile(sys.argv[1] + "/share/dccc/examples/softmax.toy")
+assert "softmax" in lib.functions
+' "$P" || fail "the packaged Python package"
 echo "deb test: OK ($(basename "$deb"), $(wc -l <"$tmp/contents") entries)"
