@@ -2,12 +2,13 @@
 """A/B timing of several builds of examples/mha.toy (e.g. with and without
 the default padding), dccc only, interleaved in one process.
 
-  dccc examples/mha.toy --default-pad=0 -o /tmp/pad0.so
-  dccc examples/mha.toy -o /tmp/pad4.so
+  dccc examples/mha.toy --cpu=native --default-pad=0 -o /tmp/pad0.so
+  dccc examples/mha.toy --cpu=native -o /tmp/pad4.so
   bench/cpu/ab_libs.py /tmp/pad0.so /tmp/pad4.so [--datasets cola,mnli]
                        [--batch 32] [--threads 1] [--repeat 31]
 
-Every library gets the same random packed inputs (H = 8, D = 64); the
+Build every library with --cpu=native (-o's default, x86-64-v2, is portable,
+not this machine's fastest code). Every library gets the same random packed inputs (H = 8, D = 64); the
 outputs must agree within 1e-5 (else it stops). Each round runs every
 library once, in turn, so a change in the machine's load hits all alike;
 it prints the median and the minimum ms per library and each median's

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Multi-head attention on the CPU: dccc's generated kernel against PyTorch.
 
-Runs examples/mha.toy, compiled by `dccc mha.toy -o mha.so`, through its C
+Runs examples/mha.toy, compiled by `dccc mha.toy --cpu=native -o mha.so`, through its C
 ABI (ctypes, docs/abi.md) on ragged batches whose lengths come from
 /work/shared/bench/seqlens/<name>.txt (the line for B), and in the same
 process PyTorch 1.13 (Debian's python3-torch, which has no
@@ -124,7 +124,7 @@ def ms_text(t):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lib", required=True, help="mha.so written by `dccc examples/mha.toy -o mha.so`")
+    ap.add_argument("--lib", required=True, help="mha.so written by `dccc examples/mha.toy --cpu=native -o mha.so`")
     ap.add_argument("--seqlens", default="/work/shared/bench/seqlens")
     ap.add_argument("--datasets", default="race,squad,mnli,cola")
     ap.add_argument("--batch", type=int, default=32)
