@@ -62,6 +62,14 @@ cpu)
     if grep -q '_ZGV[de]N' "$tmp/$c.nm"; then fail "--cpu=$c calls AVX2/AVX-512 libmvec functions"; fi
   done
   grep -q '%zmm' "$tmp/x86-64-v4.s" || fail "--cpu=x86-64-v4 code has no AVX-512 (zmm) instruction"
+  # The library's metadata (dccc_module_info, --emit=metadata) names the CPU
+  # it was compiled for; `native` is resolved to this machine's CPU name.
+  for c in default x86-64-v4; do
+    want="$c"; [ "$c" = default ] && want=x86-64-v2
+    grep -aq "\"arch\": \"$want\"" "$tmp/$c/softmax.so" || fail "the --cpu=$c library's metadata does not name $want"
+  done
+  "$DCCC" "$toy" --emit=metadata --cpu=native | grep -q '"arch": "native"' && fail "--emit=metadata left --cpu=native unresolved"
+  "$DCCC" "$toy" --emit=metadata --cpu=x86-64-v3 | grep -q '"arch": "x86-64-v3"' || fail "--emit=metadata ignores --cpu"
   usage_error "$toy" --cpu=pentium-pro-max -o "$tmp/x.so"
   ;;
 opt)
@@ -139,6 +147,17 @@ NVCC
   for line in $(cat "$tmp/lines"); do
     assign_lines | grep -qx "$line" || fail "-lineinfo has #line $line, not an assignment of softmax.toy"
   done
+  # A statement of an imported file gets that file's #line (rows.toy:12),
+  # the caller's its own (main.toy:6).
+  mkdir "$tmp/imp"
+  { for k in 1 2 3 4 5 6 7 8 9; do echo "// line $k"; done
+    printf 'fn rowsum(x: [M, N]f32) [M]f32 {\n    let y: [M]f32;\n    y[m] = reduce(+, x[m, n]);\n    return y;\n}\n'
+  } >"$tmp/imp/rows.toy"
+  printf 'import "rows.toy" as r;\n\nfn f(x: [M, N]f32) [M]f32 {\n    let z = r.rowsum(x);\n    let w: [M]f32;\n    w[m] = z[m] * 2.0;\n    return w;\n}\n' \
+    >"$tmp/imp/main.toy"
+  DCCC_NVCC="$tmp/nvcc" "$DCCC" "$tmp/imp/main.toy" --target=cuda -lineinfo -o "$tmp/imp/m.so" 2>/dev/null
+  grep -qx "#line 12 \"$tmp/imp/rows.toy\"" "$tmp/kernels.cu" || fail "-lineinfo has no #line 12 naming the imported rows.toy"
+  grep -qx "#line 6 \"$tmp/imp/main.toy\"" "$tmp/kernels.cu" || fail "-lineinfo has no #line 6 naming main.toy"
   usage_error "$toy" --target=cuda --cuda-arch=compute_90 -o "$tmp/x.so"
   usage_error "$toy" --target=cuda --cuda-arch= -o "$tmp/x.so"
   ;;
