@@ -326,6 +326,24 @@ def test_compile_caches_by_content(tmp_path, monkeypatch, dccc_exe):
         dccc.compile(str(bad))
 
 
+def test_compile_is_for_this_cpu_unless_told(tmp_path, monkeypatch, dccc_exe):
+    # dccc.compile builds for the process that loads it: --cpu=native (the
+    # metadata names this machine's CPU, as `dccc --emit=metadata
+    # --cpu=native` resolves it), unless cpu= names another.
+    monkeypatch.setenv("DCCC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DCCC", dccc_exe)
+    src = os.path.join(EXAMPLES, "softmax.toy")
+    host = json.loads(subprocess.run([dccc_exe, src, "--emit=metadata", "--cpu=native"], check=True,
+                                     capture_output=True, text=True).stdout)["arch"]
+    assert host not in ("native", "x86-64-v2")
+    a = dccc.compile(src)
+    assert a.info["arch"] == host
+    b = dccc.compile(src, cpu="x86-64-v2")
+    assert b.info["arch"] == "x86-64-v2" and b.path != a.path
+    x = {"data": np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2), "seqlen": np.array([3], np.int32)}
+    assert np.allclose(a.softmax(x)["data"], b.softmax(x)["data"], atol=1e-6)
+
+
 def test_concurrent_compiles_of_one_source(tmp_path, dccc_exe):
     # several processes compile the same source into an empty cache at once
     env = dict(os.environ, DCCC_CACHE_DIR=str(tmp_path / "cache"), DCCC=dccc_exe,
