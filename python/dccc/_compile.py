@@ -2,6 +2,7 @@
 library in a cache keyed by the content hash of everything that decides it."""
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -74,6 +75,66 @@ def _flag_args(flags):
     return args
 
 
+def _entries(root, prefix):
+    """The published folders of `root` whose names start with `prefix`."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return sorted(n for n in names if n.startswith(prefix) and ".tmp-" not in n)
+
+
+def _deps_key(paths):
+    """A hash of the files `paths` (imported by a program) as they are now."""
+    h = hashlib.sha256()
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                data = f.read()
+        except OSError:
+            data = b"\0missing"
+        for part in (p.encode(), data):
+            h.update(len(part).to_bytes(8, "little"))
+            h.update(part)
+    return h.hexdigest()[:16]
+
+
+def _depfile_prerequisites(text):
+    """The prerequisites of the one rule of a Make dependency file as dccc
+    -MD writes it (backslash escapes, `$$` for `$`, backslash-newline
+    continuations)."""
+    words, word, k, seen_colon = [], "", 0, False
+    while k < len(text):
+        c = text[k]
+        if c == "\\" and k + 1 < len(text):
+            nxt = text[k + 1]
+            if nxt == "\n":
+                c = " "
+            else:
+                word += nxt
+                k += 2
+                continue
+        elif c == "$" and text[k + 1:k + 2] == "$":
+            word += "$"
+            k += 2
+            continue
+        if c.isspace():
+            if word:
+                words.append(word)
+            word = ""
+        elif c == ":" and not seen_colon and (k + 1 == len(text) or text[k + 1].isspace()):
+            if word:
+                words.append(word)
+            word, seen_colon = "", True
+            words = []  # what came before were the targets
+        else:
+            word += c
+        k += 1
+    if word:
+        words.append(word)
+    return words
+
+
 def compile(source, target="cpu", *, torch_namespace=None, dccc=None, **flags):
     """Compiles `source` (a .toy file) with ``dccc --target=TARGET -o`` and
     loads the library. Keyword flags become driver options
@@ -86,8 +147,9 @@ def compile(source, target="cpu", *, torch_namespace=None, dccc=None, **flags):
     own default is the portable ``x86-64-v2``, docs/install.md). The
     library is kept under cache_dir() in a folder named by the SHA-256 of the
     source text, the target, the options and the driver (its ``--version``,
-    size and modification time), so a second call with the same inputs
-    loads it without compiling; compiles of the same source in several
+    size and modification time), and of the files the program imports (as
+    ``dccc -MD`` lists them: the library is rebuilt when one changes), so a
+    second call with the same inputs loads it without compiling; compiles of the same source in several
     processes at once each build in a private folder and the first to finish
     publishes it (an atomic rename), so none sees a partial library."""
     if target not in ("cpu", "cuda"):
@@ -106,26 +168,43 @@ def compile(source, target="cpu", *, torch_namespace=None, dccc=None, **flags):
                  os.environ.get("DCCC_CUDA_ARCH", "").encode(), native.encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
-    key = h.hexdigest()[:32]
+    base = h.hexdigest()[:32]
     stem = os.path.splitext(os.path.basename(source))[0]
     root = cache_dir()
-    final = os.path.join(root, key)
-    lib_path = os.path.join(final, stem + ".so")
-    if not os.path.exists(lib_path):
-        os.makedirs(root, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=key + ".tmp-", dir=root)
+    # A published library's folder is BASE-DEPS: DEPS hashes the files the
+    # program imports (deps.json in the folder, from dccc -MD) as they were,
+    # so a library is reused only while none of them has changed.
+    for entry in _entries(root, base + "-"):
+        folder = os.path.join(root, entry)
         try:
-            r = subprocess.run([exe, *args, os.path.abspath(source), "-o", os.path.join(tmp, stem + ".so")],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"dccc.compile: dccc failed on `{source}` (exit {r.returncode}):\n{r.stderr}")
-            try:
-                os.rename(tmp, final)  # atomic; fails when another process published first
-                tmp = None
-            except OSError:
-                if not os.path.exists(lib_path):
-                    raise
-        finally:
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
+            with open(os.path.join(folder, "deps.json")) as f:
+                imported = json.load(f)
+        except (OSError, ValueError):
+            continue
+        lib_path = os.path.join(folder, stem + ".so")
+        if entry == base + "-" + _deps_key(imported) and os.path.exists(lib_path):
+            return load(lib_path, torch_namespace=torch_namespace)
+    os.makedirs(root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=base + ".tmp-", dir=root)
+    try:
+        src = os.path.abspath(source)
+        r = subprocess.run([exe, *args, src, "-o", os.path.join(tmp, stem + ".so"), "-MD", "-MF",
+                            os.path.join(tmp, "deps.d")], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"dccc.compile: dccc failed on `{source}` (exit {r.returncode}):\n{r.stderr}")
+        with open(os.path.join(tmp, "deps.d")) as f:
+            imported = [d for d in _depfile_prerequisites(f.read()) if os.path.realpath(d) != os.path.realpath(src)]
+        with open(os.path.join(tmp, "deps.json"), "w") as f:
+            json.dump(imported, f)
+        final = os.path.join(root, base + "-" + _deps_key(imported))
+        lib_path = os.path.join(final, stem + ".so")
+        try:
+            os.rename(tmp, final)  # atomic; fails when another process published first
+            tmp = None
+        except OSError:
+            if not os.path.exists(lib_path):
+                raise
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return load(lib_path, torch_namespace=torch_namespace)

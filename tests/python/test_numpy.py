@@ -326,6 +326,28 @@ def test_compile_caches_by_content(tmp_path, monkeypatch, dccc_exe):
         dccc.compile(str(bad))
 
 
+def test_compile_rebuilds_when_an_import_changes(tmp_path, monkeypatch, dccc_exe):
+    # the cache key covers the files the program imports (dccc -MD): a
+    # changed import gives a new library, an unchanged one the cached one
+    monkeypatch.setenv("DCCC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DCCC", dccc_exe)
+    (tmp_path / "inc").mkdir()
+    scale = tmp_path / "inc" / "scale.toy"
+    scale.write_text("fn scale(v: f32) f32 {\n    return v * 2.0;\n}\n")
+    (tmp_path / "mid.toy").write_text('import "inc/scale.toy" as s;\nfn twice(v: f32) f32 {\n    return s.scale(v);\n}\n')
+    main = tmp_path / "main.toy"
+    main.write_text('import "mid.toy" as m;\nfn f(x: [N]f32) [N]f32 {\n    let y: [N]f32;\n'
+                    '    y[i] = m.twice(x[i]);\n    return y;\n}\n')
+    x = np.arange(5, dtype=np.float32)
+    a = dccc.compile(str(main))
+    assert np.array_equal(a.f(x), 2 * x)
+    assert dccc.compile(str(main)) is a
+    scale.write_text("fn scale(v: f32) f32 {\n    return v * 3.0;\n}\n")  # imported by an import
+    b = dccc.compile(str(main))
+    assert b.path != a.path and np.array_equal(b.f(x), 3 * x)
+    assert dccc.compile(str(main)) is b
+
+
 def test_compile_is_for_this_cpu_unless_told(tmp_path, monkeypatch, dccc_exe):
     # dccc.compile builds for the process that loads it: --cpu=native (the
     # metadata names this machine's CPU, as `dccc --emit=metadata
