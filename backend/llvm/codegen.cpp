@@ -11,6 +11,10 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <deque>
+#include <string>
+#include <vector>
+
 // The per-function emitter (its members are in emit_*.cpp, reduction_nests.cpp
 // and vector_idioms.cpp); this file holds the module-level entry points.
 #include "backend/llvm/func_emitter.h"
@@ -48,6 +52,48 @@ std::unique_ptr<llvm::Module> emit_llvm(const ir::Module& m, llvm::LLVMContext& 
 }
 
 namespace {
+/// glibc libmvec's SSE (`b`: every x86-64 CPU) and AVX2 (`d`) entry points
+/// for what LLVM's own table (VecFuncs.def, LIBMVEC_X86) lists: sin, cos,
+/// tan, pow, exp, log and their llvm.* intrinsics and __*_finite forms.
+/// That table hands the vectorizer the AVX2 ones whatever the CPU, so code
+/// for a CPU without AVX2 (`--cpu=x86-64-v2`, -o's default) called
+/// _ZGVdN8v_expf with its eight floats in two xmm registers (mha_bf16 was
+/// wrong by 0.2; on a CPU without AVX2 it would be an illegal instruction).
+/// optimize() offers the AVX2 half only to CPUs that have AVX2.
+struct LibmvecTables {
+  std::deque<std::string> names;  // what the descriptions' StringRefs point into
+  std::vector<llvm::VecDesc> sse, avx2;
+};
+const LibmvecTables& libmvec_tables() {
+  static const LibmvecTables tables = [] {
+    LibmvecTables t;
+    auto keep = [&t](std::string s) -> llvm::StringRef { return t.names.emplace_back(std::move(s)); };
+    struct Fn {
+      std::string name;
+      bool binary, finite;
+    };
+    const Fn fns[] = {{"sin", false, false}, {"cos", false, false}, {"tan", false, false},
+                      {"pow", true, true},   {"exp", false, true},  {"log", false, true}};
+    for (const Fn& f : fns)
+      for (bool single : {false, true})
+        for (char isa : {'b', 'd'}) {
+          const unsigned lanes = (isa == 'b' ? 2 : 4) * (single ? 2 : 1);
+          const std::string suffix = single ? "f" : "", args = f.binary ? "vv" : "v";
+          const std::string prefix = std::string("_ZGV") + isa + "N" + std::to_string(lanes) + args + "_";
+          const llvm::StringRef abi = keep("_ZGV_LLVM_N" + std::to_string(lanes) + args);
+          std::vector<llvm::VecDesc>& out = isa == 'b' ? t.sse : t.avx2;
+          auto add = [&](const std::string& scalar, const std::string& vector) {
+            out.push_back({keep(scalar), keep(vector), llvm::ElementCount::getFixed(lanes), false, abi});
+          };
+          add(f.name + suffix, prefix + f.name + suffix);
+          add("llvm." + f.name + (single ? ".f32" : ".f64"), prefix + f.name + suffix);
+          if (f.finite) add("__" + f.name + suffix + "_finite", prefix + "_" + "_" + f.name + suffix + "_finite");
+        }
+    return t;
+  }();
+  return tables;
+}
+
 /// glibc libmvec's AVX-512 entry points for the math functions codegen emits.
 llvm::ArrayRef<llvm::VecDesc> avx512_libmvec() {
   static const llvm::VecDesc fns[] = {
@@ -89,12 +135,14 @@ void optimize(llvm::Module& m, llvm::TargetMachine* tm, int opt_level) {
   llvm::Triple triple(m.getTargetTriple());
   llvm::TargetLibraryInfoImpl tlii(triple);
   if (uses_libmvec(triple)) {
-    tlii.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86, triple);
+    auto has = [&](const char* feature) { return tm && tm->getMCSubtargetInfo()->checkFeatures(feature); };
+    tlii.addVectorizableFunctions(libmvec_tables().sse);
+    if (has("+avx2")) tlii.addVectorizableFunctions(libmvec_tables().avx2);
     // LLVM's libmvec table stops at 256-bit vectors; glibc also has the
     // AVX-512 variants (`e` ISA), one call per 16 floats or 8 doubles.
     // (The CPU's features, not only the explicit feature string: `--cpu=x86-64-v4`
     // names none.)
-    if (tm && tm->getMCSubtargetInfo()->checkFeatures("+avx512f")) tlii.addVectorizableFunctions(avx512_libmvec());
+    if (has("+avx512f")) tlii.addVectorizableFunctions(avx512_libmvec());
   }
   fam.registerPass([&] { return llvm::TargetLibraryAnalysis(tlii); });
   llvm::PassBuilder pb(tm);

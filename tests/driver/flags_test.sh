@@ -62,6 +62,23 @@ cpu)
     if grep -q '_ZGV[de]N' "$tmp/$c.nm"; then fail "--cpu=$c calls AVX2/AVX-512 libmvec functions"; fi
   done
   grep -q '%zmm' "$tmp/x86-64-v4.s" || fail "--cpu=x86-64-v4 code has no AVX-512 (zmm) instruction"
+  # libmvec's entry points follow the CPU: mha_bf16's exp loop (scores kept)
+  # vectorizes 8 wide, which LLVM's own table maps to the AVX2 _ZGVdN8v_expf
+  # even for a CPU without AVX2 (wrong results from xmm arguments, an
+  # illegal instruction on such a CPU). x86-64-v2 gets the SSE entry point,
+  # x86-64-v3 the AVX2 one, x86-64-v4 the AVX-512 one too.
+  for c in x86-64-v2 x86-64-v3 x86-64-v4; do
+    "$DCCC" "$SRC/examples/mha_bf16.toy" "--schedule=schedule mha_bf16 { materialize(scores); }" --cpu="$c" \
+      -o "$tmp/mb_$c.so" 2>/dev/null
+    nm -D "$tmp/mb_$c.so" | grep -o '_ZGV[A-Za-z0-9_]*' | sort -u | tr '\n' ' ' >"$tmp/mb_$c.nm"
+  done
+  grep -q '_ZGVbN4v_expf' "$tmp/mb_x86-64-v2.nm" || fail "--cpu=x86-64-v2 mha_bf16 has no SSE libmvec exp"
+  if grep -q '_ZGV[cde]N' "$tmp/mb_x86-64-v2.nm"; then
+    fail "--cpu=x86-64-v2 mha_bf16 calls AVX libmvec functions: $(cat "$tmp/mb_x86-64-v2.nm")"
+  fi
+  grep -q '_ZGVdN8v_expf' "$tmp/mb_x86-64-v3.nm" || fail "--cpu=x86-64-v3 mha_bf16 has no AVX2 libmvec exp"
+  if grep -q '_ZGVeN' "$tmp/mb_x86-64-v3.nm"; then fail "--cpu=x86-64-v3 mha_bf16 calls AVX-512 libmvec functions"; fi
+  grep -q '_ZGVeN16v_expf' "$tmp/mb_x86-64-v4.nm" || fail "--cpu=x86-64-v4 mha_bf16 has no AVX-512 libmvec exp"
   # The library's metadata (dccc_module_info, --emit=metadata) names the CPU
   # it was compiled for; `native` is resolved to this machine's CPU name.
   for c in default x86-64-v4; do
