@@ -107,6 +107,18 @@ options:
                      extra flags from $DCCC_CFLAGS; $DCCC_RUNTIME_LIB and
                      $DCCC_RUNTIME_HEADER replace the libdccrt.a and dccrt.h
                      of the build (a driver moved to another machine)
+  --emit=kernel      print the GPU kernel IR of --target=cuda: per statement,
+                     the tensor-core kernel the planner made (tiles, warps,
+                     shared buffers, copies, MMAs, epilogue; docs/cuda.md)
+                     or why the statement keeps the other CUDA kernels
+  --fp32-math=3xtf32|tf32|ieee
+                     f32 contractions on the CUDA target: three TF32
+                     tensor-core products per step, about f32 accuracy (the
+                     default); one TF32 product (10-bit mantissas, faster);
+                     or plain f32 FMAs without tensor cores
+  --cuda-arch=sm_NN  build the CUDA code for this GPU only (sm_80, sm_86,
+                     sm_89, sm_90, sm_90a, ...; default: sm_80 and sm_90 and
+                     compute_90 PTX, or $DCCC_CUDA_ARCH's nvcc flags)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM for this CPU);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for sm_80
@@ -175,6 +187,8 @@ struct Options {
   int max_errors = 100;
   dccc::CheckOptions check;
   dccc::ImportOptions imports;
+  dccc::backend::CudaOptions cuda;  // --fp32-math
+  std::string cuda_arch;            // --cuda-arch=sm_XX (empty: the default fatbinary)
 };
 
 int usage_error(const std::string& msg) {
@@ -195,9 +209,24 @@ int parse_args(int argc, char** argv, Options& o) {
       o.emit.clear();
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
-      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" &&
+      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" &&
           o.emit != "llvm" && o.emit != "metadata")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda, llvm or metadata");
+        return usage_error("unknown --emit stage `" + o.emit +
+                           "`; expected ast, typed, vloop, kernel, cuda, llvm or metadata");
+    } else if (a.rfind("--fp32-math=", 0) == 0) {
+      std::string m = a.substr(12);
+      if (m == "3xtf32") o.cuda.fp32 = dccc::gpu::Fp32Math::Split3xTf32;
+      else if (m == "tf32") o.cuda.fp32 = dccc::gpu::Fp32Math::Tf32;
+      else if (m == "ieee") o.cuda.fp32 = dccc::gpu::Fp32Math::Ieee;
+      else return usage_error("unknown --fp32-math `" + m + "`; expected 3xtf32, tf32 or ieee");
+    } else if (a.rfind("--cuda-arch=", 0) == 0) {
+      o.cuda_arch = a.substr(12);
+      bool ok = o.cuda_arch.size() > 3 && o.cuda_arch.rfind("sm_", 0) == 0;
+      for (size_t k = 3; ok && k < o.cuda_arch.size(); ++k)
+        ok = std::isdigit(static_cast<unsigned char>(o.cuda_arch[k])) || (k + 1 == o.cuda_arch.size() && o.cuda_arch[k] == 'a');
+      if (!ok) return usage_error("bad --cuda-arch `" + o.cuda_arch + "`; expected sm_NN or sm_NNa (sm_80, sm_90a)");
+      if (o.cuda_arch < "sm_80" && o.cuda_arch.size() == 5)
+        return usage_error("--cuda-arch `" + o.cuda_arch + "`: the CUDA target needs sm_80 or newer (cp.async, bf16 mma)");
     } else if (a.rfind("--target=", 0) == 0) {
       auto t = dccc::ir::parse_target(a.substr(9));
       if (!t) return usage_error("unknown --target `" + a.substr(9) + "`; expected cpu or cuda");
@@ -334,8 +363,13 @@ dccc::ir::Module library_module(const dccc::ir::Module& full) {
   return m;
 }
 
-/// The CUDA architectures link_cuda builds for.
+std::string g_cuda_arch_flag;  // from --cuda-arch (main sets it)
+
+/// The CUDA architectures link_cuda builds for: --cuda-arch=sm_XX, else
+/// $DCCC_CUDA_ARCH (nvcc flags), else sm_80 and sm_90 machine code and
+/// compute_90 PTX.
 const char* cuda_arch() {
+  if (!g_cuda_arch_flag.empty()) return g_cuda_arch_flag.c_str();
   const char* arch = std::getenv("DCCC_CUDA_ARCH");  // e.g. "-arch=sm_90" for faster builds
   return arch && *arch ? arch
                        : "-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 "
@@ -356,7 +390,7 @@ dccc::backend::MetadataContext metadata_context(const Options& o) {
 /// CUDA target's code, so it runs the CUDA target's passes.
 dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<dccc::ir::Schedule>& schedules) {
   dccc::ir::PipelineOptions p;
-  p.target = o.emit == "cuda" ? dccc::ir::Target::Cuda : o.target;
+  p.target = o.emit == "cuda" || o.emit == "kernel" ? dccc::ir::Target::Cuda : o.target;
   p.storage_lowering = o.storage;
   p.simplify = o.simplify;
   p.online_reductions = o.online_reductions;
@@ -399,7 +433,8 @@ int run(const Options& o) {
       std::cerr << diags.error_count() << " error(s) generated.\n";
       return kExitErrors;
     }
-    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run) return kExitOk;
+    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" && o.emit != "llvm" && o.emit != "metadata" && !o.run)
+      return kExitOk;
   } else {
   auto program = dccc::parse_with_imports(file, diags, o.imports, loaded);
   if (program && o.emit == "ast") {
@@ -438,7 +473,7 @@ int run(const Options& o) {
     std::cerr << diags.error_count() + cli_errors << " error(s) generated.\n";
     return kExitErrors;
   }
-  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
+  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
       o.output.empty() && !o.explain &&
       schedules.empty())
     return kExitOk;
@@ -476,9 +511,19 @@ int run(const Options& o) {
       for (const auto& n : report.notes) std::cout << "  " << n << "\n";
     }
   if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
+  if (o.emit == "kernel") {
+    try {
+      std::cout << dccc::backend::emit_kernel_ir(*module, o.cuda);
+    } catch (const dccc::backend::BackendUnsupported& e) {
+      std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
+      std::cerr << diags.error_count() << " error(s) generated.\n";
+      return kExitErrors;
+    }
+    return kExitOk;
+  }
   if (o.emit == "cuda") {
     try {
-      std::cout << dccc::backend::emit_cuda(*module);
+      std::cout << dccc::backend::emit_cuda(*module, o.cuda);
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
       std::cerr << diags.error_count() << " error(s) generated.\n";
@@ -606,7 +651,7 @@ int link_cuda(const Options& o, const std::filesystem::path& out, const std::fil
     std::cerr << "dccc: error: nvcc failed on the generated CUDA code:\n" << cmd << "\n" << log;
     return kExitErrors;
   }
-  std::cerr << "dccc: wrote " << out.string() << " and " << header.string() << " (target: cuda, sm_80 sm_90)\n";
+  std::cerr << "dccc: wrote " << out.string() << " and " << header.string() << " (target: cuda, " << cuda_arch() << ")\n";
   (void)o;
   return kExitOk;
 }
@@ -645,7 +690,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
     // prints one.
     dccc::backend::assign_c_names(m, o.target);
     if (cuda) {
-      std::ofstream(tmp / "kernels.cu") << dccc::backend::emit_cuda(m) << dccc::backend::emit_cuda_prelude(m);
+      std::ofstream(tmp / "kernels.cu") << dccc::backend::emit_cuda(m, o.cuda) << dccc::backend::emit_cuda_prelude(m);
     } else if (!dccc::backend::emit_object(m, obj.string(), error)) {
       std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
       return kExitInternal;
@@ -707,6 +752,7 @@ int main(int argc, char** argv) {
   int rc = parse_args(argc, argv, o);
   if (rc == -1) return kExitOk;
   if (rc != kExitOk) return rc;
+  if (!o.cuda_arch.empty()) g_cuda_arch_flag = "-arch=" + o.cuda_arch;
   if (o.list_passes) {
     for (const auto& p : dccc::ir::passes_for(pipeline_options(o, {})))
       std::cout << "  " << p.name << std::string(p.name.size() < 22 ? 22 - p.name.size() : 1, ' ') << p.summary << "\n";

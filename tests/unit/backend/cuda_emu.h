@@ -8,7 +8,17 @@
 // `dcc_emu_launch(K, grid, block, args)` (the test rewrites `K<<<grid,
 // block>>>(args)`). Not a model of the GPU's memory ordering or timing:
 // it checks what the kernels compute, not how fast or whether they race.
+//
+// The tensor-core kernels of backend/gpu/print_cuda.cpp test DCC_EMU and
+// call, instead of their inline PTX, dcc_emu_tf32 (cvt.rna.tf32.f32) and
+// dcc_emu_mma (mma.sync m16n8k16 bf16 / f16, m16n8k8 tf32): a warp-wide
+// exchange of every lane's fragment registers, after which each lane
+// computes the elements of D its own registers hold, reading A and B where
+// the PTX ISA's fragment layouts put them (docs/cuda.md). cp.async is a
+// plain copy there.
 #pragma once
+
+#define DCC_EMU 1
 
 #include <barrier>
 #include <cmath>
@@ -47,6 +57,7 @@ struct Block {
   std::unique_ptr<std::barrier<>> all;
   std::vector<std::unique_ptr<std::barrier<>>> warps;
   std::vector<uint64_t> lanes;  // shuffle values, one per thread
+  std::vector<uint32_t> frags;  // mma operand registers, 6 per thread (a0..a3, b0, b1)
 };
 inline thread_local Block* block = nullptr;
 }  // namespace dcc_emu
@@ -67,6 +78,82 @@ T __shfl_xor_sync(unsigned, T v, int off) {
   T r;
   std::memcpy(&r, &other, sizeof(T));
   return r;
+}
+
+// f32 -> tf32 as cvt.rna.tf32.f32: round the low 13 mantissa bits to
+// nearest, ties away from zero (sign-magnitude: adding half an ulp to the
+// bits does it), then clear them; NaN and infinity pass through.
+inline uint32_t dcc_emu_tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7F800000u) == 0x7F800000u) return bits;
+  return (bits + 0x1000u) & ~0x1FFFu;
+}
+
+enum class dcc_emu_mma_kind { bf16, f16, tf32 };
+
+// One element of an mma operand from its register bits.
+inline double dcc_emu_mma_value(dcc_emu_mma_kind k, uint32_t reg, int half) {
+  if (k == dcc_emu_mma_kind::tf32) {
+    uint32_t bits = reg & ~0x1FFFu;  // the tensor core reads only the tf32 bits
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  uint16_t h = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xFFFF);
+  if (k == dcc_emu_mma_kind::bf16) {
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  _Float16 f;
+  std::memcpy(&f, &h, 2);
+  return static_cast<double>(f);
+}
+
+// d += A * B on the warp's 16 x 8 tile (m16n8k16 for bf16 / f16, m16n8k8
+// for tf32), every lane of the warp calling it with its own registers.
+// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16 /
+// mma.m16n8k8"; groupID g = lane / 4, threadID_in_group t = lane % 4):
+//   16-bit A: reg j holds row g + 8 (j & 1), k 2t + 8 (j >> 1) + {0 (low half), 1 (high half)}
+//   16-bit B: reg j holds k 2t + 8 j + {0, 1}, column g
+//   tf32 A:   reg j holds row g + 8 (j & 1), k t + 4 (j >> 1)
+//   tf32 B:   reg j holds k t + 4 j, column g
+//   C / D:    element e is row g + 8 (e >> 1), column 2t + (e & 1)
+inline void dcc_emu_mma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, const uint32_t* b) {
+  auto& blk = *dcc_emu::block;
+  unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
+  for (int j = 0; j < 4; ++j) blk.frags[6 * t + j] = a[j];
+  for (int j = 0; j < 2; ++j) blk.frags[6 * t + 4 + j] = b[j];
+  blk.warps[t / 32]->arrive_and_wait();
+  const bool tf32 = kind == dcc_emu_mma_kind::tf32;
+  const int K = tf32 ? 8 : 16;
+  auto A = [&](int row, int k) {
+    if (tf32) {
+      unsigned l = (row % 8) * 4 + (k % 4);
+      return dcc_emu_mma_value(kind, blk.frags[6 * (base + l) + (row >= 8) + 2 * (k >= 4)], 0);
+    }
+    unsigned l = (row % 8) * 4 + (k % 8) / 2;
+    return dcc_emu_mma_value(kind, blk.frags[6 * (base + l) + (row >= 8) + 2 * (k >= 8)], k % 2);
+  };
+  auto B = [&](int k, int col) {
+    if (tf32) {
+      unsigned l = col * 4 + (k % 4);
+      return dcc_emu_mma_value(kind, blk.frags[6 * (base + l) + 4 + (k >= 4)], 0);
+    }
+    unsigned l = col * 4 + (k % 8) / 2;
+    return dcc_emu_mma_value(kind, blk.frags[6 * (base + l) + 4 + (k >= 8)], k % 2);
+  };
+  float out[4];
+  for (int e = 0; e < 4; ++e) {
+    int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 2 * static_cast<int>(lane % 4) + (e & 1);
+    double sum = 0;  // products of these inputs are exact in double
+    for (int k = 0; k < K; ++k) sum += A(row, k) * B(k, col);
+    out[e] = static_cast<float>(static_cast<double>(d[e]) + sum);
+  }
+  blk.warps[t / 32]->arrive_and_wait();
+  for (int e = 0; e < 4; ++e) d[e] = out[e];
 }
 
 inline int atomicCAS(int* p, int cmp, int val) {
@@ -186,6 +273,7 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
     for (unsigned w = 0; w < (n + 31) / 32; ++w)
       b->warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w)));
     b->lanes.assign(n, 0);
+    b->frags.assign(6 * n, 0);
     return b;
   };
   std::unique_ptr<dcc_emu::Block> current = fresh();
