@@ -43,7 +43,7 @@ const char* copy_name(CopyMode m) { return m == CopyMode::CpAsync4 ? "cp.async 4
 
 std::string op_text(const Op& op) {
   switch (op.kind) {
-    case OpKind::CopyNext: return "copy " + op.operand;
+    case OpKind::CopyNext: return op.count ? fmt::format("copy {} (step +{})", op.operand, op.count) : "copy " + op.operand;
     case OpKind::Commit: return "commit";
     case OpKind::WaitPrior: return fmt::format("wait {}", op.count);
     case OpKind::Barrier: return "barrier";
@@ -71,7 +71,11 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   for (const Operand* op : {&k.a, &k.b})
     o += fmt::format("  operand {}: {} {}[{} + row * {} + k * {}], rows {} -> shared {}\n", op->name, elem_name(op->elem),
                      text.buffer(op->buffer), op->base, op->row_stride, op->k_stride, op->rows, op->shared);
-  for (const auto& c : k.copies) o += fmt::format("  copy {}: {}\n", c.operand, copy_name(c.mode));
+  for (const auto& c : k.copies) {
+    o += fmt::format("  copy {}: ", c.operand);
+    if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
+    o += fmt::format("{}\n", copy_name(c.mode));
+  }
   o += fmt::format("  mma: {}", mma_name(k.mma.shape));
   if (k.mma.shape == MmaShape::M16N8K8_TF32) o += fmt::format(", fp32 {}", fp32_math_name(k.mma.fp32));
   o += "\n";

@@ -110,16 +110,25 @@ enum class CopyMode {
   Registers,  // a load into a register, then a store to shared memory
 };
 
+/// With `vector` > 1, a block whose operand is aligned for it copies
+/// `vector` adjacent elements (16 bytes) along the contiguous dimension with
+/// one `cp.async.cg ... 16` (zero-filled as a whole): when that dimension's
+/// stride is 1, the other stride, the base offset and the extent of the
+/// contiguous dimension are multiples of `vector`, and the buffer's address
+/// is 16-byte aligned -- checked at run time per block, since ragged rows
+/// may be of any length. Otherwise it copies element by element by `mode`.
 struct Copy {
   std::string operand;
   CopyMode mode = CopyMode::Registers;
+  int vector = 1;
 };
 
 /// The main loop over K-steps, as operations in program order:
-/// `prologue` runs once, `body` once per K-step `kt` (stage kt % stages is
-/// computed while stage (kt + 1) % stages is filled).
+/// `prologue` runs once (kt = 0), `body` once per K-step `kt`; K-step s
+/// lives in stage s % stages, so later steps are filled while step kt is
+/// computed.
 enum class OpKind {
-  CopyNext,   // the Copy of `operand` for K-step kt + 1 (prologue: step 0) into its stage, if any
+  CopyNext,   // the Copy of `operand` for K-step kt + `ahead` into its stage (none past the last step)
   Commit,     // cp.async.commit_group
   WaitPrior,  // cp.async.wait_group `count` (at most `count` groups still in flight)
   Barrier,    // __syncthreads
@@ -129,7 +138,7 @@ enum class OpKind {
 struct Op {
   OpKind kind;
   std::string operand;  // CopyNext
-  int count = 0;        // WaitPrior
+  int count = 0;        // WaitPrior: groups left in flight; CopyNext: steps ahead of kt
 };
 
 /// The warps of a block and their fragments: warp w owns the warp tile at

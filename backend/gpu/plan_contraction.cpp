@@ -55,6 +55,8 @@ bool affine_in(const ir::Expr& e, const ir::Var& v) {
   }
 }
 
+constexpr int kStages = 3;
+
 bool is_int(const ir::Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
 
 ir::Expr add(const ir::Expr& a, const ir::Expr& b) {
@@ -204,7 +206,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     SharedBuffer s;
     s.name = o.shared;
     s.elem = fa.elem;
-    s.stages = 2;
+    s.stages = kStages;
     s.rows = nm[0] == 'A' ? k.tiles.tile_m : k.tiles.tile_n;
     s.k = k.block_k;
     // Copies walk the unit-stride index, so a warp reads consecutive
@@ -212,14 +214,25 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     s.layout = !is_int(ks, 1) && is_int(rs, 1) ? SmemLayout::KRow : SmemLayout::RowK;
     s.pad = s.layout == SmemLayout::RowK ? (fa.elem == Elem::F32 ? 4 : 8) : 8;
     k.shared.push_back(s);
-    k.copies.push_back({n, fa.elem == Elem::F32 ? CopyMode::CpAsync4 : CopyMode::Registers});
-    k.notes.push_back(fmt::format("operand {}: {}, shared {} (the unit-stride index {}), copied {}", n,
-                                  fa.load->buffer->name, s.layout == SmemLayout::RowK ? "[row][k]" : "[k][row]",
-                                  s.layout == SmemLayout::RowK ? (is_int(ks, 1) ? "is k" : "is neither: k") : "is the row",
-                                  fa.elem == Elem::F32 ? "by cp.async (4-byte elements are always aligned)"
-                                                       : "through registers (16-bit rows of odd length are not 4-byte aligned)"));
+    k.copies.push_back({n, fa.elem == Elem::F32 ? CopyMode::CpAsync4 : CopyMode::Registers, 16 / elem_bytes(fa.elem)});
+    k.notes.push_back(fmt::format(
+        "operand {}: {}, shared {} (the unit-stride index {}), copied 16 bytes at a time by cp.async where the "
+        "block's rows are aligned, else {}",
+        n, fa.load->buffer->name, s.layout == SmemLayout::RowK ? "[row][k]" : "[k][row]",
+        s.layout == SmemLayout::RowK ? (is_int(ks, 1) ? "is k" : "is neither: k") : "is the row",
+        fa.elem == Elem::F32 ? "by 4-byte cp.async (always aligned)"
+                             : "through registers (a 16-bit row of odd length is not 4-byte aligned)"));
     return true;
   };
+  // Tiles: 16-bit operands take a 128 x 128 block tile of 8 warps (2 x 4,
+  // 64 x 32 each: 16 MMAs per k16 per warp); f32 ones 128 x 64 of 8 warps
+  // (4 x 2, 32 x 32 each: 3xTF32 holds each fragment twice, and three
+  // stages of f32 tiles must fit the 48 KB of static shared memory).
+  const bool wide = p->elem != Elem::F32;
+  k.tiles.tile_m = 128;
+  k.tiles.tile_n = wide ? 128 : 64;
+  k.warps = wide ? WarpTiling{2, 4, 64, 32} : WarpTiling{4, 2, 32, 32};
+  k.threads = 32 * k.warps.warps_m * k.warps.warps_n;
   k.scalars.push_back({"M", loops[x]->extent});
   k.scalars.push_back({"N", loops[y]->extent});
   k.scalars.push_back({"K", red->extent});
@@ -239,27 +252,30 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
       k.mma.fp32 = options.fp32;
       break;
   }
-  bool any_async = false;
-  for (const auto& c : k.copies) any_async |= c.mode == CopyMode::CpAsync4;
-  // Two stages: step kt + 1 is copied while step kt is multiplied.
-  k.prologue = {{OpKind::CopyNext, "A", 0}, {OpKind::CopyNext, "B", 0}};
-  k.body = {{OpKind::CopyNext, "A", 0}, {OpKind::CopyNext, "B", 0}};
-  if (any_async) {
+  // kStages stages: steps kt + 1 .. kt + kStages - 1 are in flight while
+  // step kt is multiplied. One barrier a step: after it every warp is done
+  // with step kt - 1, whose stage the copy of step kt + kStages - 1 reuses.
+  for (int st = 0; st + 1 < kStages; ++st) {
+    k.prologue.push_back({OpKind::CopyNext, "A", st});
+    k.prologue.push_back({OpKind::CopyNext, "B", st});
     k.prologue.push_back({OpKind::Commit, "", 0});
-    k.body.push_back({OpKind::Commit, "", 0});
-    k.body.push_back({OpKind::WaitPrior, "", 1});
   }
-  k.body.push_back({OpKind::Barrier, "", 0});
-  k.body.push_back({OpKind::MmaStep, "", 0});
-  k.body.push_back({OpKind::Barrier, "", 0});
+  k.body = {{OpKind::WaitPrior, "", kStages - 2},
+            {OpKind::Barrier, "", 0},
+            {OpKind::CopyNext, "A", kStages - 1},
+            {OpKind::CopyNext, "B", kStages - 1},
+            {OpKind::Commit, "", 0},
+            {OpKind::MmaStep, "", 0}};
   k.epilogue.acc = acc;
   k.epilogue.row_var = vx;
   k.epilogue.col_var = vy;
   k.epilogue.stmts = post;
   k.notes.insert(k.notes.begin(),
                  fmt::format("contraction: {} rows x {} columns, reduced over {}, {} batch loop(s); a {}x{} block tile "
-                             "of 4 warps (2 x 2, 32 x 32 each), K-steps of {}",
-                             vx->name, vy->name, r->name, batch.size(), k.tiles.tile_m, k.tiles.tile_n, k.block_k));
+                             "of {} warps ({} x {}, {} x {} each), K-steps of {} in {} stages",
+                             vx->name, vy->name, r->name, batch.size(), k.tiles.tile_m, k.tiles.tile_n,
+                             k.warps.warps_m * k.warps.warps_n, k.warps.warps_m, k.warps.warps_n, k.warps.warp_m,
+                             k.warps.warp_n, k.block_k, kStages));
   if (p->elem == Elem::F32)
     k.notes.push_back(fmt::format("f32 operands on tf32 tensor cores, --fp32-math={}", fp32_math_name(options.fp32)));
   return k;

@@ -24,6 +24,25 @@ __device__ __forceinline__ void dcc_cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 #endif
 }
+// 16 bytes global -> shared (both 16-byte aligned), asynchronously; `full` false: zeros.
+__device__ __forceinline__ void dcc_cp_async16(void* smem, const void* gmem, bool full) {
+#ifdef DCC_EMU
+  if (full) std::memcpy(smem, gmem, 16); else std::memset(smem, 0, 16);
+#else
+  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#endif
+}
+// Two adjacent 16-bit elements (4-byte aligned) as one register.
+__device__ __forceinline__ uint32_t dcc_ld32(const uint16_t* p) {
+#ifdef DCC_EMU
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#else
+  return *reinterpret_cast<const uint32_t*>(p);
+#endif
+}
 template <int N>
 __device__ __forceinline__ void dcc_cp_async_wait() {
 #ifndef DCC_EMU
@@ -42,32 +61,45 @@ __device__ __forceinline__ uint32_t dcc_tf32(float x) {
 }
 // d = a * b + d on one 16 x 8 tile of the warp (every lane calls it).
 __device__ __forceinline__ void dcc_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
-#ifdef DCC_EMU
-  dcc_emu_mma(dcc_emu_mma_kind::bf16, d, a, b);
-#else
+#ifndef DCC_EMU
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
 __device__ __forceinline__ void dcc_mma_f16(float* d, const uint32_t* a, const uint32_t* b) {
-#ifdef DCC_EMU
-  dcc_emu_mma(dcc_emu_mma_kind::f16, d, a, b);
-#else
+#ifndef DCC_EMU
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
 __device__ __forceinline__ void dcc_mma_tf32(float* d, const uint32_t* a, const uint32_t* b) {
-#ifdef DCC_EMU
-  dcc_emu_mma(dcc_emu_mma_kind::tf32, d, a, b);
-#else
+#ifndef DCC_EMU
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
+// acc[i][j] += a[i] * b[j] for the warp's FM x FN tiles (every lane calls it);
+// the CPU emulation exchanges the warp's registers once for all tiles.
+#ifdef DCC_EMU
+#define DCC_MMA_TILES(NAME, KIND)                                                                      \
+  template <int FM, int FN>                                                                           \
+  __device__ __forceinline__ void NAME(float (*acc)[FN][4], uint32_t (*a)[4], uint32_t (*b)[2]) { \
+    dcc_emu_mma_tiles(dcc_emu_mma_kind::KIND, &acc[0][0][0], &a[0][0], &b[0][0], FM, FN);             \
+  }
+#else
+#define DCC_MMA_TILES(NAME, KIND)                                                                      \
+  template <int FM, int FN>                                                                           \
+  __device__ __forceinline__ void NAME(float (*acc)[FN][4], uint32_t (*a)[4], uint32_t (*b)[2]) { \
+    _Pragma("unroll") for (int i = 0; i < FM; ++i)                                                    \
+      _Pragma("unroll") for (int j = 0; j < FN; ++j) dcc_mma_##KIND(acc[i][j], a[i], b[j]);          \
+  }
+#endif
+DCC_MMA_TILES(dcc_mma_tiles_bf16, bf16)
+DCC_MMA_TILES(dcc_mma_tiles_f16, f16)
+DCC_MMA_TILES(dcc_mma_tiles_tf32, tf32)
 )CU";
 
 int tile_entry_ints(const Kernel& k) { return static_cast<int>(k.tiles.batch.size()) + 2; }
@@ -94,31 +126,57 @@ const Operand& operand(const Kernel& k, const std::string& name) {
   throw std::logic_error("kernel IR: no operand " + name);
 }
 
-/// The copy of one K-step of `o` into stage `stage`, as a lambda body.
-std::string copy_lambda(const Kernel& k, const Operand& o, CopyMode mode, DeviceText& d) {
+/// The copy of one K-step of `c`'s operand into its stage, as a lambda.
+std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
+  const Operand& o = operand(k, c.operand);
   const SharedBuffer& s = shared_of(k, o);
   const int elems = s.rows * s.k;
-  const int per = elems / k.threads;
-  if (per * k.threads != elems) throw std::logic_error("kernel IR: a staged tile does not divide among the threads");
   const bool rowk = s.layout == SmemLayout::RowK;
   const int inner = rowk ? s.k : s.rows;
   const std::string origin = &o == &k.a ? "m0" : "n0";
   std::string ptr = d.buffer(o.buffer);
-  std::string out = fmt::format("  auto copy_{} = [&](int64_t kt) {{\n", o.name);
+  // One loop over this thread's copies of `v` elements each.
+  auto loop = [&](int v, const std::string& pad) {
+    const int per = elems / v / k.threads;
+    if (per < 1 || per * v * k.threads != elems || inner % v != 0)
+      throw std::logic_error("kernel IR: a staged tile does not divide among the threads");
+    std::string out = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, pad, per);
+    out += fmt::format("{}  const int e = threadIdx.x + {} * u, in = (e % {}) * {}, out = e / {};\n", pad, k.threads,
+                       inner / v, v, inner / v);
+    out += fmt::format("{}  const int r = {}, c = {};\n", pad, rowk ? "out" : "in", rowk ? "in" : "out");
+    out += fmt::format("{}  const int64_t gr = {} + r, gk = kt * {} + c;\n", pad, origin, k.block_k);
+    out += fmt::format("{}  const bool ok = gr < {} && gk < {};\n", pad, o.rows, k.k_extent);
+    out += fmt::format("{}  const int64_t off = ok ? {} + gr * {} + gk * {} : 0;\n", pad, o.base, o.row_stride, o.k_stride);
+    out += fmt::format("{}  const int si = out * {} + in;\n", pad, s.line());
+    if (v > 1)
+      out += fmt::format("{}  dcc_cp_async16(&st[si], &{}[off], ok);\n", pad, ptr);
+    else if (c.mode == CopyMode::CpAsync4)
+      out += fmt::format("{}  dcc_cp_async4(&st[si], &{}[off], ok);\n", pad, ptr);
+    else
+      out += fmt::format("{}  st[si] = ok ? {}[off] : ({})0;\n", pad, ptr, storage_type(s.elem));
+    return out + pad + "}\n";
+  };
+  std::string out;
+  if (c.vector > 1) {
+    // Whole vectors: the contiguous index has stride 1, and the other
+    // stride, the base, the contiguous extent and the address line up.
+    const std::string& unit = rowk ? o.k_stride : o.row_stride;
+    const std::string& other = rowk ? o.row_stride : o.k_stride;
+    const std::string& extent = rowk ? k.k_extent : o.rows;
+    out += fmt::format("  const bool {}_vec = {} == 1 && {} % {} == 0 && {} % {} == 0 && {} % {} == 0 && "
+                       "(uintptr_t)&{}[{}] % 16 == 0;\n",
+                       o.name, unit, other, c.vector, o.base, c.vector, extent, c.vector, ptr, o.base);
+  }
+  out += fmt::format("  auto copy_{} = [&](int64_t kt) {{\n", o.name);
   out += "    if (kt >= nk) return;\n";
   out += fmt::format("    {}* st = {} + (kt % {}) * {};\n", storage_type(s.elem), s.name, s.stages, s.stage_elems());
-  out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", per);
-  out += fmt::format("      const int e = threadIdx.x + {} * u, in = e % {}, out = e / {};\n", k.threads, inner, inner);
-  out += fmt::format("      const int r = {}, c = {};\n", rowk ? "out" : "in", rowk ? "in" : "out");
-  out += fmt::format("      const int64_t gr = {} + r, gk = kt * {} + c;\n", origin, k.block_k);
-  out += fmt::format("      const bool ok = gr < {} && gk < {};\n", o.rows, k.k_extent);
-  out += fmt::format("      const int64_t off = ok ? {} + gr * {} + gk * {} : 0;\n", o.base, o.row_stride, o.k_stride);
-  out += fmt::format("      const int si = out * {} + in;\n", s.line());
-  if (mode == CopyMode::CpAsync4)
-    out += fmt::format("      dcc_cp_async4(&st[si], &{}[off], ok);\n", ptr);
-  else
-    out += fmt::format("      st[si] = ok ? {}[off] : ({})0;\n", ptr, storage_type(s.elem));
-  out += "    }\n  };\n";
+  if (c.vector > 1) {
+    out += fmt::format("    if ({}_vec) {{\n", o.name) + loop(c.vector, "      ");
+    out += "    } else {\n" + loop(1, "      ") + "    }\n";
+  } else {
+    out += loop(1, "    ");
+  }
+  out += "  };\n";
   return out;
 }
 
@@ -136,16 +194,22 @@ std::string mma_step(const Kernel& k) {
   if (k.mma.shape != MmaShape::M16N8K8_TF32) {
     // m16n8k16, 16-bit: A reg j holds (row gid + 8 (j & 1), k 2 tig + 8 (j >> 1) + {0, 1});
     // B reg j holds (k 2 tig + 8 j + {0, 1}, col gid); lower half = lower k.
-    const char* fn_name = k.mma.shape == MmaShape::M16N8K16_BF16 ? "dcc_mma_bf16" : "dcc_mma_f16";
+    const char* fn_name = k.mma.shape == MmaShape::M16N8K16_BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16";
     o += fmt::format("      uint32_t af[{}][4], bf[{}][2];\n", fm, fn);
     o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < 4; ++j) {{\n", fm);
     o += "          const int r = wm0 + 16 * i + gid + 8 * (j & 1), c = kk + 2 * tig + 8 * (j >> 1);\n";
-    o += fmt::format("          af[i][j] = dcc_pack16({}, {});\n        }}\n", A("r", "c"), A("r", "c + 1"));
+    // Along k in a [row][k] tile the pair is adjacent and 4-byte aligned (c and the line are even).
+    if (sa.layout == SmemLayout::RowK)
+      o += fmt::format("          af[i][j] = dcc_ld32(&{});\n        }}\n", A("r", "c"));
+    else
+      o += fmt::format("          af[i][j] = dcc_pack16({}, {});\n        }}\n", A("r", "c"), A("r", "c + 1"));
     o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < 2; ++j) {{\n", fn);
     o += "          const int n = wn0 + 8 * i + gid, c = kk + 2 * tig + 8 * j;\n";
-    o += fmt::format("          bf[i][j] = dcc_pack16({}, {});\n        }}\n", B("n", "c"), B("n", "c + 1"));
-    o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < {}; ++j) {}(acc[i][j], af[i], bf[j]);\n",
-                     fm, fn, fn_name);
+    if (sb.layout == SmemLayout::RowK)
+      o += fmt::format("          bf[i][j] = dcc_ld32(&{});\n        }}\n", B("n", "c"));
+    else
+      o += fmt::format("          bf[i][j] = dcc_pack16({}, {});\n        }}\n", B("n", "c"), B("n", "c + 1"));
+    o += fmt::format("      {}<{}, {}>(acc, af, bf);\n", fn_name, fm, fn);
   } else {
     // m16n8k8, tf32: A reg j holds (row gid + 8 (j & 1), k tig + 4 (j >> 1));
     // B reg j holds (k tig + 4 j, col gid).
@@ -163,13 +227,12 @@ std::string mma_step(const Kernel& k) {
     o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < 2; ++j) {{\n", fn);
     o += "          const int n = wn0 + 8 * i + gid, c = kk + tig + 4 * j;\n";
     o += conv("bb[i][j]", "bs2[i][j]", B("n", "c")) + "        }\n";
-    o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < {}; ++j) {{\n", fm, fn);
     if (split) {
       // The small cross terms first, then the big product (3xTF32).
-      o += "          dcc_mma_tf32(acc[i][j], as2[i], bb[j]);\n";
-      o += "          dcc_mma_tf32(acc[i][j], ab[i], bs2[j]);\n";
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, as2, bb);\n", fm, fn);
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, ab, bs2);\n", fm, fn);
     }
-    o += "          dcc_mma_tf32(acc[i][j], ab[i], bb[j]);\n        }\n";
+    o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, ab, bb);\n", fm, fn);
   }
   o += "    }\n";
   return o;
@@ -177,7 +240,9 @@ std::string mma_step(const Kernel& k) {
 
 std::string op_code(const Kernel& k, const Op& op, bool prologue) {
   switch (op.kind) {
-    case OpKind::CopyNext: return fmt::format("    copy_{}({});\n", op.operand, prologue ? "0" : "kt + 1");
+    case OpKind::CopyNext:
+      return prologue ? fmt::format("    copy_{}({});\n", op.operand, op.count)
+                      : fmt::format("    copy_{}(kt + {});\n", op.operand, op.count);
     case OpKind::Commit: return "    dcc_cp_async_commit();\n";
     case OpKind::WaitPrior: return fmt::format("    dcc_cp_async_wait<{}>();\n", op.count);
     case OpKind::Barrier: return "    __syncthreads();\n";
@@ -211,7 +276,7 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
                    "      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;\n",
                    fm, fn);
   o += fmt::format("  const int64_t nk = ({} + {}) / {};\n", k.k_extent, k.block_k - 1, k.block_k);
-  for (const auto& c : k.copies) o += copy_lambda(k, operand(k, c.operand), c.mode, d);
+  for (const auto& c : k.copies) o += copy_lambda(k, c, d);
   o += "  {\n";
   for (const auto& op : k.prologue) o += op_code(k, op, true);
   o += "  }\n  for (int64_t kt = 0; kt < nk; ++kt) {\n";

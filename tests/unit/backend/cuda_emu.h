@@ -11,8 +11,8 @@
 //
 // The tensor-core kernels of backend/gpu/print_cuda.cpp test DCC_EMU and
 // call, instead of their inline PTX, dcc_emu_tf32 (cvt.rna.tf32.f32) and
-// dcc_emu_mma (mma.sync m16n8k16 bf16 / f16, m16n8k8 tf32): a warp-wide
-// exchange of every lane's fragment registers, after which each lane
+// dcc_emu_mma_tiles (mma.sync m16n8k16 bf16 / f16, m16n8k8 tf32, over a
+// warp's tiles): a warp-wide exchange of every lane's fragment registers, after which each lane
 // computes the elements of D its own registers hold, reading A and B where
 // the PTX ISA's fragment layouts put them (docs/cuda.md). cp.async is a
 // plain copy there.
@@ -53,11 +53,12 @@ inline thread_local uint3 threadIdx, blockIdx;
 inline thread_local dim3 blockDim, gridDim;
 
 namespace dcc_emu {
+constexpr unsigned kFragRegs = 64;  // a lane's A and B registers for one dcc_emu_mma_tiles
 struct Block {
   std::unique_ptr<std::barrier<>> all;
   std::vector<std::unique_ptr<std::barrier<>>> warps;
   std::vector<uint64_t> lanes;  // shuffle values, one per thread
-  std::vector<uint32_t> frags;  // mma operand registers, 6 per thread (a0..a3, b0, b1)
+  std::vector<uint32_t> frags;  // mma operand registers, kFragRegs per thread
 };
 inline thread_local Block* block = nullptr;
 }  // namespace dcc_emu
@@ -112,48 +113,48 @@ inline double dcc_emu_mma_value(dcc_emu_mma_kind k, uint32_t reg, int half) {
   return static_cast<double>(f);
 }
 
-// d += A * B on the warp's 16 x 8 tile (m16n8k16 for bf16 / f16, m16n8k8
-// for tf32), every lane of the warp calling it with its own registers.
-// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16 /
-// mma.m16n8k8"; groupID g = lane / 4, threadID_in_group t = lane % 4):
-//   16-bit A: reg j holds row g + 8 (j & 1), k 2t + 8 (j >> 1) + {0 (low half), 1 (high half)}
-//   16-bit B: reg j holds k 2t + 8 j + {0, 1}, column g
-//   tf32 A:   reg j holds row g + 8 (j & 1), k t + 4 (j >> 1)
-//   tf32 B:   reg j holds k t + 4 j, column g
+// acc[i][j] += A_i * B_j for fm x fn tiles of 16 x 8 (m16n8k16 for bf16 /
+// f16, m16n8k8 for tf32), every lane of the warp calling it with its own
+// registers a[i][0..3], b[j][0..1] and accumulators acc[i][j][0..3]: the
+// lanes' registers are exchanged once, then each lane computes the D
+// elements it holds. Fragment layouts (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 / mma.m16n8k8"; groupID g = lane / 4, threadID_in_group
+// t = lane % 4):
+//   16-bit A: reg r holds row g + 8 (r & 1), k 2t + 8 (r >> 1) + {0 (low half), 1 (high half)}
+//   16-bit B: reg r holds k 2t + 8 r + {0, 1}, column g
+//   tf32 A:   reg r holds row g + 8 (r & 1), k t + 4 (r >> 1)
+//   tf32 B:   reg r holds k t + 4 r, column g
 //   C / D:    element e is row g + 8 (e >> 1), column 2t + (e & 1)
-inline void dcc_emu_mma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, const uint32_t* b) {
+inline void dcc_emu_mma_tiles(dcc_emu_mma_kind kind, float* acc, const uint32_t* a, const uint32_t* b, int fm, int fn) {
   auto& blk = *dcc_emu::block;
   unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
-  for (int j = 0; j < 4; ++j) blk.frags[6 * t + j] = a[j];
-  for (int j = 0; j < 2; ++j) blk.frags[6 * t + 4 + j] = b[j];
+  const unsigned nregs = static_cast<unsigned>(4 * fm + 2 * fn);
+  if (nregs > dcc_emu::kFragRegs) std::abort();
+  for (unsigned r = 0; r < nregs; ++r) blk.frags[dcc_emu::kFragRegs * t + r] = r < 4u * fm ? a[r] : b[r - 4 * fm];
   blk.warps[t / 32]->arrive_and_wait();
   const bool tf32 = kind == dcc_emu_mma_kind::tf32;
   const int K = tf32 ? 8 : 16;
-  auto A = [&](int row, int k) {
-    if (tf32) {
-      unsigned l = (row % 8) * 4 + (k % 4);
-      return dcc_emu_mma_value(kind, blk.frags[6 * (base + l) + (row >= 8) + 2 * (k >= 4)], 0);
-    }
-    unsigned l = (row % 8) * 4 + (k % 8) / 2;
-    return dcc_emu_mma_value(kind, blk.frags[6 * (base + l) + (row >= 8) + 2 * (k >= 8)], k % 2);
+  auto reg = [&](unsigned l, unsigned r) { return blk.frags[dcc_emu::kFragRegs * (base + l) + r]; };
+  auto A = [&](int i, int row, int k) {
+    if (tf32) return dcc_emu_mma_value(kind, reg((row % 8) * 4 + (k % 4), 4 * i + (row >= 8) + 2 * (k >= 4)), 0);
+    return dcc_emu_mma_value(kind, reg((row % 8) * 4 + (k % 8) / 2, 4 * i + (row >= 8) + 2 * (k >= 8)), k % 2);
   };
-  auto B = [&](int k, int col) {
-    if (tf32) {
-      unsigned l = col * 4 + (k % 4);
-      return dcc_emu_mma_value(kind, blk.frags[6 * (base + l) + 4 + (k >= 4)], 0);
-    }
-    unsigned l = col * 4 + (k % 8) / 2;
-    return dcc_emu_mma_value(kind, blk.frags[6 * (base + l) + 4 + (k >= 8)], k % 2);
+  auto B = [&](int j, int k, int col) {
+    if (tf32) return dcc_emu_mma_value(kind, reg(col * 4 + (k % 4), 4 * fm + 2 * j + (k >= 4)), 0);
+    return dcc_emu_mma_value(kind, reg(col * 4 + (k % 8) / 2, 4 * fm + 2 * j + (k >= 8)), k % 2);
   };
-  float out[4];
-  for (int e = 0; e < 4; ++e) {
-    int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 2 * static_cast<int>(lane % 4) + (e & 1);
-    double sum = 0;  // products of these inputs are exact in double
-    for (int k = 0; k < K; ++k) sum += A(row, k) * B(k, col);
-    out[e] = static_cast<float>(static_cast<double>(d[e]) + sum);
-  }
+  std::vector<float> out(static_cast<size_t>(fm) * fn * 4);
+  for (int i = 0; i < fm; ++i)
+    for (int j = 0; j < fn; ++j)
+      for (int e = 0; e < 4; ++e) {
+        int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 2 * static_cast<int>(lane % 4) + (e & 1);
+        double sum = 0;  // products of these inputs are exact in double
+        for (int k = 0; k < K; ++k) sum += A(i, row, k) * B(j, k, col);
+        size_t at = (static_cast<size_t>(i) * fn + j) * 4 + e;
+        out[at] = static_cast<float>(static_cast<double>(acc[at]) + sum);
+      }
   blk.warps[t / 32]->arrive_and_wait();
-  for (int e = 0; e < 4; ++e) d[e] = out[e];
+  for (size_t at = 0; at < out.size(); ++at) acc[at] = out[at];
 }
 
 inline int atomicCAS(int* p, int cmp, int val) {
@@ -273,7 +274,7 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
     for (unsigned w = 0; w < (n + 31) / 32; ++w)
       b->warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w)));
     b->lanes.assign(n, 0);
-    b->frags.assign(6 * n, 0);
+    b->frags.assign(dcc_emu::kFragRegs * n, 0);
     return b;
   };
   std::unique_ptr<dcc_emu::Block> current = fresh();

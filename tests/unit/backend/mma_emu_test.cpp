@@ -4,9 +4,10 @@
 // reference computed here (label `unit`; no GPU, no nvcc). Every MMA path:
 // bf16 and f16 operands (m16n8k16), f32 operands as 3xTF32 and as TF32
 // (m16n8k8), and --fp32-math=ieee (no tensor cores: backend/cuda's FMA
-// kernel); ragged M, N and K of lengths 0, 1, 15, 16, 17 and 64-130, one
-// group (B = 1), and a contraction with two batch loops (sequences and
-// heads: QK^T of attention).
+// kernel); ragged M, N and K of lengths 0, 1, 15, 16, 17 and 64-136, one
+// group (B = 1), groups whose rows are 16-byte aligned (the cp.async 16
+// path) next to ones that are not, and a contraction with two batch loops
+// (sequences and heads: QK^T of attention).
 //
 // Tolerances, per output element, with S = sum_p |a_p b_p| (the products'
 // magnitudes; a bound that does not depend on cancellation):
@@ -125,6 +126,11 @@ std::vector<Lengths> patterns() {
   out.push_back({{0, 1, 15, 16, 17, 64, 100, 130}, {17, 16, 1, 15, 0, 130, 64, 77}, {16, 1, 130, 17, 15, 0, 99, 64}});
   out.push_back({{130}, {100}, {77}});
   out.push_back({{1}, {1}, {1}});
+  // Multiples of 8: every block takes the 16-byte cp.async path; then a
+  // group with K = 15 between aligned ones (its A rows are copied element
+  // by element, the next group's base is aligned again).
+  out.push_back({{16, 64, 136, 0, 8}, {64, 8, 128, 16, 24}, {24, 64, 136, 8, 0}});
+  out.push_back({{64, 16, 32}, {32, 15, 48}, {16, 40, 8}});
   std::mt19937 rng(16);
   Lengths r;
   for (int g = 0; g < 5; ++g) {
@@ -213,8 +219,8 @@ TEST(MmaEmu, Bf16AndF16GroupedGemm) {
   std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm_bf16.toy");
   int checked = 0;
   for (auto [fn, in, out, mma, tol] :
-       {std::tuple{"grouped_gemm_bf16", Scalar::BF16, Scalar::BF16, "dcc_mma_bf16(acc", Tolerance{1e-5, 1.0 / 256}},
-        std::tuple{"grouped_gemm_f16", Scalar::F16, Scalar::F32, "dcc_mma_f16(acc", Tolerance{1e-5, 0}}}) {
+       {std::tuple{"grouped_gemm_bf16", Scalar::BF16, Scalar::BF16, "dcc_mma_tiles_bf16<", Tolerance{1e-5, 1.0 / 256}},
+        std::tuple{"grouped_gemm_f16", Scalar::F16, Scalar::F32, "dcc_mma_tiles_f16<", Tolerance{1e-5, 0}}}) {
     SCOPED_TRACE(fn);
     Program keep;
     const ir::Func* f = g_unused;
@@ -246,9 +252,9 @@ TEST(MmaEmu, F32GroupedGemmEveryMode) {
     if (modes[m] == gpu::Fp32Math::Ieee) {
       EXPECT_EQ(cu.find("dcc_mma_"), std::string::npos) << "ieee must not use tensor cores";
     } else {
-      EXPECT_NE(cu.find("dcc_mma_tf32(acc"), std::string::npos);
+      EXPECT_NE(cu.find("dcc_mma_tiles_tf32<"), std::string::npos);
       // 3xTF32: three MMAs per tile, the small cross terms first.
-      bool split = cu.find("dcc_mma_tf32(acc[i][j], as2[i], bb[j]);") != std::string::npos;
+      bool split = cu.find("(acc, as2, bb);") != std::string::npos;
       EXPECT_EQ(split, modes[m] == gpu::Fp32Math::Split3xTf32);
     }
     worst[m] = run_grouped(e, *f, Scalar::F32, Scalar::F32, tols[m], checked);
@@ -280,7 +286,7 @@ TEST(MmaEmu, ScoresWithHeads) {
   std::string cu;
   Entry e = build("scores.toy", kScores, "scores", {}, f, keep, cu);
   ASSERT_TRUE(e && f);
-  EXPECT_NE(cu.find("dcc_mma_bf16(acc"), std::string::npos);
+  EXPECT_NE(cu.find("dcc_mma_tiles_bf16<"), std::string::npos);
   const int H = 3, D = 40;
   int checked = 0;
   for (const auto& [ql, kl] : {std::pair{std::vector<int32_t>{0, 17, 70, 1}, std::vector<int32_t>{5, 16, 66, 0}},
