@@ -164,10 +164,14 @@ void FuncEmitter::emit_mma_kernel(Launch& l, const gpu::Kernel& k) {
     }
     std::string buffer(const BufferNode* b) override { return e.buf_ptr(b); }
     std::string scalar(const BufferNode* b) override { return e.scalar_ref(b); }
+    std::string declare(const BufferNode* b) override {
+      return fmt::format("{} {} = 0;", value_type(b->type), e.scalar_ref(b));
+    }
     std::string args_type() override { return e.f_.name + "__args"; }
   } text(*this);
   private_.clear();
   private_.insert(k.epilogue.acc);
+  for (const auto* b : k.epilogue.locals) private_.insert(b);
   hoisted_.clear();
   outer_prefix_.clear();
   l.parallel = true;

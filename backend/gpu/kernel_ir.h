@@ -158,11 +158,15 @@ struct Mma {
 /// Per output element the warp holds (row < rows, col < cols): the
 /// accumulator's value is stored to `acc` (a private scalar of the vloop
 /// statement) and the statement's own statements after its reduction run
-/// with `row_var` and `col_var` bound (a scale, a cast, the store).
+/// with `row_var` and `col_var` bound (a scale, a cast, the store, and a
+/// row maximum folded in by an atomic where the CUDA passes fused one).
 struct Epilogue {
   const ir::BufferNode* acc = nullptr;
   ir::Var row_var, col_var;
   std::vector<ir::Stmt> stmts;
+  /// Other scalars the statements write before they read them (a fused
+  /// statement's value, `scores_value`): registers of each element.
+  std::vector<const ir::BufferNode*> locals;
 };
 
 /// A tiled MMA contraction kernel.

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 namespace dccc::gpu {
@@ -142,13 +143,21 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   if (!p || !q) return no("a factor of the product is not a load (of f32, or of bf16 / f16 widened to f32)");
   if (p->elem != q->elem) return no("the factors have different types");
   std::vector<ir::Stmt> post(items.begin() + 2, items.end());
+  // Element-wise: no loops; scalars other than acc are written before they
+  // are read (private to an element; the nest's parallel check guarantees
+  // the tensor stores do not race).
+  std::vector<const ir::BufferNode*> locals;
+  ir::Stmt post_seq = ir::build::seq(post);
   for (const auto& s : post) {
     bool ok = true;
     ir::each_stmt(s, [&](const ir::StmtNode& x) {
       if (x.kind == StmtKind::For || x.kind == StmtKind::Print || x.kind == StmtKind::Assert) ok = false;
-      if (x.kind == StmtKind::Store && x.buffer->dims.empty() && x.buffer.get() != acc) ok = false;
+      if (x.kind == StmtKind::Store && x.buffer->dims.empty() && x.buffer.get() != acc) {
+        if (x.buffer->kind != ir::BufferKind::Scalar || !ir::written_before_read(post_seq, x.buffer.get())) ok = false;
+        if (std::find(locals.begin(), locals.end(), x.buffer.get()) == locals.end()) locals.push_back(x.buffer.get());
+      }
     });
-    if (!ok) return no("the statements after the reduction are not element-wise stores");
+    if (!ok) return no("the statements after the reduction are not element-wise");
   }
   // Rows, columns and batch by which factor each loop indexes.
   const ir::Var& r = red->var;
@@ -270,6 +279,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   k.epilogue.row_var = vx;
   k.epilogue.col_var = vy;
   k.epilogue.stmts = post;
+  k.epilogue.locals = locals;
   k.notes.insert(k.notes.begin(),
                  fmt::format("contraction: {} rows x {} columns, reduced over {}, {} batch loop(s); a {}x{} block tile "
                              "of {} warps ({} x {}, {} x {} each), K-steps of {} in {} stages",

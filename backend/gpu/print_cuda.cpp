@@ -283,7 +283,8 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   for (const auto& op : k.body) o += op_code(k, op, false);
   o += "  }\n";
   // Epilogue: element e of tile (i, j) is at row gid + 8 (e >> 1), column 2 tig + (e & 1).
-  o += fmt::format("  {} {} = 0;\n", "float", d.scalar(k.epilogue.acc));
+  o += "  " + d.declare(k.epilogue.acc) + "\n";
+  for (const auto* b : k.epilogue.locals) o += "  " + d.declare(b) + "\n";
   o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n", fm, fn);
   o += "      for (int e = 0; e < 4; ++e) {\n";
   o += fmt::format("        const int64_t {} = m0 + wm0 + 16 * i + gid + 8 * (e >> 1);\n", d.var(k.epilogue.row_var));

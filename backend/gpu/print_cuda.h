@@ -24,6 +24,7 @@ struct DeviceText {
   virtual std::string stmts(const std::vector<ir::Stmt>& s, int depth) = 0;
   virtual std::string buffer(const ir::BufferNode* b) = 0;    // a typed pointer to its storage
   virtual std::string scalar(const ir::BufferNode* b) = 0;    // a private scalar's register
+  virtual std::string declare(const ir::BufferNode* b) = 0;   // its declaration (`float r_x = 0;`)
   virtual std::string args_type() = 0;                        // the function's argument struct
 };
 
