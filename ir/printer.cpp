@@ -57,6 +57,11 @@ class Printer {
     return out;
   }
 
+  // Also used by FuncText (after func() has named everything).
+  std::string var_name(const Var& v) { return unique(v.get(), v->name, var_names_, true); }
+  std::string buf_name(const Buffer& b) { return unique(b.get(), b->name, buf_names_, false); }
+  friend class dccc::ir::FuncText;
+
  private:
   std::string buffer_decl(const Buffer& b) {
     std::string out = fmt::format("{} {}: {}", buffer_kind_name(b->kind), buf_name(b), scalar_name(b->type));
@@ -81,9 +86,6 @@ class Printer {
     used_.insert(n);
     return names[key] = n;
   }
-  std::string var_name(const Var& v) { return unique(v.get(), v->name, var_names_, true); }
-  std::string buf_name(const Buffer& b) { return unique(b.get(), b->name, buf_names_, false); }
-
   std::string literal(const Expr& e) {
     if (e->kind == ExprKind::IntImm) {
       if (e->type == Scalar::Bool) return e->int_value ? "true" : "false";
@@ -202,6 +204,20 @@ class Printer {
 }  // namespace
 
 std::string print(const Func& f) { return Printer().func(f); }
+
+struct FuncText::Impl {
+  Printer p;
+};
+FuncText::FuncText(const Func& f) : impl_(std::make_unique<Impl>()) { impl_->p.func(f); }
+FuncText::~FuncText() = default;
+std::string FuncText::expr(const Expr& e) { return impl_->p.expr(e); }
+std::string FuncText::var(const Var& v) { return impl_->p.var_name(v); }
+std::string FuncText::buffer(const Buffer& b) { return impl_->p.buf_name(b); }
+std::string FuncText::stmt(const Stmt& s, int depth) {
+  std::string out;
+  impl_->p.stmt(s, depth, out);
+  return out;
+}
 
 std::string print(const Module& m) {
   std::string out;

@@ -50,6 +50,14 @@ cp "$ROOT/bench/cuda/bench_mha.py" "$ROOT/bench/cuda/run_gpu.sh" "$ROOT/examples
 for ex in mha mha_bf16; do
   "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
 done
+# The grouped GEMM benchmark (bench/cuda/bench_gemm.py): bf16 and f32 on
+# tensor cores (3xTF32, the default; TF32), and f32 without them (ieee).
+cp "$ROOT/bench/cuda/bench_gemm.py" "$OUT/"
+"$BUILD/tools/dccc" --target=cuda -o "$OUT/batched_gemm_bf16.so" "$ROOT/examples/batched_gemm_bf16.toy"
+"$BUILD/tools/dccc" --target=cuda -o "$OUT/batched_gemm.so" "$ROOT/examples/batched_gemm.toy"
+for m in tf32 ieee; do
+  "$BUILD/tools/dccc" --target=cuda --fp32-math=$m -o "$OUT/batched_gemm_$m.so" "$ROOT/examples/batched_gemm.toy"
+done
 # mha with the host tests' schedules (fuse maps and remap permutations in
 # the prelude cache): run_gpu.sh runs the CUDA host check on these too.
 for s in mha_fused mha_remap; do

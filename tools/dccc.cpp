@@ -111,6 +111,15 @@ options:
                      extra flags from $DCCC_CFLAGS; $DCCC_RUNTIME_LIB and
                      $DCCC_RUNTIME_HEADER replace the libdccrt.a and dccrt.h
                      it links (--print-runtime shows which are used)
+  --emit=kernel      print the GPU kernel IR of --target=cuda: per statement,
+                     the tensor-core kernel the planner made (tiles, warps,
+                     shared buffers, copies, MMAs, epilogue; docs/cuda.md)
+                     or why the statement keeps the other CUDA kernels
+  --fp32-math=3xtf32|tf32|ieee
+                     f32 contractions on the CUDA target: three TF32
+                     tensor-core products per step, about f32 accuracy (the
+                     default); one TF32 product (10-bit mantissas, faster);
+                     or plain f32 FMAs without tensor cores
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -223,6 +232,7 @@ struct Options {
   bool print_runtime = false;
   bool shared_runtime = false;         // --runtime=shared
   dccc::ImportOptions imports;
+  dccc::backend::CudaOptions cuda;  // --fp32-math
 };
 
 /// The summary line after errors (text diagnostics only: JSON and SARIF
@@ -249,9 +259,16 @@ int parse_args(int argc, char** argv, Options& o) {
       o.emit.clear();
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
-      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" &&
+      if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" &&
           o.emit != "llvm" && o.emit != "metadata")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda, llvm or metadata");
+        return usage_error("unknown --emit stage `" + o.emit +
+                           "`; expected ast, typed, vloop, kernel, cuda, llvm or metadata");
+    } else if (a.rfind("--fp32-math=", 0) == 0) {
+      std::string m = a.substr(12);
+      if (m == "3xtf32") o.cuda.fp32 = dccc::gpu::Fp32Math::Split3xTf32;
+      else if (m == "tf32") o.cuda.fp32 = dccc::gpu::Fp32Math::Tf32;
+      else if (m == "ieee") o.cuda.fp32 = dccc::gpu::Fp32Math::Ieee;
+      else return usage_error("unknown --fp32-math `" + m + "`; expected 3xtf32, tf32 or ieee");
     } else if (a.rfind("--target=", 0) == 0) {
       auto t = dccc::ir::parse_target(a.substr(9));
       if (!t) return usage_error("unknown --target `" + a.substr(9) + "`; expected cpu or cuda");
@@ -278,7 +295,8 @@ int parse_args(int argc, char** argv, Options& o) {
       std::stringstream list(a.substr(12));
       for (std::string n; std::getline(list, n, ',');) {
         if (!dccc::tools::valid_cuda_arch(n))
-          return usage_error("bad --cuda-arch `" + n + "`; expected a list such as sm_80,sm_90");
+          return usage_error("bad --cuda-arch `" + n + "`; expected a list such as sm_80,sm_90 (sm_80 or newer: the "
+                             "tensor-core kernels use cp.async and bf16 mma.sync)");
         o.cuda_archs.push_back(n);
       }
       if (o.cuda_archs.empty()) return usage_error("--cuda-arch needs at least one architecture, such as sm_90");
@@ -429,6 +447,7 @@ dccc::tools::LibraryOptions library_options(const Options& o) {
   lib.target = o.target;
   lib.cpu = cpu_target(o, "");
   lib.cuda_archs = o.cuda_archs;
+  lib.cuda = o.cuda;
   lib.cuda_opt_level = o.opt_level;
   lib.lineinfo = o.lineinfo;
   lib.shared_runtime = o.shared_runtime;
@@ -459,7 +478,7 @@ int write_library(const Options& o, const dccc::ir::Module& module, const std::v
 /// CUDA target's code, so it runs the CUDA target's passes.
 dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<dccc::ir::Schedule>& schedules) {
   dccc::ir::PipelineOptions p;
-  p.target = o.emit == "cuda" ? dccc::ir::Target::Cuda : o.target;
+  p.target = o.emit == "cuda" || o.emit == "kernel" ? dccc::ir::Target::Cuda : o.target;
   p.storage_lowering = o.storage;
   p.simplify = o.simplify;
   p.online_reductions = o.online_reductions;
@@ -502,7 +521,8 @@ int run(const Options& o) {
       errors_generated(diags.error_count());
       return kExitErrors;
     }
-    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run) return kExitOk;
+    if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" && o.emit != "llvm" && o.emit != "metadata" && !o.run)
+      return kExitOk;
   } else {
   auto program = dccc::parse_with_imports(file, diags, o.imports, loaded);
   if (program && o.emit == "ast") {
@@ -541,7 +561,7 @@ int run(const Options& o) {
     errors_generated(diags.error_count() + cli_errors);
     return kExitErrors;
   }
-  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
+  if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
       o.output.empty() && !o.explain &&
       schedules.empty())
     return kExitOk;
@@ -579,9 +599,19 @@ int run(const Options& o) {
       for (const auto& n : report.notes) std::cout << "  " << n << "\n";
     }
   if (o.emit == "vloop") std::cout << dccc::ir::print(*module);
+  if (o.emit == "kernel") {
+    try {
+      std::cout << dccc::backend::emit_kernel_ir(*module, o.cuda);
+    } catch (const dccc::backend::BackendUnsupported& e) {
+      std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
+      std::cerr << diags.error_count() << " error(s) generated.\n";
+      return kExitErrors;
+    }
+    return kExitOk;
+  }
   if (o.emit == "cuda") {
     try {
-      std::cout << dccc::backend::emit_cuda(*module);
+      std::cout << dccc::backend::emit_cuda(*module, o.cuda);
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
       errors_generated(diags.error_count());

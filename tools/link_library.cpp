@@ -135,7 +135,7 @@ bool valid_cuda_arch(const std::string& arch) {
   for (char c : digits)
     if (!std::isdigit(static_cast<unsigned char>(c))) return false;
   int n = std::stoi(digits);
-  return n >= 50 && n <= 129;
+  return n >= 80 && n <= 129;  // the tensor-core kernels need sm_80 (cp.async, bf16 mma.sync)
 }
 
 int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEngine& diags) {
@@ -170,8 +170,9 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
     // prints one.
     backend::assign_c_names(m, o.target);
     if (cuda) {
-      std::string line_file = o.lineinfo ? fs::absolute(o.source).lexically_normal().string() : "";
-      std::ofstream(tmp / "kernels.cu") << backend::emit_cuda(m, line_file) << backend::emit_cuda_prelude(m);
+      backend::CudaOptions kernels = o.cuda;
+      kernels.line_file = o.lineinfo ? fs::absolute(o.source).lexically_normal().string() : "";
+      std::ofstream(tmp / "kernels.cu") << backend::emit_cuda(m, kernels) << backend::emit_cuda_prelude(m);
     } else if (!backend::emit_object(m, obj.string(), o.cpu, error)) {
       std::cerr << "dccc: internal error: code generation failed: " << error << "\n";
       return kExitInternal;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/abi/metadata.h"
+#include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/target.h"
 #include "ir/ir.h"
 #include "ir/pipeline.h"
@@ -31,6 +32,7 @@ struct LibraryOptions {
   std::vector<std::string> cuda_archs;
   int cuda_opt_level = 3;  // -O for nvcc's host and device code
   bool lineinfo = false;   // -lineinfo: nvcc -lineinfo over `#line`s of the .toy file
+  backend::CudaOptions cuda;  // --fp32-math (line_file is set from lineinfo)
   /// --runtime=shared: link libdccrt.so (found through an absolute RUNPATH)
   /// instead of copying libdccrt.a into the library.
   bool shared_runtime = false;

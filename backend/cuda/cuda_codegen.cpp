@@ -11,6 +11,9 @@
 #include "backend/abi/c_emit.h"
 #include "backend/cuda/cuda_emitter.h"
 #include "backend/cuda/cuda_prologue.h"
+#include "backend/gpu/plan_contraction.h"
+#include "backend/gpu/print_cuda.h"
+#include "ir/printer.h"
 
 namespace dccc::backend {
 
@@ -70,14 +73,58 @@ bool is_parallel_loop(const ir::Stmt& loop, const std::set<const BufferNode*>& f
   return ok;
 }
 
-std::string emit_cuda(const ir::Module& m, const std::string& line_file) {
+std::string emit_cuda(const ir::Module& m, const CudaOptions& options) {
   std::string out = kCudaPrologue;
   out += kCheckedIntHelpers;
   out += "\n";
+  std::string funcs;
+  bool mma = false;
   for (const auto& f : m.funcs) {
     if (f.name == "main") continue;
     if (!f.storage_lowered) cudagen::unsupported(f.at, "a function that is not storage-lowered (`" + f.name + "`)");
-    cudagen::FuncEmitter(f, out, line_file).run();
+    cudagen::FuncEmitter fe(f, funcs, options);
+    fe.run();
+    mma |= fe.wrote_mma();
+  }
+  if (mma) out += std::string(gpu::kMmaPrologue) + "\n";
+  return out + funcs;
+}
+
+namespace {
+/// The kernel IR's vloop pieces as --emit=vloop names them.
+struct FuncVloopText : gpu::VloopText {
+  const ir::Func& f;
+  ir::FuncText t;
+  explicit FuncVloopText(const ir::Func& fn) : f(fn), t(fn) {}
+  std::string expr(const ir::Expr& e) override { return t.expr(e); }
+  std::string var(const ir::Var& v) override { return t.var(v); }
+  std::string stmt(const ir::Stmt& s, int depth) override { return t.stmt(s, depth); }
+  std::string buffer(const BufferNode* b) override {
+    for (const auto& x : f.buffers)
+      if (x.get() == b) return t.buffer(x);
+    return b ? b->name : "?";
+  }
+};
+}  // namespace
+
+std::string emit_kernel_ir(const ir::Module& m, const CudaOptions& options) {
+  std::string out;
+  for (const auto& f : m.funcs) {
+    if (f.name == "main") continue;
+    if (!f.storage_lowered) cudagen::unsupported(f.at, "a function that is not storage-lowered (`" + f.name + "`)");
+    out += fmt::format("// ---- {} ----\n", f.name);
+    std::string scratch;
+    cudagen::FuncEmitter fe(f, scratch, options);
+    FuncVloopText text(f);
+    std::vector<ir::Stmt> items = f.body->kind == StmtKind::Seq ? f.body->body : std::vector<ir::Stmt>{f.body};
+    for (size_t k = 0; k < items.size(); ++k) {
+      std::string name = fmt::format("{}__k{}", f.name, k), why;
+      if (auto kernel = fe.plan_mma(items[k], name, &why))
+        out += gpu::print_kernel(*kernel, text);
+      else
+        out += fmt::format("kernel {}: backend/cuda's kernels (not a tensor-core contraction: {})\n", name, why);
+    }
+    out += "\n";
   }
   return out;
 }
@@ -89,6 +136,49 @@ namespace dccc::backend::cudagen {
 /// `what` on the CUDA target, at `at` (the statement or declaration).
 [[noreturn]] void unsupported(SourceRange at, const std::string& what) {
   throw CudaUnsupported(at, what + " on the CUDA target");
+}
+
+std::optional<gpu::Kernel> FuncEmitter::plan_mma(const ir::Stmt& item, const std::string& name, std::string* why) {
+  for (const auto& m : f_.gpu_mappings)
+    if (item->kind == StmtKind::For && !m.blocks.empty() && m.blocks[0] == item->var) {
+      if (why) *why = "a schedule maps it with gpu_blocks / gpu_threads";
+      return std::nullopt;
+    }
+  if (nan_free_max_.empty()) find_nan_free_maxima();
+  gpu::PlanOptions o;
+  o.fp32 = options_.fp32;
+  o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s, nan_free_max_); };
+  return gpu::plan_contraction(f_, item, name, o, why);
+}
+
+void FuncEmitter::emit_mma_kernel(Launch& l, const gpu::Kernel& k) {
+  // Vloop pieces in device code, as the other kernels print them.
+  struct Text : gpu::DeviceText {
+    FuncEmitter& e;
+    explicit Text(FuncEmitter& fe) : e(fe) {}
+    std::string var(const ir::Var& v) override { return e.var(v); }
+    std::string expr(const ir::Expr& x) override { return e.expr(x); }
+    std::string stmts(const std::vector<ir::Stmt>& ss, int depth) override {
+      std::string out;
+      for (const auto& s : ss) e.stmt(s, depth, out);
+      return out;
+    }
+    std::string buffer(const BufferNode* b) override { return e.buf_ptr(b); }
+    std::string scalar(const BufferNode* b) override { return e.scalar_ref(b); }
+    std::string declare(const BufferNode* b) override {
+      return fmt::format("{} {} = 0;", value_type(b->type), e.scalar_ref(b));
+    }
+    std::string args_type() override { return e.f_.name + "__args"; }
+  } text(*this);
+  private_.clear();
+  private_.insert(k.epilogue.acc);
+  for (const auto* b : k.epilogue.locals) private_.insert(b);
+  hoisted_.clear();
+  outer_prefix_.clear();
+  l.parallel = true;
+  l.mma = std::make_shared<gpu::Kernel>(k);
+  out_ += gpu::print_cuda(k, text);
+  wrote_mma_ = true;
 }
 
 void FuncEmitter::run() {
@@ -107,9 +197,9 @@ void FuncEmitter::run() {
   std::vector<ir::Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<ir::Stmt>{f_.body};
   std::vector<Launch> launches;
   for (size_t k = 0; k < items.size(); ++k) {
-    if (SourceRange at = ir::statement_location(items[k]); !line_file_.empty() && at.valid()) {
+    if (SourceRange at = ir::statement_location(items[k]); !options_.line_file.empty() && at.valid()) {
       // The statement's file: the root's, or an imported one's.
-      std::string path = at.file ? std::filesystem::absolute(at.file->name()).lexically_normal().string() : line_file_;
+      std::string path = at.file ? std::filesystem::absolute(at.file->name()).lexically_normal().string() : options_.line_file;
       std::string literal;  // a C string literal's contents
       for (char c : path) literal += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
       out_ += fmt::format("#line {} \"{}\"\n", at.line, literal);

@@ -43,6 +43,7 @@
 #include <string>
 
 #include "backend/abi/c_emit.h"
+#include "backend/gpu/kernel_ir.h"
 #include "ir/ir.h"
 
 namespace dccc::backend {
@@ -54,13 +55,28 @@ struct CudaUnsupported : BackendUnsupported {
   using BackendUnsupported::BackendUnsupported;
 };
 
+/// Choices of the CUDA target that the command line makes.
+struct CudaOptions {
+  /// How f32 contractions use the tensor cores (`--fp32-math`).
+  gpu::Fp32Math fp32 = gpu::Fp32Math::Split3xTf32;
+  /// Non-empty (`dccc -lineinfo`: the root `.toy` file's path): `#line N
+  /// "FILE"` before each statement's kernel, N the line of the `.toy`
+  /// statement it runs and FILE its file (line_file, or the imported file it
+  /// came from), so nvcc -lineinfo and the profilers name `.toy` lines.
+  std::string line_file;
+};
+
 /// The .cu source for every function of `m` except `main`. Throws
 /// CudaUnsupported naming what the CUDA target cannot express yet and where.
-/// A non-empty `line_file` (`dccc -lineinfo`: the root `.toy` file's path)
-/// puts `#line N "FILE"` before each statement's kernel, N the line of the
-/// `.toy` statement it runs and FILE its file (line_file, or the imported
-/// file it came from), so nvcc -lineinfo and the profilers name `.toy` lines.
-std::string emit_cuda(const ir::Module& m, const std::string& line_file = "");
+/// A statement that backend/gpu's contraction planner maps
+/// (gpu/plan_contraction.h) becomes a tensor-core kernel printed from the
+/// kernel IR; the others keep the kernels described above.
+std::string emit_cuda(const ir::Module& m, const CudaOptions& options = {});
+
+/// `dccc --emit=kernel`: per function and top-level statement, the kernel
+/// IR of the planned tensor-core kernels (gpu::print_kernel), or one line
+/// saying which kernel of this backend runs it and why the planner declined.
+std::string emit_kernel_ir(const ir::Module& m, const CudaOptions& options = {});
 
 /// True when the loop `loop` (a For) may run its iterations in parallel:
 /// every tensor store in its body indexes with its variable, or is a max

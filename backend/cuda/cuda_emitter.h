@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,6 +31,7 @@
 
 #include "backend/abi/c_emit.h"
 #include "backend/cuda/cuda_codegen.h"
+#include "backend/gpu/kernel_ir.h"
 #include "ir/ir.h"
 
 namespace dccc::backend {
@@ -77,15 +79,20 @@ const GemmShape& gemm_shape();
 /// Emits one function: its kernels and host code.
 class FuncEmitter {
  public:
-  /// `line_file` non-empty (`dccc -lineinfo`): `#line`s naming that `.toy` file.
-  FuncEmitter(const ir::Func& f, std::string& out, const std::string& line_file = "")
-      : f_(f), out_(out), line_file_(line_file), names_(f) {
+  FuncEmitter(const ir::Func& f, std::string& out, const CudaOptions& options = {})
+      : f_(f), out_(out), options_(options), names_(f) {
     host_.names = &names_;
     host_.at = f.at;
   }
 
   /// Writes the function's kernels, launcher and host entry (cuda_codegen.cpp).
   void run();
+  /// True once run() has written a tensor-core kernel (it needs gpu::kMmaPrologue).
+  bool wrote_mma() const { return wrote_mma_; }
+
+  /// The tensor-core kernel of top-level statement `item`, named `name`, or
+  /// nullopt with `why` (cuda_codegen.cpp; gpu/plan_contraction.h).
+  std::optional<gpu::Kernel> plan_mma(const ir::Stmt& item, const std::string& name, std::string* why = nullptr);
 
  private:
   struct Launch {
@@ -105,6 +112,9 @@ class FuncEmitter {
     /// An `hfuse`d loop (emit_ranges_kernel): per range of its iterations,
     /// the condition (none for the last) and the loops flattened over threads.
     std::vector<std::pair<ir::Expr, std::vector<ir::Stmt>>> ranges;
+    /// A tensor-core kernel printed from the kernel IR (gpu/print_cuda.h):
+    /// a block per entry of a tile list the launcher builds on the host.
+    std::shared_ptr<const gpu::Kernel> mma;
   };
 
   /// Register tiling (unroll-and-jam) of a contraction: each thread computes
@@ -189,6 +199,7 @@ class FuncEmitter {
   void emit_mapped_kernel(const ir::Stmt& item, Launch& l);
   void emit_ranges_kernel(const ir::Stmt& item, Launch& l);
   void emit_warp_rows_kernel(const Launch& l, const WarpPlan& w);
+  void emit_mma_kernel(Launch& l, const gpu::Kernel& k);  // cuda_codegen.cpp
 
   // ---- Contraction kernels (tiled_kernels.cpp) ----
   void emit_tiled_kernel(const Launch& l, const TilePlan& plan);
@@ -225,6 +236,7 @@ class FuncEmitter {
   void check_host_computable();
   std::string size_decls() const;
   void emit_launcher(const std::vector<Launch>& launches);
+  std::string mma_launch(const Launch& l);
   void emit_host_entry();
   std::vector<ir::Buffer> aux_sized_later() const;
   std::vector<ir::Stmt> prelude_items() const;
@@ -232,7 +244,8 @@ class FuncEmitter {
 
   const ir::Func& f_;
   std::string& out_;
-  const std::string line_file_;  // -lineinfo: the `.toy` file of `#line`s (empty: none)
+  const CudaOptions options_;
+  bool wrote_mma_ = false;
   const CNames names_;  // C names of the buffers and sizes (c_emit.h)
   std::map<const BufferNode*, int> slot_;
   std::map<std::string, int> size_index_;

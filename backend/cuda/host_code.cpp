@@ -2,6 +2,7 @@
 // sizes on the host, uploads, launches, error handling) and f__cuda_host
 // for the tests (backend/cuda/cuda_emitter.h).
 #include "backend/cuda/cuda_emitter.h"
+#include "backend/gpu/print_cuda.h"
 
 #include <fmt/format.h>
 
@@ -30,6 +31,41 @@ std::string FuncEmitter::size_decls() const {
   std::string o;
   for (size_t k = 0; k < f_.sizes.size(); ++k)
     o += fmt::format("  const int64_t s_{0} = sizes[{1}];\n  (void)s_{0};\n", names_.size(f_.sizes[k].name), k);
+  return o;
+}
+
+/// The launch of a tensor-core kernel (gpu/print_cuda.h): the tile list
+/// -- an entry (batch indices..., m-tile, n-tile) per non-empty tile of
+/// every batch entry, from the host copies of the lengths -- uploaded, then
+/// one block per entry.
+std::string FuncEmitter::mma_launch(const Launch& l) {
+  const gpu::Kernel& k = *l.mma;
+  const int w = gpu::tile_entry_ints(k);
+  std::string o = "    std::vector<int32_t> tl;\n";
+  std::string pad = "    ";
+  for (const auto& b : k.tiles.batch) {
+    std::string v = host_.var(b.var);
+    o += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(b.extent));
+    pad += "  ";
+  }
+  o += fmt::format("{}const int64_t tm = ({} + {}) / {}, tn = ({} + {}) / {};\n", pad, host_.expr(k.tiles.rows),
+                   k.tiles.tile_m - 1, k.tiles.tile_m, host_.expr(k.tiles.cols), k.tiles.tile_n - 1, k.tiles.tile_n);
+  o += fmt::format("{}if (tm > INT32_MAX || tn > INT32_MAX) ovf = 1;\n", pad);
+  o += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt)\n{}  for (int64_t nt = 0; nt < tn; ++nt) {{\n", pad, pad);
+  for (const auto& b : k.tiles.batch) o += fmt::format("{}    tl.push_back((int32_t){});\n", pad, host_.var(b.var));
+  o += fmt::format("{0}    tl.push_back((int32_t)mt);\n{0}    tl.push_back((int32_t)nt);\n{0}  }}\n", pad);
+  for (size_t i = 0; i < k.tiles.batch.size(); ++i) {
+    pad.resize(pad.size() - 2);
+    o += pad + "}\n";
+  }
+  o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", f_.name);
+  o += fmt::format("    const int64_t ntiles = (int64_t)tl.size() / {};\n", w);
+  o += "    if (ntiles > 0) {\n";
+  o += fmt::format("      {}__launch lp;\n      lp.a = a;\n      void* tp = nullptr;\n", k.name);
+  o += "      if (!dalloc(tl.size() * sizeof(int32_t), &tp, false)) { st = DCC_ERR_CUDA; goto done; }\n";
+  o += "      if (cudaMemcpy(tp, tl.data(), tl.size() * sizeof(int32_t), cudaMemcpyHostToDevice) != cudaSuccess) { st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }\n";
+  o += "      lp.tiles = (const int32_t*)tp;\n";
+  o += fmt::format("      {}<<<(unsigned)ntiles, {}>>>(lp);\n    }}\n", k.name, k.threads);
   return o;
 }
 
@@ -144,7 +180,9 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
   // The kernels, in statement order on the default stream.
   for (const auto& l : launches) {
     o += "  {\n    ovf = 0;\n    prof.start();\n";
-    if (!l.parallel) {
+    if (l.mma) {
+      o += mma_launch(l);
+    } else if (!l.parallel) {
       o += fmt::format("    {}<<<1, 1>>>(a);\n", l.kernel);
     } else if (!l.ranges.empty()) {
       // The fused loop on y; threads over the largest range's loops.

@@ -10,21 +10,27 @@
 # tests (tests/python: CPU and CUDA, opcheck, torch.compile, zero-copy
 # nested tensors; results/python_test.txt) and, with two GPUs or more, the
 # data-parallel encoder layer under torchrun (results/ddp_encoder.txt),
-# then the attention benchmark in f32 and bf16.
+# then the attention benchmark in f32 and bf16 and the grouped GEMM
+# benchmark (bench_gemm.py: tensor cores against torch._grouped_mm and
+# cuBLAS; results/bench_gemm.txt).
 # Results go to RESULTS_DIR (default: ./results).
 #
-#   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only] [bench_mha.py options]
+#   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only|--gemm-only] [bench_mha.py options]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 # scripts/gpu_bundle.sh packs the online-reductions libraries.
 if [[ -f online.tar.xz && ! -d online ]]; then tar -xJf online.tar.xz; fi
 results="${1:-results}"; shift || true
 mode=all
-if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only ]]; then mode="${1#--}"; shift; fi
+if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only || "${1:-}" == --gemm-only ]]; then mode="${1#--}"; shift; fi
 mkdir -p "$results" /tmp/dccc-gpu
 tar -xJf test.tar.xz -C /tmp/dccc-gpu
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$results/gpu.txt"
 status=0
+if [[ $mode == gemm-only ]]; then
+  python3 bench_gemm.py --dir . --seqlens seqlens --out "$results/bench_gemm.txt" "$@" || status=1
+  exit $status
+fi
 if [[ $mode != bench-only ]]; then
   LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
     DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
@@ -93,5 +99,6 @@ if [[ $mode != test-only ]]; then
   export PYTHONUNBUFFERED=1
   python3 bench_mha.py --so ./mha.so --dtype f32 --seqlens seqlens "$@" 2>&1 | tee "$results/bench_f32.txt" || status=1
   python3 bench_mha.py --so ./mha_bf16.so --dtype bf16 --seqlens seqlens "$@" 2>&1 | tee "$results/bench_bf16.txt" || status=1
+  python3 bench_gemm.py --dir . --seqlens seqlens --out "$results/bench_gemm.txt" || status=1
 fi
 exit $status

@@ -151,12 +151,12 @@ NVCC
     grep -q "$want" "$tmp/default.args" || fail "default nvcc flags lack $want"
   done
   if grep -q '#line' "$tmp/kernels.cu"; then fail "CUDA source without -lineinfo has #line"; fi
-  DCCC_NVCC="$tmp/nvcc" "$DCCC" "$toy" --target=cuda --cuda-arch=sm_75,sm_86 -lineinfo -O2 -o "$tmp/a.so" 2>/dev/null
+  DCCC_NVCC="$tmp/nvcc" "$DCCC" "$toy" --target=cuda --cuda-arch=sm_86,sm_89 -lineinfo -O2 -o "$tmp/a.so" 2>/dev/null
   args="$(tr '\n' ' ' <"$tmp/nvcc.args")"
-  for want in arch=compute_75,code=sm_75 arch=compute_86,code=sm_86 arch=compute_86,code=compute_86 -lineinfo -O2; do
-    grep -q -- "$want" <<<"$args" || fail "--cuda-arch=sm_75,sm_86 -lineinfo -O2: nvcc flags lack $want ($args)"
+  for want in arch=compute_86,code=sm_86 arch=compute_89,code=sm_89 arch=compute_89,code=compute_89 -lineinfo -O2; do
+    grep -q -- "$want" <<<"$args" || fail "--cuda-arch=sm_86,sm_89 -lineinfo -O2: nvcc flags lack $want ($args)"
   done
-  if grep -q 'sm_80\|sm_90' <<<"$args"; then fail "--cuda-arch=sm_75,sm_86 still builds sm_80/sm_90"; fi
+  if grep -q 'sm_80\|sm_90' <<<"$args"; then fail "--cuda-arch=sm_86,sm_89 still builds sm_80/sm_90"; fi
   # -lineinfo: `#line N "softmax.toy"` before kernels, N an assignment's
   # line (statements fused into others, as `e`, have no kernel of their own).
   grep -o "^#line [0-9]* \"[^\"]*softmax.toy\"" "$tmp/kernels.cu" | awk '{print $2}' | sort -un >"$tmp/lines"
@@ -176,6 +176,7 @@ NVCC
   grep -qx "#line 12 \"$tmp/imp/rows.toy\"" "$tmp/kernels.cu" || fail "-lineinfo has no #line 12 naming the imported rows.toy"
   grep -qx "#line 6 \"$tmp/imp/main.toy\"" "$tmp/kernels.cu" || fail "-lineinfo has no #line 6 naming main.toy"
   usage_error "$toy" --target=cuda --cuda-arch=compute_90 -o "$tmp/x.so"
+  usage_error "$toy" --target=cuda --cuda-arch=sm_75 -o "$tmp/x.so"  # tensor cores need sm_80
   usage_error "$toy" --target=cuda --cuda-arch= -o "$tmp/x.so"
   ;;
 depfile)

@@ -95,18 +95,20 @@ def make_attention_variant(**opts):
     return make
 
 
+# bf16 as bit patterns: round the f32 values to bf16 first (truncate the
+# low 16 bits after rounding to nearest even), then the reference uses them.
+def to_bf16(a):
+    u = a.astype(np.float32).view(np.uint32)
+    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return u
+
+
+def from_bf16(u):
+    return (u.astype(np.uint32) << 16).view(np.float32)
+
+
 def make_mha_bf16(rng, lens):
     args, kw, exp = make_mha(rng, lens, H=2, D=4)
-    # bf16 as bit patterns: round the f32 values to bf16 first (truncate the
-    # low 16 bits after rounding to nearest even), then the reference uses them.
-    def to_bf16(a):
-        u = a.astype(np.float32).view(np.uint32)
-        u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-        return u
-
-    def from_bf16(u):
-        return (u.astype(np.uint32) << 16).view(np.float32)
-
     q, kv = args
     qb, kb, vb = to_bf16(q["data"]), to_bf16(kv["k"]), to_bf16(kv["v"])
     ql, kl = q["seqlen"], kv["seqlen"]
@@ -175,6 +177,25 @@ def make_grouped(rng, lens):
     c = [ap[g].astype(np.float64).reshape(m[g], k[g]) @ bp[g].astype(np.float64).reshape(k[g], n[g])
          for g in range(len(lens))]
     return [{"a": a, "b": b, "m": m, "k": k, "n": n}], {}, {"c": np.concatenate([x.reshape(-1) for x in c])}
+
+
+def make_grouped_16(bf16):
+    """examples/batched_gemm_bf16.toy: the factors in bf16 (bit patterns) or
+    f16, their products summed in float64."""
+    def make(rng, lens):
+        m, k, n = gemm_shapes(rng, lens)
+        a, _ = packed_mats(rng, m, k)
+        b, _ = packed_mats(rng, k, n)
+        if bf16:
+            a, b = to_bf16(a), to_bf16(b)
+            av, bv = from_bf16(a).astype(np.float64), from_bf16(b).astype(np.float64)
+        else:
+            a, b = a.astype(np.float16), b.astype(np.float16)
+            av, bv = a.astype(np.float64), b.astype(np.float64)
+        ao, bo = np.concatenate([[0], np.cumsum(m * k)]), np.concatenate([[0], np.cumsum(k * n)])
+        c = [av[ao[g]:ao[g + 1]].reshape(m[g], k[g]) @ bv[bo[g]:bo[g + 1]].reshape(k[g], n[g]) for g in range(len(lens))]
+        return [{"a": a, "b": b, "m": m, "k": k, "n": n}], {}, {"c": np.concatenate([x.reshape(-1) for x in c])}
+    return make
 
 
 def make_pairs(rng, lens):
@@ -381,6 +402,9 @@ CASES = {
     "masked_attention": ("attention_data", make_masked, 1e-4, 1e-5),
     "grouped_gemm": ("batched_gemm", make_grouped, 1e-5, 1e-5),
     "gemm_pairs": ("batched_gemm", make_pairs, 1e-5, 1e-5),
+    # products exact in f32, sums in f32; the bf16 result rounded once (2^-8)
+    "grouped_gemm_bf16": ("batched_gemm_bf16", make_grouped_16(True), 1e-2, 1e-6),
+    "grouped_gemm_f16": ("batched_gemm_bf16", make_grouped_16(False), 1e-5, 1e-6),
     "causal_scores": ("causal_attention", make_causal_scores, 1e-6, 1e-6),
     "causal_softmax": ("causal_attention", make_causal_softmax, 1e-5, 1e-6),
     "causal_attention": ("causal_attention", make_causal_attention, 1e-4, 1e-5),

@@ -8,7 +8,17 @@
 // `dcc_emu_launch(K, grid, block, args)` (the test rewrites `K<<<grid,
 // block>>>(args)`). Not a model of the GPU's memory ordering or timing:
 // it checks what the kernels compute, not how fast or whether they race.
+//
+// The tensor-core kernels of backend/gpu/print_cuda.cpp test DCC_EMU and
+// call, instead of their inline PTX, dcc_emu_tf32 (cvt.rna.tf32.f32) and
+// dcc_emu_mma_tiles (mma.sync m16n8k16 bf16 / f16, m16n8k8 tf32, over a
+// warp's tiles): a warp-wide exchange of every lane's fragment registers, after which each lane
+// computes the elements of D its own registers hold, reading A and B where
+// the PTX ISA's fragment layouts put them (docs/cuda.md). cp.async is a
+// plain copy there.
 #pragma once
+
+#define DCC_EMU 1
 
 #include <barrier>
 #include <cmath>
@@ -43,10 +53,12 @@ inline thread_local uint3 threadIdx, blockIdx;
 inline thread_local dim3 blockDim, gridDim;
 
 namespace dcc_emu {
+constexpr unsigned kFragRegs = 64;  // a lane's A and B registers for one dcc_emu_mma_tiles
 struct Block {
   std::unique_ptr<std::barrier<>> all;
   std::vector<std::unique_ptr<std::barrier<>>> warps;
   std::vector<uint64_t> lanes;  // shuffle values, one per thread
+  std::vector<uint32_t> frags;  // mma operand registers, kFragRegs per thread
 };
 inline thread_local Block* block = nullptr;
 }  // namespace dcc_emu
@@ -67,6 +79,82 @@ T __shfl_xor_sync(unsigned, T v, int off) {
   T r;
   std::memcpy(&r, &other, sizeof(T));
   return r;
+}
+
+// f32 -> tf32 as cvt.rna.tf32.f32: round the low 13 mantissa bits to
+// nearest, ties away from zero (sign-magnitude: adding half an ulp to the
+// bits does it), then clear them; NaN and infinity pass through.
+inline uint32_t dcc_emu_tf32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7F800000u) == 0x7F800000u) return bits;
+  return (bits + 0x1000u) & ~0x1FFFu;
+}
+
+enum class dcc_emu_mma_kind { bf16, f16, tf32 };
+
+// One element of an mma operand from its register bits.
+inline double dcc_emu_mma_value(dcc_emu_mma_kind k, uint32_t reg, int half) {
+  if (k == dcc_emu_mma_kind::tf32) {
+    uint32_t bits = reg & ~0x1FFFu;  // the tensor core reads only the tf32 bits
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  uint16_t h = static_cast<uint16_t>(half ? reg >> 16 : reg & 0xFFFF);
+  if (k == dcc_emu_mma_kind::bf16) {
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  _Float16 f;
+  std::memcpy(&f, &h, 2);
+  return static_cast<double>(f);
+}
+
+// acc[i][j] += A_i * B_j for fm x fn tiles of 16 x 8 (m16n8k16 for bf16 /
+// f16, m16n8k8 for tf32), every lane of the warp calling it with its own
+// registers a[i][0..3], b[j][0..1] and accumulators acc[i][j][0..3]: the
+// lanes' registers are exchanged once, then each lane computes the D
+// elements it holds. Fragment layouts (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16 / mma.m16n8k8"; groupID g = lane / 4, threadID_in_group
+// t = lane % 4):
+//   16-bit A: reg r holds row g + 8 (r & 1), k 2t + 8 (r >> 1) + {0 (low half), 1 (high half)}
+//   16-bit B: reg r holds k 2t + 8 r + {0, 1}, column g
+//   tf32 A:   reg r holds row g + 8 (r & 1), k t + 4 (r >> 1)
+//   tf32 B:   reg r holds k t + 4 r, column g
+//   C / D:    element e is row g + 8 (e >> 1), column 2t + (e & 1)
+inline void dcc_emu_mma_tiles(dcc_emu_mma_kind kind, float* acc, const uint32_t* a, const uint32_t* b, int fm, int fn) {
+  auto& blk = *dcc_emu::block;
+  unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
+  const unsigned nregs = static_cast<unsigned>(4 * fm + 2 * fn);
+  if (nregs > dcc_emu::kFragRegs) std::abort();
+  for (unsigned r = 0; r < nregs; ++r) blk.frags[dcc_emu::kFragRegs * t + r] = r < 4u * fm ? a[r] : b[r - 4 * fm];
+  blk.warps[t / 32]->arrive_and_wait();
+  const bool tf32 = kind == dcc_emu_mma_kind::tf32;
+  const int K = tf32 ? 8 : 16;
+  auto reg = [&](unsigned l, unsigned r) { return blk.frags[dcc_emu::kFragRegs * (base + l) + r]; };
+  auto A = [&](int i, int row, int k) {
+    if (tf32) return dcc_emu_mma_value(kind, reg((row % 8) * 4 + (k % 4), 4 * i + (row >= 8) + 2 * (k >= 4)), 0);
+    return dcc_emu_mma_value(kind, reg((row % 8) * 4 + (k % 8) / 2, 4 * i + (row >= 8) + 2 * (k >= 8)), k % 2);
+  };
+  auto B = [&](int j, int k, int col) {
+    if (tf32) return dcc_emu_mma_value(kind, reg(col * 4 + (k % 4), 4 * fm + 2 * j + (k >= 4)), 0);
+    return dcc_emu_mma_value(kind, reg(col * 4 + (k % 8) / 2, 4 * fm + 2 * j + (k >= 8)), k % 2);
+  };
+  std::vector<float> out(static_cast<size_t>(fm) * fn * 4);
+  for (int i = 0; i < fm; ++i)
+    for (int j = 0; j < fn; ++j)
+      for (int e = 0; e < 4; ++e) {
+        int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 2 * static_cast<int>(lane % 4) + (e & 1);
+        double sum = 0;  // products of these inputs are exact in double
+        for (int k = 0; k < K; ++k) sum += A(i, row, k) * B(j, k, col);
+        size_t at = (static_cast<size_t>(i) * fn + j) * 4 + e;
+        out[at] = static_cast<float>(static_cast<double>(acc[at]) + sum);
+      }
+  blk.warps[t / 32]->arrive_and_wait();
+  for (size_t at = 0; at < out.size(); ++at) acc[at] = out[at];
 }
 
 inline int atomicCAS(int* p, int cmp, int val) {
@@ -186,6 +274,7 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
     for (unsigned w = 0; w < (n + 31) / 32; ++w)
       b->warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w)));
     b->lanes.assign(n, 0);
+    b->frags.assign(dcc_emu::kFragRegs * n, 0);
     return b;
   };
   std::unique_ptr<dcc_emu::Block> current = fresh();

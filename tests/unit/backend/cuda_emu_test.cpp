@@ -19,6 +19,7 @@
 #include <regex>
 #include <set>
 
+#include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/cuda_scheduled.h"
 #include "tests/unit/backend/schedule_support.h"
 
@@ -29,50 +30,6 @@ using testing::compile;
 using testing::Engine;
 using testing::Program;
 
-/// The emitted source made plain C++: cuda_emu.h for the CUDA headers,
-/// dcc_emu_launch(K, grid, block, args) for K<<<grid, block>>>(args).
-std::string emulated(const std::string& cu) {
-  std::string s = std::regex_replace(cu, std::regex("#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n"),
-                                     "#include \"tests/unit/backend/cuda_emu.h\"\n");
-  std::string out;
-  size_t at = 0;
-  for (size_t open; (open = s.find("<<<", at)) != std::string::npos;) {
-    size_t name = open;
-    while (name > 0 && (std::isalnum(static_cast<unsigned char>(s[name - 1])) || s[name - 1] == '_')) --name;
-    size_t close = s.find(">>>(", open);
-    size_t end = s.find(')', close);
-    std::string config = s.substr(open + 3, close - open - 3);
-    int depth = 0;
-    size_t comma = std::string::npos;
-    for (size_t k = 0; k < config.size(); ++k) {
-      if (config[k] == '(') ++depth;
-      if (config[k] == ')') --depth;
-      if (config[k] == ',' && depth == 0) comma = k;
-    }
-    // A kernel with no barrier and no shuffle runs its threads one after
-    // another in one host thread (much faster than a thread each).
-    std::string kernel = s.substr(name, open - name);
-    size_t def = s.find(" " + kernel + "(" + kernel.substr(0, kernel.find("__")) + "__args a) {");
-    size_t def_end = s.find("\n}\n", def);
-    std::string body = def == std::string::npos ? "__syncthreads" : s.substr(def, def_end - def);
-    bool serial = body.find("__syncthreads") == std::string::npos && body.find("__shfl") == std::string::npos;
-    out += s.substr(at, name - at);
-    out += "dcc_emu_launch(" + kernel + ", dim3(" + config.substr(0, comma) + "), dim3(" + config.substr(comma + 1) +
-           "), " + s.substr(close + 4, end - close - 4) + (serial ? ", true)" : ", false)");
-    at = end + 1;
-  }
-  return out + s.substr(at);
-}
-
-void* build(const std::string& source, const std::filesystem::path& dir, const std::string& stem, std::string& log) {
-  std::filesystem::path cc = dir / (stem + ".cpp"), so = dir / (stem + ".so");
-  std::ofstream(cc) << source;
-  std::string cmd = std::string(DCCC_CXX) + " -O1 -std=c++20 -shared -fPIC -w -pthread -I" DCCC_SOURCE_DIR " -I" +
-                    DCCC_RUNTIME_INCLUDE + " -o " + so.string() + " " + cc.string() + " " + DCCC_RUNTIME_LIB +
-                    " -lpthread 2>&1";
-  return testing::build_and_open(cmd, so, log);
-}
-
 /// Runs every function of `gpu` (emulated) and `cpu` (LLVM JIT) on the
 /// differential patterns.
 void compare(const Program& cpu, const Program& gpu, const std::filesystem::path& dir, const std::string& stem,
@@ -81,7 +38,7 @@ void compare(const Program& cpu, const Program& gpu, const std::filesystem::path
   auto jit = JitProgram::compile(*cpu.module, error);
   ASSERT_TRUE(jit) << error;
   std::string log;
-  void* lib = build(emulated(emit_cuda(*gpu.module)), dir, stem, log);
+  void* lib = testing::build_emulated(testing::emulated(emit_cuda(*gpu.module)), dir, stem, log);
   ASSERT_NE(lib, nullptr) << log;
   for (const auto& f : cpu.module->funcs) {
     if (f.name == "main") continue;

@@ -1,0 +1,99 @@
+// The kernel IR's names and its text form (backend/gpu/kernel_ir.h).
+#include "backend/gpu/kernel_ir.h"
+
+#include <fmt/format.h>
+
+namespace dccc::gpu {
+
+const char* elem_name(Elem e) {
+  switch (e) {
+    case Elem::F32: return "f32";
+    case Elem::BF16: return "bf16";
+    case Elem::F16: return "f16";
+  }
+  return "?";
+}
+
+int elem_bytes(Elem e) { return e == Elem::F32 ? 4 : 2; }
+
+const char* fp32_math_name(Fp32Math m) {
+  switch (m) {
+    case Fp32Math::Split3xTf32: return "3xtf32";
+    case Fp32Math::Tf32: return "tf32";
+    case Fp32Math::Ieee: return "ieee";
+  }
+  return "?";
+}
+
+const char* mma_name(MmaShape s) {
+  switch (s) {
+    case MmaShape::M16N8K16_BF16: return "m16n8k16.row.col.f32.bf16.bf16.f32";
+    case MmaShape::M16N8K16_F16: return "m16n8k16.row.col.f32.f16.f16.f32";
+    case MmaShape::M16N8K8_TF32: return "m16n8k8.row.col.f32.tf32.tf32.f32";
+  }
+  return "?";
+}
+
+int mma_k(MmaShape s) { return s == MmaShape::M16N8K8_TF32 ? 8 : 16; }
+
+namespace {
+
+const char* layout_name(SmemLayout l) { return l == SmemLayout::RowK ? "[row][k]" : "[k][row]"; }
+const char* copy_name(CopyMode m) { return m == CopyMode::CpAsync4 ? "cp.async 4B, zero-fill" : "registers, zero-fill"; }
+
+std::string op_text(const Op& op) {
+  switch (op.kind) {
+    case OpKind::CopyNext: return op.count ? fmt::format("copy {} (step +{})", op.operand, op.count) : "copy " + op.operand;
+    case OpKind::Commit: return "commit";
+    case OpKind::WaitPrior: return fmt::format("wait {}", op.count);
+    case OpKind::Barrier: return "barrier";
+    case OpKind::MmaStep: return "mma";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string print_kernel(const Kernel& k, VloopText& text) {
+  std::string o = fmt::format("kernel {} {{\n", k.name);
+  o += "  grid: one block per tile-list entry (";
+  for (const auto& b : k.tiles.batch) o += text.var(b.var) + ", ";
+  o += "m-tile, n-tile), built by the host from the lengths\n";
+  for (const auto& b : k.tiles.batch) o += fmt::format("    batch {} in 0 .. {}\n", text.var(b.var), text.expr(b.extent));
+  o += fmt::format("    rows {} (tile {}), cols {} (tile {})\n", text.expr(k.tiles.rows), k.tiles.tile_m,
+                   text.expr(k.tiles.cols), k.tiles.tile_n);
+  o += fmt::format("  block: {} threads = {} x {} warps, warp tile {} x {} ({} x {} mma tiles of 16 x 8)\n", k.threads,
+                   k.warps.warps_m, k.warps.warps_n, k.warps.warp_m, k.warps.warp_n, k.warps.frags_m(), k.warps.frags_n());
+  for (const auto& s : k.scalars) o += fmt::format("  let {} = {}\n", s.name, text.expr(s.value));
+  for (const auto& s : k.shared)
+    o += fmt::format("  shared {}: {} [{} stages]{} {} x {}, pad {}\n", s.name, elem_name(s.elem), s.stages,
+                     layout_name(s.layout), s.rows, s.k, s.pad);
+  for (const Operand* op : {&k.a, &k.b})
+    o += fmt::format("  operand {}: {} {}[{} + row * {} + k * {}], rows {} -> shared {}\n", op->name, elem_name(op->elem),
+                     text.buffer(op->buffer), op->base, op->row_stride, op->k_stride, op->rows, op->shared);
+  for (const auto& c : k.copies) {
+    o += fmt::format("  copy {}: ", c.operand);
+    if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
+    o += fmt::format("{}\n", copy_name(c.mode));
+  }
+  o += fmt::format("  mma: {}", mma_name(k.mma.shape));
+  if (k.mma.shape == MmaShape::M16N8K8_TF32) o += fmt::format(", fp32 {}", fp32_math_name(k.mma.fp32));
+  o += "\n";
+  o += fmt::format("  k-loop: {} in steps of {}\n", k.k_extent, k.block_k);
+  auto ops = [&](const char* what, const std::vector<Op>& list) {
+    o += fmt::format("    {}:", what);
+    for (size_t i = 0; i < list.size(); ++i) o += (i ? "; " : " ") + op_text(list[i]);
+    o += "\n";
+  };
+  ops("prologue", k.prologue);
+  ops("step", k.body);
+  o += fmt::format("  epilogue: per element (row {}, col {}) in range: {} = acc, then\n", text.var(k.epilogue.row_var),
+                   text.var(k.epilogue.col_var), text.buffer(k.epilogue.acc));
+  for (const auto* b : k.epilogue.locals) o += fmt::format("    (register per element: {})\n", text.buffer(b));
+  for (const auto& s : k.epilogue.stmts) o += text.stmt(s, 2);
+  for (const auto& n : k.notes) o += "  note: " + n + "\n";
+  o += "}\n";
+  return o;
+}
+
+}  // namespace dccc::gpu

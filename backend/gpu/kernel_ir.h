@@ -1,0 +1,205 @@
+// The GPU kernel IR: plain data that says everything the CUDA printer
+// (backend/gpu/print_cuda.h) needs and nothing it must decide (issue 16;
+// docs/cuda.md, "The kernel IR").
+//
+// A planner (backend/gpu/plan_*.cpp, one per kind of loop nest) reads one
+// top-level statement of a storage-lowered vloop function and fills a
+// Kernel; the printer turns it into CUDA C++, and `dccc --emit=kernel`
+// prints it as text (print_kernel, below). Today one kind exists: a tiled
+// tensor-core contraction (plan_contraction.h), so the structure is that of
+// its kernel -- a grid over a ragged tile list, a block of warps each owning
+// a warp tile of MMA fragments, operands staged through shared memory in
+// K-steps, and an epilogue of the vloop's own statements per output element.
+//
+// Vloop expressions (extents, base offsets, strides, the epilogue) stay
+// vloop IR (ir::Expr / ir::Stmt over the statement's own loop variables):
+// the printer prints them with the CUDA backend's expression printer, with
+// those variables bound as this IR says.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace dccc::gpu {
+
+/// Element types of operands in memory.
+enum class Elem { F32, BF16, F16 };
+const char* elem_name(Elem e);
+int elem_bytes(Elem e);
+
+/// How f32 operands reach the tensor cores (`--fp32-math`):
+///   Split3xTf32  each x is split into big = tf32(x) and small = tf32(x - big);
+///                acc += a_small*b_big + a_big*b_small + a_big*b_big (three
+///                MMAs; about f32 accuracy) -- the default
+///   Tf32         one MMA on tf32(a), tf32(b) (10-bit mantissas)
+///   Ieee         no tensor cores: the contraction keeps the FMA kernel of
+///                backend/cuda (the planner declines it)
+enum class Fp32Math { Split3xTf32, Tf32, Ieee };
+const char* fp32_math_name(Fp32Math m);
+
+/// One warp-wide `mma.sync` shape, operand type included; the accumulator
+/// is always f32 (four registers per lane for an m16n8 tile).
+enum class MmaShape {
+  M16N8K16_BF16,  // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+  M16N8K16_F16,   // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+  M16N8K8_TF32,   // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+};
+const char* mma_name(MmaShape s);
+int mma_k(MmaShape s);
+
+/// One loop of the statement that the grid enumerates: a tile-list entry
+/// holds a value of each (outermost first).
+struct BatchLoop {
+  ir::Var var;
+  ir::Expr extent;  // mentions only the batch loops outside it
+};
+
+/// The grid: one thread block per entry (batch indices..., m-tile, n-tile)
+/// of a tile list that the host builds from the lengths before the launch
+/// (rows and cols evaluated per batch entry; empty tiles are never listed,
+/// so zero-length rows or columns cost nothing).
+struct TileList {
+  std::vector<BatchLoop> batch;
+  ir::Expr rows, cols;  // M and N of one batch entry (mention only batch vars)
+  int tile_m = 64, tile_n = 64;
+};
+
+/// A value computed once per block from its tile-list entry (an extent, a
+/// base offset, a stride): a vloop expression over the batch variables.
+struct TileScalar {
+  std::string name;
+  ir::Expr value;
+};
+
+/// Shared-memory layout of a staged operand tile of `rows` x `k` elements:
+/// RowK stores [row][k] (k contiguous), KRow stores [k][row]; each line is
+/// padded by `pad` elements (bank conflicts of the fragment reads).
+enum class SmemLayout { RowK, KRow };
+
+struct SharedBuffer {
+  std::string name;
+  Elem elem = Elem::F32;
+  int stages = 2, rows = 64, k = 16, pad = 0;
+  SmemLayout layout = SmemLayout::RowK;
+  int line() const { return (layout == SmemLayout::RowK ? k : rows) + pad; }  // elements per padded line
+  int stage_elems() const { return (layout == SmemLayout::RowK ? rows : k) * line(); }
+};
+
+/// An MMA operand in global memory: element (row, k) of one batch entry is
+/// at `buffer[base + row * row_stride + k * k_stride]` (TileScalars), for
+/// row < `rows` and k < the kernel's `k_extent`. A's rows are the output's
+/// rows (M), B's its columns (N).
+struct Operand {
+  std::string name;  // "A" or "B"
+  const ir::BufferNode* buffer = nullptr;
+  Elem elem = Elem::F32;
+  std::string base, row_stride, k_stride, rows;  // TileScalar names
+  std::string shared;                             // its SharedBuffer
+};
+
+/// How one K-step of an operand goes from global to shared memory. Each
+/// thread copies elements e = threadIdx.x + threads * u of the tile, taken
+/// in the shared buffer's line order (adjacent threads, adjacent elements
+/// along the contiguous dimension); an element outside [0, rows) x [0, K)
+/// is stored as zero (0 * 0 adds +0 to a sum, so ragged edges need no
+/// other guard).
+enum class CopyMode {
+  CpAsync4,   // `cp.async.ca.shared.global` of 4 bytes, zero-filled by src-size 0 (sm_80+)
+  Registers,  // a load into a register, then a store to shared memory
+};
+
+/// With `vector` > 1, a block whose operand is aligned for it copies
+/// `vector` adjacent elements (16 bytes) along the contiguous dimension with
+/// one `cp.async.cg ... 16` (zero-filled as a whole): when that dimension's
+/// stride is 1, the other stride, the base offset and the extent of the
+/// contiguous dimension are multiples of `vector`, and the buffer's address
+/// is 16-byte aligned -- checked at run time per block, since ragged rows
+/// may be of any length. Otherwise it copies element by element by `mode`.
+struct Copy {
+  std::string operand;
+  CopyMode mode = CopyMode::Registers;
+  int vector = 1;
+};
+
+/// The main loop over K-steps, as operations in program order:
+/// `prologue` runs once (kt = 0), `body` once per K-step `kt`; K-step s
+/// lives in stage s % stages, so later steps are filled while step kt is
+/// computed.
+enum class OpKind {
+  CopyNext,   // the Copy of `operand` for K-step kt + `ahead` into its stage (none past the last step)
+  Commit,     // cp.async.commit_group
+  WaitPrior,  // cp.async.wait_group `count` (at most `count` groups still in flight)
+  Barrier,    // __syncthreads
+  MmaStep,    // the warp's MMAs over the K-step's block_k values from the current stage
+};
+
+struct Op {
+  OpKind kind;
+  std::string operand;  // CopyNext
+  int count = 0;        // WaitPrior: groups left in flight; CopyNext: steps ahead of kt
+};
+
+/// The warps of a block and their fragments: warp w owns the warp tile at
+/// rows (w / warps_n) * warp_m, columns (w % warps_n) * warp_n of the block
+/// tile, as frags_m x frags_n MMA tiles of 16 x 8.
+struct WarpTiling {
+  int warps_m = 2, warps_n = 2, warp_m = 32, warp_n = 32;
+  int frags_m() const { return warp_m / 16; }
+  int frags_n() const { return warp_n / 8; }
+};
+
+struct Mma {
+  MmaShape shape = MmaShape::M16N8K16_BF16;
+  Fp32Math fp32 = Fp32Math::Split3xTf32;  // for M16N8K8_TF32 only
+};
+
+/// Per output element the warp holds (row < rows, col < cols): the
+/// accumulator's value is stored to `acc` (a private scalar of the vloop
+/// statement) and the statement's own statements after its reduction run
+/// with `row_var` and `col_var` bound (a scale, a cast, the store, and a
+/// row maximum folded in by an atomic where the CUDA passes fused one).
+struct Epilogue {
+  const ir::BufferNode* acc = nullptr;
+  ir::Var row_var, col_var;
+  std::vector<ir::Stmt> stmts;
+  /// Other scalars the statements write before they read them (a fused
+  /// statement's value, `scores_value`): registers of each element.
+  std::vector<const ir::BufferNode*> locals;
+};
+
+/// A tiled MMA contraction kernel.
+struct Kernel {
+  std::string name;        // the CUDA function's name
+  TileList tiles;
+  std::vector<TileScalar> scalars;  // in dependency order
+  int threads = 128;
+  WarpTiling warps;
+  int block_k = 16;
+  std::string k_extent;    // TileScalar: the reduction's length
+  std::vector<SharedBuffer> shared;
+  Operand a, b;
+  std::vector<Copy> copies;
+  std::vector<Op> prologue, body;
+  Mma mma;
+  Epilogue epilogue;
+  /// Why the planner chose what it did, one line each (printed by
+  /// --emit=kernel, shown by --explain).
+  std::vector<std::string> notes;
+};
+
+/// Names the vloop expressions of a Kernel in text (ir::FuncText).
+struct VloopText {
+  virtual ~VloopText() = default;
+  virtual std::string expr(const ir::Expr& e) = 0;
+  virtual std::string var(const ir::Var& v) = 0;
+  virtual std::string stmt(const ir::Stmt& s, int depth) = 0;
+  virtual std::string buffer(const ir::BufferNode* b) = 0;
+};
+
+/// The text of `k` for `dccc --emit=kernel` (docs/cuda.md, "Reading
+/// --emit=kernel"): stable, one fact per line.
+std::string print_kernel(const Kernel& k, VloopText& text);
+
+}  // namespace dccc::gpu

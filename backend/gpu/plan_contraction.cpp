@@ -1,0 +1,294 @@
+// The contraction planner (backend/gpu/plan_contraction.h): recognition by
+// properties, then the tile, warp and staging choices of the MMA kernel.
+#include "backend/gpu/plan_contraction.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace dccc::gpu {
+namespace {
+
+using ir::BinOp;
+using ir::ExprKind;
+using ir::StmtKind;
+
+/// A factor of the product: a load of `buffer` at flat `offset`, widened to
+/// f32 when its type is 16-bit.
+struct Factor {
+  const ir::ExprNode* load = nullptr;
+  ir::Expr offset;
+  Elem elem = Elem::F32;
+};
+
+std::optional<Factor> factor(const ir::Expr& e) {
+  Factor f;
+  ir::Expr x = e;
+  if (x->kind == ExprKind::Cast && x->type == Scalar::F32) x = x->args[0];
+  if (x->kind != ExprKind::Load || !x->flat || x->args.size() != 1 || x->buffer->dims.empty()) return std::nullopt;
+  switch (x->type) {
+    case Scalar::F32: f.elem = Elem::F32; break;
+    case Scalar::BF16: f.elem = Elem::BF16; break;
+    case Scalar::F16: f.elem = Elem::F16; break;
+    default: return std::nullopt;
+  }
+  if (f.elem == Elem::F32 && e != x) return std::nullopt;  // an f32 -> f32 cast: not expected
+  f.load = x.get();
+  f.offset = x->args[0];
+  return f;
+}
+
+/// True when `e` is affine in `v`: built from +, - and * (one side free of
+/// v) over v itself, v in no load and no cast (as backend/cuda's affine_in).
+bool affine_in(const ir::Expr& e, const ir::Var& v) {
+  if (!ir::mentions(e, v)) return true;
+  if (e->type != Scalar::I64) return false;
+  switch (e->kind) {
+    case ExprKind::VarRef: return true;
+    case ExprKind::Binary:
+      if (e->binop == BinOp::Add || e->binop == BinOp::Sub) return affine_in(e->args[0], v) && affine_in(e->args[1], v);
+      if (e->binop == BinOp::Mul)
+        return (!ir::mentions(e->args[0], v) && affine_in(e->args[1], v)) ||
+               (!ir::mentions(e->args[1], v) && affine_in(e->args[0], v));
+      return false;
+    default: return false;
+  }
+}
+
+constexpr int kStages = 3;
+
+bool is_int(const ir::Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
+
+ir::Expr add(const ir::Expr& a, const ir::Expr& b) {
+  if (is_int(a, 0)) return b;
+  if (is_int(b, 0)) return a;
+  return ir::build::binary(BinOp::Add, a, b);
+}
+ir::Expr sub(const ir::Expr& a, const ir::Expr& b) {
+  if (is_int(b, 0)) return a;
+  return ir::build::binary(BinOp::Sub, a, b);
+}
+ir::Expr mul(const ir::Expr& a, const ir::Expr& b) {
+  if (is_int(a, 0) || is_int(b, 0)) return ir::build::int_imm(0);
+  if (is_int(a, 1)) return b;
+  if (is_int(b, 1)) return a;
+  return ir::build::binary(BinOp::Mul, a, b);
+}
+
+/// d e / d v for an expression affine in v, free of v (folded where a
+/// side is 0 or 1, so a unit stride reads as the literal 1).
+ir::Expr coefficient(const ir::Expr& e, const ir::Var& v) {
+  if (!ir::mentions(e, v)) return ir::build::int_imm(0);
+  if (e->kind == ExprKind::VarRef) return ir::build::int_imm(1);
+  const ir::Expr &a = e->args[0], &b = e->args[1];
+  if (e->binop == BinOp::Add) return add(coefficient(a, v), coefficient(b, v));
+  if (e->binop == BinOp::Sub) return sub(coefficient(a, v), coefficient(b, v));
+  if (!ir::mentions(a, v)) return mul(a, coefficient(b, v));
+  return mul(coefficient(a, v), b);
+}
+
+/// `e` with products by 0 and 1 and sums with 0 folded (a base offset
+/// after its row and k were set to 0).
+ir::Expr fold(const ir::Expr& e) {
+  if (e->kind != ExprKind::Binary || e->type != Scalar::I64) return e;
+  ir::Expr a = fold(e->args[0]), b = fold(e->args[1]);
+  if (e->binop == BinOp::Add) return add(a, b);
+  if (e->binop == BinOp::Mul) return mul(a, b);
+  if (e->binop == BinOp::Sub) return sub(a, b);
+  return a == e->args[0] && b == e->args[1] ? e : ir::build::binary(e->binop, a, b);
+}
+
+bool mentions_any(const ir::Expr& e, const std::vector<ir::Var>& vars) {
+  for (const auto& v : vars)
+    if (ir::mentions(e, v)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, const std::string& name,
+                                       const PlanOptions& options, std::string* why) {
+  auto no = [&](const std::string& reason) -> std::optional<Kernel> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  (void)f;
+  // The perfect nest of parallel loops.
+  std::vector<ir::Stmt> loops;
+  for (ir::Stmt cur = item; cur && cur->kind == StmtKind::For; cur = ir::unwrap(cur->body[0])) loops.push_back(cur);
+  if (loops.size() < 2) return no("not a nest of at least two loops");
+  for (const auto& l : loops)
+    if (!options.parallel || !options.parallel(l)) return no(fmt::format("loop `{}` is not parallel", l->var->name));
+  std::vector<ir::Stmt> items = ir::items_of(loops.back()->body[0]);
+  // acc = 0; for r { acc = acc + A * B }; post...
+  if (items.size() < 3) return no("the innermost body is not `acc = 0; for r { acc = acc + a * b }; ...`");
+  const ir::Stmt& init = items[0];
+  if (init->kind != StmtKind::Store || !init->buffer->dims.empty() || init->buffer->kind != ir::BufferKind::Scalar ||
+      init->buffer->type != Scalar::F32 || init->value->kind != ExprKind::FloatImm || init->value->float_value != 0)
+    return no("the accumulator is not an f32 scalar starting at 0");
+  const ir::BufferNode* acc = init->buffer.get();
+  const ir::Stmt& red = items[1];
+  if (red->kind != StmtKind::For) return no("no reduction loop after the accumulator's start");
+  ir::Stmt update = ir::unwrap(red->body[0]);
+  if (!update || update->kind != StmtKind::Store || update->buffer.get() != acc) return no("the reduction's body is not one update of the accumulator");
+  const ir::Expr& v = update->value;
+  if (v->kind != ExprKind::Binary || v->binop != BinOp::Add) return no("the reduction is not a sum");
+  auto is_acc = [&](const ir::Expr& e) { return e->kind == ExprKind::Load && e->buffer.get() == acc; };
+  ir::Expr prod = is_acc(v->args[0]) ? v->args[1] : is_acc(v->args[1]) ? v->args[0] : nullptr;
+  if (!prod || ir::loads_from(prod, acc)) return no("the reduction is not `acc = acc + term`");
+  if (prod->kind != ExprKind::Binary || prod->binop != BinOp::Mul || prod->type != Scalar::F32)
+    return no("the summed term is not a product computed in f32 (16-bit factors must be widened first)");
+  auto p = factor(prod->args[0]), q = factor(prod->args[1]);
+  if (!p || !q) return no("a factor of the product is not a load (of f32, or of bf16 / f16 widened to f32)");
+  if (p->elem != q->elem) return no("the factors have different types");
+  std::vector<ir::Stmt> post(items.begin() + 2, items.end());
+  // Element-wise: no loops; scalars other than acc are written before they
+  // are read (private to an element; the nest's parallel check guarantees
+  // the tensor stores do not race).
+  std::vector<const ir::BufferNode*> locals;
+  ir::Stmt post_seq = ir::build::seq(post);
+  for (const auto& s : post) {
+    bool ok = true;
+    ir::each_stmt(s, [&](const ir::StmtNode& x) {
+      if (x.kind == StmtKind::For || x.kind == StmtKind::Print || x.kind == StmtKind::Assert) ok = false;
+      if (x.kind == StmtKind::Store && x.buffer->dims.empty() && x.buffer.get() != acc) {
+        if (x.buffer->kind != ir::BufferKind::Scalar || !ir::written_before_read(post_seq, x.buffer.get())) ok = false;
+        if (std::find(locals.begin(), locals.end(), x.buffer.get()) == locals.end()) locals.push_back(x.buffer.get());
+      }
+    });
+    if (!ok) return no("the statements after the reduction are not element-wise");
+  }
+  // Rows, columns and batch by which factor each loop indexes.
+  const ir::Var& r = red->var;
+  if (!ir::mentions(p->offset, r) || !ir::mentions(q->offset, r)) return no("the reduced index does not index both factors");
+  int x = -1, y = -1;
+  std::vector<ir::Var> batch_vars, all_vars{r};
+  std::vector<BatchLoop> batch;
+  for (int k = 0; k < static_cast<int>(loops.size()); ++k) {
+    const ir::Var& lv = loops[k]->var;
+    all_vars.push_back(lv);
+    bool in_p = ir::mentions(p->offset, lv), in_q = ir::mentions(q->offset, lv);
+    if (in_p && !in_q) {
+      if (x >= 0) return no("two loops index only the first factor");
+      x = k;
+    } else if (in_q && !in_p) {
+      if (y >= 0) return no("two loops index only the second factor");
+      y = k;
+    }
+  }
+  if (x < 0 || y < 0) return no("no loop indexes only one factor (no rows or no columns)");
+  const ir::Var& vx = loops[x]->var;
+  const ir::Var& vy = loops[y]->var;
+  for (int k = 0; k < static_cast<int>(loops.size()); ++k) {
+    if (k == x || k == y) continue;
+    if (mentions_any(loops[k]->extent, std::vector<ir::Var>{vx, vy}))
+      return no("a batch loop's extent depends on the rows or columns");
+    batch.push_back({loops[k]->var, loops[k]->extent});
+    batch_vars.push_back(loops[k]->var);
+  }
+  std::vector<ir::Var> non_batch{vx, vy, r};
+  for (const ir::Expr& e : {loops[x]->extent, loops[y]->extent, red->extent})
+    if (mentions_any(e, non_batch)) return no("an extent of the rows, columns or reduction depends on another of them");
+  // Operands: offset = base + row * rs + r * ks, all free of rows/cols/r.
+  Kernel k;
+  k.name = name;
+  auto operand = [&](const Factor& fa, const ir::Var& row, const char* nm, const char* rows) -> bool {
+    if (!affine_in(fa.offset, row) || !affine_in(fa.offset, r)) return false;
+    ir::Expr rs = coefficient(fa.offset, row), ks = coefficient(fa.offset, r);
+    ir::Expr base = fold(ir::substitute(fa.offset, {{row.get(), ir::build::int_imm(0)}, {r.get(), ir::build::int_imm(0)}}));
+    for (const ir::Expr& e : {rs, ks, base})
+      if (mentions_any(e, non_batch)) return false;
+    std::string n = fmt::format("{}", nm);
+    Operand& o = nm[0] == 'A' ? k.a : k.b;
+    o.name = n;
+    o.buffer = fa.load->buffer.get();
+    o.elem = fa.elem;
+    o.base = n + "_base";
+    o.row_stride = n + "_rs";
+    o.k_stride = n + "_ks";
+    o.rows = rows;
+    o.shared = n + "_s";
+    k.scalars.push_back({o.base, base});
+    k.scalars.push_back({o.row_stride, rs});
+    k.scalars.push_back({o.k_stride, ks});
+    SharedBuffer s;
+    s.name = o.shared;
+    s.elem = fa.elem;
+    s.stages = kStages;
+    s.rows = nm[0] == 'A' ? k.tiles.tile_m : k.tiles.tile_n;
+    s.k = k.block_k;
+    // Copies walk the unit-stride index, so a warp reads consecutive
+    // addresses; the shared tile keeps that index contiguous.
+    s.layout = !is_int(ks, 1) && is_int(rs, 1) ? SmemLayout::KRow : SmemLayout::RowK;
+    s.pad = s.layout == SmemLayout::RowK ? (fa.elem == Elem::F32 ? 4 : 8) : 8;
+    k.shared.push_back(s);
+    k.copies.push_back({n, fa.elem == Elem::F32 ? CopyMode::CpAsync4 : CopyMode::Registers, 16 / elem_bytes(fa.elem)});
+    k.notes.push_back(fmt::format(
+        "operand {}: {}, shared {} (the unit-stride index {}), copied 16 bytes at a time by cp.async where the "
+        "block's rows are aligned, else {}",
+        n, fa.load->buffer->name, s.layout == SmemLayout::RowK ? "[row][k]" : "[k][row]",
+        s.layout == SmemLayout::RowK ? (is_int(ks, 1) ? "is k" : "is neither: k") : "is the row",
+        fa.elem == Elem::F32 ? "by 4-byte cp.async (always aligned)"
+                             : "through registers (a 16-bit row of odd length is not 4-byte aligned)"));
+    return true;
+  };
+  // Tiles: 16-bit operands take a 128 x 128 block tile of 8 warps (2 x 4,
+  // 64 x 32 each: 16 MMAs per k16 per warp); f32 ones 128 x 64 of 8 warps
+  // (4 x 2, 32 x 32 each: 3xTF32 holds each fragment twice, and three
+  // stages of f32 tiles must fit the 48 KB of static shared memory).
+  const bool wide = p->elem != Elem::F32;
+  k.tiles.tile_m = 128;
+  k.tiles.tile_n = wide ? 128 : 64;
+  k.warps = wide ? WarpTiling{2, 4, 64, 32} : WarpTiling{4, 2, 32, 32};
+  k.threads = 32 * k.warps.warps_m * k.warps.warps_n;
+  k.scalars.push_back({"M", loops[x]->extent});
+  k.scalars.push_back({"N", loops[y]->extent});
+  k.scalars.push_back({"K", red->extent});
+  k.k_extent = "K";
+  if (p->elem == Elem::F32 && options.fp32 == Fp32Math::Ieee)
+    return no("--fp32-math=ieee: f32 contractions keep the FMA kernel");
+  if (!operand(*p, vx, "A", "M") || !operand(*q, vy, "B", "N"))
+    return no("a factor's offset is not affine in its row and the reduced index with batch-only strides");
+  k.tiles.batch = batch;
+  k.tiles.rows = loops[x]->extent;
+  k.tiles.cols = loops[y]->extent;
+  switch (p->elem) {
+    case Elem::BF16: k.mma.shape = MmaShape::M16N8K16_BF16; break;
+    case Elem::F16: k.mma.shape = MmaShape::M16N8K16_F16; break;
+    case Elem::F32:
+      k.mma.shape = MmaShape::M16N8K8_TF32;
+      k.mma.fp32 = options.fp32;
+      break;
+  }
+  // kStages stages: steps kt + 1 .. kt + kStages - 1 are in flight while
+  // step kt is multiplied. One barrier a step: after it every warp is done
+  // with step kt - 1, whose stage the copy of step kt + kStages - 1 reuses.
+  for (int st = 0; st + 1 < kStages; ++st) {
+    k.prologue.push_back({OpKind::CopyNext, "A", st});
+    k.prologue.push_back({OpKind::CopyNext, "B", st});
+    k.prologue.push_back({OpKind::Commit, "", 0});
+  }
+  k.body = {{OpKind::WaitPrior, "", kStages - 2},
+            {OpKind::Barrier, "", 0},
+            {OpKind::CopyNext, "A", kStages - 1},
+            {OpKind::CopyNext, "B", kStages - 1},
+            {OpKind::Commit, "", 0},
+            {OpKind::MmaStep, "", 0}};
+  k.epilogue.acc = acc;
+  k.epilogue.row_var = vx;
+  k.epilogue.col_var = vy;
+  k.epilogue.stmts = post;
+  k.epilogue.locals = locals;
+  k.notes.insert(k.notes.begin(),
+                 fmt::format("contraction: {} rows x {} columns, reduced over {}, {} batch loop(s); a {}x{} block tile "
+                             "of {} warps ({} x {}, {} x {} each), K-steps of {} in {} stages",
+                             vx->name, vy->name, r->name, batch.size(), k.tiles.tile_m, k.tiles.tile_n,
+                             k.warps.warps_m * k.warps.warps_n, k.warps.warps_m, k.warps.warps_n, k.warps.warp_m,
+                             k.warps.warp_n, k.block_k, kStages));
+  if (p->elem == Elem::F32)
+    k.notes.push_back(fmt::format("f32 operands on tf32 tensor cores, --fp32-math={}", fp32_math_name(options.fp32)));
+  return k;
+}
+
+}  // namespace dccc::gpu

@@ -1,0 +1,300 @@
+// The CUDA printer of the kernel IR (backend/gpu/print_cuda.h).
+#include "backend/gpu/print_cuda.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace dccc::gpu {
+
+const char* const kMmaPrologue = R"CU(
+// ---- tensor-core helpers (backend/gpu/print_cuda.cpp; layouts: docs/cuda.md) ----
+__device__ __forceinline__ uint32_t dcc_pack16(uint16_t lo, uint16_t hi) { return (uint32_t)lo | ((uint32_t)hi << 16); }
+// 4 bytes global -> shared, asynchronously; `full` false: 4 zero bytes.
+__device__ __forceinline__ void dcc_cp_async4(void* smem, const void* gmem, bool full) {
+#ifdef DCC_EMU
+  if (full) std::memcpy(smem, gmem, 4); else std::memset(smem, 0, 4);
+#else
+  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(full ? 4 : 0));
+#endif
+}
+__device__ __forceinline__ void dcc_cp_async_commit() {
+#ifndef DCC_EMU
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// 16 bytes global -> shared (both 16-byte aligned), asynchronously; `full` false: zeros.
+__device__ __forceinline__ void dcc_cp_async16(void* smem, const void* gmem, bool full) {
+#ifdef DCC_EMU
+  if (full) std::memcpy(smem, gmem, 16); else std::memset(smem, 0, 16);
+#else
+  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(full ? 16 : 0));
+#endif
+}
+// Two adjacent 16-bit elements (4-byte aligned) as one register.
+__device__ __forceinline__ uint32_t dcc_ld32(const uint16_t* p) {
+#ifdef DCC_EMU
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#else
+  return *reinterpret_cast<const uint32_t*>(p);
+#endif
+}
+template <int N>
+__device__ __forceinline__ void dcc_cp_async_wait() {
+#ifndef DCC_EMU
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+// f32 -> tf32 (round to nearest, ties away; the low 13 bits zero).
+__device__ __forceinline__ uint32_t dcc_tf32(float x) {
+#ifdef DCC_EMU
+  return dcc_emu_tf32(x);
+#else
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+#endif
+}
+// d = a * b + d on one 16 x 8 tile of the warp (every lane calls it).
+__device__ __forceinline__ void dcc_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
+#ifndef DCC_EMU
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+__device__ __forceinline__ void dcc_mma_f16(float* d, const uint32_t* a, const uint32_t* b) {
+#ifndef DCC_EMU
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+__device__ __forceinline__ void dcc_mma_tf32(float* d, const uint32_t* a, const uint32_t* b) {
+#ifndef DCC_EMU
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+// acc[i][j] += a[i] * b[j] for the warp's FM x FN tiles (every lane calls it);
+// the CPU emulation exchanges the warp's registers once for all tiles.
+#ifdef DCC_EMU
+#define DCC_MMA_TILES(NAME, KIND)                                                                      \
+  template <int FM, int FN>                                                                           \
+  __device__ __forceinline__ void NAME(float (*acc)[FN][4], uint32_t (*a)[4], uint32_t (*b)[2]) { \
+    dcc_emu_mma_tiles(dcc_emu_mma_kind::KIND, &acc[0][0][0], &a[0][0], &b[0][0], FM, FN);             \
+  }
+#else
+#define DCC_MMA_TILES(NAME, KIND)                                                                      \
+  template <int FM, int FN>                                                                           \
+  __device__ __forceinline__ void NAME(float (*acc)[FN][4], uint32_t (*a)[4], uint32_t (*b)[2]) { \
+    _Pragma("unroll") for (int i = 0; i < FM; ++i)                                                    \
+      _Pragma("unroll") for (int j = 0; j < FN; ++j) dcc_mma_##KIND(acc[i][j], a[i], b[j]);          \
+  }
+#endif
+DCC_MMA_TILES(dcc_mma_tiles_bf16, bf16)
+DCC_MMA_TILES(dcc_mma_tiles_f16, f16)
+DCC_MMA_TILES(dcc_mma_tiles_tf32, tf32)
+)CU";
+
+int tile_entry_ints(const Kernel& k) { return static_cast<int>(k.tiles.batch.size()) + 2; }
+
+namespace {
+
+const char* storage_type(Elem e) { return e == Elem::F32 ? "float" : "uint16_t"; }
+
+/// Index of element (row, k) in one stage of shared buffer `s`.
+std::string smem_index(const SharedBuffer& s, const std::string& row, const std::string& k) {
+  return s.layout == SmemLayout::RowK ? fmt::format("({}) * {} + ({})", row, s.line(), k)
+                                      : fmt::format("({}) * {} + ({})", k, s.line(), row);
+}
+
+const SharedBuffer& shared_of(const Kernel& k, const Operand& o) {
+  for (const auto& s : k.shared)
+    if (s.name == o.shared) return s;
+  throw std::logic_error("kernel IR: operand " + o.name + " has no shared buffer " + o.shared);
+}
+
+const Operand& operand(const Kernel& k, const std::string& name) {
+  if (k.a.name == name) return k.a;
+  if (k.b.name == name) return k.b;
+  throw std::logic_error("kernel IR: no operand " + name);
+}
+
+/// The copy of one K-step of `c`'s operand into its stage, as a lambda.
+std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
+  const Operand& o = operand(k, c.operand);
+  const SharedBuffer& s = shared_of(k, o);
+  const int elems = s.rows * s.k;
+  const bool rowk = s.layout == SmemLayout::RowK;
+  const int inner = rowk ? s.k : s.rows;
+  const std::string origin = &o == &k.a ? "m0" : "n0";
+  std::string ptr = d.buffer(o.buffer);
+  // One loop over this thread's copies of `v` elements each.
+  auto loop = [&](int v, const std::string& pad) {
+    const int per = elems / v / k.threads;
+    if (per < 1 || per * v * k.threads != elems || inner % v != 0)
+      throw std::logic_error("kernel IR: a staged tile does not divide among the threads");
+    std::string out = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, pad, per);
+    out += fmt::format("{}  const int e = threadIdx.x + {} * u, in = (e % {}) * {}, out = e / {};\n", pad, k.threads,
+                       inner / v, v, inner / v);
+    out += fmt::format("{}  const int r = {}, c = {};\n", pad, rowk ? "out" : "in", rowk ? "in" : "out");
+    out += fmt::format("{}  const int64_t gr = {} + r, gk = kt * {} + c;\n", pad, origin, k.block_k);
+    out += fmt::format("{}  const bool ok = gr < {} && gk < {};\n", pad, o.rows, k.k_extent);
+    out += fmt::format("{}  const int64_t off = ok ? {} + gr * {} + gk * {} : 0;\n", pad, o.base, o.row_stride, o.k_stride);
+    out += fmt::format("{}  const int si = out * {} + in;\n", pad, s.line());
+    if (v > 1)
+      out += fmt::format("{}  dcc_cp_async16(&st[si], &{}[off], ok);\n", pad, ptr);
+    else if (c.mode == CopyMode::CpAsync4)
+      out += fmt::format("{}  dcc_cp_async4(&st[si], &{}[off], ok);\n", pad, ptr);
+    else
+      out += fmt::format("{}  st[si] = ok ? {}[off] : ({})0;\n", pad, ptr, storage_type(s.elem));
+    return out + pad + "}\n";
+  };
+  std::string out;
+  if (c.vector > 1) {
+    // Whole vectors: the contiguous index has stride 1, and the other
+    // stride, the base, the contiguous extent and the address line up.
+    const std::string& unit = rowk ? o.k_stride : o.row_stride;
+    const std::string& other = rowk ? o.row_stride : o.k_stride;
+    const std::string& extent = rowk ? k.k_extent : o.rows;
+    out += fmt::format("  const bool {}_vec = {} == 1 && {} % {} == 0 && {} % {} == 0 && {} % {} == 0 && "
+                       "(uintptr_t)&{}[{}] % 16 == 0;\n",
+                       o.name, unit, other, c.vector, o.base, c.vector, extent, c.vector, ptr, o.base);
+  }
+  out += fmt::format("  auto copy_{} = [&](int64_t kt) {{\n", o.name);
+  out += "    if (kt >= nk) return;\n";
+  out += fmt::format("    {}* st = {} + (kt % {}) * {};\n", storage_type(s.elem), s.name, s.stages, s.stage_elems());
+  if (c.vector > 1) {
+    out += fmt::format("    if ({}_vec) {{\n", o.name) + loop(c.vector, "      ");
+    out += "    } else {\n" + loop(1, "      ") + "    }\n";
+  } else {
+    out += loop(1, "    ");
+  }
+  out += "  };\n";
+  return out;
+}
+
+/// One K-step of MMAs from stage `cur` (kk over the step by the MMA's k).
+std::string mma_step(const Kernel& k) {
+  const SharedBuffer& sa = shared_of(k, k.a);
+  const SharedBuffer& sb = shared_of(k, k.b);
+  const int fm = k.warps.frags_m(), fn = k.warps.frags_n(), mk = mma_k(k.mma.shape);
+  std::string o;
+  o += fmt::format("    const {}* as = {} + (kt % {}) * {};\n", storage_type(sa.elem), sa.name, sa.stages, sa.stage_elems());
+  o += fmt::format("    const {}* bs = {} + (kt % {}) * {};\n", storage_type(sb.elem), sb.name, sb.stages, sb.stage_elems());
+  o += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; kk += {}) {{\n", k.block_k, mk);
+  auto A = [&](const std::string& r, const std::string& c) { return "as[" + smem_index(sa, r, c) + "]"; };
+  auto B = [&](const std::string& n, const std::string& c) { return "bs[" + smem_index(sb, n, c) + "]"; };
+  if (k.mma.shape != MmaShape::M16N8K8_TF32) {
+    // m16n8k16, 16-bit: A reg j holds (row gid + 8 (j & 1), k 2 tig + 8 (j >> 1) + {0, 1});
+    // B reg j holds (k 2 tig + 8 j + {0, 1}, col gid); lower half = lower k.
+    const char* fn_name = k.mma.shape == MmaShape::M16N8K16_BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16";
+    o += fmt::format("      uint32_t af[{}][4], bf[{}][2];\n", fm, fn);
+    o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < 4; ++j) {{\n", fm);
+    o += "          const int r = wm0 + 16 * i + gid + 8 * (j & 1), c = kk + 2 * tig + 8 * (j >> 1);\n";
+    // Along k in a [row][k] tile the pair is adjacent and 4-byte aligned (c and the line are even).
+    if (sa.layout == SmemLayout::RowK)
+      o += fmt::format("          af[i][j] = dcc_ld32(&{});\n        }}\n", A("r", "c"));
+    else
+      o += fmt::format("          af[i][j] = dcc_pack16({}, {});\n        }}\n", A("r", "c"), A("r", "c + 1"));
+    o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < 2; ++j) {{\n", fn);
+    o += "          const int n = wn0 + 8 * i + gid, c = kk + 2 * tig + 8 * j;\n";
+    if (sb.layout == SmemLayout::RowK)
+      o += fmt::format("          bf[i][j] = dcc_ld32(&{});\n        }}\n", B("n", "c"));
+    else
+      o += fmt::format("          bf[i][j] = dcc_pack16({}, {});\n        }}\n", B("n", "c"), B("n", "c + 1"));
+    o += fmt::format("      {}<{}, {}>(acc, af, bf);\n", fn_name, fm, fn);
+  } else {
+    // m16n8k8, tf32: A reg j holds (row gid + 8 (j & 1), k tig + 4 (j >> 1));
+    // B reg j holds (k tig + 4 j, col gid).
+    const bool split = k.mma.fp32 == Fp32Math::Split3xTf32;
+    o += fmt::format("      uint32_t ab[{0}][4], bb[{1}][2];\n", fm, fn);
+    if (split) o += fmt::format("      uint32_t as2[{0}][4], bs2[{1}][2];\n", fm, fn);
+    auto conv = [&](const std::string& big, const std::string& small, const std::string& v) {
+      std::string s = fmt::format("          {{\n            const float x = {};\n            {} = dcc_tf32(x);\n", v, big);
+      if (split) s += fmt::format("            {} = dcc_tf32(x - __uint_as_float({}));\n", small, big);
+      return s + "          }\n";
+    };
+    o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < 4; ++j) {{\n", fm);
+    o += "          const int r = wm0 + 16 * i + gid + 8 * (j & 1), c = kk + tig + 4 * (j >> 1);\n";
+    o += conv("ab[i][j]", "as2[i][j]", A("r", "c")) + "        }\n";
+    o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i)\n#pragma unroll\n        for (int j = 0; j < 2; ++j) {{\n", fn);
+    o += "          const int n = wn0 + 8 * i + gid, c = kk + tig + 4 * j;\n";
+    o += conv("bb[i][j]", "bs2[i][j]", B("n", "c")) + "        }\n";
+    if (split) {
+      // The small cross terms first, then the big product (3xTF32).
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, as2, bb);\n", fm, fn);
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, ab, bs2);\n", fm, fn);
+    }
+    o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, ab, bb);\n", fm, fn);
+  }
+  o += "    }\n";
+  return o;
+}
+
+std::string op_code(const Kernel& k, const Op& op, bool prologue) {
+  switch (op.kind) {
+    case OpKind::CopyNext:
+      return prologue ? fmt::format("    copy_{}({});\n", op.operand, op.count)
+                      : fmt::format("    copy_{}(kt + {});\n", op.operand, op.count);
+    case OpKind::Commit: return "    dcc_cp_async_commit();\n";
+    case OpKind::WaitPrior: return fmt::format("    dcc_cp_async_wait<{}>();\n", op.count);
+    case OpKind::Barrier: return "    __syncthreads();\n";
+    case OpKind::MmaStep: return mma_step(k);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string print_cuda(const Kernel& k, DeviceText& d) {
+  const int fm = k.warps.frags_m(), fn = k.warps.frags_n();
+  const int w = tile_entry_ints(k);
+  std::string o = fmt::format("// {}: tensor-core contraction (dccc --emit=kernel shows its kernel IR)\n", k.name);
+  o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
+  o += fmt::format("__global__ void __launch_bounds__({}) {}({}__launch launch) {{\n", k.threads, k.name, k.name);
+  o += fmt::format("  const {}& a = launch.a;\n", d.args_type());
+  o += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
+  for (size_t i = 0; i < k.tiles.batch.size(); ++i)
+    o += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.tiles.batch[i].var), i);
+  o += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {}, n0 = (int64_t)entry[{}] * {};\n", w - 2, k.tiles.tile_m,
+                   w - 1, k.tiles.tile_n);
+  for (const auto& s : k.scalars) o += fmt::format("  const int64_t {} = {};\n", s.name, d.expr(s.value));
+  for (const auto& s : k.shared)
+    o += fmt::format("  __shared__ __align__(16) {} {}[{}];\n", storage_type(s.elem), s.name, s.stages * s.stage_elems());
+  o += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3;\n";
+  o += fmt::format("  const int wm0 = (warp / {}) * {}, wn0 = (warp % {}) * {};\n", k.warps.warps_n, k.warps.warp_m,
+                   k.warps.warps_n, k.warps.warp_n);
+  o += fmt::format("  float acc[{}][{}][4];\n", fm, fn);
+  o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n"
+                   "      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;\n",
+                   fm, fn);
+  o += fmt::format("  const int64_t nk = ({} + {}) / {};\n", k.k_extent, k.block_k - 1, k.block_k);
+  for (const auto& c : k.copies) o += copy_lambda(k, c, d);
+  o += "  {\n";
+  for (const auto& op : k.prologue) o += op_code(k, op, true);
+  o += "  }\n  for (int64_t kt = 0; kt < nk; ++kt) {\n";
+  for (const auto& op : k.body) o += op_code(k, op, false);
+  o += "  }\n";
+  // Epilogue: element e of tile (i, j) is at row gid + 8 (e >> 1), column 2 tig + (e & 1).
+  o += "  " + d.declare(k.epilogue.acc) + "\n";
+  for (const auto* b : k.epilogue.locals) o += "  " + d.declare(b) + "\n";
+  o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n", fm, fn);
+  o += "      for (int e = 0; e < 4; ++e) {\n";
+  o += fmt::format("        const int64_t {} = m0 + wm0 + 16 * i + gid + 8 * (e >> 1);\n", d.var(k.epilogue.row_var));
+  o += fmt::format("        const int64_t {} = n0 + wn0 + 8 * j + 2 * tig + (e & 1);\n", d.var(k.epilogue.col_var));
+  o += fmt::format("        if ({} >= {} || {} >= {}) continue;\n", d.var(k.epilogue.row_var), k.a.rows, d.var(k.epilogue.col_var),
+                   k.b.rows);
+  o += fmt::format("        {} = acc[i][j][e];\n", d.scalar(k.epilogue.acc));
+  o += d.stmts(k.epilogue.stmts, 4);
+  o += "      }\n}\n\n";
+  return o;
+}
+
+}  // namespace dccc::gpu

@@ -1,0 +1,45 @@
+// The CUDA printer of the kernel IR (backend/gpu/kernel_ir.h): CUDA C++
+// with inline PTX for the tensor-core and asynchronous-copy instructions.
+// It decides nothing: every shape, layout, stage and operation comes from
+// the Kernel; vloop expressions are printed by the CUDA backend's own
+// expression printer (DeviceText).
+//
+// The per-lane fragment layouts it reads from shared memory are those of
+// the PTX ISA ("Matrix Fragments for mma.m16n8k16 / mma.m16n8k8"), written
+// out in docs/cuda.md. Under `#ifdef DCC_EMU` (tests/unit/backend/cuda_emu.h)
+// the PTX is replaced by calls to a CPU emulation of each instruction.
+#pragma once
+
+#include <string>
+
+#include "backend/gpu/kernel_ir.h"
+
+namespace dccc::gpu {
+
+/// How the CUDA backend prints vloop pieces in device code.
+struct DeviceText {
+  virtual ~DeviceText() = default;
+  virtual std::string var(const ir::Var& v) = 0;              // a loop variable's C name
+  virtual std::string expr(const ir::Expr& e) = 0;            // a value (loads through `a`)
+  virtual std::string stmts(const std::vector<ir::Stmt>& s, int depth) = 0;
+  virtual std::string buffer(const ir::BufferNode* b) = 0;    // a typed pointer to its storage
+  virtual std::string scalar(const ir::BufferNode* b) = 0;    // a private scalar's register
+  virtual std::string declare(const ir::BufferNode* b) = 0;   // its declaration (`float r_x = 0;`)
+  virtual std::string args_type() = 0;                        // the function's argument struct
+};
+
+/// Device helpers the printed kernels call (cp.async, tf32 conversion, the
+/// MMAs), once per source file that has such a kernel.
+extern const char* const kMmaPrologue;
+
+/// `k` as CUDA C++: a struct `NAME__launch { ARGS a; const int32_t* tiles; }`
+/// and `__global__ void NAME(NAME__launch)`, launched with one block of
+/// k.threads threads per tile-list entry (the host builds the list:
+/// tile_entry_ints(k) int32 values per entry, batch indices then m-tile
+/// then n-tile).
+std::string print_cuda(const Kernel& k, DeviceText& d);
+
+/// int32 values per tile-list entry.
+int tile_entry_ints(const Kernel& k);
+
+}  // namespace dccc::gpu

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Grouped GEMM on a GPU: dccc's tensor-core kernels (examples/batched_gemm.toy
+and batched_gemm_bf16.toy built with `dccc --target=cuda -o`) against PyTorch
+on the same data, in one run:
+
+  grouped    torch._grouped_mm (bf16; one launch over all groups)
+  loop       torch.matmul per group (bf16, and f32: cuBLAS SGEMM, TF32 off)
+
+Groups: M per group from a length batch of ../shared/bench/seqlens (the line
+for B), K = 1024 and 4096, N = 1024 (the issue-16 sizes). Every result is
+first checked against a float64 reference (max abs error, also divided by
+sqrt(K)); then the implementations are timed in interleaved repetitions
+(one call of each per round, CUDA events, after warm-up), and the min and
+median over the rounds are printed with TFLOP/s (2 * sum(M) * K * N) and
+ratios peer / dccc (above 1: dccc is faster).
+
+usage: bench_gemm.py --dir DIR --out RESULTS.txt [--seqlens DIR]
+                     [--batches race,squad] [--B 128] [--K 1024,4096] [--N 1024] [--reps 20]
+DIR holds batched_gemm_bf16.so (grouped_gemm_bf16) and batched_gemm.so
+(grouped_gemm, --fp32-math=3xtf32), and optionally batched_gemm_tf32.so and
+batched_gemm_ieee.so (the same with --fp32-math=tf32 / ieee), as
+scripts/gpu_bundle.sh builds them.
+"""
+import argparse
+import ctypes
+import math
+import os
+import statistics
+import sys
+
+import time
+
+import torch
+
+DEVICE = "cuda"
+
+
+def sync():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(run):
+    """Milliseconds of one call: CUDA events on the GPU, the wall clock on the CPU."""
+    if DEVICE != "cuda":
+        t = time.perf_counter()
+        run()
+        return (time.perf_counter() - t) * 1e3
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+class GemmBatch(ctypes.Structure):
+    _fields_ = [("a", ctypes.c_void_p), ("a_len", ctypes.c_int64), ("b", ctypes.c_void_p), ("b_len", ctypes.c_int64),
+                ("m", ctypes.c_void_p), ("m_len", ctypes.c_int64), ("k", ctypes.c_void_p), ("k_len", ctypes.c_int64),
+                ("n", ctypes.c_void_p), ("n_len", ctypes.c_int64), ("G", ctypes.c_int64)]
+
+
+class GemmOut(ctypes.Structure):
+    _fields_ = [("c", ctypes.c_void_p), ("c_len", ctypes.c_int64), ("m", ctypes.c_void_p), ("m_len", ctypes.c_int64),
+                ("n", ctypes.c_void_p), ("n_len", ctypes.c_int64), ("G", ctypes.c_int64)]
+
+
+def read_lengths(path, batch):
+    for line in open(path):
+        if line.startswith("#") or ":" not in line:
+            continue
+        b, values = line.split(":", 1)
+        if int(b) == batch:
+            return [int(x) for x in values.split()]
+    raise SystemExit(f"{path}: no line for B = {batch}")
+
+
+def dccc_fn(path, name):
+    """The library's entry point `name`, or None when the library is absent."""
+    if not os.path.exists(path):
+        return None, None
+    lib = ctypes.CDLL(os.path.abspath(path))
+    fn = getattr(lib, name)
+    fn.argtypes = [ctypes.POINTER(GemmBatch), ctypes.POINTER(GemmOut)]
+    fn.restype = ctypes.c_int
+    lib.dcc_last_error.restype = ctypes.c_char_p
+    return fn, lib
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", default=".", help="folder of the batched_gemm*.so libraries")
+    ap.add_argument("--out", required=True, help="file the results table is written to (also printed)")
+    ap.add_argument("--seqlens", default=os.path.join(here, "../../../shared/bench/seqlens"))
+    ap.add_argument("--batches", default="race,squad")
+    ap.add_argument("--B", default="128")
+    ap.add_argument("--K", default="1024,4096")
+    ap.add_argument("--N", default="1024")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--device", default="cuda",
+                    help="cpu: a smoke test of this script on libraries built for the CPU target (tiny sizes)")
+    args = ap.parse_args()
+    global DEVICE
+    DEVICE = args.device
+
+    out_lines = []
+
+    def emit(line):
+        print(line, flush=True)
+        out_lines.append(line)
+
+    libs = {}
+    for key, so, fn in [("bf16", "batched_gemm_bf16.so", "grouped_gemm_bf16"),
+                        ("3xtf32", "batched_gemm.so", "grouped_gemm"),
+                        ("tf32", "batched_gemm_tf32.so", "grouped_gemm"),
+                        ("ieee", "batched_gemm_ieee.so", "grouped_gemm")]:
+        f, lib = dccc_fn(os.path.join(args.dir, so), fn)
+        if f is not None:
+            libs[key] = (f, lib)
+    if "bf16" not in libs or "3xtf32" not in libs:
+        raise SystemExit(f"{args.dir}: needs batched_gemm_bf16.so and batched_gemm.so")
+    torch.backends.cuda.matmul.allow_tf32 = False  # the f32 loop is IEEE SGEMM
+    dev = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (smoke test)"
+    emit(f"# device: {dev}; torch {torch.__version__}; command: {' '.join(sys.argv)}")
+    emit(f"# times in ms over {args.reps} interleaved rounds (min / median); TFLOP/s from the median; "
+         "ratio = peer median / dccc median")
+    failed = False
+    for name in args.batches.split(","):
+        for batch in [int(b) for b in args.B.split(",")]:
+            lens = read_lengths(os.path.join(args.seqlens, name + ".txt"), batch)
+            for K in [int(k) for k in args.K.split(",")]:
+                for N in [int(n) for n in args.N.split(",")]:
+                    failed |= run_case(name, batch, lens, K, N, libs, args.reps, emit)
+    with open(args.out, "w") as f:
+        f.write("\n".join(out_lines) + "\n")
+    return 1 if failed else 0
+
+
+def run_case(name, batch, lens, K, N, libs, reps, emit):
+    G, total = len(lens), sum(lens)
+    flop = 2.0 * total * K * N
+    torch.manual_seed(0)
+    a32 = torch.randn(total, K, device=DEVICE)
+    b32 = torch.randn(G, K, N, device=DEVICE)
+    a16, b16 = a32.bfloat16(), b32.bfloat16()
+    m = torch.tensor(lens, dtype=torch.int32, device=DEVICE)
+    k = torch.full((G,), K, dtype=torch.int32, device=DEVICE)
+    n = torch.full((G,), N, dtype=torch.int32, device=DEVICE)
+    starts = [0]
+    for L in lens:
+        starts.append(starts[-1] + L)
+    offs = torch.tensor(starts[1:], dtype=torch.int32, device=DEVICE)
+    c16 = torch.empty(total, N, device=DEVICE, dtype=torch.bfloat16)
+    c32 = torch.empty(total, N, device=DEVICE)
+
+    def dccc(key, a, b, c):
+        fn, lib = libs[key]
+        x = GemmBatch(a.data_ptr(), a.numel(), b.data_ptr(), b.numel(), m.data_ptr(), G, k.data_ptr(), G,
+                      n.data_ptr(), G, G)
+        res = GemmOut(c.data_ptr(), c.numel(), 0, 0, 0, 0, 0)
+
+        def run():
+            st = fn(ctypes.byref(x), ctypes.byref(res))
+            if st != 0:
+                raise RuntimeError(f"{key}: status {st}: {lib.dcc_last_error().decode()}")
+        return run
+
+    impls = {"dccc bf16": (dccc("bf16", a16, b16, c16), c16)}
+    for key in ("3xtf32", "tf32", "ieee"):
+        if key in libs:
+            c = torch.empty(total, N, device=DEVICE)
+            impls[f"dccc f32 {key}"] = (dccc(key, a32, b32, c), c)
+
+    grouped_out = {}
+
+    b_grouped = [b16]
+
+    def run_grouped():
+        grouped_out["c"] = torch._grouped_mm(a16, b_grouped[0], offs=offs)
+
+    def loop(a, b, c):
+        def run():
+            for g in range(G):
+                torch.matmul(a[starts[g]:starts[g + 1]], b[g], out=c[starts[g]:starts[g + 1]])
+        return run
+
+    try:
+        try:
+            run_grouped()
+        except RuntimeError:  # some versions want B column-major (the same values)
+            b_grouped[0] = b16.transpose(-2, -1).contiguous().transpose(-2, -1)
+            run_grouped()
+        sync()
+        impls["torch._grouped_mm bf16"] = (run_grouped, None)
+    except Exception as e:  # not in this PyTorch, or not for this GPU
+        emit(f"# {name} B={batch} K={K}: torch._grouped_mm unavailable: {str(e).splitlines()[0]}")
+    impls["torch.matmul loop bf16"] = (loop(a16, b16, torch.empty_like(c16)), None)
+    impls["torch.matmul loop f32"] = (loop(a32, b32, c32), c32)
+
+    # Correctness against float64, per group.
+    ref = torch.empty(total, N, device=DEVICE, dtype=torch.float64)
+    for g in range(G):
+        ref[starts[g]:starts[g + 1]] = a32[starts[g]:starts[g + 1]].double() @ b32[g].double()
+    ref16 = torch.empty_like(ref)
+    for g in range(G):
+        ref16[starts[g]:starts[g + 1]] = a16[starts[g]:starts[g + 1]].double() @ b16[g].double()
+    errs = {}
+    for label, (run, out) in impls.items():
+        run()
+        sync()
+        if label.startswith("torch._grouped_mm"):
+            out = grouped_out["c"]
+        elif label == "torch.matmul loop bf16":
+            continue
+        want = ref16 if "bf16" in label else ref
+        errs[label] = (out.double() - want).abs().max().item()
+    # bf16 results are rounded to 8 bits: |err| <= 2^-8 |ref| per element;
+    # f32 ones: 3xTF32 and IEEE within 1e-5 * sqrt(K) * 10 of the float64 sum
+    # of N(0,1) products (|ref| ~ sqrt(K)); TF32 within 1e-2 * sqrt(K).
+    scale = math.sqrt(K)
+    bounds = {"dccc bf16": 2 ** -8 * ref16.abs().max().item(), "dccc f32 3xtf32": 1e-4 * scale,
+              "dccc f32 ieee": 1e-4 * scale, "dccc f32 tf32": 1e-2 * scale}
+    failed = False
+    for label, err in errs.items():
+        if label in bounds and err > bounds[label]:
+            emit(f"# {name} B={batch} K={K} N={N}: {label} max error {err:.3e} > {bounds[label]:.3e}: FAILED")
+            failed = True
+    # Interleaved timing.
+    times = {label: [] for label in impls}
+    for _ in range(3):
+        for run, _out in impls.values():
+            run()
+    sync()
+    for _ in range(reps):
+        for label, (run, _out) in impls.items():
+            times[label].append(timed(run))
+    emit(f"## {name} B={batch} (sum M = {total}, max M = {max(lens)}), K = {K}, N = {N}")
+    emit(f"{'implementation':>24} {'min ms':>9} {'median ms':>10} {'TFLOP/s':>8} {'max err':>9} {'err/sqrtK':>9}")
+    med = {label: statistics.median(t) for label, t in times.items()}
+    for label, t in times.items():
+        e = errs.get(label)
+        es = f"{e:9.2e} {e / scale:9.2e}" if e is not None else f"{'-':>9} {'-':>9}"
+        emit(f"{label:>24} {min(t):9.3f} {med[label]:10.3f} {flop / med[label] / 1e9:8.1f} {es}")
+    pairs = [("torch._grouped_mm bf16", "dccc bf16"), ("torch.matmul loop bf16", "dccc bf16"),
+             ("torch.matmul loop f32", "dccc f32 3xtf32"), ("torch.matmul loop f32", "dccc f32 tf32"),
+             ("torch.matmul loop f32", "dccc f32 ieee")]
+    for peer, ours in pairs:
+        if peer in med and ours in med:
+            emit(f"{'ratio ' + peer + ' / ' + ours:>60}: {med[peer] / med[ours]:6.3f}")
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())

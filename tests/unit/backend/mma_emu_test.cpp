@@ -1,0 +1,348 @@
+// The tensor-core kernels of backend/gpu (kernel IR -> print_cuda) run on
+// the CPU through cuda_emu.h, whose dcc_emu_mma computes each lane's
+// registers from the PTX ISA's fragment layouts, against a float64
+// reference computed here (label `unit`; no GPU, no nvcc). Every MMA path:
+// bf16 and f16 operands (m16n8k16), f32 operands as 3xTF32 and as TF32
+// (m16n8k8), and --fp32-math=ieee (no tensor cores: backend/cuda's FMA
+// kernel); ragged M, N and K of lengths 0, 1, 15, 16, 17 and 64-136, one
+// group (B = 1), groups whose rows are 16-byte aligned (the cp.async 16
+// path) next to ones that are not, and a contraction with two batch loops
+// (sequences and heads: QK^T of attention).
+//
+// Tolerances, per output element, with S = sum_p |a_p b_p| (the products'
+// magnitudes; a bound that does not depend on cancellation):
+//   bf16 / f16 operands, f32 sums     1e-5 S (products are exact in f32)
+//     + a bf16 result's rounding      + 2^-8 |ref|
+//   f32, 3xTF32                        1e-5 S (f32-level; measured max below)
+//   f32, TF32                          2^-10 S (each operand rounded to 11 bits)
+//   f32, ieee                          1e-5 S
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "tests/unit/backend/cuda_emu_build.h"
+
+namespace dccc::backend {
+namespace {
+
+using testing::Program;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// 16-bit conversions written here, independently of the backends'.
+uint16_t to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
+double from_bf16(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+uint16_t to_f16(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+double from_f16(uint16_t b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return static_cast<double>(h);
+}
+
+/// Typed storage of one buffer, values read back as double.
+struct Buf {
+  Scalar type;
+  std::vector<unsigned char> bytes;
+  size_t elem() const { return type == Scalar::F32 || type == Scalar::I32 ? 4 : type == Scalar::I64 ? 8 : 2; }
+  void resize(size_t n) { bytes.assign(std::max<size_t>(n, 1) * elem(), 0); }
+  size_t size() const { return bytes.size() / elem(); }
+  void set(size_t k, double v) {
+    unsigned char* p = bytes.data() + k * elem();
+    if (type == Scalar::F32) { float f = static_cast<float>(v); std::memcpy(p, &f, 4); }
+    else if (type == Scalar::I32) { int32_t i = static_cast<int32_t>(v); std::memcpy(p, &i, 4); }
+    else if (type == Scalar::BF16) { uint16_t h = to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); }
+    else if (type == Scalar::F16) { uint16_t h = to_f16(static_cast<float>(v)); std::memcpy(p, &h, 2); }
+  }
+  double get(size_t k) const {
+    const unsigned char* p = bytes.data() + k * elem();
+    if (type == Scalar::F32) { float f; std::memcpy(&f, p, 4); return f; }
+    if (type == Scalar::I32) { int32_t i; std::memcpy(&i, p, 4); return i; }
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return type == Scalar::BF16 ? from_bf16(h) : from_f16(h);
+  }
+};
+
+using Entry = int32_t (*)(const int64_t*, void* const*);
+
+/// `fn` of `source` through the CUDA target's passes and emit_cuda with
+/// `options`, built against cuda_emu.h. `cu` receives the CUDA source.
+Entry build(const std::string& name, const std::string& source, const std::string& fn, const CudaOptions& options,
+            const ir::Func*& func, Program& keep, std::string& cu) {
+  keep = testing::compile(name, source, false, /*cuda_passes=*/true);
+  EXPECT_TRUE(keep.module) << testing::diagnostics(keep);
+  if (!keep.module) return nullptr;
+  func = nullptr;
+  for (const auto& f : keep.module->funcs)
+    if (f.name == fn) func = &f;
+  EXPECT_NE(func, nullptr) << fn;
+  cu = emit_cuda(*keep.module, options);
+  auto dir = std::filesystem::temp_directory_path() / ("dccc-mma-emu-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  static int serial = 0;
+  std::string log;
+  void* lib = testing::build_emulated(testing::emulated(cu), dir, fn + std::to_string(serial++), log);
+  EXPECT_NE(lib, nullptr) << log;
+  if (!lib) return nullptr;
+  auto entry = reinterpret_cast<Entry>(dlsym(lib, (fn + "__cuda_host").c_str()));
+  EXPECT_NE(entry, nullptr);
+  return entry;
+}
+
+struct Lengths {
+  std::vector<int32_t> m, k, n;
+};
+
+/// The length patterns: every one of 0, 1, 15, 16, 17 in each of M, N, K,
+/// sizes of 64-130 (several block tiles and K-steps, ragged edges), one
+/// group alone (B = 1), and random groups.
+std::vector<Lengths> patterns() {
+  std::vector<Lengths> out;
+  out.push_back({{0, 1, 15, 16, 17, 64, 100, 130}, {17, 16, 1, 15, 0, 130, 64, 77}, {16, 1, 130, 17, 15, 0, 99, 64}});
+  out.push_back({{130}, {100}, {77}});
+  out.push_back({{1}, {1}, {1}});
+  // Multiples of 8: every block takes the 16-byte cp.async path; then a
+  // group with K = 15 between aligned ones (its A rows are copied element
+  // by element, the next group's base is aligned again).
+  out.push_back({{16, 64, 136, 0, 8}, {64, 8, 128, 16, 24}, {24, 64, 136, 8, 0}});
+  out.push_back({{64, 16, 32}, {32, 15, 48}, {16, 40, 8}});
+  std::mt19937 rng(16);
+  Lengths r;
+  for (int g = 0; g < 5; ++g) {
+    r.m.push_back(std::uniform_int_distribution<int>(0, 130)(rng));
+    r.k.push_back(std::uniform_int_distribution<int>(0, 130)(rng));
+    r.n.push_back(std::uniform_int_distribution<int>(0, 130)(rng));
+  }
+  out.push_back(r);
+  return out;
+}
+
+struct Tolerance {
+  double of_sum;   // times sum |a b|
+  double of_ref;   // times |ref| (the result's rounding)
+};
+
+/// Runs grouped_gemm-shaped `fn` (buffers x.m, x.k, x.n, x.a, x.b, out.c)
+/// on every pattern; returns the largest error relative to sum |a b|.
+double run_grouped(Entry entry, const ir::Func& f, Scalar in_type, Scalar out_type, Tolerance tol, int& checked) {
+  double worst = 0;
+  for (const Lengths& L : patterns()) {
+    const size_t G = L.m.size();
+    std::mt19937 rng(7 + static_cast<unsigned>(G));
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    std::map<std::string, Buf> bufs;
+    auto lens = [&](const std::string& n, const std::vector<int32_t>& v) {
+      Buf b{Scalar::I32, {}};
+      b.resize(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b.set(i, v[i]);
+      bufs[n] = b;
+    };
+    lens("x.m", L.m);
+    lens("x.k", L.k);
+    lens("x.n", L.n);
+    std::vector<size_t> ao{0}, bo{0}, co{0};
+    for (size_t g = 0; g < G; ++g) {
+      ao.push_back(ao.back() + static_cast<size_t>(L.m[g]) * L.k[g]);
+      bo.push_back(bo.back() + static_cast<size_t>(L.k[g]) * L.n[g]);
+      co.push_back(co.back() + static_cast<size_t>(L.m[g]) * L.n[g]);
+    }
+    Buf a{in_type, {}}, b{in_type, {}}, c{out_type, {}};
+    a.resize(ao.back());
+    b.resize(bo.back());
+    c.resize(co.back());
+    for (size_t i = 0; i < ao.back(); ++i) a.set(i, dist(rng));
+    for (size_t i = 0; i < bo.back(); ++i) b.set(i, dist(rng));
+    bufs["x.a"] = a;
+    bufs["x.b"] = b;
+    bufs["out.c"] = c;
+    std::vector<void*> ptrs;
+    for (const auto& buf : f.buffers) {
+      if (buf->kind != ir::BufferKind::Input && buf->kind != ir::BufferKind::Output) continue;
+      EXPECT_TRUE(bufs.count(buf->name)) << buf->name;
+      ptrs.push_back(bufs[buf->name].bytes.data());
+    }
+    ptrs.push_back(nullptr);
+    int64_t sizes[2] = {static_cast<int64_t>(G), 0};
+    int32_t status = entry(sizes, ptrs.data());
+    EXPECT_EQ(status, 0);
+    if (status != 0) return worst;
+    const Buf& got = bufs["out.c"];
+    for (size_t g = 0; g < G; ++g)
+      for (int i = 0; i < L.m[g]; ++i)
+        for (int j = 0; j < L.n[g]; ++j) {
+          double ref = 0, mag = 0;
+          for (int p = 0; p < L.k[g]; ++p) {
+            double x = a.get(ao[g] + static_cast<size_t>(i) * L.k[g] + p), y = b.get(bo[g] + static_cast<size_t>(p) * L.n[g] + j);
+            ref += x * y;
+            mag += std::fabs(x * y);
+          }
+          double v = got.get(co[g] + static_cast<size_t>(i) * L.n[g] + j);
+          double err = std::fabs(v - ref);
+          EXPECT_LE(err, tol.of_sum * mag + tol.of_ref * std::fabs(ref))
+              << f.name << " G=" << G << " group " << g << " (m " << L.m[g] << ", k " << L.k[g] << ", n " << L.n[g]
+              << ") c[" << i << ", " << j << "] = " << v << ", reference " << ref;
+          if (mag > 0 && tol.of_ref == 0) worst = std::max(worst, err / mag);
+          ++checked;
+        }
+  }
+  return worst;
+}
+
+const ir::Func* g_unused = nullptr;
+
+TEST(MmaEmu, Bf16AndF16GroupedGemm) {
+  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm_bf16.toy");
+  int checked = 0;
+  for (auto [fn, in, out, mma, tol] :
+       {std::tuple{"grouped_gemm_bf16", Scalar::BF16, Scalar::BF16, "dcc_mma_tiles_bf16<", Tolerance{1e-5, 1.0 / 256}},
+        std::tuple{"grouped_gemm_f16", Scalar::F16, Scalar::F32, "dcc_mma_tiles_f16<", Tolerance{1e-5, 0}}}) {
+    SCOPED_TRACE(fn);
+    Program keep;
+    const ir::Func* f = g_unused;
+    std::string cu;
+    Entry e = build("batched_gemm_bf16.toy", src, fn, {}, f, keep, cu);
+    ASSERT_TRUE(e && f);
+    EXPECT_NE(cu.find(mma), std::string::npos) << "the contraction is not on the tensor-core path";
+    double worst = run_grouped(e, *f, in, out, tol, checked);
+    std::printf("%s: max |err| / sum|ab| = %.3g\n", fn, worst);
+  }
+  EXPECT_GT(checked, 20000);
+}
+
+TEST(MmaEmu, F32GroupedGemmEveryMode) {
+  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
+  int checked = 0;
+  double worst[3] = {0, 0, 0};
+  const gpu::Fp32Math modes[3] = {gpu::Fp32Math::Split3xTf32, gpu::Fp32Math::Tf32, gpu::Fp32Math::Ieee};
+  const Tolerance tols[3] = {{1e-5, 0}, {1.0 / 1024, 0}, {1e-5, 0}};
+  for (int m = 0; m < 3; ++m) {
+    SCOPED_TRACE(gpu::fp32_math_name(modes[m]));
+    CudaOptions o;
+    o.fp32 = modes[m];
+    Program keep;
+    const ir::Func* f = g_unused;
+    std::string cu;
+    Entry e = build("batched_gemm.toy", src, "grouped_gemm", o, f, keep, cu);
+    ASSERT_TRUE(e && f);
+    if (modes[m] == gpu::Fp32Math::Ieee) {
+      EXPECT_EQ(cu.find("dcc_mma_"), std::string::npos) << "ieee must not use tensor cores";
+    } else {
+      EXPECT_NE(cu.find("dcc_mma_tiles_tf32<"), std::string::npos);
+      // 3xTF32: three MMAs per tile, the small cross terms first.
+      bool split = cu.find("(acc, as2, bb);") != std::string::npos;
+      EXPECT_EQ(split, modes[m] == gpu::Fp32Math::Split3xTf32);
+    }
+    worst[m] = run_grouped(e, *f, Scalar::F32, Scalar::F32, tols[m], checked);
+    std::printf("grouped_gemm --fp32-math=%s: max |err| / sum|ab| = %.3g\n", gpu::fp32_math_name(modes[m]), worst[m]);
+  }
+  // The split recovers f32 accuracy that one TF32 product loses.
+  EXPECT_LT(worst[0] * 50, worst[1]);
+  EXPECT_GT(worst[1], 1e-5) << "tf32 inputs were not rounded";
+  EXPECT_GT(checked, 30000);
+}
+
+// QK^T of attention with its own batch of heads: two batch loops (b and h,
+// h between the rows i and the columns j), a row stride of H * D, the
+// reduction over D, bf16 operands.
+const char* kScores = R"(
+type Q = coupling { data: [b: B][seqlen[b], H, D]bf16, seqlen: [B]i32 }
+type KV = coupling { k: [b: B][seqlen[b], H, D]bf16, seqlen: [B]i32 }
+type Scores = coupling { s: [b: B][ql[b], H, kl[b]]f32, ql: [B]i32, kl: [B]i32 }
+fn scores(q: Q, kv: KV) Scores {
+    let out = Scores { s: [b: B][q.seqlen[b], H, kv.seqlen[b]]f32, ql: q.seqlen, kl: kv.seqlen };
+    out.s[b][i, h, j] = reduce(+, f32(q.data[b][i, h, d]) * f32(kv.k[b][j, h, d])) * 0.125;
+    return out;
+}
+)";
+
+TEST(MmaEmu, ScoresWithHeads) {
+  Program keep;
+  const ir::Func* f = g_unused;
+  std::string cu;
+  Entry e = build("scores.toy", kScores, "scores", {}, f, keep, cu);
+  ASSERT_TRUE(e && f);
+  EXPECT_NE(cu.find("dcc_mma_tiles_bf16<"), std::string::npos);
+  const int H = 3, D = 40;
+  int checked = 0;
+  for (const auto& [ql, kl] : {std::pair{std::vector<int32_t>{0, 17, 70, 1}, std::vector<int32_t>{5, 16, 66, 0}},
+                              std::pair{std::vector<int32_t>{65}, std::vector<int32_t>{129}}}) {
+    const size_t Bn = ql.size();
+    std::map<std::string, Buf> bufs;
+    Buf qs{Scalar::I32, {}}, ks{Scalar::I32, {}};
+    qs.resize(Bn);
+    ks.resize(Bn);
+    std::vector<size_t> qo{0}, ko{0}, so{0};
+    for (size_t b = 0; b < Bn; ++b) {
+      qs.set(b, ql[b]);
+      ks.set(b, kl[b]);
+      qo.push_back(qo.back() + static_cast<size_t>(ql[b]) * H * D);
+      ko.push_back(ko.back() + static_cast<size_t>(kl[b]) * H * D);
+      so.push_back(so.back() + static_cast<size_t>(ql[b]) * H * kl[b]);
+    }
+    Buf q{Scalar::BF16, {}}, k{Scalar::BF16, {}}, s{Scalar::F32, {}};
+    q.resize(qo.back());
+    k.resize(ko.back());
+    s.resize(so.back());
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    for (size_t i = 0; i < q.size(); ++i) q.set(i, dist(rng));
+    for (size_t i = 0; i < k.size(); ++i) k.set(i, dist(rng));
+    bufs = {{"q.seqlen", qs}, {"kv.seqlen", ks}, {"q.data", q}, {"kv.k", k}, {"out.s", s}};
+    std::vector<void*> ptrs;
+    for (const auto& buf : f->buffers) {
+      if (buf->kind != ir::BufferKind::Input && buf->kind != ir::BufferKind::Output) continue;
+      ASSERT_TRUE(bufs.count(buf->name)) << buf->name;
+      ptrs.push_back(bufs[buf->name].bytes.data());
+    }
+    ptrs.push_back(nullptr);
+    std::vector<int64_t> sizes;
+    for (const auto& sz : f->sizes) sizes.push_back(sz.name == "B" ? static_cast<int64_t>(Bn) : sz.name == "H" ? H : D);
+    sizes.push_back(0);
+    ASSERT_EQ(e(sizes.data(), ptrs.data()), 0);
+    const Buf& got = bufs["out.s"];
+    for (size_t b = 0; b < Bn; ++b)
+      for (int i = 0; i < ql[b]; ++i)
+        for (int h = 0; h < H; ++h)
+          for (int j = 0; j < kl[b]; ++j) {
+            double ref = 0, mag = 0;
+            for (int d = 0; d < D; ++d) {
+              double x = q.get(qo[b] + (static_cast<size_t>(i) * H + h) * D + d);
+              double y = k.get(ko[b] + (static_cast<size_t>(j) * H + h) * D + d);
+              ref += x * y;
+              mag += std::fabs(x * y);
+            }
+            double v = got.get(so[b] + (static_cast<size_t>(i) * H + h) * kl[b] + j);
+            EXPECT_LE(std::fabs(v - ref * 0.125), 1e-5 * mag) << "b " << b << " i " << i << " h " << h << " j " << j;
+            ++checked;
+          }
+  }
+  EXPECT_GT(checked, 20000);
+}
+
+}  // namespace
+}  // namespace dccc::backend
