@@ -136,7 +136,7 @@ Value FuncLowerer::value_of(const ast::Expr& a, const TypePtr& formal, const std
     return v;
   }
   if (a.kind == ExprKind::Call) {
-    auto it = by_name_.find(a.name);
+    auto it = by_name_.find(cp_.callee_name(a));
     if (it != by_name_.end()) return call_value(a, *it->second, info, out);
   }
   auto p = cp_.paths.find(&a);

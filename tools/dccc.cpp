@@ -396,7 +396,7 @@ int run(const Options& o) {
     module = dccc::ir::parse_vloop(file, diags);
     diags.print(std::cerr);
     if (!module || diags.has_errors()) {
-      std::cerr << diags.error_count() << " error(s) generated.\n";
+      std::cerr << diags.shown_error_count() << " error(s) generated.\n";
       return kExitErrors;
     }
     if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run) return kExitOk;
@@ -411,7 +411,7 @@ int run(const Options& o) {
   if (program) checked = dccc::check(*program, diags, o.check);
   if (diags.has_errors() || !checked) {
     diags.print(std::cerr);
-    std::cerr << diags.error_count() << " error(s) generated.\n";
+    std::cerr << diags.shown_error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
   if (o.emit == "typed") std::cout << dccc::dump_typed(*checked);
@@ -435,7 +435,7 @@ int run(const Options& o) {
   }
   diags.print(std::cerr);
   if (cli_errors || diags.has_errors()) {
-    std::cerr << diags.error_count() + cli_errors << " error(s) generated.\n";
+    std::cerr << diags.shown_error_count() + cli_errors << " error(s) generated.\n";
     return kExitErrors;
   }
   if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
@@ -446,7 +446,7 @@ int run(const Options& o) {
   module = dccc::ir::lower(*checked, diags);
   if (!module) {
     diags.print(std::cerr);
-    std::cerr << diags.error_count() << " error(s) generated.\n";
+    std::cerr << diags.shown_error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
   }
@@ -460,7 +460,7 @@ int run(const Options& o) {
   if (!result.ok()) {
     // Only what the passes reported: earlier stages printed theirs.
     for (size_t k = reported; k < diags.diagnostics().size(); ++k) std::cerr << diags.render(diags.diagnostics()[k]);
-    std::cerr << diags.error_count() << " error(s) generated.\n";
+    std::cerr << diags.shown_error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
   std::cout << result.explain;
@@ -481,7 +481,7 @@ int run(const Options& o) {
       std::cout << dccc::backend::emit_cuda(*module);
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
-      std::cerr << diags.error_count() << " error(s) generated.\n";
+      std::cerr << diags.shown_error_count() << " error(s) generated.\n";
       return kExitErrors;
     }
     if (o.output.empty()) return kExitOk;
@@ -503,7 +503,7 @@ int run(const Options& o) {
       dccc::backend::assign_c_names(m, o.target);
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
-      std::cerr << diags.error_count() << " error(s) generated.\n";
+      std::cerr << diags.shown_error_count() << " error(s) generated.\n";
       return kExitErrors;
     }
     std::cout << dccc::backend::emit_metadata(m, metadata_context(o));
@@ -659,7 +659,7 @@ int write_library(const Options& o, const dccc::ir::Module& full, dccc::Diagnost
                                         dccc::backend::emit_metadata(m, metadata_context(o)));
   } catch (const dccc::backend::BackendUnsupported& e) {
     std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
-    std::cerr << diags.error_count() << " error(s) generated.\n";
+    std::cerr << diags.shown_error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
   fs::copy_file(runtime_header(), out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);
