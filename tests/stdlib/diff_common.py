@@ -43,6 +43,8 @@ def round_to(x, elem):
     to nearest even), as float64: what a program reading them as `elem`
     computes with."""
     a = np.asarray(x, dtype=np.float64)
+    if elem == "f64":
+        return a
     if elem == "f16":
         return a.astype(np.float16).astype(np.float64)
     f = a.astype(np.float32)
@@ -68,21 +70,22 @@ def rounded_list(x, elem):
 TOLERANCES = {"f32": (2e-4, 2e-5), "f16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
 
 
-def compare(name, got, want, where, elem="f32"):
+def compare(name, got, want, where, elem="f32", tol=None):
     """Errors where `got` differs from the float64 `want` by more than the
-    tolerance of `elem` (f32: 2e-4 relative + 2e-5 absolute), or has
+    tolerance of `elem` (f32: 2e-4 relative + 2e-5 absolute) or `tol`
+    (relative, absolute), or has
     another shape; a list `want` is ragged: one array per sequence."""
     if isinstance(want, list):
         if len(got) != len(want):
             return [f"{where} {name}: {len(got)} sequences, expected {len(want)}"]
         errs = []
         for b, (gs, ws) in enumerate(zip(got, want)):
-            errs += compare(name, gs, ws, f"{where} b={b}", elem)
+            errs += compare(name, gs, ws, f"{where} b={b}", elem, tol)
         return errs
     g = np.array(got, dtype=np.float64).reshape(want.shape) if np.size(got) == want.size else None
     if g is None:
         return [f"{where} {name}: shape of {got!r} is not {want.shape}"]
-    rtol, atol = TOLERANCES[elem]
+    rtol, atol = tol or TOLERANCES[elem]
     bad = ~np.isclose(g, want, rtol=rtol, atol=atol)
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
