@@ -371,6 +371,9 @@ def make_add(rng, lens, H=2, D=3):
 CASES = {
     "mha": ("mha", make_mha, 1e-4, 1e-5),
     "mha_bf16": ("mha_bf16", make_mha_bf16, 0, 0.1),
+    # examples/mha_generic.toy: mha<T: f32 | bf16>, one instance per type
+    "mha__f32": ("mha_generic", make_mha, 1e-4, 1e-5),
+    "mha__bf16": ("mha_generic", make_mha_bf16, 0, 0.1),
     # examples/mha_causal.toy, mha_window.toy (W = 4), mha_softcap.toy (C = 30),
     # mha_scale_after_max.toy: the online-reductions examples (issue 15)
     "mha_causal": ("mha_causal", make_attention_variant(mask=lambda i, j: j <= i), 1e-4, 1e-5),
