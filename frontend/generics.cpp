@@ -145,8 +145,7 @@ class Instantiator {
         SourceRange at = tp.constraint.empty() ? tp.range : tp.constraint[0].range;
         std::string bad;
         for (const auto& c : tp.constraint)
-          if (!is_scalar_name(c.name) && !(tp.constraint.size() == 1 && (c.name == "float" || c.name == "int" || c.name == "any")))
-            bad = c.name;
+          if (!is_scalar_name(c.name) && c.name != "float" && c.name != "int" && c.name != "any") bad = c.name;
         diags_.report(DiagKind::GenericParam, at,
                       bad.empty() ? "the constraint " + code(constraint_text(tp)) + " lists a type twice"
                                   : "unknown constraint " + code(bad) +
@@ -327,18 +326,16 @@ std::string instance_name(const std::string& generic, const std::vector<std::str
 
 std::vector<std::string> constraint_types(const ast::TypeParam& p) {
   if (p.constraint.empty()) return kAny;
-  if (p.constraint.size() == 1) {
-    const std::string& c = p.constraint[0].name;
-    if (c == "float") return kFloat;
-    if (c == "int") return kInt;
-    if (c == "any") return kAny;
-  }
+  // A union of classes and scalar types, in the written order, each type once.
   std::vector<std::string> out;
   for (const auto& c : p.constraint) {
-    if (!is_scalar_name(c.name)) return {};
-    for (const auto& o : out)
-      if (o == c.name) return {};
-    out.push_back(c.name);
+    const std::vector<std::string>* cls = c.name == "float" ? &kFloat : c.name == "int" ? &kInt : c.name == "any" ? &kAny : nullptr;
+    std::vector<std::string> one = cls ? *cls : std::vector<std::string>{c.name};
+    if (!cls && !is_scalar_name(c.name)) return {};
+    for (const auto& t : one) {
+      if (std::find(out.begin(), out.end(), t) != out.end()) return {};
+      out.push_back(t);
+    }
   }
   return out;
 }

@@ -5,7 +5,8 @@
 // `type Rows<T: float> = coupling { data: [b: B][seqlen[b], D]T, ... }`
 // take element-type parameters. A constraint is `float` (f16 bf16 f32 f64),
 // `int` (i32 i64), `any` (every scalar type, the default when none is
-// written) or scalar types joined by `|` (`T: f16 | bf16 | f32`).
+// written), or scalar types and these classes joined by `|`
+// (`T: f16 | bf16 | f32`, `T: int | float`), each type at most once.
 //
 // instantiate_generics() moves every generic declaration to
 // Program::generic_fns / generic_types and adds:
@@ -42,9 +43,9 @@ namespace dccc {
 /// struct names are built from it (docs/abi.md).
 std::string instance_name(const std::string& generic, const std::vector<std::string>& args);
 
-/// The scalar types a parameter's constraint allows, in the order f16 bf16
-/// f32 f64 i32 i64 bool (a `|` list keeps its written order); empty when the
-/// constraint names something else.
+/// The scalar types a parameter's constraint allows: a class in the order
+/// f16 bf16 f32 f64 i32 i64 bool, a `|` list in its written order; empty
+/// when the constraint names something else or a type twice.
 std::vector<std::string> constraint_types(const ast::TypeParam& p);
 
 /// The constraint as written: `float`, `f16 | bf16`, `any`.

@@ -25,7 +25,7 @@ constDecl : CONST ID (':' typeExpr)? '=' expr ';' ;
 qualName  : ID ('.' ID)? ;
 fnDecl    : FN ID typeParams? '(' (param (',' param)* ','?)? ')' ('->'? typeExpr)? whereClause? block ;
 // Element-type parameters (frontend/generics.h): `<T: float>`, `<T: f16 | bf16>`,
-// `<T>` (= `any`); a constraint is `float`, `int`, `any` or scalar types joined by `|`.
+// `<T>` (= `any`); a constraint is `float`, `int`, `any` and scalar types joined by `|`.
 typeParams : '<' typeParam (',' typeParam)* '>' ;
 typeParam  : ID (':' ID ('|' ID)*)? ;
 // Type arguments of a generic type alias: `Rows<T>`, `Rows<f32>`.
