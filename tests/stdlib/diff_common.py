@@ -3,6 +3,7 @@ DCC literals of the inputs, running a program with `dccc run`, reading the
 values it prints, and comparing them with float64 references."""
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -27,6 +28,9 @@ def run_program(dccc, src, name):
 
 def parse_values(text):
     """The values `print` wrote, in order (each a JSON value)."""
+    # DCC prints non-finite values as inf, -inf and nan (docs/language.md).
+    text = re.sub(r"(?<![\w.])(-?)inf\b", r"\1Infinity", text)
+    text = re.sub(r"(?<![\w.])nan\b", "NaN", text)
     dec = json.JSONDecoder()
     vals, i = [], 0
     while True:
