@@ -112,10 +112,16 @@ Value FuncLowerer::inline_call(const ast::Expr& e, const CheckedFunction& callee
     c.text += " (calling `" + e.name + "`)";
     out.push_back(build::located(child.assertion(c), e.range));
   }
+  size_t record = f_->inlined.size(), first_buffer = f_->buffers.size();
+  f_->inlined.push_back({callee.decl->name.name, parent_ ? cf_.decl->name.name : std::string(), e.range, {}});
   for (const auto& s : callee.decl->body) {
     out.push_back(child.lower_stmt(*s));
     if (s->kind == ast::StmtKind::Return) break;
   }
+  for (size_t k = first_buffer; k < f_->buffers.size(); ++k)
+    if (const Buffer& b = f_->buffers[k]; b->kind == BufferKind::Local && !b->dims.empty() && b->name.compare(0, child.prefix_.size(), child.prefix_) == 0 &&
+        b->name.find('.', child.prefix_.size()) == std::string::npos)
+      f_->inlined[record].tensors.push_back(b->name);
   for (const auto& [n, fresh] : defined_by_callee) size_alias_[fresh] = child.sym_expr(sym::size(n), e.range);
   return child.result_;
 }

@@ -39,6 +39,7 @@
 #include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
+#include "frontend/docs.h"
 #include "frontend/imports.h"
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
@@ -90,6 +91,9 @@ options:
   --emit=cuda        print the CUDA C++ that --target=cuda compiles
   --emit=llvm        print the LLVM IR after the O3 pipeline for this CPU
                      (what `run` and `-o` compile for the CPU)
+  --emit=docs        print a Markdown reference of the file's public
+                     declarations and `///` doc comments (docs/stdlib.md);
+                     --docs-name=NAME heads it NAME instead of FILE
   --emit=metadata    print the JSON description of the library that -o
                      writes for --target (functions, structs, fields, sizes;
                      docs/abi.md#metadata), also compiled into the library
@@ -147,7 +151,8 @@ exit status: 0 valid, 1 the program has errors, 2 bad usage, 3 run-time error
 
 struct Options {
   std::string file;
-  std::string emit;  // "", "ast", "typed", "vloop"
+  std::string emit;  // "", "ast", "typed", "vloop", ..., "docs"
+  std::string docs_name;  // --docs-name=: the heading --emit=docs gives the file
   bool run = false;
   bool storage = true;  // run storage-lowered IR (off: the layout-free oracle)
   bool interpret = false;  // run with the reference interpreter instead of the JIT
@@ -193,11 +198,14 @@ int parse_args(int argc, char** argv, Options& o) {
       return -1;
     } else if (a == "--check") {
       o.emit.clear();
+    } else if (a.rfind("--docs-name=", 0) == 0) {
+      o.docs_name = a.substr(12);
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
       if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" &&
-          o.emit != "llvm" && o.emit != "metadata")
-        return usage_error("unknown --emit stage `" + o.emit + "`; expected ast, typed, vloop, cuda, llvm or metadata");
+          o.emit != "llvm" && o.emit != "metadata" && o.emit != "docs")
+        return usage_error("unknown --emit stage `" + o.emit +
+                           "`; expected ast, typed, vloop, cuda, llvm, metadata or docs");
     } else if (a.rfind("--target=", 0) == 0) {
       auto t = dccc::ir::parse_target(a.substr(9));
       if (!t) return usage_error("unknown --target `" + a.substr(9) + "`; expected cpu or cuda");
@@ -401,6 +409,22 @@ int run(const Options& o) {
     }
     if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "llvm" && o.emit != "metadata" && !o.run) return kExitOk;
   } else {
+  if (o.emit == "docs") {
+    // The file's own declarations and doc comments (frontend/docs.h); the
+    // file must check, imports included.
+    auto merged = dccc::parse_with_imports(file, diags, o.imports, loaded);
+    if (merged) dccc::check(*merged, diags, o.check);
+    dccc::DiagnosticEngine own_diags(&file);
+    auto own = merged && !diags.has_errors() ? dccc::parse(file, own_diags) : nullptr;
+    diags.print(std::cerr);
+    if (!own) {
+      std::cerr << diags.shown_error_count() << " error(s) generated.\n";
+      return kExitErrors;
+    }
+    std::string shown = o.docs_name.empty() ? o.file : o.docs_name;
+    std::cout << dccc::emit_docs(file, *own, shown);
+    return kExitOk;
+  }
   auto program = dccc::parse_with_imports(file, diags, o.imports, loaded);
   if (program && o.emit == "ast") {
     diags.print(std::cerr);
