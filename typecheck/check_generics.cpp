@@ -91,8 +91,14 @@ std::optional<std::string> Checker::pick_instance(const Expr& call, const ast::F
     const std::string& t = tp.name.name;
     std::string found;
     size_t from = 0;
+    std::string literal;  // the default type of an untyped literal passed as a `T`
     for (size_t i = 0; i < g.params.size() && i < actual.size(); ++i) {
       std::string s = scalar_given(*g.params[i].type, actual[i], t, alias_decls_);
+      const ast::TypeExpr& ft = *g.params[i].type;
+      if (s.empty() && ft.kind == ast::TypeExprKind::Named && ft.type_args.empty() && ft.name.name == t && literal.empty()) {
+        if (actual[i]->kind == TypeKind::FloatValue) literal = "f32";
+        if (actual[i]->kind == TypeKind::IntValue) literal = "i32";
+      }
       if (s.empty()) continue;
       if (found.empty()) {
         found = s;
@@ -126,11 +132,20 @@ std::optional<std::string> Checker::pick_instance(const Expr& call, const ast::F
       }
       if (matching.size() == 1) found = matching[0];
     }
+    if (found.empty() && !literal.empty()) {
+      // Only untyped literals give `T`: they take their default types, as
+      // in `let x = 1.0;` (f32; an integer literal i32, or f32 where the
+      // constraint allows no integer type).
+      auto allowed = constraint_types(tp);
+      auto ok = [&](const std::string& s) { return std::find(allowed.begin(), allowed.end(), s) != allowed.end(); };
+      if (literal == "i32" && !ok("i32")) literal = "f32";
+      found = literal;
+    }
     if (found.empty()) {
       diags_.report(DiagKind::GenericInference, call.name_range,
                     fmt::format("cannot infer the type parameter `{}` of `{}` from the arguments", t, g.name.name));
       diags_.note(tp.range, fmt::format("`{}` must be the element type of an argument (`x: {}`, `x: [N]{}`, or a "
-                                        "generic alias `x: A<{}>`); an untyped literal gives none",
+                                        "generic alias `x: A<{}>`)",
                                         t, t, t, t));
       return std::nullopt;
     }
