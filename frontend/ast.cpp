@@ -62,7 +62,10 @@ void dump_expr(const Expr& e, int indent, std::string& out) {
 
 void dump_type(const TypeExpr& t, int indent, std::string& out) {
   switch (t.kind) {
-    case TypeExprKind::Named: line(out, indent, "NamedType " + t.name.name + " " + loc(t.range)); break;
+    case TypeExprKind::Named:
+      line(out, indent, "NamedType " + t.name.name + " " + loc(t.range));
+      for (const auto& a : t.type_args) dump_type(*a, indent + 1, out);
+      break;
     case TypeExprKind::AutoCoupling: line(out, indent, "AutoCoupling " + loc(t.range)); break;
     case TypeExprKind::List:
       line(out, indent, "ListType " + loc(t.range));
@@ -133,6 +136,62 @@ std::string dump(const TypeExpr& type) {
   std::string out;
   dump_type(type, 0, out);
   return out;
+}
+
+ExprPtr clone(const Expr& e) {
+  auto c = std::make_unique<Expr>(e.kind, e.range);
+  c->name = e.name;
+  c->name_range = e.name_range;
+  c->op = e.op;
+  c->op_range = e.op_range;
+  c->text = e.text;
+  c->float_value = e.float_value;
+  c->bool_value = e.bool_value;
+  for (const auto& o : e.operands) c->operands.push_back(clone(*o));
+  for (const auto& f : e.fields)
+    c->fields.push_back({f.name, f.type ? clone(*f.type) : nullptr, f.value ? clone(*f.value) : nullptr});
+  for (const auto& a : e.type_args) c->type_args.push_back(clone(*a));
+  return c;
+}
+
+TypeExprPtr clone(const TypeExpr& t) {
+  auto c = std::make_unique<TypeExpr>(t.kind, t.range);
+  c->name = t.name;
+  for (const auto& g : t.groups) {
+    DimGroup cg;
+    cg.range = g.range;
+    for (const auto& d : g.dims) cg.dims.push_back({d.index, d.extent ? clone(*d.extent) : nullptr, d.range});
+    c->groups.push_back(std::move(cg));
+  }
+  for (const auto& f : t.fields) c->fields.push_back({f.name, clone(*f.type)});
+  for (const auto& w : t.where) c->where.push_back(clone(*w));
+  c->layout = t.layout;
+  c->has_layout = t.has_layout;
+  if (t.element) c->element = clone(*t.element);
+  for (const auto& a : t.type_args) c->type_args.push_back(clone(*a));
+  return c;
+}
+
+StmtPtr clone(const Stmt& s) {
+  auto c = std::make_unique<Stmt>(s.kind, s.range);
+  c->name = s.name;
+  if (s.type) c->type = clone(*s.type);
+  if (s.target) c->target = clone(*s.target);
+  if (s.value) c->value = clone(*s.value);
+  return c;
+}
+
+FnDecl clone(const FnDecl& f) {
+  FnDecl c;
+  c.name = f.name;
+  c.type_params = f.type_params;
+  c.instance_of = f.instance_of;
+  for (const auto& p : f.params) c.params.push_back({p.name, clone(*p.type)});
+  if (f.ret) c.ret = clone(*f.ret);
+  for (const auto& w : f.where) c.where.push_back(clone(*w));
+  for (const auto& s : f.body) c.body.push_back(clone(*s));
+  c.range = f.range;
+  return c;
 }
 
 std::string dump(const Program& p) {

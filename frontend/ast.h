@@ -78,6 +78,9 @@ struct Expr {
   bool bool_value = false;
   std::vector<ExprPtr> operands;
   std::vector<FieldInit> fields;  // Construct
+  /// Construct: the type arguments of a generic alias, `Rows<T> { ... }`
+  /// (frontend/generics.h replaces them by the instance's name).
+  std::vector<TypeExprPtr> type_args;
 
   Expr(ExprKind k, SourceRange r) : kind(k), range(r) {}
 };
@@ -115,6 +118,9 @@ struct TypeExpr {
   std::vector<Ident> layout;
   bool has_layout = false;
   TypeExprPtr element;  // List
+  /// Named: type arguments of a generic alias, `Rows<f32>`, until
+  /// frontend/generics.h names the instance (`Rows__f32`).
+  std::vector<TypeExprPtr> type_args;
 
   TypeExpr(TypeExprKind k, SourceRange r) : kind(k), range(r) {}
 };
@@ -140,8 +146,26 @@ struct Param {
   TypeExprPtr type;
 };
 
+/// An element-type parameter `T: float` (frontend/generics.h): the
+/// constraint as written (`float`, `int`, `any`, or scalar names joined by
+/// `|`; empty: `any`).
+struct TypeParam {
+  Ident name;
+  std::vector<Ident> constraint;
+  SourceRange range;
+};
+
+/// Where an instance of a generic declaration came from: the generic's
+/// name and the scalar types its parameters were bound to, in order.
+struct InstanceOf {
+  std::string generic;
+  std::vector<std::string> args;
+};
+
 struct FnDecl {
   Ident name;
+  std::vector<TypeParam> type_params;  // non-empty: generic, never checked itself
+  std::optional<InstanceOf> instance_of;  // set on an instance frontend/generics.h made
   std::vector<Param> params;
   TypeExprPtr ret;  // nullptr: returns nothing
   std::vector<ExprPtr> where;
@@ -151,6 +175,8 @@ struct FnDecl {
 
 struct TypeAlias {
   Ident name;
+  std::vector<TypeParam> type_params;
+  std::optional<InstanceOf> instance_of;
   TypeExprPtr type;
   SourceRange range;
 };
@@ -194,6 +220,10 @@ struct Program {
   std::vector<ConstDecl> consts;
   std::vector<FnDecl> fns;
   std::vector<ScheduleDecl> schedules;
+  /// Generic functions and type aliases, moved out of `fns` and `types` by
+  /// frontend/generics.h, which adds their instances to `fns` and `types`.
+  std::vector<FnDecl> generic_fns;
+  std::vector<TypeAlias> generic_types;
   /// Source order of all declarations: (0 type | 1 const | 2 fn | 3 schedule, index).
   std::vector<std::pair<int, size_t>> order;
 };
@@ -210,5 +240,11 @@ IndexChain index_chain(const Expr& e);
 std::string dump(const Program& program);
 std::string dump(const Expr& expr);
 std::string dump(const TypeExpr& type);
+
+/// Deep copies (frontend/generics.h makes instances from them).
+ExprPtr clone(const Expr& e);
+TypeExprPtr clone(const TypeExpr& t);
+StmtPtr clone(const Stmt& s);
+FnDecl clone(const FnDecl& f);
 
 }  // namespace dccc::ast

@@ -1,4 +1,5 @@
 #include "frontend/imports.h"
+#include "frontend/generics.h"
 
 #include <unistd.h>
 
@@ -54,7 +55,9 @@ class Loader {
     name_modules();
     for (size_t k = 0; k < modules_.size(); ++k) resolve(static_cast<int>(k));
     if (diags_.has_errors()) return nullptr;
-    return merge();
+    auto merged = merge();
+    if (!instantiate_generics(*merged, diags_)) return nullptr;
+    return merged;
   }
 
  private:
@@ -341,6 +344,7 @@ class Loader {
       for (auto& f : t.fields) type(*f.type);
       for (auto& w : t.where) expr(w);
       if (t.element) type(*t.element);
+      for (auto& a : t.type_args) type(*a);
     }
 
     void stmt(ast::Stmt& s) {
@@ -372,6 +376,7 @@ class Loader {
         default: break;
       }
       for (auto& o : e->operands) expr(o);
+      for (auto& a : e->type_args) type(*a);
       for (auto& f : e->fields) {
         if (f.type) type(*f.type);
         if (f.value) expr(f.value);

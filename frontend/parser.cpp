@@ -206,7 +206,12 @@ class Builder {
     }
     for (auto* d : ctx->topDecl()) {
       if (auto* t = d->typeAlias()) {
-        prog->types.push_back({ident(t->ID()), type(t->typeExpr()), ctx_range(t)});
+        ast::TypeAlias a;
+        a.name = ident(t->ID());
+        if (t->typeParams()) a.type_params = type_params(t->typeParams());
+        a.type = type(t->typeExpr());
+        a.range = ctx_range(t);
+        prog->types.push_back(std::move(a));
         prog->order.emplace_back(0, prog->types.size() - 1);
       } else if (auto* c = d->constDecl()) {
         prog->consts.push_back({ident(c->ID()), c->typeExpr() ? type(c->typeExpr()) : nullptr,
@@ -242,10 +247,31 @@ class Builder {
     return {q->getText(), ctx_range(q)};
   }
 
+  static std::vector<ast::TypeParam> type_params(P::TypeParamsContext* c) {
+    std::vector<ast::TypeParam> out;
+    for (auto* p : c->typeParam()) {
+      ast::TypeParam tp;
+      auto ids = p->ID();
+      tp.name = ident(ids[0]);
+      for (size_t i = 1; i < ids.size(); ++i) tp.constraint.push_back(ident(ids[i]));
+      tp.range = ctx_range(p);
+      out.push_back(std::move(tp));
+    }
+    return out;
+  }
+
+  std::vector<ast::TypeExprPtr> type_args(P::TypeArgsContext* c) {
+    std::vector<ast::TypeExprPtr> out;
+    if (c)
+      for (auto* t : c->typeExpr()) out.push_back(type(t));
+    return out;
+  }
+
   ast::FnDecl fn(P::FnDeclContext* f) {
     ast::FnDecl d;
     d.name = ident(f->ID());
     d.range = ctx_range(f);
+    if (f->typeParams()) d.type_params = type_params(f->typeParams());
     for (auto* p : f->param()) d.params.push_back({ident(p->ID()), type(p->typeExpr())});
     if (f->typeExpr()) d.ret = type(f->typeExpr());
     if (f->whereClause())
@@ -328,7 +354,10 @@ class Builder {
       return std::make_unique<ast::TypeExpr>(ast::TypeExprKind::AutoCoupling, r);
     auto* n = dynamic_cast<P::NamedTypeExprContext*>(t);
     auto out = std::make_unique<ast::TypeExpr>(ast::TypeExprKind::Named, r);
-    if (n) out->name = qual(n->qualName());
+    if (n) {
+      out->name = qual(n->qualName());
+      out->type_args = type_args(n->typeArgs());
+    }
     return out;
   }
 
@@ -395,6 +424,7 @@ class Builder {
     }
     if (auto* x = dynamic_cast<P::ConstructExprContext*>(c)) {
       auto e = make(K::Construct, c);
+      e->type_args = type_args(x->typeArgs());
       e->name = x->qualName()->getText();
       e->name_range = ctx_range(x->qualName());
       for (auto* f : x->fieldInit()) {

@@ -19,11 +19,17 @@ topDecl
     | scheduleDecl
     ;
 
-typeAlias : TYPE ID '=' typeExpr ';'? ;
+typeAlias : TYPE ID typeParams? '=' typeExpr ';'? ;
 constDecl : CONST ID (':' typeExpr)? '=' expr ';' ;
 // A name another module declares, `nn.rmsnorm` (frontend/imports.cpp).
 qualName  : ID ('.' ID)? ;
-fnDecl    : FN ID '(' (param (',' param)* ','?)? ')' ('->'? typeExpr)? whereClause? block ;
+fnDecl    : FN ID typeParams? '(' (param (',' param)* ','?)? ')' ('->'? typeExpr)? whereClause? block ;
+// Element-type parameters (frontend/generics.h): `<T: float>`, `<T: f16 | bf16>`,
+// `<T>` (= `any`); a constraint is `float`, `int`, `any` and scalar types joined by `|`.
+typeParams : '<' typeParam (',' typeParam)* '>' ;
+typeParam  : ID (':' ID ('|' ID)*)? ;
+// Type arguments of a generic type alias: `Rows<T>`, `Rows<f32>`.
+typeArgs   : '<' typeExpr (',' typeExpr)* '>' ;
 param     : ID ':' typeExpr ;
 
 // `schedule f { pad_loop(y.i, 4); }`: how to run f's loops, kept apart from
@@ -37,7 +43,7 @@ typeExpr
     | dimGroup+ qualName                # TensorTypeExpr
     | LIST '[' typeExpr ']'             # ListTypeExpr
     | AUTO COUPLING                     # AutoCouplingTypeExpr
-    | qualName                          # NamedTypeExpr
+    | qualName typeArgs?                # NamedTypeExpr
     ;
 
 couplingType : COUPLING '{' (field (',' field)* ','?)? '}' whereClause? layoutClause? ;
@@ -71,7 +77,7 @@ expr
     | expr '&&' expr                                     # AndExpr
     | expr '||' expr                                     # OrExpr
     | REDUCE '(' reduceOp ',' expr ')'                   # ReduceExpr
-    | qualName '{' (fieldInit (',' fieldInit)* ','?)? '}'      # ConstructExpr
+    | qualName typeArgs? '{' (fieldInit (',' fieldInit)* ','?)? '}'      # ConstructExpr
     | qualName '(' (expr (',' expr)* ','?)? ')'          # CallExpr
     | '[' (expr (',' expr)* ','?)? ']'                   # TensorLitExpr
     | '(' expr ')'                                       # ParenExpr

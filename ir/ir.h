@@ -226,6 +226,18 @@ struct GpuMapping {
 };
 
 /// A lowered function: buffers in declaration order and one body.
+/// A call of a `.toy` function that lowering inlined (for --explain): the
+/// callee (`nn.rmsnorm__f32`), the inlined function whose body made the
+/// call (empty: the function itself), the call, and the local tensors the
+/// callee's body made (buffer names, `nn.rmsnorm__f32.ms`); calls inside it
+/// are entries of their own.
+struct InlinedCall {
+  std::string callee;
+  std::string caller;
+  SourceRange at;
+  std::vector<std::string> tensors;
+};
+
 struct Func {
   std::string name;
   SourceRange at;  // the function's name in its declaration (empty for IR text)
@@ -248,6 +260,8 @@ struct Func {
   std::vector<FusedLoops> dim_fusions;
   /// GPU grid and block mappings (`gpu_blocks`, `gpu_threads`; CUDA target only).
   std::vector<GpuMapping> gpu_mappings;
+  /// The calls lowering inlined, in program order (empty for IR text).
+  std::vector<InlinedCall> inlined;
 };
 
 /// The lowered program.

@@ -112,10 +112,16 @@ Value FuncLowerer::inline_call(const ast::Expr& e, const CheckedFunction& callee
     c.text += " (calling `" + e.name + "`)";
     out.push_back(build::located(child.assertion(c), e.range));
   }
+  size_t record = f_->inlined.size(), first_buffer = f_->buffers.size();
+  f_->inlined.push_back({callee.decl->name.name, parent_ ? cf_.decl->name.name : std::string(), e.range, {}});
   for (const auto& s : callee.decl->body) {
     out.push_back(child.lower_stmt(*s));
     if (s->kind == ast::StmtKind::Return) break;
   }
+  for (size_t k = first_buffer; k < f_->buffers.size(); ++k)
+    if (const Buffer& b = f_->buffers[k]; b->kind == BufferKind::Local && !b->dims.empty() && b->name.compare(0, child.prefix_.size(), child.prefix_) == 0 &&
+        b->name.find('.', child.prefix_.size()) == std::string::npos)
+      f_->inlined[record].tensors.push_back(b->name);
   for (const auto& [n, fresh] : defined_by_callee) size_alias_[fresh] = child.sym_expr(sym::size(n), e.range);
   return child.result_;
 }
@@ -136,7 +142,7 @@ Value FuncLowerer::value_of(const ast::Expr& a, const TypePtr& formal, const std
     return v;
   }
   if (a.kind == ExprKind::Call) {
-    auto it = by_name_.find(a.name);
+    auto it = by_name_.find(cp_.callee_name(a));
     if (it != by_name_.end()) return call_value(a, *it->second, info, out);
   }
   auto p = cp_.paths.find(&a);
@@ -471,6 +477,11 @@ std::optional<Module> lower(const CheckedProgram& program, DiagnosticEngine& dia
   bool ok = true;
   std::set<std::pair<int, int>> reported;
   for (const auto& cf : program.functions) {
+    // An instance of a generic function of an imported file exists only
+    // inlined into its callers: a library exports the compiled file's own
+    // functions, and lowering each of the (many) instances on its own
+    // would only cost time.
+    if (cf.decl->instance_of && cf.decl->name.name.find('.') != std::string::npos) continue;
     try {
       m.funcs.push_back(FuncLowerer(program, cf, diags, reported).run());
     } catch (const Abandon&) {

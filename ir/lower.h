@@ -18,8 +18,10 @@
 
 namespace dccc::ir {
 
-/// Lower every function of a checked program. Constructs the code
-/// generator does not handle yet are reported as [Unsupported] errors.
+/// Lower every function of a checked program but the instances of generic
+/// functions of imported files (named `stem.f__T`; they are inlined into
+/// their callers only). Constructs the code generator does not handle yet
+/// are reported as [Unsupported] errors.
 std::optional<Module> lower(const CheckedProgram& program, DiagnosticEngine& diags);
 
 }  // namespace dccc::ir

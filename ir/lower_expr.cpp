@@ -137,7 +137,7 @@ Expr FuncLowerer::lower_call(const ast::Expr& e, Scalar t, const StmtInfo& info,
     }
     unsupported(e.range, "this `len`");
   }
-  auto callee = by_name_.find(n);
+  auto callee = by_name_.find(cp_.callee_name(e));
   if (callee == by_name_.end()) unsupported(e.range, "calling `" + n + "` here");
   Value r = call_value(e, *callee->second, info, pre);
   if (r.kind != Value::Scalar) unsupported(e.range, "using the value of `" + n + "` here");

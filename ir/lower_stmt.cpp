@@ -31,9 +31,9 @@ Stmt FuncLowerer::lower_let(const ast::Stmt& s, const StmtInfo& info) {
   const std::string& name = s.name.name;
   const TypePtr& t = info.value_type;
   const ast::Expr* v = s.value.get();
-  if (v && v->kind == ExprKind::Call && by_name_.count(v->name)) {
+  if (v && v->kind == ExprKind::Call && by_name_.count(cp_.callee_name(*v))) {
     std::vector<Stmt> out;
-    Value r = call_value(*v, *by_name_.at(v->name), info, out);
+    Value r = call_value(*v, *by_name_.at(cp_.callee_name(*v)), info, out);
     if (t->kind == TypeKind::Coupling && r.kind == Value::Coupling) {
       for (const auto& f : t->coupling->fields) arrays_[identity_of(t, f.name, name)] = r.fields.at(f.name);
       couplings_[name] = coupling_fields(t, name, v->range);
@@ -179,8 +179,8 @@ Stmt FuncLowerer::lower_return(const ast::Stmt& s, const StmtInfo& info) {
   const TypePtr& t = info.value_type;
   std::vector<Stmt> out;
   Value r;
-  if (v->kind == ExprKind::Call && by_name_.count(v->name) && t->kind != TypeKind::Scalar && t->kind != TypeKind::IntValue) {
-    r = call_value(*v, *by_name_.at(v->name), info, out);
+  if (v->kind == ExprKind::Call && by_name_.count(cp_.callee_name(*v)) && t->kind != TypeKind::Scalar && t->kind != TypeKind::IntValue) {
+    r = call_value(*v, *by_name_.at(cp_.callee_name(*v)), info, out);
   } else if (t->kind == TypeKind::Coupling && v->kind == ExprKind::Construct) {
     r.kind = Value::Coupling;
     r.fields = construct(t, "result", cp_.paths.count(v) ? cp_.paths.at(v) : "result", *v, out);
@@ -240,7 +240,7 @@ Stmt FuncLowerer::lower_return(const ast::Stmt& s, const StmtInfo& info) {
 Stmt FuncLowerer::lower_print(const ast::Stmt& s, const StmtInfo& info) {
   const ast::Expr& call = *s.value;
   if (call.name != "print") {
-    auto callee = by_name_.find(call.name);
+    auto callee = by_name_.find(cp_.callee_name(call));
     if (callee == by_name_.end()) unsupported(call.range, "calling `" + call.name + "` here");
     std::vector<Stmt> out;
     call_value(call, *callee->second, info, out);  // the value, if any, is unused
@@ -248,9 +248,9 @@ Stmt FuncLowerer::lower_print(const ast::Stmt& s, const StmtInfo& info) {
   }
   std::vector<Stmt> out;
   for (const auto& a : call.operands) {
-    if (a->kind == ExprKind::Call && by_name_.count(a->name)) {
+    if (a->kind == ExprKind::Call && by_name_.count(cp_.callee_name(*a))) {
       std::vector<Stmt> pre;
-      Value r = call_value(*a, *by_name_.at(a->name), info, pre);
+      Value r = call_value(*a, *by_name_.at(cp_.callee_name(*a)), info, pre);
       if (r.kind == Value::Tensor) {
         auto st = std::make_shared<StmtNode>();
         st->kind = StmtKind::Print;

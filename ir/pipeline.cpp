@@ -231,6 +231,33 @@ std::optional<std::string> unknown_pass_name(const PipelineOptions& options) {
   return std::nullopt;
 }
 
+/// --explain: the calls lowering inlined into each function and, after the
+/// passes, which of the tensors their bodies made are still stored and
+/// which a pass fused into their readers (no buffer left).
+static std::string explain_inlined(const Module& module) {
+  std::string out;
+  for (const auto& f : module.funcs) {
+    if (f.inlined.empty()) continue;
+    std::set<std::string> left;
+    for (const auto& b : f.buffers) left.insert(b->name);
+    out += "fn " + f.name + ": " + std::to_string(f.inlined.size()) + " call(s) inlined\n";
+    for (const auto& c : f.inlined) {
+      std::string kept, fused;
+      for (const auto& t : c.tensors) {
+        std::string& list = left.count(t) ? kept : fused;
+        list += (list.empty() ? "`" : ", `") + t + "`";
+      }
+      out += "  `" + c.callee + "` (" +
+             (c.caller.empty() ? "line " + std::to_string(c.at.line) : "called by `" + c.caller + "`") + "): inlined";
+      if (c.tensors.empty()) out += ", element-wise (no tensor of its own)";
+      if (!kept.empty()) out += "; stored: " + kept;
+      if (!fused.empty()) out += "; fused into their readers (no buffer left): " + fused;
+      out += "\n";
+    }
+  }
+  return out;
+}
+
 PipelineResult run_pipeline(Module& module, const PipelineOptions& options, DiagnosticEngine& diags) {
   PipelineResult result;
   if (auto bad = unknown_pass_name(options)) {
@@ -261,6 +288,7 @@ PipelineResult run_pipeline(Module& module, const PipelineOptions& options, Diag
                 std::find(options.print_after.begin(), options.print_after.end(), p->name) != options.print_after.end();
     if (show) print_to << "// -- IR after " << p->name << " --\n" << print(module);
   }
+  if (options.explain) result.explain += explain_inlined(module);
   return result;
 }
 

@@ -92,7 +92,9 @@ struct PipelineResult {
   Status status = Status::Ok;
   /// Status::Internal: what the verifier found (or a bad --passes name).
   std::string internal_error;
-  /// apply-schedule's --explain text (options.explain).
+  /// --explain text (options.explain): apply-schedule's and online
+  /// reductions' choices, then per function the calls lowering inlined and
+  /// which of their tensors are still stored after the passes.
   std::string explain;
   /// simplify-indices, per function it ran on.
   std::vector<std::pair<std::string, SimplifyReport>> simplified;

@@ -46,6 +46,11 @@ std::vector<DiagKind> all_diag_kinds() {
 
 Diagnostic& DiagnosticEngine::add(DiagKind kind, SourceRange range, std::string message) {
   Severity sev = diag_kind_severity(kind);
+  if (muted_) {
+    if (sev == Severity::Error) ++muted_errors_;
+    overflow_ = Diagnostic{kind, sev, range, std::move(message), {}, {}};
+    return overflow_;
+  }
   if (sev == Severity::Error) {
     ++errors_;
     if (errors_ > error_limit_ && diagnostic_style().format == DiagnosticFormat::Text) {
@@ -58,12 +63,12 @@ Diagnostic& DiagnosticEngine::add(DiagKind kind, SourceRange range, std::string 
 }
 
 void DiagnosticEngine::note(SourceRange range, std::string message) {
-  if (errors_ > error_limit_ || diags_.empty()) return;
+  if (muted_ || errors_ > error_limit_ || diags_.empty()) return;
   diags_.back().notes.push_back({range, std::move(message)});
 }
 
 void DiagnosticEngine::fixit(SourceRange range, std::string replacement) {
-  if (errors_ > error_limit_ || diags_.empty()) return;
+  if (muted_ || errors_ > error_limit_ || diags_.empty()) return;  // (muted: its diagnostic was not recorded)
   diags_.back().fixits.push_back({range, std::move(replacement)});
 }
 

@@ -66,10 +66,23 @@ class DiagnosticEngine {
   void note(SourceRange range, std::string message);
   /// Attach a fix-it to the most recent diagnostic (see Diagnostic::FixIt).
   void fixit(SourceRange range, std::string replacement);
+  /// Attach a note to every diagnostic recorded from index `first` of
+  /// diagnostics() on.
+  void note_from(size_t first, SourceRange range, const std::string& message) {
+    for (size_t i = first; i < diags_.size(); ++i) diags_[i].notes.push_back({range, message});
+  }
 
   const std::vector<Diagnostic>& diagnostics() const { return diags_; }
-  int error_count() const { return errors_; }
-  bool has_errors() const { return errors_ > 0; }
+  /// Every error reported, muted ones included.
+  int error_count() const { return errors_ + muted_errors_; }
+  /// The errors that print() shows (and "N error(s) generated" counts).
+  int shown_error_count() const { return errors_; }
+  bool has_errors() const { return error_count() > 0; }
+  /// While muted, errors are counted (has_errors()) but not recorded, and
+  /// notes are dropped: the checker mutes the instances of a generic
+  /// function after one instance has shown its errors (typecheck/).
+  void set_muted(bool muted) { muted_ = muted; }
+  bool muted() const { return muted_; }
   /// Stop recording after this many errors (further ones are counted only).
   void set_error_limit(int limit) { error_limit_ = limit; }
 
@@ -106,6 +119,8 @@ class DiagnosticEngine {
   std::vector<Diagnostic> diags_;
   Diagnostic overflow_{};  // sink once the error limit is reached
   int errors_ = 0;
+  int muted_errors_ = 0;
+  bool muted_ = false;
   int error_limit_ = 100;
 };
 

@@ -39,6 +39,7 @@
 #include "backend/llvm/aot.h"
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
+#include "frontend/docs.h"
 #include "frontend/imports.h"
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
@@ -94,6 +95,9 @@ options:
   --emit=llvm        print the LLVM IR after the optimization pipeline, for
                      --cpu when given (what -o compiles), else for this CPU
                      (what `run` compiles)
+  --emit=docs        print a Markdown reference of the file's public
+                     declarations and `///` doc comments (docs/stdlib.md);
+                     --docs-name=NAME heads it NAME instead of FILE
   --emit=metadata    print the JSON description of the library that -o
                      writes for --target (functions, structs, fields, sizes;
                      docs/abi.md#metadata), also compiled into the library
@@ -194,7 +198,8 @@ exit status: 0 valid, 1 the program has errors, 2 bad usage, 3 run-time error
 
 struct Options {
   std::string file;
-  std::string emit;  // "", "ast", "typed", "vloop"
+  std::string emit;  // "", "ast", "typed", "vloop", ..., "docs"
+  std::string docs_name;  // --docs-name=: the heading --emit=docs gives the file
   bool run = false;
   bool storage = true;  // run storage-lowered IR (off: the layout-free oracle)
   bool interpret = false;  // run with the reference interpreter instead of the JIT
@@ -257,12 +262,14 @@ int parse_args(int argc, char** argv, Options& o) {
       return -1;
     } else if (a == "--check") {
       o.emit.clear();
+    } else if (a.rfind("--docs-name=", 0) == 0) {
+      o.docs_name = a.substr(12);
     } else if (a.rfind("--emit=", 0) == 0) {
       o.emit = a.substr(7);
       if (o.emit != "ast" && o.emit != "typed" && o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" &&
-          o.emit != "llvm" && o.emit != "metadata")
+          o.emit != "llvm" && o.emit != "metadata" && o.emit != "docs")
         return usage_error("unknown --emit stage `" + o.emit +
-                           "`; expected ast, typed, vloop, kernel, cuda, llvm or metadata");
+                           "`; expected ast, typed, vloop, kernel, cuda, llvm, metadata or docs");
     } else if (a.rfind("--fp32-math=", 0) == 0) {
       std::string m = a.substr(12);
       if (m == "3xtf32") o.cuda.fp32 = dccc::gpu::Fp32Math::Split3xTf32;
@@ -518,12 +525,28 @@ int run(const Options& o) {
     module = dccc::ir::parse_vloop(file, diags);
     diags.print(std::cerr);
     if (!module || diags.has_errors()) {
-      errors_generated(diags.error_count());
+      errors_generated(diags.shown_error_count());
       return kExitErrors;
     }
     if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" && o.emit != "llvm" && o.emit != "metadata" && !o.run)
       return kExitOk;
   } else {
+  if (o.emit == "docs") {
+    // The file's own declarations and doc comments (frontend/docs.h); the
+    // file must check, imports included.
+    auto merged = dccc::parse_with_imports(file, diags, o.imports, loaded);
+    if (merged) dccc::check(*merged, diags, o.check);
+    dccc::DiagnosticEngine own_diags(&file);
+    auto own = merged && !diags.has_errors() ? dccc::parse(file, own_diags) : nullptr;
+    diags.print(std::cerr);
+    if (!own) {
+      errors_generated(diags.shown_error_count());
+      return kExitErrors;
+    }
+    std::string shown = o.docs_name.empty() ? o.file : o.docs_name;
+    std::cout << dccc::emit_docs(file, *own, shown);
+    return kExitOk;
+  }
   auto program = dccc::parse_with_imports(file, diags, o.imports, loaded);
   if (program && o.emit == "ast") {
     diags.print(std::cerr);
@@ -534,7 +557,7 @@ int run(const Options& o) {
   if (program) checked = dccc::check(*program, diags, o.check);
   if (diags.has_errors() || !checked) {
     diags.print(std::cerr);
-    errors_generated(diags.error_count());
+    errors_generated(diags.shown_error_count());
     return kExitErrors;
   }
   if (o.emit == "typed") std::cout << dccc::dump_typed(*checked);
@@ -558,7 +581,7 @@ int run(const Options& o) {
   }
   diags.print(std::cerr);
   if (cli_errors || diags.has_errors()) {
-    errors_generated(diags.error_count() + cli_errors);
+    errors_generated(diags.shown_error_count() + cli_errors);
     return kExitErrors;
   }
   if (o.emit != "vloop" && o.emit != "cuda" && o.emit != "kernel" && o.emit != "llvm" && o.emit != "metadata" && !o.run &&
@@ -569,7 +592,7 @@ int run(const Options& o) {
   module = dccc::ir::lower(*checked, diags);
   if (!module) {
     diags.print(std::cerr);
-    errors_generated(diags.error_count());
+    errors_generated(diags.shown_error_count());
     return kExitErrors;
   }
   }
@@ -583,7 +606,7 @@ int run(const Options& o) {
   if (!result.ok()) {
     // Only what the passes reported: earlier stages printed theirs.
     for (size_t k = reported; k < diags.diagnostics().size(); ++k) std::cerr << diags.render(diags.diagnostics()[k]);
-    errors_generated(diags.error_count());
+    errors_generated(diags.shown_error_count());
     return kExitErrors;
   }
   std::cout << result.explain;
@@ -604,7 +627,7 @@ int run(const Options& o) {
       std::cout << dccc::backend::emit_kernel_ir(*module, o.cuda);
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
-      std::cerr << diags.error_count() << " error(s) generated.\n";
+      errors_generated(diags.shown_error_count());
       return kExitErrors;
     }
     return kExitOk;
@@ -614,7 +637,7 @@ int run(const Options& o) {
       std::cout << dccc::backend::emit_cuda(*module, o.cuda);
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
-      errors_generated(diags.error_count());
+      errors_generated(diags.shown_error_count());
       return kExitErrors;
     }
     if (o.output.empty()) return kExitOk;
@@ -636,7 +659,7 @@ int run(const Options& o) {
       dccc::backend::assign_c_names(m, o.target);
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
-      errors_generated(diags.error_count());
+      errors_generated(diags.shown_error_count());
       return kExitErrors;
     }
     std::cout << dccc::backend::emit_metadata(m, dccc::tools::metadata_context(library_options(o)));

@@ -186,7 +186,8 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
   } catch (const backend::BackendUnsupported& e) {
     std::cerr << diags.render(diags.report(DiagKind::Unsupported, e.at, e.what()));
     if (diagnostic_style().format == DiagnosticFormat::Text)
-      std::cerr << diags.error_count() << " error(s) generated.\n";
+      if (diagnostic_style().format == DiagnosticFormat::Text)
+        std::cerr << diags.shown_error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
   fs::copy_file(rt.header, out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);

@@ -125,7 +125,27 @@ bool Checker::conforms(const TypePtr& formal, const TypePtr& actual, SourceRange
 /// result's instance names those arrays and a tensor result's path goes to
 /// `source_path`.
 TypePtr Checker::check_call(const Expr& e, FnCtx& ctx, std::optional<std::string>* source_path) {
-  auto sig = signatures_.find(e.name);
+  std::vector<std::pair<TypePtr, std::optional<std::string>>> args(e.operands.size());
+  std::string name = e.name;
+  bool evaluated = false;
+  if (auto g = generic_fns_.find(e.name); g != generic_fns_.end()) {
+    // The arguments' types select the instance.
+    if (g->second->params.size() != e.operands.size()) {
+      diags_.report(DiagKind::ArgumentCount, e.range, e.name, g->second->params.size(), e.operands.size());
+      return types::error();
+    }
+    std::vector<TypePtr> ts;
+    for (size_t i = 0; i < e.operands.size(); ++i) {
+      args[i].first = value_type(*e.operands[i], ctx, "", nullptr, &args[i].second);
+      if (args[i].first->kind == TypeKind::Error) return types::error();
+      ts.push_back(args[i].first);
+    }
+    auto inst = pick_instance(e, *g->second, ts);
+    if (!inst) return types::error();
+    name = *inst;
+    evaluated = true;
+  }
+  auto sig = signatures_.find(name);
   const CheckedFunction& callee = out_.functions[sig->second];
   if (callee.params.size() != e.operands.size()) {
     diags_.report(DiagKind::ArgumentCount, e.range, e.name, callee.params.size(), e.operands.size());
@@ -134,9 +154,8 @@ TypePtr Checker::check_call(const Expr& e, FnCtx& ctx, std::optional<std::string
   Bindings b;
   b.bindable.insert(callee.size_params.begin(), callee.size_params.end());
   bool ok = true;
-  std::vector<std::pair<TypePtr, std::optional<std::string>>> args(e.operands.size());
   for (size_t i = 0; i < e.operands.size(); ++i) {
-    TypePtr at = value_type(*e.operands[i], ctx, "", nullptr, &args[i].second);
+    TypePtr at = evaluated ? args[i].first : value_type(*e.operands[i], ctx, "", nullptr, &args[i].second);
     args[i].first = at;
     if (at->kind == TypeKind::Error) {
       ok = false;

@@ -636,12 +636,21 @@ TypePtr Checker::call_type(const Expr& e, FnCtx& ctx, RhsCtx& rc) {
     return types::error();
   }
   auto sig = signatures_.find(n);
+  bool evaluated = false;
+  if (auto g = generic_fns_.find(n); g != generic_fns_.end()) {
+    // The arguments' element types select the instance.
+    if (!arity(g->second->params.size()) || !eval_args()) return types::error();
+    auto inst = pick_instance(e, *g->second, args);
+    if (!inst) return types::error();
+    sig = signatures_.find(*inst);
+    evaluated = true;
+  }
   if (sig == signatures_.end()) {
     diags_.report(DiagKind::UnknownFunction, e.name_range, n);
     return types::error();
   }
   const CheckedFunction& callee = out_.functions[sig->second];
-  if (!arity(callee.params.size()) || !eval_args()) return types::error();
+  if (!arity(callee.params.size()) || (!evaluated && !eval_args())) return types::error();
   for (size_t i = 0; i < args.size(); ++i) {
     const TypePtr& p = callee.params[i].second;
     if (p->kind != TypeKind::Scalar) {

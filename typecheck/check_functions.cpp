@@ -20,6 +20,10 @@ std::vector<size_t> Checker::callees_first() const {
   std::function<void(const Expr&, std::vector<size_t>&)> calls = [&](const Expr& e, std::vector<size_t>& out) {
     if (e.kind == ExprKind::Call)
       if (auto it = signatures_.find(e.name); it != signatures_.end()) out.push_back(it->second);
+    // A call of a generic function may call any of its instances.
+    if (e.kind == ExprKind::Call)
+      if (auto it = generic_instances_.find(e.name); it != generic_instances_.end())
+        out.insert(out.end(), it->second.begin(), it->second.end());
     for (const auto& o : e.operands) calls(*o, out);
     for (const auto& f : e.fields)
       if (f.value) calls(*f.value, out);
@@ -67,6 +71,7 @@ void Checker::check_signature(const ast::FnDecl& f) {
   }
   out_.functions.push_back(std::move(cf));
   signatures_[f.name.name] = out_.functions.size() - 1;
+  if (f.instance_of) generic_instances_[f.instance_of->generic].push_back(out_.functions.size() - 1);
 }
 
 void Checker::check_body(CheckedFunction& cf) {
@@ -297,8 +302,8 @@ TypePtr Checker::value_type(const Expr& e, FnCtx& ctx, const std::string& bindin
     case ExprKind::Construct: return check_construct(e, ctx, binding);
     case ExprKind::TensorLit: return literal_type(e, ctx);
     case ExprKind::Call:
-      if (fn_decls_.count(e.name) && signatures_.count(e.name)) {
-        const CheckedFunction& callee = out_.functions[signatures_[e.name]];
+      if (const CheckedFunction* shape = shape_of(e.name)) {
+        const CheckedFunction& callee = *shape;
         bool whole = callee.ret->kind != TypeKind::Scalar ||
                      std::any_of(callee.params.begin(), callee.params.end(),
                                  [](const auto& p) { return p.second->kind != TypeKind::Scalar; });
@@ -380,7 +385,7 @@ void Checker::check_expr_stmt(const ast::Stmt& s, FnCtx& ctx) {
     ctx.fn->stmts.push_back(std::move(info));
     return;
   }
-  if (e.kind == ExprKind::Call && signatures_.count(e.name)) {
+  if (e.kind == ExprKind::Call && shape_of(e.name)) {
     info.value_type = value_type(e, ctx, "", &info);
     ctx.fn->stmts.push_back(std::move(info));
     return;

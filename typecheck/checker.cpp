@@ -37,10 +37,10 @@ void Checker::run() {
     if (kind == 1) check_const(prog_.consts[i]);
     if (kind == 0) resolve_alias(prog_.types[i].name.name);
   }
-  for (const auto& f : prog_.fns) check_signature(f);
+  for (const auto& f : prog_.fns) checking(f, [&] { check_signature(f); });
   // Callees first: a call's result may share its arguments' storage
   // (`result_aliases`), which only the callee's body tells.
-  for (size_t i : callees_first()) check_body(out_.functions[i]);
+  for (size_t i : callees_first()) checking(*out_.functions[i].decl, [&] { check_body(out_.functions[i]); });
   out_.solver_calls = prover_.solver_calls();
 }
 
@@ -65,6 +65,10 @@ void Checker::declare_globals() {
     if (kind == 1) declare(prog_.consts[i].name);
     if (kind == 2 && declare(prog_.fns[i].name)) fn_decls_[prog_.fns[i].name.name] = &prog_.fns[i];
   }
+  // Generic declarations (frontend/generics.h): their names are taken too.
+  for (const auto& t : prog_.generic_types) declare(t.name);
+  for (const auto& f : prog_.generic_fns)
+    if (declare(f.name)) generic_fns_[f.name.name] = &f;
 }
 
 bool Checker::is_builtin(const std::string& n) {

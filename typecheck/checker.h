@@ -71,6 +71,15 @@ struct CheckedProgram {
   /// body defines (it appears in the return type alone) is a fresh size
   /// `f#N.S`, the name the caller's types use for it.
   std::map<const ast::Expr*, std::map<std::string, SymPtr>> call_sizes;
+  /// Calls of generic functions (frontend/generics.h): the instance each
+  /// call's argument types selected (`softmax` -> `softmax__bf16`). A call
+  /// not listed calls the function it names.
+  std::map<const ast::Expr*, std::string> call_targets;
+  /// The callee a call expression resolved to (call_targets, else its name).
+  const std::string& callee_name(const ast::Expr& call) const {
+    auto it = call_targets.find(&call);
+    return it != call_targets.end() ? it->second : call.name;
+  }
   int solver_calls = 0;
 };
 

@@ -10,10 +10,12 @@
 //   check_elementwise.cpp  element types, index inference and bounds, reductions
 //   check_assign.cpp       assignment statements
 //   check_calls.cpp        conformance, calls, construction and literals
+//   check_generics.cpp     instances of generic functions: muted re-checks, call resolution
 
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -261,6 +263,21 @@ class Checker {
   std::map<std::string, const ast::TypeAlias*> alias_decls_;
   std::map<std::string, const ast::FnDecl*> fn_decls_;
   std::map<std::string, size_t> signatures_;
+  // --------------------------------------------------- generics (check_generics.cpp)
+  /// Runs `check` on an instance of a generic function: once one instance
+  /// of a generic has reported errors, the others are checked muted (an
+  /// error in a generic body is shown once, for the first type it fails).
+  void checking(const ast::FnDecl& f, const std::function<void()>& check);
+  /// The instance of generic `g` that a call with these argument types
+  /// selects, or nullopt after a [GenericInference] / [GenericConstraint]
+  /// error.
+  std::optional<std::string> pick_instance(const Expr& call, const ast::FnDecl& g, const std::vector<TypePtr>& actual);
+  /// The function whose parameter kinds (scalar or whole value) a call of
+  /// `name` has: the function, or a generic's first instance; null if none.
+  const CheckedFunction* shape_of(const std::string& name);
+  std::map<std::string, const ast::FnDecl*> generic_fns_;
+  std::map<std::string, std::vector<size_t>> generic_instances_;  // generic -> indices into out_.functions
+  std::set<std::string> failed_generics_;
   std::set<std::string> resolving_;
   int fresh_counter_ = 0;
   int extent_depth_ = 0;

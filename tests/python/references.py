@@ -310,6 +310,44 @@ def make_mlp_block(rng, lens, D=6, F=10):
     return [{"data": x, "seqlen": sl}, norm, wg, wu, wd, zf, zd], {}, {"data": out}
 
 
+def make_transformer_block(rng, lens, D=6, H=2, E=3, F=8):
+    """examples/transformer_block.toy in float64: rmsnorm -> per-head q, k, v
+    projections -> causal attention (scale 1/sqrt(E)) -> output projection +
+    residual -> rmsnorm -> SwiGLU MLP + residual, per sequence."""
+    sl = np.array(lens, np.int32)
+    f32 = lambda *shape, lo=-0.5, hi=0.5: rng.uniform(lo, hi, shape).astype(np.float32)
+    x = f32(int(sl.sum()), D, lo=-1, hi=1)
+    norm1, norm2 = f32(D, lo=0.5, hi=1.5), f32(D, lo=0.5, hi=1.5)
+    wq, wk, wv = f32(D, H, E), f32(D, H, E), f32(D, H, E)
+    wo = f32(H, E, D)
+    wg, wu, wd = f32(D, F), f32(D, F), f32(F, D)
+    zf, zd = np.zeros(F, np.float32), np.zeros(D, np.float32)
+    w64 = [a.astype(np.float64) for a in (norm1, norm2, wq, wk, wv, wo, wg, wu, wd)]
+    n1, n2, q_w, k_w, v_w, o_w, g_w, u_w, d_w = w64
+
+    def rms(t, w):
+        return t / np.sqrt((t * t).mean(axis=-1, keepdims=True) + 1e-5) * w
+
+    out, off = [], 0
+    for n in lens:
+        xs = x[off:off + n].astype(np.float64)
+        off += n
+        h = rms(xs, n1)
+        q, k, v = (np.einsum("im,mhe->ihe", h, w) for w in (q_w, k_w, v_w))
+        s = np.einsum("ihe,jhe->ihj", q, k) / np.sqrt(E)
+        s = np.where(np.arange(n)[None, None, :] <= np.arange(n)[:, None, None], s, -1e30)
+        if n:
+            s = s - s.max(2, keepdims=True)
+        p = np.exp(s)
+        a = np.einsum("ihj,jhe->ihe", p, v) / (p.sum(2)[:, :, None] if n else 1)
+        h1 = xs + np.einsum("ihe,hem->im", a, o_w)
+        m = rms(h1, n2)
+        g, u = m @ g_w, m @ u_w
+        out.append(h1 + (g / (1.0 + np.exp(-g)) * u) @ d_w)
+    y = np.concatenate(out) if out else np.zeros((0, D))
+    return [{"data": x, "seqlen": sl}, norm1, wq, wk, wv, wo, norm2, wg, wu, wd, zf, zd], {}, {"data": y}
+
+
 def make_layernorm_f16(rng, lens):
     return make_layernorm(rng, lens, H=16, dtype=np.float16)
 
@@ -392,6 +430,9 @@ def make_add(rng, lens, H=2, D=3):
 CASES = {
     "mha": ("mha", make_mha, 1e-4, 1e-5),
     "mha_bf16": ("mha_bf16", make_mha_bf16, 0, 0.1),
+    # examples/mha_generic.toy: mha<T: f32 | bf16>, one instance per type
+    "mha__f32": ("mha_generic", make_mha, 1e-4, 1e-5),
+    "mha__bf16": ("mha_generic", make_mha_bf16, 0, 0.1),
     # examples/mha_causal.toy, mha_window.toy (W = 4), mha_softcap.toy (C = 30),
     # mha_scale_after_max.toy: the online-reductions examples (issue 15)
     "mha_causal": ("mha_causal", make_attention_variant(mask=lambda i, j: j <= i), 1e-4, 1e-5),
@@ -413,6 +454,7 @@ CASES = {
     "sentence_softmax": ("documents", make_sentence_softmax, 1e-5, 1e-6),
     "layernorm": ("layernorm", make_layernorm, 1e-4, 1e-4),
     "mlp_block": ("rms_mlp", make_mlp_block, 1e-4, 1e-5),
+    "transformer_block": ("transformer_block", make_transformer_block, 1e-4, 1e-5),
     "layernorm_f16": ("layernorm_f16", make_layernorm_f16, 0, 0.05),
     "pack_sequences": ("pack_sequences", make_pack, 0, 0),
     "softmax": ("softmax", make_softmax, 1e-5, 1e-6),

@@ -19,9 +19,25 @@ from conftest import EXAMPLE_NAMES, EXAMPLES
 from references import CASES, PATTERNS
 
 
+GENERIC_TYPES = {"float": ["f16", "bf16", "f32", "f64"], "int": ["i32", "i64"]}
+
+
 def source_functions(name):
+    """The functions a library of the example exports: a generic function
+    `fn f<T: C>` (one type parameter) as its instances `f__T` for every
+    type of C (docs/abi.md)."""
     with open(os.path.join(EXAMPLES, name + ".toy")) as f:
-        return [m for m in re.findall(r"^\s*fn\s+(\w+)", f.read(), re.M) if m != "main"]
+        out = []
+        for fn, tp in re.findall(r"^\s*fn\s+(\w+)\s*(<[^>]*>)?", f.read(), re.M):
+            if fn == "main":
+                continue
+            if not tp:
+                out.append(fn)
+                continue
+            c = tp[1:-1].split(":", 1)[1].strip()
+            types = GENERIC_TYPES.get(c) or [t.strip() for t in c.split("|")]
+            out += [f"{fn}__{t}" for t in types]
+        return out
 
 
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)

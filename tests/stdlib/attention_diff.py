@@ -6,14 +6,16 @@
 For each seed: random packed queries and keys/values with their own
 lengths (zero-length sequences included; a key-less sequence only where it
 has no query) and a batch of one; a program that imports std/attention.toy
-prints every function's result (`dccc run`, f32), compared with float64
-NumPy from the same printed inputs (2e-4 relative + 2e-5 absolute).
+prints every function's result (`dccc run`) for each element type of the
+generic functions (f32, f16, bf16: one instance each), compared with
+float64 NumPy from the same inputs rounded to that type (f32: 2e-4
+relative + 2e-5 absolute; 16-bit types: diff_common.TOLERANCES).
 """
 import sys
 
 import numpy as np
 
-from diff_common import compare, lit, parse_values, run_program
+from diff_common import compare, lit, parse_values, rounded_list, run_program
 
 H, D = 2, 3
 G = 2  # query heads per key/value head (grouped-query attention)
@@ -29,13 +31,16 @@ def grouped(rng, lens):
              for _ in range(n)] for n in lens]
 
 
-def program(qlens, klens, q, k, v, scale, window, cap, gq):
+ELEMS = ["f32", "f16", "bf16"]
+
+
+def program(qlens, klens, q, k, v, scale, window, cap, gq, elem):
     ql = ", ".join(map(str, qlens))
     kl = ", ".join(map(str, klens))
     return f"""import "std/attention.toy" as at;
 fn main() {{
-    let q = at.Queries {{ data: {lit(q)}, seqlen: [{ql}] }};
-    let kv = at.KV {{ k: {lit(k)}, v: {lit(v)}, seqlen: [{kl}] }};
+    let q = at.Queries<{elem}> {{ data: {lit(q)}, seqlen: [{ql}] }};
+    let kv = at.KV<{elem}> {{ k: {lit(k)}, v: {lit(v)}, seqlen: [{kl}] }};
     let a = at.attention(q, kv, {scale:.6f});
     print(a.data);
     let c = at.causal_attention(q, kv, {scale:.6f});
@@ -44,7 +49,7 @@ fn main() {{
     print(w.data);
     let s = at.softcap_attention(q, kv, {scale:.6f}, {cap:.6f});
     print(s.data);
-    let gq = at.GroupedQueries {{ data: {lit(gq)}, seqlen: [{ql}] }};
+    let gq = at.GroupedQueries<{elem}> {{ data: {lit(gq)}, seqlen: [{ql}] }};
     let r = at.grouped_query_attention(gq, kv, {scale:.6f});
     print(r.data);
 }}
@@ -115,20 +120,22 @@ def main():
             window = int(rng.integers(1, 4))
             cap = float("%.6f" % rng.uniform(0.5, 2.0))
             gq = grouped(rng, qlens)
-            src = program(qlens, klens, q, k, v, scale, window, cap, gq)
-            r = run_program(dccc, src, "attention_diff")
-            where = f"seed {seed} q lens {qlens} kv lens {klens}:"
-            if r.returncode != 0:
-                failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
-                continue
-            got = parse_values(r.stdout)
-            want = reference(qlens, klens, q, k, v, scale, window, cap, gq)
-            if len(got) != len(want):
-                failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
-                continue
-            for name, g, w in zip(NAMES, got, want):
-                failures += compare(name, g, w, where)
-                checked += 1
+            for elem in ELEMS:
+                src = program(qlens, klens, q, k, v, scale, window, cap, gq, elem)
+                r = run_program(dccc, src, "attention_diff")
+                where = f"seed {seed} {elem} q lens {qlens} kv lens {klens}:"
+                if r.returncode != 0:
+                    failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
+                    continue
+                got = parse_values(r.stdout)
+                rq, rk, rv, rg = (rounded_list(x, elem) for x in (q, k, v, gq))
+                want = reference(qlens, klens, rq, rk, rv, scale, window, cap, rg)
+                if len(got) != len(want):
+                    failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
+                    continue
+                for name, g, w in zip(NAMES, got, want):
+                    failures += compare(name, g, w, where, elem)
+                    checked += 1
     for f in failures:
         print("FAIL", f)
     if failures:

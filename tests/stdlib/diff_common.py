@@ -3,6 +3,7 @@ DCC literals of the inputs, running a program with `dccc run`, reading the
 values it prints, and comparing them with float64 references."""
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -27,6 +28,9 @@ def run_program(dccc, src, name):
 
 def parse_values(text):
     """The values `print` wrote, in order (each a JSON value)."""
+    # DCC prints non-finite values as inf, -inf and nan (docs/language.md).
+    text = re.sub(r"(?<![\w.])(-?)inf\b", r"\1Infinity", text)
+    text = re.sub(r"(?<![\w.])nan\b", "NaN", text)
     dec = json.JSONDecoder()
     vals, i = [], 0
     while True:
@@ -38,21 +42,55 @@ def parse_values(text):
         vals.append(v)
 
 
-def compare(name, got, want, where):
-    """Errors where `got` differs from the float64 `want` by more than 2e-4
-    relative + 2e-5 absolute, or has another shape; a list `want` is ragged:
-    one array per sequence."""
+def round_to(x, elem):
+    """Values rounded to the element type `elem` (f32, f16 or bf16, round
+    to nearest even), as float64: what a program reading them as `elem`
+    computes with."""
+    a = np.asarray(x, dtype=np.float64)
+    if elem == "f64":
+        return a
+    if elem == "f16":
+        return a.astype(np.float16).astype(np.float64)
+    f = a.astype(np.float32)
+    if elem == "bf16":
+        u = np.atleast_1d(f).view(np.uint32).astype(np.uint64)
+        one, half, mask = np.uint64(1), np.uint64(0x7FFF), np.uint64(0xFFFF0000)
+        u = (u + half + ((u >> np.uint64(16)) & one)) & mask
+        f = u.astype(np.uint32).view(np.float32).reshape(np.shape(f))
+    return f.astype(np.float64)
+
+
+def rounded_list(x, elem):
+    """A nested list of floats with every value rounded to `elem`."""
+    if isinstance(x, list):
+        return [rounded_list(v, elem) for v in x]
+    return float(round_to(x, elem))
+
+
+# Tolerances per element type of the result (relative, absolute): f32 as
+# before; a 16-bit result is one rounding of an f32 value (bf16: 8
+# significant bits, f16: 11), plus the rounding of the inputs the reference
+# already includes.
+TOLERANCES = {"f32": (2e-4, 2e-5), "f16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
+
+
+def compare(name, got, want, where, elem="f32", tol=None):
+    """Errors where `got` differs from the float64 `want` by more than the
+    tolerance of `elem` (f32: 2e-4 relative + 2e-5 absolute) or `tol`
+    (relative, absolute), or has
+    another shape; a list `want` is ragged: one array per sequence."""
     if isinstance(want, list):
         if len(got) != len(want):
             return [f"{where} {name}: {len(got)} sequences, expected {len(want)}"]
         errs = []
         for b, (gs, ws) in enumerate(zip(got, want)):
-            errs += compare(name, gs, ws, f"{where} b={b}")
+            errs += compare(name, gs, ws, f"{where} b={b}", elem, tol)
         return errs
     g = np.array(got, dtype=np.float64).reshape(want.shape) if np.size(got) == want.size else None
     if g is None:
         return [f"{where} {name}: shape of {got!r} is not {want.shape}"]
-    bad = ~np.isclose(g, want, rtol=2e-4, atol=2e-5)
+    rtol, atol = tol or TOLERANCES[elem]
+    bad = ~np.isclose(g, want, rtol=rtol, atol=atol)
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
         return [f"{where} {name}: at {idx} got {g[idx]!r}, float64 reference {want[idx]!r}"]

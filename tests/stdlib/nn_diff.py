@@ -5,18 +5,25 @@
 
 For each seed, random packed sequences (a batch with a zero-length sequence,
 and a batch of one) are written as literals into a program that imports
-std/nn.toy and prints every function's result; `dccc run` computes them in
-f32, NumPy here in float64 from the same (printed, rounded) inputs. The
-test fails when any element differs by more than 2e-4 relative + 2e-5
-absolute, or when the shapes differ (empty sequences included).
+std/nn.toy and prints every function's result, once per element type of
+the generic functions (f32, f64, f16, bf16: one instance each); `dccc run`
+computes them, NumPy here in float64 from the same inputs rounded to that
+type. The test fails when any element differs by more than the type's
+tolerance (f32 and f64: 2e-4 relative + 2e-5 absolute; the 16-bit types
+round every intermediate value, so NN_TOLERANCES allows a few roundings),
+or when the shapes differ (empty sequences included).
 """
 import sys
 
 import numpy as np
 
-from diff_common import compare, lit, parse_values, run_program
+from diff_common import compare, lit, parse_values, rounded_list, run_program
 
 D, E = 4, 3
+ELEMS = ["f32", "f64", "f16", "bf16"]
+# 16-bit instances keep every intermediate (mean, variance, exp, sums) in
+# the element type: a few roundings of 2^-11 (f16) or 2^-8 (bf16).
+NN_TOLERANCES = {"f32": (2e-4, 2e-5), "f64": (2e-4, 2e-5), "f16": (6e-3, 6e-3), "bf16": (4e-2, 4e-2)}
 EPS = 1e-5
 
 
@@ -37,20 +44,20 @@ def rope_inputs(rng, lens):
     return cos_t, sin_t, r
 
 
-def program(lens, x, g, w, bias, W, be, v, rope):
+def program(lens, x, g, w, bias, W, be, v, rope, elem):
     cos_t, sin_t, r = rope
     P = len(cos_t)
     # the interleaved input is the half-split one with its last two axes swapped
     ri = [[[[list(t) for t in zip(*head)] for head in row] for row in seq] for seq in r]
     return f"""import "std/nn.toy" as nn;
 fn main() {{
-    let x = nn.Rows {{ data: {lit(x)}, seqlen: [{", ".join(map(str, lens))}] }};
-    let g = nn.Rows {{ data: {lit(g)}, seqlen: [{", ".join(map(str, lens))}] }};
-    let w: [{D}]f32 = {lit(w)};
-    let bias: [{D}]f32 = {lit(bias)};
-    let W: [{D}, {E}]f32 = {lit(W)};
-    let be: [{E}]f32 = {lit(be)};
-    let v: [{len(v)}]f32 = {lit(v)};
+    let x = nn.Rows<{elem}> {{ data: {lit(x)}, seqlen: [{", ".join(map(str, lens))}] }};
+    let g = nn.Rows<{elem}> {{ data: {lit(g)}, seqlen: [{", ".join(map(str, lens))}] }};
+    let w: [{D}]{elem} = {lit(w)};
+    let bias: [{D}]{elem} = {lit(bias)};
+    let W: [{D}, {E}]{elem} = {lit(W)};
+    let be: [{E}]{elem} = {lit(be)};
+    let v: [{len(v)}]{elem} = {lit(v)};
     let sm = nn.softmax(x);
     print(sm.data);
     let lsm = nn.log_softmax(x);
@@ -60,22 +67,22 @@ fn main() {{
     let rn = nn.rmsnorm(x, w, {EPS:.6f});
     print(rn.data);
     print(nn.linear(x, W, be));
-    let sg: [b: {len(lens)}][g.seqlen[b], {D}]f32;
+    let sg: [b: {len(lens)}][g.seqlen[b], {D}]{elem};
     sg[b][i, d] = nn.swiglu(g.data[b][i, d], g.data[b][i, d] * 0.5 + 0.25);
     print(sg);
-    let a1: [{len(v)}]f32;
+    let a1: [{len(v)}]{elem};
     a1[k] = nn.silu(v[k]);
-    let a2: [{len(v)}]f32;
+    let a2: [{len(v)}]{elem};
     a2[k] = nn.gelu_erf(v[k]);
-    let a3: [{len(v)}]f32;
+    let a3: [{len(v)}]{elem};
     a3[k] = nn.gelu_tanh(v[k]);
     print(a1);
     print(a2);
     print(a3);
-    let ct: [{P}, {RK}]f32 = {lit(cos_t)};
-    let st: [{P}, {RK}]f32 = {lit(sin_t)};
-    let rh = nn.HalfSplit {{ data: {lit(r)}, seqlen: [{", ".join(map(str, lens))}] }};
-    let ri = nn.Interleaved {{ data: {lit(ri)}, seqlen: [{", ".join(map(str, lens))}] }};
+    let ct: [{P}, {RK}]{elem} = {lit(cos_t)};
+    let st: [{P}, {RK}]{elem} = {lit(sin_t)};
+    let rh = nn.HalfSplit<{elem}> {{ data: {lit(r)}, seqlen: [{", ".join(map(str, lens))}] }};
+    let ri = nn.Interleaved<{elem}> {{ data: {lit(ri)}, seqlen: [{", ".join(map(str, lens))}] }};
     let yh = nn.rope_half(rh, ct, st);
     print(yh.data);
     let yi = nn.rope_interleaved(ri, ct, st);
@@ -144,20 +151,24 @@ def main():
             be = [float("%.6f" % t) for t in rng.uniform(-1, 1, E)]
             v = [float("%.6f" % t) for t in rng.uniform(-4, 4, 6)]
             rope = rope_inputs(rng, lens)
-            src = program(lens, x, g, w, bias, W, be, v, rope)
-            r = run_program(dccc, src, "nn_diff")
-            where = f"seed {seed} lens {lens}:"
-            if r.returncode != 0:
-                failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
-                continue
-            got = parse_values(r.stdout)
-            want = reference(lens, x, g, w, bias, W, be, v, rope)
-            if len(got) != len(want):
-                failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
-                continue
-            for name, gv, wv in zip(NAMES, got, want):
-                failures += compare(name, gv, wv, where)
-                checked += 1
+            for elem in ELEMS:
+                src = program(lens, x, g, w, bias, W, be, v, rope, elem)
+                r = run_program(dccc, src, "nn_diff")
+                where = f"seed {seed} {elem} lens {lens}:"
+                if r.returncode != 0:
+                    failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
+                    continue
+                got = parse_values(r.stdout)
+                rx, rg, rw, rb, rW, rbe, rv = (rounded_list(a, elem) for a in (x, g, w, bias, W, be, v))
+                cos_t, sin_t, rr = rope
+                rrope = (rounded_list(cos_t, elem), rounded_list(sin_t, elem), rounded_list(rr, elem))
+                want = reference(lens, rx, rg, rw, rb, rW, rbe, rv, rrope)
+                if len(got) != len(want):
+                    failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
+                    continue
+                for name, gv, wv in zip(NAMES, got, want):
+                    failures += compare(name, gv, wv, where, elem, NN_TOLERANCES[elem])
+                    checked += 1
     for f in failures:
         print("FAIL", f)
     if failures:
