@@ -688,6 +688,7 @@ Stmt Chain::build(int64_t block, std::string& note) {
       Buffer b = scalar("e.j", x->type);
       if (blocked) {
         Buffer blk = block_of(b);
+        std::erase(new_buffers, b);
         step.push_back(over_block([&](const Var& jj) {
           std::vector<Expr> idx = row_idx;
           idx.push_back(build::var(jj));
