@@ -285,42 +285,6 @@ class Chain {
   std::vector<Stmt> pre;  // run before the fused statement (transposed copies)
 
  private:
-  /// The order of the row loops: rows that the loads moving with j (the
-  /// keys and values k[b][j, h, d]) do not read go innermost, so that
-  /// consecutive rows (queries i of one head h) read the same slices while
-  /// they are in cache; the rows' own order otherwise, and where an extent
-  /// would then read a row variable bound inside it.
-  std::vector<size_t> row_order(const std::vector<Stmt>& step, const Var& jo, bool& unread) const {
-    std::set<const VarNode*> read;
-    for (const auto& st : step)
-      each_stmt(st, [&](const StmtNode& x) {
-        own_exprs(x, [&](const ExprNode& e) {
-          if (e.kind != ExprKind::Load) return;
-          bool moves = false;
-          for (const auto& a : e.args) moves |= mentions(a, j_) || mentions(a, jo);
-          if (!moves) return;
-          for (const auto& a : e.args)
-            each_expr(a, [&](const ExprNode& y) {
-              if (y.kind == ExprKind::VarRef) read.insert(y.var.get());
-            });
-        });
-      });
-    const Nest& root = *nests_[root_item_];
-    std::vector<size_t> order, inner;
-    for (size_t k = 0; k < rows_; ++k) (read.count(root.lhs[k].get()) ? order : inner).push_back(k);
-    order.insert(order.end(), inner.begin(), inner.end());
-    unread = !inner.empty();
-    for (size_t p = 0; p < rows_; ++p)
-      for (size_t q = p; q < rows_; ++q)
-        if (mentions(root.loops[order[p]]->extent, root.lhs[order[q]])) {
-          order.clear();
-          for (size_t k = 0; k < rows_; ++k) order.push_back(k);
-          unread = rows_ > 0 && !read.count(root.lhs[rows_ - 1].get());
-          return order;
-        }
-    return order;
-  }
-
   bool refuse(std::string w) {
     why = std::move(w);
     return false;
@@ -466,6 +430,7 @@ Stmt Chain::build(int64_t block, std::string& note) {
   Expr jb = build::int_imm(block), j0 = build::binary(BinOp::Mul, build::var(jo), jb);
   Expr jn = build::binary(BinOp::Min, jb, build::binary(BinOp::Sub, extent_, j0));
   std::map<const BufferNode*, Buffer> blk_of;
+  std::vector<Buffer> scratch;  // the local tensors of block rows
   std::vector<Expr> row_idx;
   for (size_t k = 0; k < rows_; ++k) row_idx.push_back(build::var(root.lhs[k]));
   auto block_of = [&](const Buffer& sc) {
@@ -484,6 +449,7 @@ Stmt Chain::build(int64_t block, std::string& note) {
     b->dims.push_back({make_var("jj"), jb});
     new_buffers.push_back(b);
     blk_of[sc.get()] = b;
+    scratch.push_back(b);
     return b;
   };
   auto lift = [&](const Expr& e, const Var& jj) {
@@ -726,6 +692,7 @@ Stmt Chain::build(int64_t block, std::string& note) {
         // accumulators along d), then one rescaling pass over the output.
         Buffer part = row_tensor(name + ".blk", at);
         part->zero_fill = false;  // each block writes its rows before reading them
+        scratch.push_back(part);
         step.push_back(over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
           Buffer bacc = scalar(name + ".blk_acc", at);
           Expr x = substitute(operand, sub);
@@ -776,14 +743,46 @@ Stmt Chain::build(int64_t block, std::string& note) {
   row.insert(row.end(), fin.begin(), fin.end());
   Stmt s = build::seq(row);
   bool unread = false;
-  std::vector<size_t> order = row_order(step, jo, unread);
+  std::vector<Var> row_vars;
+  std::vector<Expr> row_extents;
+  for (size_t k = 0; k < rows_; ++k) {
+    row_vars.push_back(root.lhs[k]);
+    row_extents.push_back(root.loops[k]->extent);
+  }
+  std::vector<size_t> order = row_order(step, {j_, jo}, row_vars, row_extents, unread);
   for (size_t k = rows_; k-- > 0;) {
     const StmtNode& l = *root.loops[order[k]];
     Stmt tiled;
     // The innermost row, when the keys do not read it, a tile of rows at a time.
-    if (blocked && unread && k + 1 == rows_)
-      tiled = tile_rows(s, root.lhs[order[k]], l.extent, l.loop, kCpuOnlineRows,
-                        [&](const std::string& base, Scalar t) { return scalar(base, t); });
+    // Its block rows (the scratch tensors) become one per row of the tile.
+    if (blocked && unread && k + 1 == rows_) {
+      std::vector<RowScratch> rs;
+      for (const auto& b : scratch) {
+        bool read = false;
+        for (const auto& d : b->dims) read |= mentions(d.extent, b->dims[order[k]].var);
+        if (!read) rs.push_back({b, order[k]});
+      }
+      auto local = [&](const Buffer& like, size_t dim, const std::string& suffix) {
+        auto b = std::make_shared<BufferNode>(*like);
+        b->name = scalar(like->name + "." + suffix, like->type)->name;
+        new_buffers.pop_back();
+        b->dims.clear();
+        b->pad.clear();
+        std::map<const VarNode*, Expr> dv;
+        for (size_t d = 0; d < like->dims.size(); ++d) {
+          if (d == dim) continue;
+          Var v = make_var(like->dims[d].var->name);
+          b->dims.push_back({v, substitute(like->dims[d].extent, dv)});
+          dv[like->dims[d].var.get()] = build::var(v);
+        }
+        new_buffers.push_back(b);
+        return b;
+      };
+      tiled = tile_rows(s, root.lhs[order[k]], l.extent, l.loop, kCpuOnlineRows, rs,
+                        [&](const std::string& base, Scalar t) { return scalar(base, t); }, local);
+      if (tiled)
+        for (const auto& r : rs) std::erase(new_buffers, r.buffer);
+    }
     s = tiled ? tiled : build::for_loop(root.lhs[order[k]], l.extent, s, l.loop);
   }
   // --explain.

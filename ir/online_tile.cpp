@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 namespace dccc::ir {
 namespace {
@@ -13,15 +14,27 @@ struct Copier {
   std::map<const VarNode*, Expr> vars;        // v and loop variables
   std::map<const VarNode*, Var> loops;        // loop variable -> its copy
   std::map<const BufferNode*, Buffer> scalars;
+  std::map<const BufferNode*, std::pair<Buffer, size_t>> scratch;  // -> copy, dimension dropped
+
+  std::vector<Expr> indices(const BufferNode* b, const std::vector<Expr>& args) const {
+    std::vector<Expr> out;
+    auto it = scratch.find(b);
+    for (size_t k = 0; k < args.size(); ++k)
+      if (it == scratch.end() || k != it->second.second) out.push_back(expr(args[k]));
+    return out;
+  }
 
   Expr expr(const Expr& e) const {
-    return replace_exprs(substitute(e, vars), [&](const Expr& x) -> Expr {
+    return replace_exprs(e, [&](const Expr& x) -> Expr {
+      if (x->kind == ExprKind::VarRef) {
+        auto it = vars.find(x->var.get());
+        return it == vars.end() ? nullptr : it->second;
+      }
       if (x->kind != ExprKind::Load) return nullptr;
-      auto it = scalars.find(x->buffer.get());
-      if (it == scalars.end()) return nullptr;
-      std::vector<Expr> args;
-      for (const auto& a : x->args) args.push_back(expr(a));
-      return build::load(it->second, args);
+      if (auto it = scalars.find(x->buffer.get()); it != scalars.end()) return build::load(it->second, indices(x->buffer.get(), x->args));
+      if (auto it = scratch.find(x->buffer.get()); it != scratch.end())
+        return build::load(it->second.first, indices(x->buffer.get(), x->args));
+      return nullptr;
     });
   }
 
@@ -34,7 +47,12 @@ struct Copier {
     }
     if (c->extent) c->extent = expr(c->extent);
     if (c->value) c->value = expr(c->value);
-    for (auto& a : c->args) a = expr(a);
+    if (c->buffer && scratch.count(c->buffer.get())) {
+      c->args = indices(c->buffer.get(), c->args);
+      c->buffer = scratch.at(c->buffer.get()).first;
+    } else {
+      for (auto& a : c->args) a = expr(a);
+    }
     if (c->buffer) {
       auto it = scalars.find(c->buffer.get());
       if (it != scalars.end()) c->buffer = it->second;
@@ -65,8 +83,43 @@ Stmt jam(const std::vector<Stmt>& copies) {
 
 }  // namespace
 
+std::vector<size_t> row_order(const std::vector<Stmt>& step, const std::vector<Var>& moving,
+                              const std::vector<Var>& rows, const std::vector<Expr>& extents, bool& unread) {
+  std::set<const VarNode*> read;
+  for (const auto& st : step)
+    each_stmt(st, [&](const StmtNode& x) {
+      own_exprs(x, [&](const ExprNode& e) {
+        if (e.kind != ExprKind::Load) return;
+        bool moves = false;
+        for (const auto& a : e.args)
+          for (const auto& m : moving) moves |= mentions(a, m);
+        if (!moves) return;
+        for (const auto& a : e.args)
+          each_expr(a, [&](const ExprNode& y) {
+            if (y.kind == ExprKind::VarRef) read.insert(y.var.get());
+          });
+      });
+    });
+  const size_t n = rows.size();
+  std::vector<size_t> order, inner;
+  for (size_t k = 0; k < n; ++k) (read.count(rows[k].get()) ? order : inner).push_back(k);
+  order.insert(order.end(), inner.begin(), inner.end());
+  unread = !inner.empty();
+  for (size_t p = 0; p < n; ++p)
+    for (size_t q = p; q < n; ++q)
+      if (mentions(extents[order[p]], rows[order[q]])) {
+        order.clear();
+        for (size_t k = 0; k < n; ++k) order.push_back(k);
+        unread = n > 0 && !read.count(rows[n - 1].get());
+        return order;
+      }
+  return order;
+}
+
 Stmt tile_rows(const Stmt& body, const Var& v, const Expr& extent, LoopKind kind, int64_t tile,
-               const std::function<Buffer(const std::string&, Scalar)>& fresh_scalar) {
+               const std::vector<RowScratch>& scratch,
+               const std::function<Buffer(const std::string&, Scalar)>& fresh_scalar,
+               const std::function<Buffer(const Buffer&, size_t, const std::string&)>& fresh_local) {
   bool ok = tile > 1;
   std::vector<const StmtNode*> loops;
   std::vector<Buffer> scalars;
@@ -102,11 +155,14 @@ Stmt tile_rows(const Stmt& body, const Var& v, const Expr& extent, LoopKind kind
     c.vars[v.get()] = build::binary(BinOp::Add, build::binary(BinOp::Mul, build::var(vo), t),
                                     build::int_imm(u, extent->type));
     for (const auto& s : scalars) c.scalars[s.get()] = fresh_scalar(fmt::format("{}.{}{}", s->name, v->name, u), s->type);
+    for (const auto& r : scratch)
+      c.scratch[r.buffer.get()] = {fresh_local(r.buffer, r.dim, fmt::format("{}{}", v->name, u)), r.dim};
     copies.push_back(c.stmt(body));
   }
   Stmt tiled = build::for_loop(vo, build::binary(BinOp::Div, extent, t), jam(copies), kind);
   // The remaining rows: the body itself, its own loops and scalars.
   Copier rest;
+  for (const auto& r : scratch) rest.scratch[r.buffer.get()] = {fresh_local(r.buffer, r.dim, v->name + "r"), r.dim};
   rest.vars[v.get()] = build::binary(
       BinOp::Add, build::binary(BinOp::Mul, build::binary(BinOp::Div, extent, t), t), build::var(vr));
   Stmt tail = build::for_loop(vr, build::binary(BinOp::Mod, extent, t), rest.stmt(body), kind);

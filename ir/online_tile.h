@@ -28,12 +28,35 @@
 
 namespace dccc::ir {
 
+/// The order of the fused loop's row loops (variables `rows`, extents
+/// `extents`, outermost first): rows that no load moving with j (one whose
+/// indices read a variable of `moving`: the keys and values k[b][j, h, d])
+/// reads go innermost, so that consecutive rows (the queries i of one head
+/// h) read the same slices while they are in cache; the rows' own order
+/// otherwise, and where an extent would then read a row bound inside it.
+/// `unread` says whether the innermost row is one the moving loads do not
+/// read (the row tile_rows may tile).
+std::vector<size_t> row_order(const std::vector<Stmt>& step, const std::vector<Var>& moving,
+                              const std::vector<Var>& rows, const std::vector<Expr>& extents, bool& unread);
+
+/// A local tensor of per-row scratch (the block rows of the fused loop),
+/// indexed by v at dimension `dim`: each copy of the row (and the rest
+/// loop) gets its own tensor without that dimension, so the scratch of a
+/// tile stays in cache instead of one row per value of v.
+struct RowScratch {
+  Buffer buffer;
+  size_t dim = 0;
+};
+
 /// The loop `for v in 0 .. extent { body }` (kind `kind`) with its rows in
 /// tiles of `tile` as above, or null when a loop extent or an unsupported
 /// statement (print, assert) in `body` prevents it. `fresh_scalar(base, t)`
-/// declares each new scalar of the copies.
+/// declares each new scalar of the copies, `fresh_local(like, dim, suffix)`
+/// each copy of a scratch tensor (`like` without dimension `dim`).
 Stmt tile_rows(const Stmt& body, const Var& v, const Expr& extent, LoopKind kind, int64_t tile,
-               const std::function<Buffer(const std::string&, Scalar)>& fresh_scalar);
+               const std::vector<RowScratch>& scratch,
+               const std::function<Buffer(const std::string&, Scalar)>& fresh_scalar,
+               const std::function<Buffer(const Buffer&, size_t, const std::string&)>& fresh_local);
 
 /// `x`, an operand of a reduction over `r` computed for each value of `j`
 /// (the scores q[b][i, h, d] * k[b][j, h, d] with r = d), with each load

@@ -134,11 +134,11 @@ constexpr bool kCounts = true;
 // with the variants' schedules) the chain is computed as written, with
 // stored scores: five arrays, below. Built with `dccc --online-reductions`
 // (and -DMHA_ONLINE here: test host/mha_online), the softmax is one pass
-// over the keys in blocks of 32 and no scores are stored: four arrays,
+// over the keys in blocks of 32 and no scores are stored: three arrays,
 // q.seqlen * H * D and kv.seqlen * H * D (one entry when the lengths are
-// equal), the transposed keys' padded rows H * D * kv.seqlen rounded up to
-// 16 (as materialised) and q.seqlen * H * 32, the rows of a block's scores
-// and weights (ir/online_reductions.h).
+// equal) and the transposed keys' padded rows H * D * kv.seqlen rounded up
+// to 16 (as materialised); a block's scores and weights are rows of
+// [B, H, 32] per query of a tile, no offsets (ir/online_reductions.h).
 #if defined(MHA_ONLINE)
 constexpr bool kOnline = true;
 #else
@@ -148,7 +148,7 @@ struct Counts {
   uint64_t fresh, other_q_miss, other_q_hit, other_d_miss, other_d_hit, self_miss, self_hit, held_equal;
 };
 constexpr Counts kMaterialised{5, 3, 2, 3, 2, 4, 1, 7};
-constexpr Counts kOnlineCounts{4, 2, 2, 3, 1, 3, 1, 5};
+constexpr Counts kOnlineCounts{3, 1, 2, 3, 0, 2, 1, 4};
 constexpr Counts kN = kOnline ? kOnlineCounts : kMaterialised;
 
 struct CacheStats {
@@ -161,7 +161,7 @@ CacheStats cache_stats() {
 }
 
 /// The offset arrays come from the runtime's prelude cache, one entry per
-/// array (four in the online form, kN above; materialised mha has five: q.seqlen * H * D, kv.seqlen * H * D -- the same
+/// array (three in the online form, kN above; materialised mha has five: q.seqlen * H * D, kv.seqlen * H * D -- the same
 /// computation from other lengths --, q.seqlen * H * kv.seqlen, q.seqlen * H
 /// and H * D * kv.seqlen rounded up to 16, the transposed keys' padded rows,
 /// ir/transpose_operands.h), keyed by the sizes it reads and its lengths' contents: a
