@@ -10,7 +10,7 @@ PyTorch on the same data, in one run:
 
 For every length batch of ../shared/bench/seqlens (the line for B), the
 results are cross-checked against each other (max abs difference against the
-float64 reference of the padded form) before anything is timed; times are
+float64 reference, computed one sequence at a time) before anything is timed; times are
 medians of CUDA-event timings after warm-up. Prints ms and ratios (peer time
 / dccc time: above 1 means dccc is faster).
 
