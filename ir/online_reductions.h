@@ -51,6 +51,12 @@
 // algebra (the rescaling brings every term to the same results), the loops
 // over the block are plain reductions and element-wise loops the backend
 // vectorizes, and the exponential runs once a block, not once a key.
+// Two layout choices go with the blocks (ir/online_tile.h): the row that
+// the loads moving with j do not read (the query i) goes innermost and runs
+// a tile of kCpuOnlineRows rows at a time, the rows' loops jammed and each
+// row with its own block rows (without that index); an operand of a per-j
+// reduction indexed by j and contiguous along the reduced index (k[b][j,
+// h, d]) is read from a transposed copy made before the loop (O(s)).
 // The CUDA target keeps one value of j a step (block 1).
 #pragma once
 
