@@ -1,5 +1,6 @@
 #include "ir/online_reductions.h"
 
+#include "ir/online_tile.h"
 #include "ir/separate.h"
 
 #include <fmt/format.h>
@@ -269,8 +270,9 @@ class Chain {
     return true;
   }
 
-  /// The fused statement, replacing the root; records what --explain says.
-  Stmt build(std::string& note);
+  /// The fused statement, replacing the root, over blocks of `block` values
+  /// of j (1: one at a time); records what --explain says.
+  Stmt build(int64_t block, std::string& note);
 
   const std::set<size_t>& removed() const { return removed_; }
   std::set<const BufferNode*> dropped() const {
@@ -280,6 +282,7 @@ class Chain {
     return out;
   }
   std::vector<Buffer> new_buffers;
+  std::vector<Stmt> pre;  // run before the fused statement (transposed copies)
 
  private:
   bool refuse(std::string w) {
@@ -412,12 +415,63 @@ class Chain {
   std::vector<Producer> producers_;
   std::set<size_t> inlined_, removed_;
   std::set<const BufferNode*> gone_;
+  std::map<const BufferNode*, Buffer> transposed_;
 };
 
-Stmt Chain::build(std::string& note) {
+Stmt Chain::build(int64_t block, std::string& note) {
   const Nest& root = *nests_[root_item_];
   const size_t n = root.lhs.size();
   const bool extras = n > rows_;
+  // Blocks of JB values of j: j = j0 + jj, jj in 0 .. min(JB, extent - j0).
+  // A per-j scalar (scores.j, e.j) becomes a row of JB values in a local
+  // tensor indexed by the rows (blk_of); `lift` moves an expression of j to jj.
+  const bool blocked = block > 1;
+  Var jo = make_var(j_->name + ".o");
+  Expr jb = build::int_imm(block), j0 = build::binary(BinOp::Mul, build::var(jo), jb);
+  Expr jn = build::binary(BinOp::Min, jb, build::binary(BinOp::Sub, extent_, j0));
+  std::map<const BufferNode*, Buffer> blk_of;
+  std::vector<Buffer> scratch;  // the local tensors of block rows
+  std::vector<Expr> row_idx;
+  for (size_t k = 0; k < rows_; ++k) row_idx.push_back(build::var(root.lhs[k]));
+  auto block_of = [&](const Buffer& sc) {
+    auto b = std::make_shared<BufferNode>();
+    b->name = scalar(sc->name + ".blk", sc->type)->name;
+    new_buffers.pop_back();
+    b->type = sc->type;
+    b->kind = BufferKind::Local;
+    b->zero_fill = false;  // each block writes its row before reading it
+    std::map<const VarNode*, Expr> dv;
+    for (size_t k = 0; k < rows_; ++k) {
+      Var v = make_var(root.target->dims[k].var->name);
+      b->dims.push_back({v, substitute(root.target->dims[k].extent, dv)});
+      dv[root.target->dims[k].var.get()] = build::var(v);
+    }
+    b->dims.push_back({make_var("jj"), jb});
+    new_buffers.push_back(b);
+    blk_of[sc.get()] = b;
+    scratch.push_back(b);
+    return b;
+  };
+  auto lift = [&](const Expr& e, const Var& jj) {
+    std::map<const VarNode*, Expr> at;
+    at[j_.get()] = build::binary(BinOp::Add, j0, build::var(jj));
+    return replace_exprs(substitute(e, at), [&](const Expr& x) -> Expr {
+      if (x->kind != ExprKind::Load || !x->args.empty()) return nullptr;
+      auto it = blk_of.find(x->buffer.get());
+      if (it == blk_of.end()) return nullptr;
+      std::vector<Expr> idx = row_idx;
+      idx.push_back(build::var(jj));
+      return build::load(it->second, idx);
+    });
+  };
+  // for jj in 0 .. jn { body(jj) }
+  auto over_block = [&](const std::function<Stmt(const Var&)>& body) {
+    Var jj = make_var(j_->name + ".i");
+    return build::for_loop(jj, jn, body(jj));
+  };
+  auto identity = [&](BinOp op, Scalar t) {
+    return fimm(op == BinOp::Add ? 0.0 : op == BinOp::Max ? -INFINITY : INFINITY, t);
+  };
   for (size_t m = 0; m + 1 < members_.size(); ++m) {
     const Buffer& t = members_[m].nest->target;
     members_[m].cur = scalar(t->name + ".run", t->type);
@@ -438,27 +492,26 @@ Stmt Chain::build(std::string& note) {
   };
   // The root's accumulator per extra index (d): the result itself when it
   // has the accumulator's type, else a tensor of its shape.
-  Buffer out_acc;
-  if (extras) {
-    if (root.target->type == root.acc->type) {
-      out_acc = root.target;
-    } else {
-      out_acc = std::make_shared<BufferNode>(*root.target);
-      out_acc->name = scalar(root.target->name + ".acc", root.acc->type)->name;
-      new_buffers.pop_back();
-      out_acc->type = root.acc->type;
-      out_acc->kind = BufferKind::Local;
-      out_acc->pad.clear();
-      std::map<const VarNode*, Expr> dv;
-      for (auto& d : out_acc->dims) {
-        Var v = make_var(d.var->name);
-        d.extent = substitute(d.extent, dv);
-        dv[d.var.get()] = build::var(v);
-        d.var = v;
-      }
-      new_buffers.push_back(out_acc);
+  // A local tensor of the root's shape (rows and extra indices).
+  auto row_tensor = [&](const std::string& base, Scalar t) {
+    Buffer b = std::make_shared<BufferNode>(*root.target);
+    b->name = scalar(base, t)->name;
+    new_buffers.pop_back();
+    b->type = t;
+    b->kind = BufferKind::Local;
+    b->pad.clear();
+    std::map<const VarNode*, Expr> dv;
+    for (auto& d : b->dims) {
+      Var v = make_var(d.var->name);
+      d.extent = substitute(d.extent, dv);
+      dv[d.var.get()] = build::var(v);
+      d.var = v;
     }
-  }
+    new_buffers.push_back(b);
+    return b;
+  };
+  Buffer out_acc;
+  if (extras) out_acc = root.target->type == root.acc->type ? root.target : row_tensor(root.target->name + ".acc", root.acc->type);
   // A nest over the extra indices (fresh variables, or the root's own).
   auto over_extras = [&](bool fresh, const std::function<Stmt(const std::map<const VarNode*, Expr>&,
                                                               const std::vector<Expr>&)>& body) {
@@ -510,12 +563,35 @@ Stmt Chain::build(std::string& note) {
       fresh.push_back(make_var(l->var->name));
       b[l->var.get()] = build::var(fresh.back());
     }
-    Stmt s = build::store(pn.acc, {}, build::binary(pn.op, build::load(pn.acc, {}), substitute(pn.x, b)));
+    Expr px = substitute(pn.x, b);
+    // Blocks read the operands indexed by j and r transposed (along j).
+    if (blocked && fresh.size() == 1)
+      px = transpose_loads(px, j_, fresh[0], transposed_, pre, new_buffers, [&](const std::string& base) {
+        std::string nm = scalar(base, Scalar::F32)->name;
+        new_buffers.pop_back();
+        return nm;
+      });
+    Stmt s = build::store(pn.acc, {}, build::binary(pn.op, build::load(pn.acc, {}), px));
     for (size_t k = pn.rloops.size(); k-- > 0;)
       s = build::for_loop(fresh[k], substitute(pn.rloops[k]->extent, b), s);
-    step.push_back(build::store(pn.acc, {}, pn.init));
-    step.push_back(s);
-    step.push_back(build::store(p.scalar, {}, substitute(pn.post, b)));
+    std::vector<Stmt> one = {build::store(pn.acc, {}, pn.init), s,
+                             build::store(p.scalar, {}, substitute(pn.post, b))};
+    if (!blocked) {
+      step.insert(step.end(), one.begin(), one.end());
+      continue;
+    }
+    Buffer blk = block_of(p.scalar);
+    step.push_back(over_block([&](const Var& jj) {
+      std::map<const VarNode*, Expr> at;
+      at[j_.get()] = build::binary(BinOp::Add, j0, build::var(jj));
+      std::vector<Stmt> body;
+      for (const auto& st : one) body.push_back(substitute(st, at));
+      std::vector<Expr> idx = row_idx;
+      idx.push_back(build::var(jj));
+      body.back() = build::store(blk, idx, substitute(substitute(pn.post, b), at));
+      return build::seq(body);
+    }));
+    std::erase(new_buffers, p.scalar);
   }
   size_t olds_at = step.size();
   for (size_t m = 0; m < members_.size(); ++m) {
@@ -576,29 +652,71 @@ Stmt Chain::build(std::string& note) {
       for (const auto& [e, b] : shared)
         if (same_expr(e, x)) return build::load(b, {});
       Buffer b = scalar("e.j", x->type);
-      step.push_back(build::store(b, {}, x));
+      if (blocked) {
+        Buffer blk = block_of(b);
+        std::erase(new_buffers, b);
+        step.push_back(over_block([&](const Var& jj) {
+          std::vector<Expr> idx = row_idx;
+          idx.push_back(build::var(jj));
+          return build::store(blk, idx, lift(x, jj));
+        }));
+      } else {
+        step.push_back(build::store(b, {}, x));
+      }
       shared.push_back({x, b});
       return build::load(b, {});
     });
-    auto update = [&](const Expr& a, const std::map<const VarNode*, Expr>& sub) {
-      Expr x = substitute(operand, sub);
+    auto combine = [&](const Expr& a, const Expr& x) {
       if (ratio) return build::binary(BinOp::Add, build::binary(BinOp::Mul, a, build::load(ratio, {})), x);
       return build::binary(mn.op, a, x);
+    };
+    // One key: acc = acc * ratio + x(j). A block: bacc = the block's op-sum
+    // of x(j0 + jj), then acc = acc * ratio + bacc (one rescaling a block).
+    auto update = [&](const Buffer& acc, const std::vector<Expr>& idx, const std::map<const VarNode*, Expr>& sub) {
+      Expr x = substitute(operand, sub);
+      if (!blocked) return build::store(acc, idx, combine(build::load(acc, idx), x));
+      Buffer bacc = scalar(name + ".blk_acc", at);
+      Stmt sum = over_block([&](const Var& jj) {
+        return build::store(bacc, {}, build::binary(mn.op, build::load(bacc, {}), lift(x, jj)));
+      });
+      return build::seq({build::store(bacc, {}, identity(mn.op, at)), sum,
+                         build::store(acc, idx, combine(build::load(acc, idx), build::load(bacc, {})))});
     };
     if (is_root && extras) {
       init.push_back(over_extras(true, [&](const auto&, const std::vector<Expr>& idx) {
         return build::store(out_acc, idx, mn.init);
       }));
-      step.push_back(over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
-        return build::store(out_acc, idx, update(build::load(out_acc, idx), sub));
-      }));
+      if (blocked) {
+        // The block's sums go to their own tensor first: a reduction nest
+        // that stores what it does not read (the backend runs it with vector
+        // accumulators along d), then one rescaling pass over the output.
+        Buffer part = row_tensor(name + ".blk", at);
+        part->zero_fill = false;  // each block writes its rows before reading them
+        scratch.push_back(part);
+        step.push_back(over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
+          Buffer bacc = scalar(name + ".blk_acc", at);
+          Expr x = substitute(operand, sub);
+          Stmt sum = over_block([&](const Var& jj) {
+            return build::store(bacc, {}, build::binary(mn.op, build::load(bacc, {}), lift(x, jj)));
+          });
+          return build::seq({build::store(bacc, {}, identity(mn.op, at)), sum,
+                             build::store(part, idx, build::load(bacc, {}))});
+        }));
+        step.push_back(over_extras(true, [&](const auto&, const std::vector<Expr>& idx) {
+          return build::store(out_acc, idx, combine(build::load(out_acc, idx), build::load(part, idx)));
+        }));
+      } else {
+        step.push_back(over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
+          return update(out_acc, idx, sub);
+        }));
+      }
       fin.push_back(over_extras(false, [&](const auto&, const std::vector<Expr>& idx) {
         return build::store(root.target, idx, value(mm, build::load(out_acc, idx), true));
       }));
       continue;
     }
     init.push_back(build::store(mn.acc, {}, mn.init));
-    step.push_back(build::store(mn.acc, {}, update(build::load(mn.acc, {}), {})));
+    step.push_back(update(mn.acc, {}, {}));
     if (is_root) {
       std::vector<Expr> idx;
       for (const auto& v : root.lhs) idx.push_back(build::var(v));
@@ -616,10 +734,57 @@ Stmt Chain::build(std::string& note) {
     if (m.old) olds.push_back(build::store(m.old, {}, build::load(m.cur, {})));
   step.insert(step.begin() + static_cast<std::ptrdiff_t>(olds_at), olds.begin(), olds.end());
   std::vector<Stmt> row = init;
-  row.push_back(build::for_loop(j_, extent_, build::seq(step)));
+  if (blocked) {
+    Expr blocks = build::binary(BinOp::Div, build::binary(BinOp::Add, extent_, build::int_imm(block - 1)), jb);
+    row.push_back(build::for_loop(jo, blocks, build::seq(step)));
+  } else {
+    row.push_back(build::for_loop(j_, extent_, build::seq(step)));
+  }
   row.insert(row.end(), fin.begin(), fin.end());
   Stmt s = build::seq(row);
-  for (size_t k = rows_; k-- > 0;) s = build::for_loop(root.lhs[k], root.loops[k]->extent, s, root.loops[k]->loop);
+  bool unread = false;
+  std::vector<Var> row_vars;
+  std::vector<Expr> row_extents;
+  for (size_t k = 0; k < rows_; ++k) {
+    row_vars.push_back(root.lhs[k]);
+    row_extents.push_back(root.loops[k]->extent);
+  }
+  std::vector<size_t> order = row_order(step, {j_, jo}, row_vars, row_extents, unread);
+  for (size_t k = rows_; k-- > 0;) {
+    const StmtNode& l = *root.loops[order[k]];
+    Stmt tiled;
+    // The innermost row, when the keys do not read it, a tile of rows at a time.
+    // Its block rows (the scratch tensors) become one per row of the tile.
+    if (blocked && unread && k + 1 == rows_) {
+      std::vector<RowScratch> rs;
+      for (const auto& b : scratch) {
+        bool read = false;
+        for (const auto& d : b->dims) read |= mentions(d.extent, b->dims[order[k]].var);
+        if (!read) rs.push_back({b, order[k]});
+      }
+      auto local = [&](const Buffer& like, size_t dim, const std::string& suffix) {
+        auto b = std::make_shared<BufferNode>(*like);
+        b->name = scalar(like->name + "." + suffix, like->type)->name;
+        new_buffers.pop_back();
+        b->dims.clear();
+        b->pad.clear();
+        std::map<const VarNode*, Expr> dv;
+        for (size_t d = 0; d < like->dims.size(); ++d) {
+          if (d == dim) continue;
+          Var v = make_var(like->dims[d].var->name);
+          b->dims.push_back({v, substitute(like->dims[d].extent, dv)});
+          dv[like->dims[d].var.get()] = build::var(v);
+        }
+        new_buffers.push_back(b);
+        return b;
+      };
+      tiled = tile_rows(s, root.lhs[order[k]], l.extent, l.loop, kCpuOnlineRows, rs,
+                        [&](const std::string& base, Scalar t) { return scalar(base, t); }, local);
+      if (tiled)
+        for (const auto& r : rs) std::erase(new_buffers, r.buffer);
+    }
+    s = tiled ? tiled : build::for_loop(root.lhs[order[k]], l.extent, s, l.loop);
+  }
   // --explain.
   std::string steps;
   for (const auto& h : how) steps += (steps.empty() ? "" : ", ") + h;
@@ -628,7 +793,8 @@ Stmt Chain::build(std::string& note) {
   for (const auto& p : producers_) inside.push_back("`" + p.nest->target->name + "` (per j)");
   std::string in;
   for (const auto& x : inside) in += (in.empty() ? "" : ", ") + x;
-  note = fmt::format("online reductions: one pass over {} in 0 .. {} computes {}{}", j_->name, expr_text(extent_), steps,
+  note = fmt::format("online reductions: one pass over {} in 0 .. {}{} computes {}{}", j_->name, expr_text(extent_),
+                     blocked ? fmt::format(" in blocks of {}", block) : "", steps,
                      in.empty() ? "" : "; computed in the loop, not stored: " + in);
   return s;
 }
@@ -636,7 +802,7 @@ Stmt Chain::build(std::string& note) {
 }  // namespace
 
 void online_reductions(Func& f, const std::set<std::string>& keep, const std::set<std::string>& scheduled,
-                       std::string* explain) {
+                       int64_t block, std::string* explain) {
   if (f.storage_lowered) return;
   std::set<const BufferNode*> tried;
   std::string text;
@@ -655,12 +821,13 @@ void online_reductions(Func& f, const std::set<std::string>& keep, const std::se
         continue;
       }
       std::string note;
-      Stmt fused = c.build(note);
+      Stmt fused = c.build(block, note);
       text += fmt::format("  `{}`: {}\n", nests[r]->target->name, note);
       std::vector<Stmt> out;
       std::set<const BufferNode*> accs, assigned;
       for (size_t k = 0; k < items.size(); ++k) {
         if (k == r) {
+          out.insert(out.end(), c.pre.begin(), c.pre.end());
           out.push_back(fused);
         } else if (!c.removed().count(k)) {
           out.push_back(items[k]);

@@ -40,8 +40,27 @@
 // a `schedule` directive names one of its assignments, or `materialize(T)`
 // names one of its tensors. Runs on multi-index IR before mark_parallel, for
 // both targets.
+//
+// On the CPU the fused loop runs over blocks of JB = kCpuOnlineBlock values
+// of j (the last one shorter): the per-j values (the scores, the shared
+// exponentials) of a block go to a row of JB elements of a local tensor
+// indexed by the rows (O(rows * JB) memory, no more O(s^2)), and each member
+// takes one step a block: a max/min member folds the block's maximum, a +
+// member is rescaled once to the results after the block and adds the
+// block's sum of X(j, r) at those results. The sum over the block is exact
+// algebra (the rescaling brings every term to the same results), the loops
+// over the block are plain reductions and element-wise loops the backend
+// vectorizes, and the exponential runs once a block, not once a key.
+// Two layout choices go with the blocks (ir/online_tile.h): the row that
+// the loads moving with j do not read (the query i) goes innermost and runs
+// a tile of kCpuOnlineRows rows at a time, the rows' loops jammed and each
+// row with its own block rows (without that index); an operand of a per-j
+// reduction indexed by j and contiguous along the reduced index (k[b][j,
+// h, d]) is read from a transposed copy made before the loop (O(s)).
+// The CUDA target keeps one value of j a step (block 1).
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -49,12 +68,19 @@
 
 namespace dccc::ir {
 
+/// Values of j a block of the CPU's fused loop (16 f32 lanes x 2).
+inline constexpr int64_t kCpuOnlineBlock = 32;
+/// Rows a tile of the CPU's fused loop (ir/online_tile.h).
+inline constexpr int64_t kCpuOnlineRows = 4;
+
 /// Fuses every chain of dependent reductions of `f` that qualifies (see
 /// above). `keep` names tensors a `materialize` directive keeps stored and
 /// `scheduled` the tensors whose assignments a directive names; chains
-/// touching either are left alone. Appends to `explain` (when not null) one
-/// line per chain fused or refused, saying which rewrite or which factor.
+/// touching either are left alone. `block` > 1 runs the fused loop over
+/// blocks of that many values of j (see above; 1: one value a step).
+/// Appends to `explain` (when not null) one line per chain fused or
+/// refused, saying which rewrite or which factor.
 void online_reductions(Func& f, const std::set<std::string>& keep, const std::set<std::string>& scheduled,
-                       std::string* explain);
+                       int64_t block, std::string* explain);
 
 }  // namespace dccc::ir

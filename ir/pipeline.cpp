@@ -102,7 +102,11 @@ bool online_reductions_all(Module& m, RunState& s) {
       for (const auto& d : sched.directives)
         for (const auto& l : d.loops) (d.kind == DirectiveKind::Materialize ? keep : scheduled).insert(l.tensor);
     }
-    online_reductions(f, keep, scheduled, s.options.explain ? &s.result.explain : nullptr);
+    int64_t block = s.options.online_block > 0 ? s.options.online_block
+                    : s.options.target == Target::Cpu ? kCpuOnlineBlock
+                                                      : 1;
+    online_reductions(f, keep, scheduled, block,
+                      s.options.explain ? &s.result.explain : nullptr);
   }
   return true;
 }

@@ -56,6 +56,9 @@ struct PipelineOptions {
   /// default until its loops are tiled: on the CPU the one-key-at-a-time
   /// form is 3-6x slower than the materialised one (bench/RESULTS.md).
   bool online_reductions = false;
+  /// Values of j a step of the fused loop (`--online-block=N`); 0: the
+  /// target's (the CPU's kCpuOnlineBlock, with rows in tiles; CUDA 1).
+  int64_t online_block = 0;
   /// The module is IR text: no default schedule (it is taken as scheduled).
   bool from_ir_text = false;
   /// The CPU target's default padding factor (0 or 1: none); when

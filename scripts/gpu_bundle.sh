@@ -46,6 +46,7 @@ cp -r "$ROOT/examples" "$OUT/examples"
 mkdir -p "$OUT/schedules"   # the scheduled programs of CudaBackend.ScheduledMatchCpuBackend
 cp "$ROOT"/tests/cuda/schedules/*.schedule "$ROOT"/tests/host/*.schedule "$OUT/schedules/"
 cp "$SEQLENS"/*.txt "$OUT/seqlens/"
+cp "$ROOT"/bench/seqlens/*.txt "$OUT/seqlens/"  # the long batches (bench/make_long_seqlens.py)
 cp "$ROOT/bench/cuda/bench_mha.py" "$ROOT/bench/cuda/run_gpu.sh" "$ROOT/examples/host/mha_cuda_host.cu" "$OUT/"
 for ex in mha mha_bf16; do
   "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"

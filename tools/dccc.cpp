@@ -181,6 +181,8 @@ options:
                      derive the one-pass (flash-attention) form of dependent
                      reductions: no O(s^2) scores in memory (docs/vloop.md;
                      off by default: not yet faster on the CPU)
+  --online-block=N   keys a step of the fused loop (default: 32 on the CPU,
+                     with query rows in tiles of 4; 1 on CUDA; 1: one key a step)
   --no-simplify      skip the Z3-backed index simplification, bound-check
                      elimination and load hoisting after storage lowering
                      (ir/simplify_indices.h)
@@ -221,6 +223,7 @@ struct Options {
   bool explain = false;
   bool simplify = true;          // --no-simplify turns ir/simplify_indices off
   bool online_reductions = false;  // --online-reductions
+  int64_t online_block = 0;        // --online-block=N (0: the target's)
   bool explain_simplify = false;
   int64_t default_pad = dccc::ir::kCpuDefaultPad;  // 0: --no-default-schedule
   bool default_pad_given = false;
@@ -361,6 +364,14 @@ int parse_args(int argc, char** argv, Options& o) {
       o.simplify = false;
     } else if (a == "--online-reductions") {
       o.online_reductions = true;
+    } else if (a.rfind("--online-block=", 0) == 0) {
+      try {
+        o.online_block = std::stoll(a.substr(15));
+      } catch (...) {
+        o.online_block = -1;
+      }
+      if (o.online_block < 1 || o.online_block > 1024)
+        return usage_error("--online-block needs a number of keys from 1 to 1024");
     } else if (a == "--explain-simplify") {
       o.explain_simplify = true;
     } else if (a == "--no-default-schedule" || a == "--default-pad=0") {
@@ -489,6 +500,7 @@ dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<d
   p.storage_lowering = o.storage;
   p.simplify = o.simplify;
   p.online_reductions = o.online_reductions;
+  p.online_block = o.online_block;
   p.from_ir_text = o.from_vloop;
   p.default_pad = o.default_pad;
   if (o.default_pad_given)

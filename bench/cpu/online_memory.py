@@ -5,8 +5,8 @@
                              [--materialised] [--heads 8] [--dim 64]
                              [--threads 2] [--limit-mib 512]
 
-For each length N, compiles mha.toy with `dccc --cpu=native -o` (as written: the online
-form, ir/online_reductions.h; with --materialised also with
+For each length N, compiles mha.toy with `dccc --cpu=native --online-reductions -o` (the
+online form, ir/online_reductions.h; with --materialised also with
 `materialize(scores)`, the form before the pass, which stores 2 * 4 * H *
 N^2 bytes of scores and weights: 4 GiB at N = 8,192), then runs it in a
 fresh child process on one sequence of N query and key tokens (B = 1,
@@ -78,9 +78,9 @@ def main():
     ap.add_argument("--materialised", action="store_true", help="also run the materialised form (needs 8 H N^2 bytes)")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="dccc-online-mem-")
-    forms = [("online", [])]
+    forms = [("online", ["--online-reductions"])]
     if a.materialised:
-        forms.append(("materialised", ["--schedule=schedule mha { materialize(scores); }"]))
+        forms.append(("materialised", ["--online-reductions", "--schedule=schedule mha { materialize(scores); }"]))
     print(f"# mha, B = 1, H = {a.heads}, D = {a.dim}, f32, {a.threads} thread(s); peak RSS of a fresh process "
           f"(ru_maxrss), inputs and output {3 + 1} x N x H x D x 4 bytes; load average {os.getloadavg()[0]:.2f}")
     print(f"{'form':<13}{'tokens':>8}{'peak MiB':>10}{'before call':>13}{'in+out MiB':>12}{'kept MiB':>10}"

@@ -10,9 +10,10 @@
 # tests (tests/python: CPU and CUDA, opcheck, torch.compile, zero-copy
 # nested tensors; results/python_test.txt) and, with two GPUs or more, the
 # data-parallel encoder layer under torchrun (results/ddp_encoder.txt),
-# then the attention benchmark in f32 and bf16 and the grouped GEMM
-# benchmark (bench_gemm.py: tensor cores against torch._grouped_mm and
-# cuBLAS; results/bench_gemm.txt).
+# then the attention benchmark in f32 and bf16 (and the long batches with
+# the online-reductions libraries) and the grouped GEMM benchmark
+# (bench_gemm.py: tensor cores against torch._grouped_mm and cuBLAS;
+# results/bench_gemm.txt).
 # Results go to RESULTS_DIR (default: ./results).
 #
 #   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only|--gemm-only] [bench_mha.py options]
@@ -100,5 +101,14 @@ if [[ $mode != test-only ]]; then
   python3 bench_mha.py --so ./mha.so --dtype f32 --seqlens seqlens "$@" 2>&1 | tee "$results/bench_f32.txt" || status=1
   python3 bench_mha.py --so ./mha_bf16.so --dtype bf16 --seqlens seqlens "$@" 2>&1 | tee "$results/bench_bf16.txt" || status=1
   python3 bench_gemm.py --dir . --seqlens seqlens --out "$results/bench_gemm.txt" || status=1
+  # The long batches of bench/make_long_seqlens.py (issue 15: documents of
+  # up to 2,048 tokens, chat turns of up to 4,096, B = 32 and 128), which the
+  # materialised form cannot hold: the online-reductions libraries.
+  if [[ -f online/mha_cuda_online.so && -f seqlens/docs2k.txt ]]; then
+    python3 bench_mha.py --so online/mha_cuda_online.so --dtype f32 --seqlens seqlens --batches docs2k,chat4k \
+      --B 32,128 2>&1 | tee "$results/bench_long_f32.txt" || status=1
+    python3 bench_mha.py --so online/mha_bf16_cuda_online.so --dtype bf16 --seqlens seqlens --batches docs2k,chat4k \
+      --B 32,128 2>&1 | tee "$results/bench_long_bf16.txt" || status=1
+  fi
 fi
 exit $status

@@ -134,8 +134,11 @@ constexpr bool kCounts = true;
 // with the variants' schedules) the chain is computed as written, with
 // stored scores: five arrays, below. Built with `dccc --online-reductions`
 // (and -DMHA_ONLINE here: test host/mha_online), the softmax is one pass
-// over the keys and no scores are stored: two arrays, q.seqlen * H * D and
-// kv.seqlen * H * D (one entry when the lengths are equal).
+// over the keys in blocks of 32 and no scores are stored: three arrays,
+// q.seqlen * H * D and kv.seqlen * H * D (one entry when the lengths are
+// equal) and the transposed keys' padded rows H * D * kv.seqlen rounded up
+// to 16 (as materialised); a block's scores and weights are rows of
+// [B, H, 32] per query of a tile, no offsets (ir/online_reductions.h).
 #if defined(MHA_ONLINE)
 constexpr bool kOnline = true;
 #else
@@ -145,7 +148,7 @@ struct Counts {
   uint64_t fresh, other_q_miss, other_q_hit, other_d_miss, other_d_hit, self_miss, self_hit, held_equal;
 };
 constexpr Counts kMaterialised{5, 3, 2, 3, 2, 4, 1, 7};
-constexpr Counts kOnlineCounts{2, 1, 1, 2, 0, 1, 1, 2};
+constexpr Counts kOnlineCounts{3, 1, 2, 3, 0, 2, 1, 4};
 constexpr Counts kN = kOnline ? kOnlineCounts : kMaterialised;
 
 struct CacheStats {
@@ -158,7 +161,7 @@ CacheStats cache_stats() {
 }
 
 /// The offset arrays come from the runtime's prelude cache, one entry per
-/// array (two in the online form, kN above; materialised mha has five: q.seqlen * H * D, kv.seqlen * H * D -- the same
+/// array (three in the online form, kN above; materialised mha has five: q.seqlen * H * D, kv.seqlen * H * D -- the same
 /// computation from other lengths --, q.seqlen * H * kv.seqlen, q.seqlen * H
 /// and H * D * kv.seqlen rounded up to 16, the transposed keys' padded rows,
 /// ir/transpose_operands.h), keyed by the sizes it reads and its lengths' contents: a
@@ -228,7 +231,7 @@ void held_prelude(std::mt19937& rng) {
   expect(mha_prelude(&q, (kv.seqlen = ql.data(), &kv), &p) == DCC_OK, "mha_prelude, equal lengths");
   dcc_prelude_stats(p, &n, nullptr);
   expect(!kCounts || (n == (int64_t)(kN.held_equal + kMapUnits)),
-         "only q.seqlen * H * kv.seqlen and the padded key rows are new (nothing in the online form)");
+         "only q.seqlen * H * kv.seqlen and the padded key rows are new (the padded key rows in the online form)");
   expect(run_case(rng, ql, ql, H, D, false, p), "self-attention with the held prelude");
   // Lengths the handle was not made for.
   std::vector<int32_t> other{5, 1, 6, 2};
