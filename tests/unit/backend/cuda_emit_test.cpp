@@ -46,11 +46,12 @@ TEST(CudaEmit, AttentionRowMaximumIsFoldedByTheScoresKernel) {
   Program p = compile("mha.toy", mha_text(), /*cpu_passes=*/false, /*cuda_passes=*/true);
   ASSERT_TRUE(p.module);
   std::string cu = emit_cuda(*p.module);
-  // Three kernels: row_max starts at -inf, the scores (folding the row
-  // maximum after a half-warp shuffle), the output with its row sum.
+  // Three kernels: row_max starts at -inf, the scores (a tensor-core
+  // contraction, backend/gpu, whose epilogue folds each score into the row
+  // maximum with the atomic), the output with its row sum.
   EXPECT_EQ(count(cu, "__global__ void"), 3u) << cu;
   EXPECT_EQ(count(cu, "dcc_red_fmax(&"), 1u) << cu;
-  EXPECT_NE(cu.find("__shfl_xor_sync(0xffffffffu, rm[dx], m)"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("dcc_mma_tiles_tf32<"), std::string::npos) << cu;
 }
 
 TEST(CudaEmit, MaxUpdatesOfATensorThatMayHoldNaNStaySerial) {
