@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from diff_common import compare, lit, parse_values, rounded_list, run_program
+from diff_common import check_program, lit, report, rounded_list
 
 H, D = 2, 3
 G = 2  # query heads per key/value head (grouped-query attention)
@@ -122,26 +122,13 @@ def main():
             gq = grouped(rng, qlens)
             for elem in ELEMS:
                 src = program(qlens, klens, q, k, v, scale, window, cap, gq, elem)
-                r = run_program(dccc, src, "attention_diff")
                 where = f"seed {seed} {elem} q lens {qlens} kv lens {klens}:"
-                if r.returncode != 0:
-                    failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
-                    continue
-                got = parse_values(r.stdout)
                 rq, rk, rv, rg = (rounded_list(x, elem) for x in (q, k, v, gq))
-                want = reference(qlens, klens, rq, rk, rv, scale, window, cap, rg)
-                if len(got) != len(want):
-                    failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
-                    continue
-                for name, g, w in zip(NAMES, got, want):
-                    failures += compare(name, g, w, where, elem)
-                    checked += 1
-    for f in failures:
-        print("FAIL", f)
-    if failures:
-        return 1
-    print(f"attention_diff: OK ({checked} function results against float64 NumPy)")
-    return 0
+                errs, n = check_program(dccc, src, "attention_diff", where, NAMES,
+                                        lambda: reference(qlens, klens, rq, rk, rv, scale, window, cap, rg), elem)
+                failures += errs
+                checked += n
+    return report("attention_diff", failures, checked)
 
 
 if __name__ == "__main__":

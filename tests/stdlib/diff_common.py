@@ -1,6 +1,7 @@
-"""What the stdlib differential tests (nn_diff.py, attention_diff.py) share:
-DCC literals of the inputs, running a program with `dccc run`, reading the
-values it prints, and comparing them with float64 references."""
+"""What the stdlib differential tests (nn_diff.py, attention_diff.py,
+ragged_diff.py) share: DCC literals of the inputs, running a program with
+`dccc run`, reading the values it prints, comparing them with float64
+references, and the report."""
 import json
 import os
 import re
@@ -95,3 +96,32 @@ def compare(name, got, want, where, elem="f32", tol=None):
         idx = tuple(np.argwhere(bad)[0])
         return [f"{where} {name}: at {idx} got {g[idx]!r}, float64 reference {want[idx]!r}"]
     return []
+
+
+def check_program(dccc, src, name, where, names, reference, elem="f32", tol=None):
+    """Runs the program text `src` with `dccc run` and compares the values it
+    prints, in order, with `reference()` (float64, one entry per name in
+    `names`; called only when the run succeeds). Returns (errors, how many
+    results were compared)."""
+    r = run_program(dccc, src, name)
+    if r.returncode != 0:
+        return [f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}"], 0
+    got = parse_values(r.stdout)
+    want = reference()
+    if len(got) != len(want):
+        return [f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}"], 0
+    errs, checked = [], 0
+    for n, g, w in zip(names, got, want):
+        errs += compare(n, g, w, where, elem, tol)
+        checked += 1
+    return errs, checked
+
+
+def report(name, failures, checked):
+    """Prints every failure (exit status 1) or the OK line (0)."""
+    for f in failures:
+        print("FAIL", f)
+    if failures:
+        return 1
+    print(f"{name}: OK ({checked} function results against float64 NumPy)")
+    return 0

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from diff_common import compare, lit, parse_values, rounded_list, run_program
+from diff_common import check_program, lit, report, rounded_list
 
 D, E = 4, 3
 ELEMS = ["f32", "f64", "f16", "bf16"]
@@ -153,28 +153,16 @@ def main():
             rope = rope_inputs(rng, lens)
             for elem in ELEMS:
                 src = program(lens, x, g, w, bias, W, be, v, rope, elem)
-                r = run_program(dccc, src, "nn_diff")
                 where = f"seed {seed} {elem} lens {lens}:"
-                if r.returncode != 0:
-                    failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
-                    continue
-                got = parse_values(r.stdout)
                 rx, rg, rw, rb, rW, rbe, rv = (rounded_list(a, elem) for a in (x, g, w, bias, W, be, v))
                 cos_t, sin_t, rr = rope
                 rrope = (rounded_list(cos_t, elem), rounded_list(sin_t, elem), rounded_list(rr, elem))
-                want = reference(lens, rx, rg, rw, rb, rW, rbe, rv, rrope)
-                if len(got) != len(want):
-                    failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
-                    continue
-                for name, gv, wv in zip(NAMES, got, want):
-                    failures += compare(name, gv, wv, where, elem, NN_TOLERANCES[elem])
-                    checked += 1
-    for f in failures:
-        print("FAIL", f)
-    if failures:
-        return 1
-    print(f"nn_diff: OK ({checked} function results against float64 NumPy)")
-    return 0
+                errs, n = check_program(dccc, src, "nn_diff", where, NAMES,
+                                        lambda: reference(lens, rx, rg, rw, rb, rW, rbe, rv, rrope),
+                                        elem, NN_TOLERANCES[elem])
+                failures += errs
+                checked += n
+    return report("nn_diff", failures, checked)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from diff_common import TOLERANCES, compare, lit, parse_values, rounded_list, run_program
+from diff_common import TOLERANCES, check_program, lit, report, rounded_list
 
 D, E = 3, 2
 ELEMS = ["f32", "f64", "f16", "bf16"]
@@ -70,25 +70,13 @@ def main():
             w = [[[float("%.6f" % t) for t in row] for row in rng.uniform(-1, 1, (D, E))] for _ in lens]
             for elem in ELEMS:
                 src = program(lens, x, w, elem)
-                r = run_program(dccc, src, "ragged_diff")
                 where = f"seed {seed} {elem} lens {lens}:"
-                if r.returncode != 0:
-                    failures.append(f"{where} dccc run exited {r.returncode}:\n{r.stderr}\n{src}")
-                    continue
-                got = parse_values(r.stdout)
-                want = reference(lens, rounded_list(x, elem), rounded_list(w, elem))
-                if len(got) != len(want):
-                    failures.append(f"{where} {len(got)} printed values, expected {len(want)}:\n{r.stdout}")
-                    continue
-                for name, gv, wv in zip(NAMES, got, want):
-                    failures += compare(name, gv, wv, where, elem, TOL[elem])
-                    checked += 1
-    for f in failures:
-        print("FAIL", f)
-    if failures:
-        return 1
-    print(f"ragged_diff: OK ({checked} function results against float64 NumPy)")
-    return 0
+                errs, n = check_program(dccc, src, "ragged_diff", where, NAMES,
+                                        lambda: reference(lens, rounded_list(x, elem), rounded_list(w, elem)),
+                                        elem, TOL[elem])
+                failures += errs
+                checked += n
+    return report("ragged_diff", failures, checked)
 
 
 if __name__ == "__main__":
