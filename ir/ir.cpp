@@ -252,6 +252,21 @@ bool mentions(const Expr& e, const Var& v) {
   return false;
 }
 
+bool affine_in(const Expr& e, const Var& v) {
+  if (!mentions(e, v)) return true;
+  if (e->type != Scalar::I64) return false;
+  switch (e->kind) {
+    case ExprKind::VarRef: return true;
+    case ExprKind::Binary:
+      if (e->binop == BinOp::Add || e->binop == BinOp::Sub) return affine_in(e->args[0], v) && affine_in(e->args[1], v);
+      if (e->binop == BinOp::Mul)
+        return (!mentions(e->args[0], v) && affine_in(e->args[1], v)) ||
+               (!mentions(e->args[1], v) && affine_in(e->args[0], v));
+      return false;
+    default: return false;
+  }
+}
+
 std::vector<Stmt> items_of(const Stmt& body) {
   if (!body) return {};
   if (body->kind == StmtKind::Seq) return body->body;

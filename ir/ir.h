@@ -322,6 +322,11 @@ bool reads_only_lengths(const Func& f, const std::vector<Expr>& es);
 /// True when `e` mentions `v`.
 bool mentions(const Expr& e, const Var& v);
 
+/// True when `e` is affine in `v` under wrapping 64-bit arithmetic: built
+/// from +, - and * (one side free of v) over v itself, with v in no load
+/// and no cast. Then e(v) = e(0) + v * (e(1) - e(0)) exactly.
+bool affine_in(const Expr& e, const Var& v);
+
 /// Visits `e` and every sub-expression.
 void each_expr(const Expr& e, const std::function<void(const ExprNode&)>& fn);
 /// Visits `s` and every statement inside it.

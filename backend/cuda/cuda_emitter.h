@@ -187,7 +187,6 @@ class FuncEmitter {
   std::optional<WarpPlan> plan_warp_rows(const ir::Stmt& body);
   static ir::Stmt only_loop(const ir::Stmt& body);
   bool plan_ranges(const ir::Stmt& item, Launch& l);
-  static bool affine_in(const ir::Expr& e, const ir::Var& v);
   static ir::Expr coefficient(const ir::Expr& e, const ir::Var& v);
   static void flat_offsets(const ir::Expr& e, std::vector<ir::Expr>& out);
   static void flat_offsets(const ir::Stmt& st, std::vector<ir::Expr>& out);

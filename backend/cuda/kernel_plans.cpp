@@ -264,25 +264,7 @@ bool FuncEmitter::plan_ranges(const ir::Stmt& item, Launch& l) {
   return true;
 }
 
-/// True when `e` is affine in `v` under wrapping 64-bit arithmetic: built
-/// from +, - and * (one side free of v) over v itself, with v in no load
-/// and no cast. Then e(v) = e(0) + v * (e(1) - e(0)) exactly.
-bool FuncEmitter::affine_in(const ir::Expr& e, const ir::Var& v) {
-  if (!ir::mentions(e, v)) return true;
-  if (e->type != Scalar::I64) return false;
-  switch (e->kind) {
-    case ExprKind::VarRef: return true;
-    case ExprKind::Binary:
-      if (e->binop == BinOp::Add || e->binop == BinOp::Sub) return affine_in(e->args[0], v) && affine_in(e->args[1], v);
-      if (e->binop == BinOp::Mul)
-        return (!ir::mentions(e->args[0], v) && affine_in(e->args[1], v)) ||
-               (!ir::mentions(e->args[1], v) && affine_in(e->args[0], v));
-      return false;
-    default: return false;
-  }
-}
-
-/// d e / d v for an expression affine in v (affine_in), built from e's
+/// d e / d v for an expression affine in v (ir::affine_in), built from e's
 /// own sub-expressions: it does not mention v.
 ir::Expr FuncEmitter::coefficient(const ir::Expr& e, const ir::Var& v) {
   if (!ir::mentions(e, v)) return ir::build::int_imm(0);

@@ -122,7 +122,7 @@ std::vector<std::pair<const ir::ExprNode*, std::string>> FuncEmitter::hoist_affi
                                                                                    std::string& decl) {
   std::vector<std::pair<const ir::ExprNode*, std::string>> out;
   for (const auto& off : offsets) {
-    if (!(ir::mentions(off, u) || ir::mentions(off, w)) || !affine_in(off, u) || !affine_in(off, w)) continue;
+    if (!(ir::mentions(off, u) || ir::mentions(off, w)) || !ir::affine_in(off, u) || !ir::affine_in(off, w)) continue;
     bool seen = false;
     for (const auto& [node, _] : out) seen = seen || node == off.get();
     if (seen) continue;

@@ -39,23 +39,6 @@ std::optional<Factor> factor(const ir::Expr& e) {
   return f;
 }
 
-/// True when `e` is affine in `v`: built from +, - and * (one side free of
-/// v) over v itself, v in no load and no cast (as backend/cuda's affine_in).
-bool affine_in(const ir::Expr& e, const ir::Var& v) {
-  if (!ir::mentions(e, v)) return true;
-  if (e->type != Scalar::I64) return false;
-  switch (e->kind) {
-    case ExprKind::VarRef: return true;
-    case ExprKind::Binary:
-      if (e->binop == BinOp::Add || e->binop == BinOp::Sub) return affine_in(e->args[0], v) && affine_in(e->args[1], v);
-      if (e->binop == BinOp::Mul)
-        return (!ir::mentions(e->args[0], v) && affine_in(e->args[1], v)) ||
-               (!ir::mentions(e->args[1], v) && affine_in(e->args[0], v));
-      return false;
-    default: return false;
-  }
-}
-
 constexpr int kStages = 3;
 
 bool is_int(const ir::Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
@@ -194,7 +177,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   Kernel k;
   k.name = name;
   auto operand = [&](const Factor& fa, const ir::Var& row, const char* nm, const char* rows) -> bool {
-    if (!affine_in(fa.offset, row) || !affine_in(fa.offset, r)) return false;
+    if (!ir::affine_in(fa.offset, row) || !ir::affine_in(fa.offset, r)) return false;
     ir::Expr rs = coefficient(fa.offset, row), ks = coefficient(fa.offset, r);
     ir::Expr base = fold(ir::substitute(fa.offset, {{row.get(), ir::build::int_imm(0)}, {r.get(), ir::build::int_imm(0)}}));
     for (const ir::Expr& e : {rs, ks, base})
