@@ -35,7 +35,7 @@ TEST(FuseElementwise, ExamplesAndRunProgramsComputeTheSameBits) {
       },
       ran, skipped);
   EXPECT_GE(programs, 30);
-  EXPECT_GE(ran, 100) << ran << " runs, " << skipped << " skipped";
+  EXPECT_GE(ran, testing::min_runs(100)) << ran << " runs, " << skipped << " skipped";
 }
 
 TEST(FuseElementwise, MhaProbabilitiesAreFusedButReductionsAreNot) {

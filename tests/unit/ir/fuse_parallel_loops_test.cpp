@@ -51,7 +51,7 @@ TEST(FuseParallelLoops, ExamplesRunBitForBitAsBefore) {
       },
       ran, skipped);
   EXPECT_GE(fused, 4);  // mha.toy's five loops at least
-  EXPECT_GE(ran, 40);
+  EXPECT_GE(ran, testing::min_runs(40));
 }
 
 TEST(FuseParallelLoops, MhaBecomesOneParallelLoop) {
@@ -118,7 +118,7 @@ fn together(x: Seqs) [B, H]f32 {
   int ran = 0, skipped = 0;
   testing::compare_transformed(
       "apart.toy", text, [&](Func& f, DiagnosticEngine&) { return cpu_passes(f) == want.at(f.name); }, ran, skipped);
-  EXPECT_GE(ran, 8);
+  EXPECT_GE(ran, testing::min_runs(8));
 }
 
 }  // namespace

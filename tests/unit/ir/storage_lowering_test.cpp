@@ -31,7 +31,7 @@ TEST(StorageLowering, ExamplesAgreeWithLayoutFreeInterpreter) {
       {DCCC_EXAMPLES_DIR}, [](Func& f, DiagnosticEngine& d) { return lower_storage(f, d); }, ran_, skipped_);
   EXPECT_GE(compared, 6);
   // Only patterns that violate a `where` (empty sequences in where_layout.toy) may be skipped.
-  EXPECT_GE(ran_, 40) << ran_ << " runs, " << skipped_ << " skipped";
+  EXPECT_GE(ran_, testing::min_runs(40)) << ran_ << " runs, " << skipped_ << " skipped";
   EXPECT_LE(skipped_, 12) << ran_ << " runs, " << skipped_ << " skipped";
 }
 
