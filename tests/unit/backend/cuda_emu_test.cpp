@@ -165,5 +165,91 @@ TEST(CudaEmu, DirectivesOnSeqsMatchCpuBackend) {
   EXPECT_GT(compared, 1000);
 }
 
+
+// An inlined call's `where` on the CUDA target: a kernel of checks alone
+// that the launcher waits for. Within the constraint, g's table read
+// t[i, d] (i < x.seqlen[b] <= P) gives the CPU backend's values; past it
+// (a sequence longer than P), the call fails with the CPU target's
+// message before the kernel that would read t out of bounds runs.
+TEST(CudaEmu, InlinedWhereIsChecked) {
+  const char* text =
+      "type Seqs = coupling { data: [b: B][seqlen[b], D]f32, seqlen: [B]i32 }\n"
+      "fn g(x: Seqs, t: [P, D]f32) [b: B][x.seqlen[b], D]f32 where { all(x.seqlen[b] <= P) } {\n"
+      "    let y: [b: B][x.seqlen[b], D]f32;\n"
+      "    y[b][i, d] = x.data[b][i, d] * t[i, d];\n"
+      "    return y;\n"
+      "}\n"
+      "fn f(x: Seqs, t: [P, D]f32) [b: B][x.seqlen[b], D]f32 { return g(x, t); }\n";
+  auto dir = temp_dir("where");
+  Program cpu = compile("where.toy", text);
+  Program gpu = compile("where.toy", text, false, /*cuda_passes=*/true);
+  ASSERT_TRUE(cpu.module && gpu.module) << testing::diagnostics(gpu);
+  std::string cu = emit_cuda(*gpu.module);
+  EXPECT_NE(cu.find("`where` constraint violated: x.seqlen[b] <= P (calling `g`)"), std::string::npos);
+  std::string log;
+  void* lib = testing::build_emulated(testing::emulated(cu), dir, "where", log);
+  ASSERT_NE(lib, nullptr) << log;
+  auto run = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, "f__cuda_host"));
+  auto last_error = reinterpret_cast<const char* (*)()>(dlsym(lib, "dcc_last_error"));
+  ASSERT_TRUE(run && last_error);
+  const ir::Func* f = nullptr;
+  for (const auto& fn : gpu.module->funcs)
+    if (fn.name == "f") f = &fn;
+  ASSERT_NE(f, nullptr);
+  int compared = 0;
+  for (int longest : {3, 4, 5}) {  // P = 4: the last breaks the constraint
+    SCOPED_TRACE("longest sequence " + std::to_string(longest));
+    std::map<std::string, int64_t> sizes{{"B", 3}, {"D", 2}, {"P", 4}};
+    const int lens[] = {longest, 0, 2};
+    auto inputs = ir::Interpreter::make_inputs(*f, sizes, [&](const ir::BufferNode* b, int64_t k) -> double {
+      return is_int(b->type) ? lens[k] : 0.25 * static_cast<double>(k % 7) - 0.5;
+    });
+    std::vector<int64_t> size_values;
+    for (const auto& s : f->sizes) size_values.push_back(sizes.at(s.name));
+    size_values.push_back(0);
+    std::ostringstream sink;
+    ir::Interpreter ref(sink);
+    ref.set_float64_reference(true);
+    bool holds = longest <= 4;
+    if (!holds) {
+      EXPECT_THROW(ref.run(*f, sizes, inputs), ir::InterpError);
+      // Outputs sized as if it held (the check fails before any is written).
+      std::map<std::string, int64_t> ok_sizes = sizes;
+      std::vector<void*> ptrs;
+      std::vector<testing::HostBuffer> host;
+      for (const auto& b : f->buffers) {
+        if (b->kind != ir::BufferKind::Input && b->kind != ir::BufferKind::Output) continue;
+        testing::HostBuffer h{b->type, {}};
+        size_t n = b->kind == ir::BufferKind::Input ? inputs.at(b.get()).size() : 2 * 7;
+        h.bytes.assign(std::max<size_t>(1, n) * testing::HostBuffer::elem(b->type), 0);
+        if (b->kind == ir::BufferKind::Input)
+          for (size_t k = 0; k < n; ++k) h.set(k, inputs.at(b.get())[k]);
+        host.push_back(std::move(h));
+      }
+      for (auto& h : host) ptrs.push_back(h.bytes.data());
+      ptrs.push_back(nullptr);
+      EXPECT_NE(run(size_values.data(), ptrs.data()), 0);
+      EXPECT_NE(std::string(last_error()).find("`where` constraint violated: x.seqlen[b] <= P (calling `g`)"),
+                std::string::npos)
+          << last_error();
+      continue;
+    }
+    ref.run(*f, sizes, inputs);
+    std::vector<void*> ptrs;
+    std::vector<testing::HostBuffer> host = testing::host_buffers(*f, inputs, ref, ptrs);
+    ASSERT_EQ(run(size_values.data(), ptrs.data()), 0) << last_error();
+    size_t slot = 0;
+    for (const auto& b : f->buffers) {
+      if (b->kind != ir::BufferKind::Input && b->kind != ir::BufferKind::Output) continue;
+      size_t this_slot = slot++;
+      if (b->kind != ir::BufferKind::Output) continue;
+      std::vector<double> want = ref.packed(b.get());
+      for (size_t k = 0; k < want.size(); ++k, ++compared) EXPECT_NEAR(host[this_slot].get(k), want[k], 1e-6) << k;
+    }
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(compared, 2 * (3 + 4 + 2 + 2));
+}
+
 }  // namespace
 }  // namespace dccc::backend
