@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Differential test of std/ragged.toy against float64 NumPy references.
 
-  ragged_diff.py path/to/dccc [SEEDS]
+  ragged_diff.py path/to/dccc [SEEDS] [--target=cpu|cuda]
 
 For each seed, random packed sequences (a batch with zero-length sequences
 and a batch of one) are written as literals into a program that imports
@@ -15,12 +15,19 @@ starts and counts, negative ones and ones past the end included (their
 data and lengths are compared), concat_rows a second batch with its own
 lengths (empty sequences on either side), concat_features a second batch
 of width F.
+
+With --target=cpu or --target=cuda, the same inputs go through libraries
+(`dccc --target=... -o`) called with PyTorch tensors (diff_common.Libraries):
+tests/stdlib/ragged_lib.toy, which exports every function but the slicing
+ones and concat_rows, and on the CPU ragged_slices_lib.toy, which exports
+those inside shapes a library can return (the CUDA target does not compile
+them yet, and says so). Exit 77 (skipped) without PyTorch, a GPU or nvcc.
 """
 import sys
 
 import numpy as np
 
-from diff_common import TOLERANCES, check_program, lit, report, rounded_list
+from diff_common import TOLERANCES, check_library, check_program, lit, rounded_list, run_variant
 
 D, E, F = 3, 2, 2  # F: the width of concat_features' second batch
 ELEMS = ["f32", "f64", "f16", "bf16"]
@@ -110,9 +117,50 @@ NAMES = ["segment_sum", "segment_mean", "segment_max", "offsets", "grouped_matmu
          "concat_rows.seqlen", "concat_features"]
 
 
-def main():
-    dccc = sys.argv[1]
-    seeds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+def lib_results(L, lens, x, w, z, f, sl, elem):
+    """NAMES' values through the libraries (None: not on this target)."""
+    zlens, k, start, count, starts, counts = sl
+    X = L.seqs(x, lens, (D,), elem)
+    out = [L.call("ragged", fn, elem, X) for fn in ("segment_sum", "segment_mean", "segment_max")]
+    out = [L.host(t) for t in out]
+    out.append(L.host(L.call("ragged", "offsets", elem, X)))
+    out.append(L.split(L.call("ragged", "grouped_matmul", elem, X, L.dense(w, elem)), lens))
+    if "slices" in L.libs:
+        # The wrappers return the rows inside x's extents, 0 past the
+        # result's length, and the lengths apart (ragged_slices_lib.toy).
+        def sliced_rows(fn, *args, rows=lens):
+            n = [int(v) for v in L.host(L.call("slices", fn + "_len", elem, *args))]
+            padded = L.split(L.call("slices", fn, elem, *args), rows)
+            for b, (p, m) in enumerate(zip(padded, n)):
+                if m > len(p) or np.any(p[m:] != 0):
+                    raise ValueError(f"{fn}: sequence {b} holds {len(p)} rows, length {m}, nonzero past it")
+            return [p[:m] for p, m in zip(padded, n)], np.array(n, dtype=np.float64)
+        Z = L.seqs(z, zlens, (D,), elem)
+        out += sliced_rows("take_rows", X, k)
+        out += sliced_rows("slice_rows", X, start, count)
+        out += sliced_rows("slice_rows_each", X, L.ints(starts), L.ints(counts))
+        out += sliced_rows("concat_rows", X, Z, rows=[a + b for a, b in zip(lens, zlens)])
+    else:
+        out += [None] * 8
+    # (The Python package gives a field whose extent is `D + E` as one flat
+    # dimension of values: rows of D + F here.)
+    cf = L.host(L.call("ragged", "concat_features", elem, X, L.seqs(f, lens, (F,), elem)))
+    out.append(L.split(cf.reshape(-1, D + F) if cf.size == sum(lens) * (D + F) else cf, lens))
+    return out
+
+
+def run_cases(dccc, seeds, make_libs):
+    L = None
+    if make_libs:
+        # The slicing functions and concat_rows: the CPU target only for now.
+        sources = {"ragged": "tests/stdlib/ragged_lib.toy"}
+        L = make_libs(sources)
+        if L.target == "cpu":
+            L2 = make_libs({"slices": "tests/stdlib/ragged_slices_lib.toy"})
+            L.libs.update(L2.libs)
+        else:
+            print("ragged_diff --target=cuda: take_rows, slice_rows, slice_rows_each and concat_rows not run "
+                  "(the CUDA target does not compile program-computed extents yet)")
     failures, checked = [], 0
     for seed in range(seeds):
         rng = np.random.default_rng(300 + seed)
@@ -122,16 +170,28 @@ def main():
             sl = slices(rng, lens)
             z = ragged(rng, sl[0], D)
             f = ragged(rng, lens, F)
+            if L:
+                # A library checks an integer array its result's lengths
+                # derive from as lengths (>= 0): no negative per-sequence
+                # start or count there (`dccc run` gets them).
+                sl = sl[:4] + ([max(t, 0) for t in sl[4]], [max(t, 0) for t in sl[5]])
             for elem in ELEMS:
-                src = program(lens, x, w, z, f, sl, elem)
                 where = f"seed {seed} {elem} lens {lens}:"
-                errs, n = check_program(dccc, src, "ragged_diff", where, NAMES,
-                                        lambda: reference(lens, rounded_list(x, elem), rounded_list(w, elem),
-                                                          rounded_list(z, elem), rounded_list(f, elem), sl),
-                                        elem, TOL[elem])
+                ref = lambda: reference(lens, rounded_list(x, elem), rounded_list(w, elem),
+                                        rounded_list(z, elem), rounded_list(f, elem), sl)
+                if L:
+                    errs, n = check_library(where, NAMES, lambda: lib_results(L, lens, x, w, z, f, sl, elem), ref,
+                                            elem, TOL[elem])
+                else:
+                    src = program(lens, x, w, z, f, sl, elem)
+                    errs, n = check_program(dccc, src, "ragged_diff", where, NAMES, ref, elem, TOL[elem])
                 failures += errs
                 checked += n
-    return report("ragged_diff", failures, checked)
+    return failures, checked
+
+
+def main():
+    return run_variant("ragged_diff", sys.argv, run_cases)
 
 
 if __name__ == "__main__":
