@@ -442,6 +442,48 @@ def make_add(rng, lens, H=2, D=3):
             {"data": a.astype(np.float64) + b.astype(np.float64)})
 
 
+def make_pool(rng, lens, D=5):
+    """examples/ragged_pool.toy's pool in float64: layernorm (eps 1e-5) ->
+    GELU, tanh form, per token; per sequence sum / 2 + mean + max, an empty
+    sequence's max taken as 0 (its sum and mean are 0)."""
+    sl = np.array(lens, np.int32)
+    x = rows(sl, D, 0, rng)
+    w = rng.uniform(0.5, 1.5, D).astype(np.float32)
+    bias = rng.uniform(-1, 1, D).astype(np.float32)
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, bias))
+    out, off = np.zeros((len(lens), D)), 0
+    for b, n in enumerate(lens):
+        t = x64[off:off + n]
+        off += n
+        if not n:
+            continue
+        mu = t.mean(1, keepdims=True)
+        ln = (t - mu) / np.sqrt(((t - mu) ** 2).mean(1, keepdims=True) + 1e-5) * w64 + b64
+        g = 0.5 * ln * (1 + np.tanh(np.sqrt(2 / np.pi) * (ln + 0.044715 * ln ** 3)))
+        out[b] = g.sum(0) * 0.5 + g.mean(0) + g.max(0)
+    return [{"data": x, "seqlen": sl}, w, bias], {}, out
+
+
+def make_group_scores(rng, lens, D=4, E=3):
+    """examples/ragged_pool.toy's group_scores in float64: sequence b's
+    tokens times w[b], log-softmax over the sequence's tokens per output
+    feature, SiLU."""
+    sl = np.array(lens, np.int32)
+    x = rows(sl, D, 0, rng)
+    w = rng.uniform(-1, 1, (len(lens), D, E)).astype(np.float32)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    out, off = [], 0
+    for b, n in enumerate(lens):
+        p = x64[off:off + n] @ w64[b]
+        off += n
+        if n:
+            m = p.max(0)
+            p = p - m - np.log(np.exp(p - m).sum(0))
+        out.append(p / (1 + np.exp(-p)))
+    y = np.concatenate(out) if out else np.zeros((0, E))
+    return [{"data": x, "seqlen": sl}, w], {}, y.reshape(-1, E)
+
+
 # name: (example, make, rtol, atol)
 CASES = {
     "mha": ("mha", make_mha, 1e-4, 1e-5),
@@ -471,6 +513,9 @@ CASES = {
     "layernorm": ("layernorm", make_layernorm, 1e-4, 1e-4),
     "mlp_block": ("rms_mlp", make_mlp_block, 1e-4, 1e-5),
     "transformer_block": ("transformer_block", make_transformer_block, 1e-4, 1e-5),
+    # examples/ragged_pool.toy (std/nn.toy and std/ragged.toy)
+    "pool": ("ragged_pool", make_pool, 1e-4, 1e-5),
+    "group_scores": ("ragged_pool", make_group_scores, 1e-4, 1e-5),
     "layernorm_f16": ("layernorm_f16", make_layernorm_f16, 0, 0.05),
     "pack_sequences": ("pack_sequences", make_pack, 0, 0),
     "softmax": ("softmax", make_softmax, 1e-5, 1e-6),
