@@ -28,6 +28,9 @@ mode=all
 if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only || "${1:-}" == --gemm-only ]]; then mode="${1#--}"; shift; fi
 mkdir -p "$results" /tmp/dccc-gpu
 tar -xJf test.tar.xz -C /tmp/dccc-gpu
+# The standard library where the test binary and the driver in
+# /tmp/dccc-gpu look for `std/...` (<their folder>/../share/dccc/std).
+mkdir -p /tmp/share/dccc && rm -rf /tmp/share/dccc/std && cp -r stdlib /tmp/share/dccc/std
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$results/gpu.txt"
 status=0
 if [[ $mode == gemm-only ]]; then

@@ -81,7 +81,7 @@ TEST(CudaEmu, ExamplesMatchCpuBackend) {
   // sentences -> tokens) must be compiled and compared, not skipped, and so
   // must the examples built from std/ imports.
   EXPECT_TRUE(ran.count("causal_attention") && ran.count("documents"));
-  EXPECT_TRUE(ran.count("transformer_block") && ran.count("mha_generic"));
+  EXPECT_TRUE(ran.count("transformer_block") && ran.count("mha_generic") && ran.count("ragged_pool"));
   EXPECT_GE(functions, 8);
   EXPECT_GT(compared, 10000);
 }
