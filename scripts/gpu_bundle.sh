@@ -9,7 +9,8 @@
 # driver itself travels in test.tar.xz, 1 MB more, so that run_gpu.sh builds
 # the libraries of the Python tests there -- the CPU ones for that CPU, the
 # CUDA ones with that nvcc, which keeps them out of the bundle; Debian's
-# pytest in pylib/ for a Python without one), bench/python/ddp_encoder.py,
+# pytest in pylib/ for a Python without one), the stdlib differential
+# tests (tests/stdlib) with stdlib/, bench/python/ddp_encoder.py,
 # and bench/cuda/run_gpu.sh. Run that script there (see bench/README.md).
 #
 #   scripts/gpu_bundle.sh [OUT_DIR]     default: build-gpu (ignored by git)
@@ -91,10 +92,15 @@ cp "$ROOT/examples/host/causal_cuda_host.cu" "$ROOT/examples/host/causal_referen
 mkdir -p "$OUT/tests" "$OUT/docs" "$OUT/bench" "$OUT/pylib"
 cp -r "$ROOT/python" "$OUT/python"
 cp -r "$ROOT/tests/python" "$OUT/tests/python"
+# The stdlib differential tests (tests/stdlib/*_diff.py --target=cuda: the
+# std files compiled there with that nvcc, called with CUDA tensors) and
+# the standard library they compile.
+cp -r "$ROOT/tests/stdlib" "$OUT/tests/stdlib"
+cp -r "$ROOT/stdlib" "$OUT/stdlib"
 cp -r "$ROOT/bench/python" "$OUT/bench/python"
 cp "$ROOT/README.md" "$OUT/README.md"
 cp "$ROOT/docs/python.md" "$OUT/docs/python.md"
-find "$OUT/python" "$OUT/tests/python" "$OUT/bench/python" -name __pycache__ -prune -exec rm -rf {} +
+find "$OUT/python" "$OUT/tests/python" "$OUT/tests/stdlib" "$OUT/bench/python" -name __pycache__ -prune -exec rm -rf {} +
 # Debian's pytest (pure Python), used there only when python3 has none.
 for m in pytest _pytest py.py pluggy iniconfig attr attrs packaging; do
   if [[ -e /usr/lib/python3/dist-packages/$m ]]; then cp -r "/usr/lib/python3/dist-packages/$m" "$OUT/pylib/"; fi

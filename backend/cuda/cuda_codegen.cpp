@@ -204,7 +204,20 @@ void FuncEmitter::run() {
       for (char c : path) literal += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
       out_ += fmt::format("#line {} \"{}\"\n", at.line, literal);
     }
+    // An inlined call's `where` (asserts) runs as a kernel of checks alone
+    // (the CUDA pass list keeps them in their own statement), which the
+    // launcher waits for; an assert next to computation would let that
+    // computation run past a violated constraint.
+    bool asserts = false, other = false;
+    ir::each_stmt(items[k], [&](const ir::StmtNode& x) {
+      if (x.kind == StmtKind::Assert) asserts = true;
+      else if (x.kind != StmtKind::For && x.kind != StmtKind::Seq) other = true;
+    });
+    if (asserts && other)
+      unsupported(ir::statement_location(items[k]).valid() ? ir::statement_location(items[k]) : f_.at,
+                  "the `where` of an inlined call checked in a kernel that also computes");
     launches.push_back(emit_kernel(items[k], static_cast<int>(k)));
+    launches.back().checks = asserts;
   }
   for (const auto& m : f_.gpu_mappings) {
     bool used = false;

@@ -115,6 +115,10 @@ class FuncEmitter {
     /// A tensor-core kernel printed from the kernel IR (gpu/print_cuda.h):
     /// a block per entry of a tile list the launcher builds on the host.
     std::shared_ptr<const gpu::Kernel> mma;
+    /// The statement only checks an inlined call's `where` (asserts in
+    /// loops): the launcher waits for it and reads the error flag before
+    /// the next kernel, which may rely on the constraint.
+    bool checks = false;
   };
 
   /// Register tiling (unroll-and-jam) of a contraction: each thread computes
@@ -235,6 +239,7 @@ class FuncEmitter {
   void check_host_computable();
   std::string size_decls() const;
   void emit_launcher(const std::vector<Launch>& launches);
+  std::string assert_errors(const std::string& pad) const;
   std::string mma_launch(const Launch& l);
   void emit_host_entry();
   std::vector<ir::Buffer> aux_sized_later() const;
@@ -253,8 +258,14 @@ class FuncEmitter {
   std::set<const BufferNode*> private_;
   /// Scalars some kernel reads or writes in device memory (not private).
   std::set<const BufferNode*> in_memory_;
-  /// True when some kernel divides integers and may set the error flag.
+  /// True when some kernel divides integers or checks a `where` and may
+  /// set the error flag.
   bool uses_err_ = false;
+  /// The texts of the `where` constraints kernels check: the flag value
+  /// kFirstAssert + k says constraint k was violated (1 and 2 are integer
+  /// division's).
+  static constexpr int kFirstAssert = 3;
+  std::vector<std::string> asserts_;
   /// Local float tensors whose every store is a max update or a constant
   /// that is not NaN: their memory never holds a NaN with the sign bit clear
   /// (they start zero-filled, poisoned with 0xFF bytes, or at such a

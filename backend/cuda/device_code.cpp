@@ -247,7 +247,14 @@ void FuncEmitter::stmt(const ir::Stmt& s, int depth, std::string& out) {
       out += pad + "}\n";
       return;
     case StmtKind::Print: unsupported(s->at.valid() ? s->at : f_.at, "`print` in a kernel");
-    case StmtKind::Assert: unsupported(s->at.valid() ? s->at : f_.at, "the `where` of an inlined call checked in a kernel");
+    case StmtKind::Assert:
+      // Only in a statement of checks alone (cuda_codegen.cpp): the flag
+      // stops the launcher before any kernel that relies on the constraint.
+      uses_err_ = true;
+      out += fmt::format("{}if (!({})) atomicCAS(a.err, 0, {});\n", pad, expr(s->value),
+                         kFirstAssert + static_cast<int>(asserts_.size()));
+      asserts_.push_back(s->text);
+      return;
   }
 }
 

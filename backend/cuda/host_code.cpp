@@ -69,6 +69,19 @@ std::string FuncEmitter::mma_launch(const Launch& l) {
   return o;
 }
 
+/// The launcher's statements that turn the error flag `err_host` of a
+/// violated `where` (asserts_) into its error, as the CPU target reports it.
+std::string FuncEmitter::assert_errors(const std::string& pad) const {
+  std::string o;
+  for (size_t k = 0; k < asserts_.size(); ++k) {
+    std::string text;  // a C string literal's contents
+    for (char c : "`where` constraint violated: " + asserts_[k]) text += c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+    o += fmt::format("{}if (err_host == {}) {{ st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}\"); goto done; }}\n", pad,
+                     kFirstAssert + static_cast<int>(k), text);
+  }
+  return o;
+}
+
 void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
   const std::string& fn = f_.name;
   std::string o;
@@ -240,7 +253,13 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
     }
     o += fmt::format("    prof.stop(\"{}\");\n", l.kernel);
     o += "    cudaError_t e = cudaGetLastError();\n";
-    o += fmt::format("    if (e != cudaSuccess) {{ st = dcc_cuda_fail(e, \"launching {}\"); goto done; }}\n  }}\n", l.kernel);
+    o += fmt::format("    if (e != cudaSuccess) {{ st = dcc_cuda_fail(e, \"launching {}\"); goto done; }}\n", l.kernel);
+    // A kernel of `where` checks: no later kernel runs past a violation.
+    if (l.checks) {
+      o += "    if ((e = cudaMemcpy(&err_host, a.err, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) { st = dcc_cuda_fail(e, \"cudaMemcpy\"); goto done; }\n";
+      o += assert_errors("    ");
+    }
+    o += "  }\n";
   }
   o += "  {\n    cudaError_t e = cudaDeviceSynchronize();\n";
   o += "    if (e != cudaSuccess) { st = dcc_cuda_fail(e, \"running the kernels\"); goto done; }\n";
@@ -248,6 +267,7 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
     o += "    if ((e = cudaMemcpy(&err_host, a.err, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) { st = dcc_cuda_fail(e, \"cudaMemcpy\"); goto done; }\n";
     o += "    if (err_host == 1) { st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"integer division by zero\"); goto done; }\n";
     o += "    if (err_host == 2) { st = dcc_set_error(DCC_ERR_OVERFLOW, \"integer division overflow\"); goto done; }\n";
+    o += assert_errors("    ");
   }
   o += "  }\n";
   // Scalar results come back to the host.

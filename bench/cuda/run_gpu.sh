@@ -8,7 +8,9 @@
 # (nested raggedness: every function against the float64 reference, bad
 # arguments refused with the output untouched), the Python package's
 # tests (tests/python: CPU and CUDA, opcheck, torch.compile, zero-copy
-# nested tensors; results/python_test.txt) and, with two GPUs or more, the
+# nested tensors; results/python_test.txt), the stdlib differential tests
+# on the GPU (tests/stdlib, --target=cuda; results/stdlib_*.txt) and, with
+# two GPUs or more, the
 # data-parallel encoder layer under torchrun (results/ddp_encoder.txt),
 # then the attention benchmark in f32 and bf16 (and the long batches with
 # the online-reductions libraries) and the grouped GEMM benchmark
@@ -26,6 +28,9 @@ mode=all
 if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only || "${1:-}" == --gemm-only ]]; then mode="${1#--}"; shift; fi
 mkdir -p "$results" /tmp/dccc-gpu
 tar -xJf test.tar.xz -C /tmp/dccc-gpu
+# The standard library where the test binary and the driver in
+# /tmp/dccc-gpu look for `std/...` (<their folder>/../share/dccc/std).
+mkdir -p /tmp/share/dccc && rm -rf /tmp/share/dccc/std && cp -r stdlib /tmp/share/dccc/std
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$results/gpu.txt"
 status=0
 if [[ $mode == gemm-only ]]; then
@@ -76,6 +81,17 @@ if [[ $mode != bench-only ]]; then
     PYTHONPATH="$pypath" PYTHONDONTWRITEBYTECODE=1 \
     python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$results/python_test.txt"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  # The standard library on the GPU (issue 20): tests/stdlib/*_diff.py
+  # --target=cuda compiles std/nn.toy, std/attention.toy and
+  # tests/stdlib/ragged_lib.toy here with the shipped driver and nvcc, and
+  # runs every function on random ragged inputs (zero lengths, B = 1) with
+  # CUDA tensors against float64 NumPy; each must print its OK line (a skip,
+  # exit 77, is a failure here: this machine has a GPU).
+  for t in nn attention ragged; do
+    PYTHONDONTWRITEBYTECODE=1 python3 tests/stdlib/${t}_diff.py /tmp/dccc-gpu/dccc.sh 3 --target=cuda 2>&1 |
+      tail -40 | tee "$results/stdlib_${t}.txt"
+    grep -q "^${t}_diff --target=cuda: OK" "$results/stdlib_${t}.txt" || status=1
+  done
   # Data parallel through PyTorch's engine: the encoder layer with the CUDA
   # mha operator on two GPUs (NCCL), each rank against the single-GPU run.
   if (( $(nvidia-smi -L | wc -l) >= 2 )); then

@@ -310,11 +310,15 @@ def make_mlp_block(rng, lens, D=6, F=10):
     return [{"data": x, "seqlen": sl}, norm, wg, wu, wd, zf, zd], {}, {"data": out}
 
 
-def make_transformer_block(rng, lens, D=6, H=2, E=3, F=8):
+def make_transformer_block(rng, lens, D=6, H=2, E=4, F=8):
     """examples/transformer_block.toy in float64: rmsnorm -> per-head q, k, v
-    projections -> causal attention (scale 1/sqrt(E)) -> output projection +
-    residual -> rmsnorm -> SwiGLU MLP + residual, per sequence."""
+    projections -> RoPE on q and k (half-split: head feature f < K = E/2
+    pairs with f + K, rotated by the angle of cos_t/sin_t[i, f] at the row's
+    position i in its sequence) -> causal attention (scale 1/sqrt(E)) ->
+    output projection + residual -> rmsnorm -> SwiGLU MLP + residual, per
+    sequence."""
     sl = np.array(lens, np.int32)
+    K = E // 2
     f32 = lambda *shape, lo=-0.5, hi=0.5: rng.uniform(lo, hi, shape).astype(np.float32)
     x = f32(int(sl.sum()), D, lo=-1, hi=1)
     norm1, norm2 = f32(D, lo=0.5, hi=1.5), f32(D, lo=0.5, hi=1.5)
@@ -322,11 +326,22 @@ def make_transformer_block(rng, lens, D=6, H=2, E=3, F=8):
     wo = f32(H, E, D)
     wg, wu, wd = f32(D, F), f32(D, F), f32(F, D)
     zf, zd = np.zeros(F, np.float32), np.zeros(D, np.float32)
-    w64 = [a.astype(np.float64) for a in (norm1, norm2, wq, wk, wv, wo, wg, wu, wd)]
-    n1, n2, q_w, k_w, v_w, o_w, g_w, u_w, d_w = w64
+    # The tables the caller makes, for P = the longest sequence (at least 1),
+    # rounded to f32 as the library reads them.
+    P = max(list(lens) + [1])
+    ang = np.arange(P)[:, None] * 10000.0 ** (-np.arange(K) / K)
+    cos_t, sin_t = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    w64 = [a.astype(np.float64) for a in (norm1, norm2, wq, wk, wv, wo, wg, wu, wd, cos_t, sin_t)]
+    n1, n2, q_w, k_w, v_w, o_w, g_w, u_w, d_w, c64, s64 = w64
 
     def rms(t, w):
         return t / np.sqrt((t * t).mean(axis=-1, keepdims=True) + 1e-5) * w
+
+    def rope(t):  # t: (n, H, E), half-split pairs (f, f + K)
+        n = t.shape[0]
+        c, s = c64[:n, None, :], s64[:n, None, :]
+        lo, hi = t[:, :, :K], t[:, :, K:]
+        return np.concatenate([lo * c - hi * s, hi * c + lo * s], axis=2)
 
     out, off = [], 0
     for n in lens:
@@ -334,6 +349,7 @@ def make_transformer_block(rng, lens, D=6, H=2, E=3, F=8):
         off += n
         h = rms(xs, n1)
         q, k, v = (np.einsum("im,mhe->ihe", h, w) for w in (q_w, k_w, v_w))
+        q, k = rope(q), rope(k)
         s = np.einsum("ihe,jhe->ihj", q, k) / np.sqrt(E)
         s = np.where(np.arange(n)[None, None, :] <= np.arange(n)[:, None, None], s, -1e30)
         if n:
@@ -345,7 +361,7 @@ def make_transformer_block(rng, lens, D=6, H=2, E=3, F=8):
         g, u = m @ g_w, m @ u_w
         out.append(h1 + (g / (1.0 + np.exp(-g)) * u) @ d_w)
     y = np.concatenate(out) if out else np.zeros((0, D))
-    return [{"data": x, "seqlen": sl}, norm1, wq, wk, wv, wo, norm2, wg, wu, wd, zf, zd], {}, {"data": y}
+    return [{"data": x, "seqlen": sl}, norm1, wq, wk, wv, wo, norm2, wg, wu, wd, zf, zd, cos_t, sin_t], {}, {"data": y}
 
 
 def make_layernorm_f16(rng, lens):
@@ -426,6 +442,48 @@ def make_add(rng, lens, H=2, D=3):
             {"data": a.astype(np.float64) + b.astype(np.float64)})
 
 
+def make_pool(rng, lens, D=5):
+    """examples/ragged_pool.toy's pool in float64: layernorm (eps 1e-5) ->
+    GELU, tanh form, per token; per sequence sum / 2 + mean + max, an empty
+    sequence's max taken as 0 (its sum and mean are 0)."""
+    sl = np.array(lens, np.int32)
+    x = rows(sl, D, 0, rng)
+    w = rng.uniform(0.5, 1.5, D).astype(np.float32)
+    bias = rng.uniform(-1, 1, D).astype(np.float32)
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, bias))
+    out, off = np.zeros((len(lens), D)), 0
+    for b, n in enumerate(lens):
+        t = x64[off:off + n]
+        off += n
+        if not n:
+            continue
+        mu = t.mean(1, keepdims=True)
+        ln = (t - mu) / np.sqrt(((t - mu) ** 2).mean(1, keepdims=True) + 1e-5) * w64 + b64
+        g = 0.5 * ln * (1 + np.tanh(np.sqrt(2 / np.pi) * (ln + 0.044715 * ln ** 3)))
+        out[b] = g.sum(0) * 0.5 + g.mean(0) + g.max(0)
+    return [{"data": x, "seqlen": sl}, w, bias], {}, out
+
+
+def make_group_scores(rng, lens, D=4, E=3):
+    """examples/ragged_pool.toy's group_scores in float64: sequence b's
+    tokens times w[b], log-softmax over the sequence's tokens per output
+    feature, SiLU."""
+    sl = np.array(lens, np.int32)
+    x = rows(sl, D, 0, rng)
+    w = rng.uniform(-1, 1, (len(lens), D, E)).astype(np.float32)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    out, off = [], 0
+    for b, n in enumerate(lens):
+        p = x64[off:off + n] @ w64[b]
+        off += n
+        if n:
+            m = p.max(0)
+            p = p - m - np.log(np.exp(p - m).sum(0))
+        out.append(p / (1 + np.exp(-p)))
+    y = np.concatenate(out) if out else np.zeros((0, E))
+    return [{"data": x, "seqlen": sl}, w], {}, y.reshape(-1, E)
+
+
 # name: (example, make, rtol, atol)
 CASES = {
     "mha": ("mha", make_mha, 1e-4, 1e-5),
@@ -455,6 +513,9 @@ CASES = {
     "layernorm": ("layernorm", make_layernorm, 1e-4, 1e-4),
     "mlp_block": ("rms_mlp", make_mlp_block, 1e-4, 1e-5),
     "transformer_block": ("transformer_block", make_transformer_block, 1e-4, 1e-5),
+    # examples/ragged_pool.toy (std/nn.toy and std/ragged.toy)
+    "pool": ("ragged_pool", make_pool, 1e-4, 1e-5),
+    "group_scores": ("ragged_pool", make_group_scores, 1e-4, 1e-5),
     "layernorm_f16": ("layernorm_f16", make_layernorm_f16, 0, 0.05),
     "pack_sequences": ("pack_sequences", make_pack, 0, 0),
     "softmax": ("softmax", make_softmax, 1e-5, 1e-6),

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Differential test of std/attention.toy against float64 NumPy references.
 
-  attention_diff.py path/to/dccc [SEEDS]
+  attention_diff.py path/to/dccc [SEEDS] [--target=cpu|cuda]
 
 For each seed: random packed queries and keys/values with their own
 lengths (zero-length sequences included; a key-less sequence only where it
@@ -10,12 +10,17 @@ prints every function's result (`dccc run`) for each element type of the
 generic functions (f32, f16, bf16: one instance each), compared with
 float64 NumPy from the same inputs rounded to that type (f32: 2e-4
 relative + 2e-5 absolute; 16-bit types: diff_common.TOLERANCES).
+
+With --target=cpu or --target=cuda, the same inputs go through the library
+`dccc --target=... -o` makes of stdlib/attention.toy (every instance
+exported), called with PyTorch tensors (diff_common.Libraries; on the GPU
+for cuda). Exit 77 (skipped) without PyTorch, a GPU or nvcc.
 """
 import sys
 
 import numpy as np
 
-from diff_common import check_program, lit, report, rounded_list
+from diff_common import check_library, check_program, lit, rounded_list, run_variant
 
 H, D = 2, 3
 G = 2  # query heads per key/value head (grouped-query attention)
@@ -102,9 +107,21 @@ NAMES = ["attention", "causal_attention", "sliding_window_attention", "softcap_a
          "grouped_query_attention"]
 
 
-def main():
-    dccc = sys.argv[1]
-    seeds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+def lib_results(L, qlens, klens, q, k, v, scale, window, cap, gq, elem):
+    """NAMES' values through the library of std/attention.toy (every
+    instance exported), with PyTorch tensors."""
+    Q = L.seqs(q, qlens, (H, D), elem)
+    KV = {"k": L.rows(k, (H, D), elem), "v": L.rows(v, (H, D), elem), "seqlen": L.ints(klens)}
+    run = lambda fn, *extra: L.split(L.call("attention", fn, elem, Q, KV, scale, *extra)["data"], qlens)
+    out = [run("attention"), run("causal_attention"), run("sliding_window_attention", window),
+           run("softcap_attention", cap)]
+    GQ = L.seqs(gq, qlens, (H, G, D), elem)
+    out.append(L.split(L.call("attention", "grouped_query_attention", elem, GQ, KV, scale)["data"], qlens))
+    return out
+
+
+def run_cases(dccc, seeds, make_libs):
+    L = make_libs({"attention": "stdlib/attention.toy"}) if make_libs else None
     failures, checked = [], 0
     for seed in range(seeds):
         rng = np.random.default_rng(100 + seed)
@@ -121,14 +138,22 @@ def main():
             cap = float("%.6f" % rng.uniform(0.5, 2.0))
             gq = grouped(rng, qlens)
             for elem in ELEMS:
-                src = program(qlens, klens, q, k, v, scale, window, cap, gq, elem)
                 where = f"seed {seed} {elem} q lens {qlens} kv lens {klens}:"
                 rq, rk, rv, rg = (rounded_list(x, elem) for x in (q, k, v, gq))
-                errs, n = check_program(dccc, src, "attention_diff", where, NAMES,
-                                        lambda: reference(qlens, klens, rq, rk, rv, scale, window, cap, rg), elem)
+                ref = lambda: reference(qlens, klens, rq, rk, rv, scale, window, cap, rg)
+                if L:
+                    errs, n = check_library(where, NAMES, lambda: lib_results(L, qlens, klens, q, k, v, scale, window,
+                                                                              cap, gq, elem), ref, elem)
+                else:
+                    src = program(qlens, klens, q, k, v, scale, window, cap, gq, elem)
+                    errs, n = check_program(dccc, src, "attention_diff", where, NAMES, ref, elem)
                 failures += errs
                 checked += n
-    return report("attention_diff", failures, checked)
+    return failures, checked
+
+
+def main():
+    return run_variant("attention_diff", sys.argv, run_cases)
 
 
 if __name__ == "__main__":

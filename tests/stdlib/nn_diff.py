@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Differential test of std/nn.toy against float64 NumPy references.
 
-  nn_diff.py path/to/dccc [SEEDS]
+  nn_diff.py path/to/dccc [SEEDS] [--target=cpu|cuda]
 
 For each seed, random packed sequences (a batch with a zero-length sequence,
 and a batch of one) are written as literals into a program that imports
@@ -12,12 +12,18 @@ type. The test fails when any element differs by more than the type's
 tolerance (f32 and f64: 2e-4 relative + 2e-5 absolute; the 16-bit types
 round every intermediate value, so NN_TOLERANCES allows a few roundings),
 or when the shapes differ (empty sequences included).
+
+With --target=cpu or --target=cuda, the same inputs go through the library
+`dccc --target=... -o` makes of stdlib/nn.toy (every instance exported),
+called with PyTorch tensors (diff_common.Libraries; on the GPU for cuda),
+the scalar functions once per value. Exit 77 (skipped) without PyTorch, a
+GPU or nvcc.
 """
 import sys
 
 import numpy as np
 
-from diff_common import check_program, lit, report, rounded_list
+from diff_common import check_library, check_program, lit, round_to, rounded_list, run_variant
 
 D, E = 4, 3
 ELEMS = ["f32", "f64", "f16", "bf16"]
@@ -136,9 +142,38 @@ NAMES = ["softmax", "log_softmax", "layernorm", "rmsnorm", "linear", "swiglu", "
          "rope_half", "rope_interleaved"]
 
 
-def main():
-    dccc = sys.argv[1]
-    seeds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+def lib_results(L, lens, x, g, w, bias, W, be, v, rope, elem):
+    """NAMES' values through the library of std/nn.toy (every instance
+    exported): the couplings as PyTorch tensors, the scalar functions called
+    once per value."""
+    X = L.seqs(x, lens, (D,), elem)
+    wt, bt, Wt, bet = (L.dense(a, elem) for a in (w, bias, W, be))
+    out = [L.split(L.call("nn", "softmax", elem, X)["data"], lens),
+           L.split(L.call("nn", "log_softmax", elem, X)["data"], lens),
+           L.split(L.call("nn", "layernorm", elem, X, wt, bt, EPS)["data"], lens),
+           L.split(L.call("nn", "rmsnorm", elem, X, wt, EPS)["data"], lens),
+           L.split(L.call("nn", "linear", elem, X, Wt, bet), lens)]
+    # swiglu(g, g * 0.5 + 0.25) per element, the second argument rounded to
+    # the element type as the `dccc run` program computes it there.
+    sw = []
+    for seq in g:
+        rows = [[L.call("nn", "swiglu", elem, float(round_to(t, elem)), float(round_to(t * 0.5 + 0.25, elem)))
+                 for t in row] for row in seq]
+        sw.append(np.array(rows, dtype=np.float64).reshape(len(seq), D))
+    out.append(sw)
+    for fn in ("silu", "gelu_erf", "gelu_tanh"):
+        out.append(np.array([L.call("nn", fn, elem, float(round_to(t, elem))) for t in v], dtype=np.float64))
+    cos_t, sin_t, r = rope
+    ct, st = L.dense(cos_t, elem), L.dense(sin_t, elem)
+    ri = [[[[list(t) for t in zip(*head)] for head in row] for row in seq] for seq in r]
+    out.append(L.split(L.call("nn", "rope_half", elem, L.seqs(r, lens, (RH, 2, RK), elem), ct, st)["data"], lens))
+    out.append(L.split(L.call("nn", "rope_interleaved", elem, L.seqs(ri, lens, (RH, RK, 2), elem), ct, st)["data"],
+                       lens))
+    return out
+
+
+def run_cases(dccc, seeds, make_libs):
+    L = make_libs({"nn": "stdlib/nn.toy"}) if make_libs else None
     failures, checked = [], 0
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
@@ -152,17 +187,24 @@ def main():
             v = [float("%.6f" % t) for t in rng.uniform(-4, 4, 6)]
             rope = rope_inputs(rng, lens)
             for elem in ELEMS:
-                src = program(lens, x, g, w, bias, W, be, v, rope, elem)
                 where = f"seed {seed} {elem} lens {lens}:"
                 rx, rg, rw, rb, rW, rbe, rv = (rounded_list(a, elem) for a in (x, g, w, bias, W, be, v))
                 cos_t, sin_t, rr = rope
                 rrope = (rounded_list(cos_t, elem), rounded_list(sin_t, elem), rounded_list(rr, elem))
-                errs, n = check_program(dccc, src, "nn_diff", where, NAMES,
-                                        lambda: reference(lens, rx, rg, rw, rb, rW, rbe, rv, rrope),
-                                        elem, NN_TOLERANCES[elem])
+                ref = lambda: reference(lens, rx, rg, rw, rb, rW, rbe, rv, rrope)
+                if L:
+                    errs, n = check_library(where, NAMES, lambda: lib_results(L, lens, x, g, w, bias, W, be, v, rope,
+                                                                              elem), ref, elem, NN_TOLERANCES[elem])
+                else:
+                    src = program(lens, x, g, w, bias, W, be, v, rope, elem)
+                    errs, n = check_program(dccc, src, "nn_diff", where, NAMES, ref, elem, NN_TOLERANCES[elem])
                 failures += errs
                 checked += n
-    return report("nn_diff", failures, checked)
+    return failures, checked
+
+
+def main():
+    return run_variant("nn_diff", sys.argv, run_cases)
 
 
 if __name__ == "__main__":

@@ -90,19 +90,28 @@ TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
       }
       checked_gpu = true;
     }
+    // transformer_block's `where`: E == 2 * K (RoPE's half-split heads),
+    // every length <= P (the patterns' longest is 70).
+    std::map<std::string, int64_t> fixed;
+    if (stem == "transformer_block") fixed = {{"E", 4}, {"K", 2}, {"P", 80}};
+    int before = compared;
     for (const auto& f : p.module->funcs) {
-      if (f.name == "main") continue;
+      // (An imported file's functions are inlined, not exported: `stem.name`.)
+      if (f.name == "main" || f.name.find('.') != std::string::npos) continue;
       auto gpu = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, (f.name + "__cuda_host").c_str()));
       ASSERT_NE(gpu, nullptr) << f.name;
-      testing::run_differential(f, {Engine{"llvm", jit->kernel(f.name)}, Engine{"cuda", gpu}}, name, compared);
+      testing::run_differential(f, {Engine{"llvm", jit->kernel(f.name)}, Engine{"cuda", gpu}}, name, compared, fixed);
       ++functions;
     }
-    ran.insert(stem);
+    if (compared > before) ran.insert(stem);
   }
   std::filesystem::remove_all(dir);
   // Nested raggedness (examples/causal_attention.toy, examples/documents.toy)
   // must run on the GPU, not be skipped.
   EXPECT_TRUE(ran.count("causal_attention") && ran.count("documents"));
+  // The examples built from std/ imports (run_gpu.sh puts stdlib/ where
+  // this binary looks for it: <its folder>/../share/dccc/std).
+  EXPECT_TRUE(ran.count("transformer_block") && ran.count("mha_generic") && ran.count("ragged_pool"));
   EXPECT_GE(functions, 8);
   EXPECT_GE(fused, 2) << "functions with fused tensors (mha's p, softmax's)";
   EXPECT_GT(compared, 10000);

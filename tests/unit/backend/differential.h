@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "frontend/imports.h"
 #include "frontend/parser.h"
 #include "ir/interpreter.h"
 #include "ir/lower.h"
@@ -28,6 +29,7 @@
 namespace dccc::backend::testing {
 
 struct Program {
+  std::unique_ptr<LoadedFiles> loaded;  // imported files (outlive the program)
   std::unique_ptr<SourceFile> file;
   std::unique_ptr<DiagnosticEngine> diags;
   std::unique_ptr<ast::Program> ast;
@@ -39,11 +41,16 @@ struct Program {
 /// passes the driver runs for the CPU target only (mark_parallel,
 /// reorder_loops, mark_written_first, transpose_operands, tile_contractions, fuse_parallel_loops), as the LLVM backend's tests need; with
 /// `cuda_passes` the CUDA target's fusion (as tools/dccc.cpp runs them).
-/// Parses and checks `text` into `p`; false after errors (in `p.diags`).
-inline bool front_end(Program& p, const std::string& name, const std::string& text) {
+/// Parses and checks `text` into `p`, with its imports (looked up in
+/// `root_dir`, then the standard library, as the driver does); false after
+/// errors (in `p.diags`).
+inline bool front_end(Program& p, const std::string& name, const std::string& text, const std::string& root_dir = ".") {
   p.file = std::make_unique<SourceFile>(name, text);
   p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
-  p.ast = parse(*p.file, *p.diags);
+  p.loaded = std::make_unique<LoadedFiles>();
+  ImportOptions options;
+  options.root_dir = root_dir;
+  p.ast = parse_with_imports(*p.file, *p.diags, options, *p.loaded);
   if (!p.ast) return false;
   p.checked = check(*p.ast, *p.diags);
   return !p.diags->has_errors();
@@ -74,9 +81,9 @@ inline ir::PipelineOptions without_passes(ir::PipelineOptions o, const std::set<
 }
 
 inline Program compile(const std::string& name, const std::string& text, bool cpu_passes = false,
-                       bool cuda_passes = false) {
+                       bool cuda_passes = false, const std::string& root_dir = ".") {
   Program p;
-  if (!front_end(p, name, text)) return p;
+  if (!front_end(p, name, text, root_dir)) return p;
   ir::PipelineOptions o;
   o.default_pad = 0;
   o.simplify = false;
@@ -245,7 +252,8 @@ inline std::vector<Example> compile_examples(const std::string& dir, bool cuda_p
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();
-    out.push_back(Example{path.filename().string(), path.stem().string(), compile(path.filename().string(), text.str(), false, cuda_passes)});
+    out.push_back(Example{path.filename().string(), path.stem().string(),
+                          compile(path.filename().string(), text.str(), false, cuda_passes, dir)});
   }
   return out;
 }
@@ -261,13 +269,18 @@ struct Engine {
 /// match the float64 reference within relative_tolerance (1e-5 for f32), and the
 /// engines must match each other within the same tolerance. Adds the number
 /// of values compared to `compared`.
+/// `fixed` gives some sizes their value in every pattern (a function whose
+/// `where` the default sizes break: examples/transformer_block.toy's
+/// E == 2 * K and lengths <= P).
 inline void run_differential(const ir::Func& f, const std::vector<Engine>& engines, const std::string& name,
-                             int& compared) {
+                             int& compared, const std::map<std::string, int64_t>& fixed = {}) {
   for (int pattern = 0; pattern < 4; ++pattern) {
     SCOPED_TRACE(name + ": " + f.name + " pattern " + std::to_string(pattern));
     std::mt19937 rng(99 + pattern);
     std::map<std::string, int64_t> sizes;
     for (size_t i = 0; i < f.sizes.size(); ++i) sizes[f.sizes[i].name] = (pattern == 2 && i == 0) ? 1 : 4;
+    for (const auto& [n, v] : fixed)
+      if (sizes.count(n)) sizes[n] = v;
     auto gen = [&](const ir::BufferNode* b, int64_t k) -> double {
       if (is_int(b->type)) {
         switch (pattern) {
