@@ -211,6 +211,15 @@ class Chain {
         mm.store = true;
       }
     }
+    // A per-j producer is computed once per j for the whole row, outside
+    // the root's loops over its other indices: it may not be indexed by one
+    // (transformer_block's v = y . wv per key, indexed by d).
+    for (const auto& p : producers_)
+      for (const auto& a : p.args)
+        for (size_t k = rows_; k < root.lhs.size(); ++k)
+          if (mentions(a, root.lhs[k]))
+            return refuse(fmt::format("`{}` (a reduction per j) is indexed by {}, an index of `{}` beyond the rows",
+                                      p.nest->target->name, root.lhs[k]->name, root.target->name));
     // Per-j producers read only what stays stored.
     for (const auto& p : producers_) {
       bool bad = false;
@@ -580,9 +589,11 @@ Stmt Chain::build(int64_t block, std::string& note) {
   // What the first block does differently (blocks only): no rescaling (the
   // sums so far are 0), and the root's block sums stored as they are (no
   // zero fill, no rescaling pass); `pv_single` is that store with the
-  // root's final value when the first block is the only one.
+  // root's final value when the first block is the only one, and
+  // `pv_either` (the root being its own accumulator) one store that is
+  // either, chosen by the number of blocks (one copy of the first block).
   std::set<const StmtNode*> ratio_ifs;
-  Stmt pv_part, pv_first, pv_single, root_init, root_fin;
+  Stmt pv_part, pv_first, pv_single, pv_either, root_init, root_fin;
   std::vector<std::string> how;
   // The per-j scalars (a reduction over other indices, such as q k^T).
   for (const auto& p : producers_) {
@@ -747,6 +758,11 @@ Stmt Chain::build(int64_t block, std::string& note) {
         pv_single = sums([&](const auto& sub, const std::vector<Expr>& idx, Expr v) {
           return build::store(root.target, idx, substitute(value(mm, v, true), sub));
         });
+        if (out_acc == root.target)
+          pv_either = sums([&](const auto& sub, const std::vector<Expr>& idx, Expr v) {
+            return build::store(root.target, idx,
+                                build::select(build::binary(BinOp::LE, extent_, jb), substitute(value(mm, v, true), sub), v));
+          });
         step.push_back(pv_part);
       } else {
         step.push_back(over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
@@ -794,11 +810,21 @@ Stmt Chain::build(int64_t block, std::string& note) {
     };
     Var jr = make_var(jo->name);
     std::vector<Stmt> later = first(pv_first);
-    later.push_back(build::for_loop(jr, build::binary(BinOp::Sub, blocks, build::int_imm(1)),
-                                    substitute(build::seq(step), {{jo.get(), build::binary(BinOp::Add, build::var(jr),
-                                                                                         build::int_imm(1))}})));
+    Stmt rest = build::for_loop(jr, build::binary(BinOp::Sub, blocks, build::int_imm(1)),
+                                substitute(build::seq(step), {{jo.get(), build::binary(BinOp::Add, build::var(jr),
+                                                                                     build::int_imm(1))}}));
+    later.push_back(rest);
     later.insert(later.end(), fin.begin(), fin.end());
-    if (pv_single) {
+    if (pv_either) {
+      // first block; if (more blocks) { the others; the root's final value }
+      std::erase(row, root_init);
+      std::vector<Stmt> one = first(pv_either);
+      row.insert(row.end(), one.begin(), one.end());
+      std::vector<Stmt> more = {rest, root_fin};
+      row.push_back(build::if_then_else(build::binary(BinOp::LT, jb, extent_), build::seq(more)));
+      for (const auto& st : fin)
+        if (st != root_fin) row.push_back(st);
+    } else if (pv_single) {
       std::erase(row, root_init);
       std::vector<Stmt> one = first(pv_single);
       for (const auto& st : fin)

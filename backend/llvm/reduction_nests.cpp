@@ -193,6 +193,11 @@ bool FuncEmitter::vectorizable(const ir::Expr& e, Scalar t, const ir::Var& lane,
     case ExprKind::Unary:
       return (e->unop == UnOp::Neg || e->unop == UnOp::Abs || e->unop == UnOp::Sqrt) &&
              vectorizable(e->args[0], t, lane, accs);
+    case ExprKind::Select:
+      // One condition for every lane (the online-reductions pass's store of
+      // a first block that may be the only one), both sides vectors.
+      return !lane_dependent(e->args[0], lane, accs) && vectorizable(e->args[1], t, lane, accs) &&
+             vectorizable(e->args[2], t, lane, accs);
     case ExprKind::Binary:
       switch (e->binop) {
         case BinOp::Add: case BinOp::Sub: case BinOp::Mul: case BinOp::Div: case BinOp::Max: case BinOp::Min:
@@ -241,6 +246,10 @@ llvm::Value* FuncEmitter::vector_emit(const ir::Expr& e, const LaneBlock& lb) {
                   : b_.CreateAlignedLoad(lb.vtype, addr, align);
       tag(load, e->buffer.get());
       return load;
+    }
+    case ExprKind::Select: {
+      llvm::Value* c = emit(e->args[0]);
+      return b_.CreateSelect(c, vector_emit(e->args[1], lb), vector_emit(e->args[2], lb));
     }
     case ExprKind::Unary: {
       llvm::Value* x = vector_emit(e->args[0], lb);
