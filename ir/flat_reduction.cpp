@@ -32,6 +32,20 @@ bool is_accumulator(const BufferNode* b) {
   return b->dims.empty() && b->kind != BufferKind::Input && b->kind != BufferKind::Output;
 }
 
+/// Whether `fin` reads `t` only at the element it stores (or not at all).
+/// Since the fins of a nest store distinct elements (each (o, u) its own,
+/// which every reordering of the nest already relies on), such a read sees
+/// the element's value before the nest, in any order of the fins.
+bool reads_own(const Stmt& fin, const BufferNode* t) {
+  bool ok = true;
+  each_expr(fin->value, [&](const ExprNode& x) {
+    if (x.kind != ExprKind::Load || x.buffer.get() != t) return;
+    ok &= fin->buffer.get() == t && x.flat == fin->flat && x.args.size() == fin->args.size();
+    for (size_t a = 0; ok && a < x.args.size(); ++a) ok &= same_expr(x.args[a], fin->args[a]);
+  });
+  return ok;
+}
+
 }  // namespace
 
 std::optional<FlatReduction> match_flat_reduction(const StmtNode& s) {
@@ -81,9 +95,10 @@ std::optional<FlatReduction> match_flat_reduction(const StmtNode& s) {
       if (a != acc && loads_from(fin->value, a)) return std::nullopt;
     for (const auto& a : fin->args)
       if (loads_acc(a)) return std::nullopt;
-    // No output of the nest is read inside it.
+    // No output of the nest is read inside it, but by a fin at the element
+    // it stores (`t[off] = t[off] * r + acc`: a running sum kept in t).
     for (size_t w = 0; w < k; ++w) {
-      if (loads_from(plan.fins[w]->value, t) || loads_from(plan.steps[w]->value->args[1], t) ||
+      if (!reads_own(plan.fins[w], t) || loads_from(plan.steps[w]->value->args[1], t) ||
           loads_from(plan.inits[w]->value, t))
         return std::nullopt;
       for (const auto& a : plan.fins[w]->args)

@@ -4,7 +4,9 @@
 //   acc_u = init_u (every u); for r { acc_u = acc_u op x_u (every u) }; t_u[off_u] = f_u(acc_u) (every u)
 // -- k distinct scalar accumulators (k >= 1; k > 1 for a tile of rows from
 // ir/tile_contractions.h), r serial with an extent free of o, no accumulator
-// read where it is not yet set, and no output t_u read inside the nest -- is
+// read where it is not yet set, and no output t_u read inside the nest but by
+// a fin at the element it stores (f_u = t_u[off_u] * c + acc_u, a sum kept
+// in t_u across nests: the online-reductions pass's blocks) -- is
 // a FlatReduction. What to do with one is decided from the stride, along o
 // and along r, of the flat offset of each load in the x_u:
 // - interchange_pays: some load is contiguous in o and strided in r (p v's

@@ -211,6 +211,15 @@ class Chain {
         mm.store = true;
       }
     }
+    // A per-j producer is computed once per j for the whole row, outside
+    // the root's loops over its other indices: it may not be indexed by one
+    // (transformer_block's v = y . wv per key, indexed by d).
+    for (const auto& p : producers_)
+      for (const auto& a : p.args)
+        for (size_t k = rows_; k < root.lhs.size(); ++k)
+          if (mentions(a, root.lhs[k]))
+            return refuse(fmt::format("`{}` (a reduction per j) is indexed by {}, an index of `{}` beyond the rows",
+                                      p.nest->target->name, root.lhs[k]->name, root.target->name));
     // Per-j producers read only what stays stored.
     for (const auto& p : producers_) {
       bool bad = false;
@@ -464,10 +473,34 @@ Stmt Chain::build(int64_t block, std::string& note) {
       return build::load(it->second, idx);
     });
   };
-  // for jj in 0 .. jn { body(jj) }
-  auto over_block = [&](const std::function<Stmt(const Var&)>& body) {
+  // for jj in 0 .. jn { body(jj) }; padded: jj up to the block's end rounded
+  // up to 16 (at most JB, the rows of the block tensors): for loops that
+  // only fill block rows and read nothing indexed by j but those rows and
+  // the transposed copies (rows padded to 16, ir/online_tile.h), so the
+  // backend runs them in whole vectors, no masked or scalar remainder. The
+  // lanes past the block's end hold values no later loop reads.
+  Expr jp = build::binary(BinOp::Min, jb,
+                          build::binary(BinOp::Sub, build::round_up(extent_, kTransposePad), j0));
+  auto over_block = [&](const std::function<Stmt(const Var&)>& body, bool padded = false) {
     Var jj = make_var(j_->name + ".i");
-    return build::for_loop(jj, jn, body(jj));
+    return build::for_loop(jj, padded ? jp : jn, body(jj));
+  };
+  // Whether `e`, computed for values of j past the extent, reads only `ok`
+  // there (and no integer division that could trap).
+  auto pad_safe = [&](const Expr& e, const std::map<const BufferNode*, Buffer>& ok) {
+    bool safe = true;
+    each_expr(e, [&](const ExprNode& x) {
+      if (x.kind == ExprKind::Load) {
+        bool moves = false;
+        for (const auto& a : x.args) moves |= mentions(a, j_);
+        bool mine = false;
+        for (const auto& [from, to] : ok) mine |= to == x.buffer;
+        safe &= !moves || mine;
+      }
+      if (x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type))
+        for (const auto& a : x.args) safe &= !mentions(a, j_);
+    });
+    return safe;
   };
   auto identity = [&](BinOp op, Scalar t) {
     return fimm(op == BinOp::Add ? 0.0 : op == BinOp::Max ? -INFINITY : INFINITY, t);
@@ -553,6 +586,14 @@ Stmt Chain::build(int64_t block, std::string& note) {
   };
   std::vector<std::pair<Expr, Buffer>> ratios, shared;
   std::vector<Stmt> init, step, fin;
+  // What the first block does differently (blocks only): no rescaling (the
+  // sums so far are 0), and the root's block sums stored as they are (no
+  // zero fill, no rescaling pass); `pv_single` is that store with the
+  // root's final value when the first block is the only one, and
+  // `pv_either` (the root being its own accumulator) one store that is
+  // either, chosen by the number of blocks (one copy of the first block).
+  std::set<const StmtNode*> ratio_ifs;
+  Stmt pv_part, pv_first, pv_single, pv_either, root_init, root_fin;
   std::vector<std::string> how;
   // The per-j scalars (a reduction over other indices, such as q k^T).
   for (const auto& p : producers_) {
@@ -581,16 +622,19 @@ Stmt Chain::build(int64_t block, std::string& note) {
       continue;
     }
     Buffer blk = block_of(p.scalar);
-    step.push_back(over_block([&](const Var& jj) {
-      std::map<const VarNode*, Expr> at;
-      at[j_.get()] = build::binary(BinOp::Add, j0, build::var(jj));
-      std::vector<Stmt> body;
-      for (const auto& st : one) body.push_back(substitute(st, at));
-      std::vector<Expr> idx = row_idx;
-      idx.push_back(build::var(jj));
-      body.back() = build::store(blk, idx, substitute(substitute(pn.post, b), at));
-      return build::seq(body);
-    }));
+    const bool padded = fresh.size() == 1 && pad_safe(px, transposed_) && pad_safe(substitute(pn.post, b), transposed_);
+    step.push_back(over_block(
+        [&](const Var& jj) {
+          std::map<const VarNode*, Expr> at;
+          at[j_.get()] = build::binary(BinOp::Add, j0, build::var(jj));
+          std::vector<Stmt> body;
+          for (const auto& st : one) body.push_back(substitute(st, at));
+          std::vector<Expr> idx = row_idx;
+          idx.push_back(build::var(jj));
+          body.back() = build::store(blk, idx, substitute(substitute(pn.post, b), at));
+          return build::seq(body);
+        },
+        padded));
     std::erase(new_buffers, p.scalar);
   }
   size_t olds_at = step.size();
@@ -629,6 +673,7 @@ Stmt Chain::build(int64_t block, std::string& note) {
           ratios.push_back({r, ratio});
           step.push_back(build::store(ratio, {}, fimm(1, at)));
           step.push_back(build::if_then_else(build::binary(BinOp::NE, eo, en), build::store(ratio, {}, r)));
+          ratio_ifs.insert(step.back().get());
         }
         h = fmt::format("rescaled by exp(E(new) - E(old)), E = {}", expr_text(e));
       }
@@ -655,11 +700,13 @@ Stmt Chain::build(int64_t block, std::string& note) {
       if (blocked) {
         Buffer blk = block_of(b);
         std::erase(new_buffers, b);
-        step.push_back(over_block([&](const Var& jj) {
-          std::vector<Expr> idx = row_idx;
-          idx.push_back(build::var(jj));
-          return build::store(blk, idx, lift(x, jj));
-        }));
+        step.push_back(over_block(
+            [&](const Var& jj) {
+              std::vector<Expr> idx = row_idx;
+              idx.push_back(build::var(jj));
+              return build::store(blk, idx, lift(x, jj));
+            },
+            pad_safe(x, {})));
       } else {
         step.push_back(build::store(b, {}, x));
       }
@@ -686,25 +733,37 @@ Stmt Chain::build(int64_t block, std::string& note) {
       init.push_back(over_extras(true, [&](const auto&, const std::vector<Expr>& idx) {
         return build::store(out_acc, idx, mn.init);
       }));
+      root_init = init.back();
       if (blocked) {
-        // The block's sums go to their own tensor first: a reduction nest
-        // that stores what it does not read (the backend runs it with vector
-        // accumulators along d), then one rescaling pass over the output.
-        Buffer part = row_tensor(name + ".blk", at);
-        part->zero_fill = false;  // each block writes its rows before reading them
-        scratch.push_back(part);
-        step.push_back(over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
-          Buffer bacc = scalar(name + ".blk_acc", at);
-          Expr x = substitute(operand, sub);
-          Stmt sum = over_block([&](const Var& jj) {
-            return build::store(bacc, {}, build::binary(mn.op, build::load(bacc, {}), lift(x, jj)));
+        // A reduction nest over the extra indices, the block's sums in its
+        // accumulators (the backend runs it with vector accumulators along
+        // d), each stored as acc * ratio + sum at the element it reads
+        // (ir/flat_reduction.h): one pass over the output a block.
+        Buffer bacc = scalar(name + ".blk_acc", at);
+        // The block's sums, stored by `to(sub, idx, sums)`.
+        auto sums = [&](const std::function<Stmt(const std::map<const VarNode*, Expr>&, const std::vector<Expr>&,
+                                                 Expr)>& to) {
+          return over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
+            Expr x = substitute(operand, sub);
+            Stmt sum = over_block([&](const Var& jj) {
+              return build::store(bacc, {}, build::binary(mn.op, build::load(bacc, {}), lift(x, jj)));
+            });
+            return build::seq({build::store(bacc, {}, identity(mn.op, at)), sum, to(sub, idx, build::load(bacc, {}))});
           });
-          return build::seq({build::store(bacc, {}, identity(mn.op, at)), sum,
-                             build::store(part, idx, build::load(bacc, {}))});
-        }));
-        step.push_back(over_extras(true, [&](const auto&, const std::vector<Expr>& idx) {
-          return build::store(out_acc, idx, combine(build::load(out_acc, idx), build::load(part, idx)));
-        }));
+        };
+        pv_part = sums([&](const auto&, const std::vector<Expr>& idx, Expr v) {
+          return build::store(out_acc, idx, combine(build::load(out_acc, idx), v));
+        });
+        pv_first = sums([&](const auto&, const std::vector<Expr>& idx, Expr v) { return build::store(out_acc, idx, v); });
+        pv_single = sums([&](const auto& sub, const std::vector<Expr>& idx, Expr v) {
+          return build::store(root.target, idx, substitute(value(mm, v, true), sub));
+        });
+        if (out_acc == root.target)
+          pv_either = sums([&](const auto& sub, const std::vector<Expr>& idx, Expr v) {
+            return build::store(root.target, idx,
+                                build::select(build::binary(BinOp::LE, extent_, jb), substitute(value(mm, v, true), sub), v));
+          });
+        step.push_back(pv_part);
       } else {
         step.push_back(over_extras(true, [&](const auto& sub, const std::vector<Expr>& idx) {
           return update(out_acc, idx, sub);
@@ -713,6 +772,7 @@ Stmt Chain::build(int64_t block, std::string& note) {
       fin.push_back(over_extras(false, [&](const auto&, const std::vector<Expr>& idx) {
         return build::store(root.target, idx, value(mm, build::load(out_acc, idx), true));
       }));
+      root_fin = fin.back();
       continue;
     }
     init.push_back(build::store(mn.acc, {}, mn.init));
@@ -735,12 +795,48 @@ Stmt Chain::build(int64_t block, std::string& note) {
   step.insert(step.begin() + static_cast<std::ptrdiff_t>(olds_at), olds.begin(), olds.end());
   std::vector<Stmt> row = init;
   if (blocked) {
+    // The first block on its own (j.o = 0), then the others. With a root
+    // indexed beyond the rows (d), a row of at most one block (short
+    // sequences) stores the root's final value from the block's sums
+    // directly: the materialised form's own loop, no pass over d after it.
     Expr blocks = build::binary(BinOp::Div, build::binary(BinOp::Add, extent_, build::int_imm(block - 1)), jb);
-    row.push_back(build::for_loop(jo, blocks, build::seq(step)));
+    auto first = [&](const Stmt& pv) {
+      std::vector<Stmt> out;
+      for (const auto& st : step) {
+        if (ratio_ifs.count(st.get())) continue;
+        out.push_back(fresh_loops(substitute(st == pv_part ? pv : st, {{jo.get(), build::int_imm(0)}})));
+      }
+      return out;
+    };
+    Var jr = make_var(jo->name);
+    std::vector<Stmt> later = first(pv_first);
+    Stmt rest = build::for_loop(jr, build::binary(BinOp::Sub, blocks, build::int_imm(1)),
+                                substitute(build::seq(step), {{jo.get(), build::binary(BinOp::Add, build::var(jr),
+                                                                                     build::int_imm(1))}}));
+    later.push_back(rest);
+    later.insert(later.end(), fin.begin(), fin.end());
+    if (pv_either) {
+      // first block; if (more blocks) { the others; the root's final value }
+      std::erase(row, root_init);
+      std::vector<Stmt> one = first(pv_either);
+      row.insert(row.end(), one.begin(), one.end());
+      std::vector<Stmt> more = {rest, root_fin};
+      row.push_back(build::if_then_else(build::binary(BinOp::LT, jb, extent_), build::seq(more)));
+      for (const auto& st : fin)
+        if (st != root_fin) row.push_back(st);
+    } else if (pv_single) {
+      std::erase(row, root_init);
+      std::vector<Stmt> one = first(pv_single);
+      for (const auto& st : fin)
+        if (st != root_fin) one.push_back(st);
+      row.push_back(build::if_then_else(build::binary(BinOp::LE, extent_, jb), build::seq(one), build::seq(later)));
+    } else {
+      row.insert(row.end(), later.begin(), later.end());
+    }
   } else {
     row.push_back(build::for_loop(j_, extent_, build::seq(step)));
   }
-  row.insert(row.end(), fin.begin(), fin.end());
+  if (!blocked) row.insert(row.end(), fin.begin(), fin.end());
   Stmt s = build::seq(row);
   bool unread = false;
   std::vector<Var> row_vars;

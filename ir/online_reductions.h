@@ -57,7 +57,16 @@
 // row with its own block rows (without that index); an operand of a per-j
 // reduction indexed by j and contiguous along the reduced index (k[b][j,
 // h, d]) is read from a transposed copy made before the loop (O(s)).
-// The CUDA target keeps one value of j a step (block 1).
+// The first block runs on its own, with nothing to rescale: its sums are
+// stored as they are, and a row of one block (short sequences) stores the
+// root's final value (`/ row_sum`) straight from the block's sums, no pass
+// over d after it. A later block's weighted sums (d) are rescaled and added
+// in the store of their own reduction nest (out[d] = out[d] * ratio + sum,
+// ir/flat_reduction.h), not in a pass of their own. The loops that fill the
+// block rows from the transposed copies (the scores, their exponentials)
+// run to the block's end rounded up to 16 (the copies' padding), so the
+// backend emits them in whole vectors; the lanes past the end are never
+// read. The CUDA target keeps one value of j a step (block 1).
 #pragma once
 
 #include <cstdint>
@@ -68,8 +77,11 @@
 
 namespace dccc::ir {
 
-/// Values of j a block of the CPU's fused loop (16 f32 lanes x 2).
-inline constexpr int64_t kCpuOnlineBlock = 32;
+/// Values of j a block of the CPU's fused loop (eight vectors of 16 f32
+/// lanes): a row of mha's shorter batches (up to 128 keys) is one block,
+/// computed as the materialised form computes it but in rows that stay in
+/// cache; longer rows rescale their sums once every 128 keys.
+inline constexpr int64_t kCpuOnlineBlock = 128;
 /// Rows a tile of the CPU's fused loop (ir/online_tile.h).
 inline constexpr int64_t kCpuOnlineRows = 4;
 

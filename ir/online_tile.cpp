@@ -62,6 +62,36 @@ struct Copier {
   }
 };
 
+/// The loads of tensors (not scalars) in the values `s` stores (not in loop
+/// extents, which read the lengths).
+std::vector<const ExprNode*> tensor_loads(const Stmt& s) {
+  std::vector<const ExprNode*> out;
+  each_stmt(s, [&](const StmtNode& x) {
+    if (x.kind != StmtKind::Store) return;
+    each_expr(x.value, [&](const ExprNode& e) {
+      if (e.kind == ExprKind::Load && e.buffer->kind != BufferKind::Scalar) out.push_back(&e);
+    });
+  });
+  return out;
+}
+
+/// Whether two copies of a loop read some element in common (the keys or
+/// values of the tile's rows): only then does running them as one loop save
+/// loads. A loop over each row's own block row (the maximum, the
+/// exponentials, the sum) stays one loop per row, the shape the backend
+/// vectorizes best (a max/min loop of one accumulator runs in vector lanes).
+bool share_loads(const Stmt& a, const Stmt& b) {
+  std::vector<const ExprNode*> la = tensor_loads(a), lb = tensor_loads(b);
+  for (const ExprNode* x : la)
+    for (const ExprNode* y : lb)
+      if (x->buffer == y->buffer && x->args.size() == y->args.size()) {
+        bool same = true;
+        for (size_t k = 0; k < x->args.size() && same; ++k) same = same_expr(x->args[k], y->args[k]);
+        if (same) return true;
+      }
+  return false;
+}
+
 Stmt jam(const std::vector<Stmt>& copies) {
   const Stmt& first = copies[0];
   if (first->kind == StmtKind::Seq) {
@@ -73,15 +103,48 @@ Stmt jam(const std::vector<Stmt>& copies) {
     }
     return build::seq(items);
   }
-  if (first->kind == StmtKind::For) {
+  if (first->kind == StmtKind::For && (copies.size() < 2 || share_loads(copies[0], copies[1]))) {
     std::vector<Stmt> bodies;
     for (const auto& c : copies) bodies.push_back(c->body[0]);
     return build::for_loop(first->var, first->extent, jam(bodies), first->loop);
+  }
+  if (first->kind == StmtKind::IfThenElse) {
+    // A condition the copies share (one that does not read the row): one
+    // branch for the tile, its sides jammed.
+    bool same = true;
+    for (const auto& c : copies) same &= same_expr(c->value, first->value) && c->body.size() == first->body.size();
+    if (same) {
+      std::vector<Stmt> thens, elses;
+      for (const auto& c : copies) {
+        thens.push_back(c->body[0]);
+        if (c->body.size() > 1) elses.push_back(c->body[1]);
+      }
+      return build::if_then_else(first->value, jam(thens), elses.empty() ? nullptr : jam(elses));
+    }
+  }
+  if (first->kind == StmtKind::For) {
+    std::vector<Stmt> own = {copies[0]};
+    for (size_t k = 1; k < copies.size(); ++k) own.push_back(fresh_loops(copies[k]));
+    return build::seq(own);
   }
   return build::seq(copies);
 }
 
 }  // namespace
+
+Stmt fresh_loops(const Stmt& s, std::map<const VarNode*, Expr> vars) {
+  if (!s) return s;
+  auto c = std::make_shared<StmtNode>(*s);
+  if (c->extent) c->extent = substitute(c->extent, vars);
+  if (c->value) c->value = substitute(c->value, vars);
+  for (auto& a : c->args) a = substitute(a, vars);
+  if (c->kind == StmtKind::For) {
+    c->var = make_var(s->var->name);
+    vars[s->var.get()] = build::var(c->var);
+  }
+  for (auto& b : c->body) b = fresh_loops(b, vars);
+  return c;
+}
 
 std::vector<size_t> row_order(const std::vector<Stmt>& step, const std::vector<Var>& moving,
                               const std::vector<Var>& rows, const std::vector<Expr>& extents, bool& unread) {
@@ -210,7 +273,7 @@ Expr transpose_loads(const Expr& x, const Var& j, const Var& r, std::map<const B
       // ir/transpose_operands.h copies): the innermost loop stores a run of
       // BT's row and reads 16 rows of B that stay in cache; the padding holds
       // copies of the row's last element (never read), so BT is stored whole.
-      constexpr int64_t kPad = 16;
+      constexpr int64_t kPad = kTransposePad;
       t->pad.assign(n, 1);
       t->pad.back() = kPad;
       std::map<const VarNode*, Expr> dv, lv;

@@ -69,6 +69,14 @@ Stmt tile_rows(const Stmt& body, const Var& v, const Expr& extent, LoopKind kind
 /// the nest that fills each new BT (one per B, kept in `made`; the caller
 /// runs it before the fused loop: one pass over B, O(B) memory);
 /// `fresh_name(base)` names the new tensors.
+/// The rows of a transposed copy (below) are padded to a multiple of this.
+inline constexpr int64_t kTransposePad = 16;
+
+/// `s` with each loop's variable a fresh one, so that copies of one nest
+/// (the rows of a tile that are not jammed, the first block of the fused
+/// loop and the others) each bind their own.
+Stmt fresh_loops(const Stmt& s, std::map<const VarNode*, Expr> vars = {});
+
 Expr transpose_loads(const Expr& x, const Var& j, const Var& r, std::map<const BufferNode*, Buffer>& made,
                      std::vector<Stmt>& copies, std::vector<Buffer>& buffers,
                      const std::function<std::string(const std::string&)>& fresh_name);

@@ -180,8 +180,9 @@ options:
   --online-reductions
                      derive the one-pass (flash-attention) form of dependent
                      reductions: no O(s^2) scores in memory (docs/vloop.md;
-                     off by default: not yet faster on the CPU)
-  --online-block=N   keys a step of the fused loop (default: 32 on the CPU,
+                     off by default until a quiet-machine wall-clock run
+                     confirms the CPU speed, bench/RESULTS.md)
+  --online-block=N   keys a step of the fused loop (default: 128 on the CPU,
                      with query rows in tiles of 4; 1 on CUDA; 1: one key a step)
   --no-simplify      skip the Z3-backed index simplification, bound-check
                      elimination and load hoisting after storage lowering

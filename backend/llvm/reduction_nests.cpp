@@ -162,8 +162,8 @@ void FuncEmitter::emit_interchanged(const ir::StmtNode& s, const ir::FlatReducti
 // loop:
 //   for d0 in steps of W * R { acc_u_r = init_u (vector); for j {
 //     acc_u_r = acc_u_r op x_u(j, d0 + r * W + lane) }; t_u[.., d0 + r * W + lane] = f_u(acc_u_r) }
-// then the last n % (W * R) lanes a vector at a time with masked loads and
-// stores. Where the interchanged loop loads and stores each accumulator
+// then the whole vectors left one at a time, and the last n % W lanes with
+// masked loads and stores. Where the interchanged loop loads and stores each accumulator
 // from a stack array once per kJam terms, this one touches memory only for
 // the operands (q k^T: a vector of kᵀ and a broadcast of q per row and
 // term). Each lane still sees its terms in j order; `acc + a * b` steps
@@ -193,6 +193,11 @@ bool FuncEmitter::vectorizable(const ir::Expr& e, Scalar t, const ir::Var& lane,
     case ExprKind::Unary:
       return (e->unop == UnOp::Neg || e->unop == UnOp::Abs || e->unop == UnOp::Sqrt) &&
              vectorizable(e->args[0], t, lane, accs);
+    case ExprKind::Select:
+      // One condition for every lane (the online-reductions pass's store of
+      // a first block that may be the only one), both sides vectors.
+      return !lane_dependent(e->args[0], lane, accs) && vectorizable(e->args[1], t, lane, accs) &&
+             vectorizable(e->args[2], t, lane, accs);
     case ExprKind::Binary:
       switch (e->binop) {
         case BinOp::Add: case BinOp::Sub: case BinOp::Mul: case BinOp::Div: case BinOp::Max: case BinOp::Min:
@@ -241,6 +246,10 @@ llvm::Value* FuncEmitter::vector_emit(const ir::Expr& e, const LaneBlock& lb) {
                   : b_.CreateAlignedLoad(lb.vtype, addr, align);
       tag(load, e->buffer.get());
       return load;
+    }
+    case ExprKind::Select: {
+      llvm::Value* c = emit(e->args[0]);
+      return b_.CreateSelect(c, vector_emit(e->args[1], lb), vector_emit(e->args[2], lb));
     }
     case ExprKind::Unary: {
       llvm::Value* x = vector_emit(e->args[0], lb);
@@ -316,10 +325,16 @@ void FuncEmitter::emit_lane_blocks(const ir::StmtNode& s, const ir::FlatReductio
   const int64_t span = w * vecs;
   llvm::Value* full = b_.CreateSub(n, b_.CreateSRem(n, b_.getInt64(span)));
   strided_loop(dv->name + ".blk", b_.getInt64(0), full, span, [&](llvm::Value* d0) { block(d0, vecs); });
+  // The whole vectors left, one at a time without a mask (on targets
+  // without masked loads a masked one is a branch per lane), then the last
+  // n % W lanes masked.
+  llvm::Value* whole = b_.CreateSub(n, b_.CreateSRem(n, b_.getInt64(w)));
+  if (vecs > 1) strided_loop(dv->name + ".one", full, whole, w, [&](llvm::Value* d0) { block(d0, 1); });
+  else whole = full;
   std::vector<llvm::Constant*> iota;
   for (int64_t l = 0; l < w; ++l) iota.push_back(b_.getInt64(static_cast<uint64_t>(l)));
   llvm::Value* lanes = llvm::ConstantVector::get(iota);
-  strided_loop(dv->name + ".tail", full, n, w, [&](llvm::Value* d0) {
+  strided_loop(dv->name + ".tail", whole, n, w, [&](llvm::Value* d0) {
     lb.mask = b_.CreateICmpSLT(b_.CreateAdd(b_.CreateVectorSplat(static_cast<unsigned>(w), d0), lanes),
                                b_.CreateVectorSplat(static_cast<unsigned>(w), n));
     block(d0, 1);

@@ -407,8 +407,8 @@ fn abt64(a: [M, K]f64, b: [N, K]f64) [M, N]f64 {
 
 // Contractions whose output loop runs along contiguous operand rows go
 // through the backend's lane blocks (vector accumulators in registers,
-// blocks of 32 or 64 lanes, then masked vectors): every N from 0 to 70 and
-// one above the old 1024-lane limit, M = 5 (a tile of 4 rows and a row
+// blocks of 32 or 64 lanes, then whole vectors, then a masked one): every N
+// from 0 to 70 and one above the old 1024-lane limit, M = 5 (a tile of 4 rows and a row
 // alone), f32 and f64, a max reduction, a sum with a lane-invariant factor
 // and a result divided by a row value, against the float64 reference. A lane
 // stored past N would land in the next row (already written by then, as
