@@ -78,6 +78,7 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   }
   o += fmt::format("  mma: {}", mma_name(k.mma.shape));
   if (k.mma.shape == MmaShape::M16N8K8_TF32) o += fmt::format(", fp32 {}", fp32_math_name(k.mma.fp32));
+  if (k.mma.step_partials) o += ", per-step partial sums added to acc in f32";
   o += "\n";
   o += fmt::format("  k-loop: {} in steps of {}\n", k.k_extent, k.block_k);
   auto ops = [&](const char* what, const std::vector<Op>& list) {

@@ -153,6 +153,13 @@ struct WarpTiling {
 struct Mma {
   MmaShape shape = MmaShape::M16N8K16_BF16;
   Fp32Math fp32 = Fp32Math::Split3xTf32;  // for M16N8K8_TF32 only
+  /// Each K-step's MMAs accumulate into a fragment that starts at zero,
+  /// which is then added to the running sum with f32 adds (round to
+  /// nearest). The tensor core truncates every sum it forms (round toward
+  /// zero, no guard bits: docs/cuda.md), so one accumulator over all of K
+  /// collects errors of one sign that grow linearly in K; per-step partial
+  /// sums keep them to one step's worth, rounded away by the f32 adds.
+  bool step_partials = false;
 };
 
 /// Per output element the warp holds (row < rows, col < cols): the

@@ -242,6 +242,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     case Elem::F32:
       k.mma.shape = MmaShape::M16N8K8_TF32;
       k.mma.fp32 = options.fp32;
+      k.mma.step_partials = options.fp32 == Fp32Math::Split3xTf32;
       break;
   }
   // kStages stages: steps kt + 1 .. kt + kStages - 1 are in flight while

@@ -188,6 +188,10 @@ std::string mma_step(const Kernel& k) {
   std::string o;
   o += fmt::format("    const {}* as = {} + (kt % {}) * {};\n", storage_type(sa.elem), sa.name, sa.stages, sa.stage_elems());
   o += fmt::format("    const {}* bs = {} + (kt % {}) * {};\n", storage_type(sb.elem), sb.name, sb.stages, sb.stage_elems());
+  // The MMAs' accumulator: acc itself, or this step's partial sums.
+  const char* target = k.mma.step_partials ? "part" : "acc";
+  if (k.mma.step_partials)
+    o += fmt::format("    float part[{}][{}][4] = {{}};  // this K-step's sums, added to acc below\n", fm, fn);
   o += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; kk += {}) {{\n", k.block_k, mk);
   auto A = [&](const std::string& r, const std::string& c) { return "as[" + smem_index(sa, r, c) + "]"; };
   auto B = [&](const std::string& n, const std::string& c) { return "bs[" + smem_index(sb, n, c) + "]"; };
@@ -209,7 +213,7 @@ std::string mma_step(const Kernel& k) {
       o += fmt::format("          bf[i][j] = dcc_ld32(&{});\n        }}\n", B("n", "c"));
     else
       o += fmt::format("          bf[i][j] = dcc_pack16({}, {});\n        }}\n", B("n", "c"), B("n", "c + 1"));
-    o += fmt::format("      {}<{}, {}>(acc, af, bf);\n", fn_name, fm, fn);
+    o += fmt::format("      {}<{}, {}>({}, af, bf);\n", fn_name, fm, fn, target);
   } else {
     // m16n8k8, tf32: A reg j holds (row gid + 8 (j & 1), k tig + 4 (j >> 1));
     // B reg j holds (k tig + 4 j, col gid).
@@ -229,12 +233,16 @@ std::string mma_step(const Kernel& k) {
     o += conv("bb[i][j]", "bs2[i][j]", B("n", "c")) + "        }\n";
     if (split) {
       // The small cross terms first, then the big product (3xTF32).
-      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, as2, bb);\n", fm, fn);
-      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, ab, bs2);\n", fm, fn);
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>({}, as2, bb);\n", fm, fn, target);
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>({}, ab, bs2);\n", fm, fn, target);
     }
-    o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, ab, bb);\n", fm, fn);
+    o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>({}, ab, bb);\n", fm, fn, target);
   }
   o += "    }\n";
+  if (k.mma.step_partials)
+    o += fmt::format("#pragma unroll\n    for (int i = 0; i < {}; ++i)\n#pragma unroll\n      for (int j = 0; j < {}; ++j)\n"
+                     "#pragma unroll\n        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];\n",
+                     fm, fn);
   return o;
 }
 

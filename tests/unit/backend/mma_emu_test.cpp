@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "tests/unit/backend/cuda_emu_build.h"
+#include "tests/unit/backend/cuda_emu.h"
 
 namespace dccc::backend {
 namespace {
@@ -253,8 +254,9 @@ TEST(MmaEmu, F32GroupedGemmEveryMode) {
       EXPECT_EQ(cu.find("dcc_mma_"), std::string::npos) << "ieee must not use tensor cores";
     } else {
       EXPECT_NE(cu.find("dcc_mma_tiles_tf32<"), std::string::npos);
-      // 3xTF32: three MMAs per tile, the small cross terms first.
-      bool split = cu.find("(acc, as2, bb);") != std::string::npos;
+      // 3xTF32: three MMAs per tile, the small cross terms first, into a
+      // K-step's partial sums.
+      bool split = cu.find("(part, as2, bb);") != std::string::npos;
       EXPECT_EQ(split, modes[m] == gpu::Fp32Math::Split3xTf32);
     }
     worst[m] = run_grouped(e, *f, Scalar::F32, Scalar::F32, tols[m], checked);
@@ -264,6 +266,79 @@ TEST(MmaEmu, F32GroupedGemmEveryMode) {
   EXPECT_LT(worst[0] * 50, worst[1]);
   EXPECT_GT(worst[1], 1e-5) << "tf32 inputs were not rounded";
   EXPECT_GT(checked, 30000);
+}
+
+// The emulated tensor core's fused sums (cuda_emu.h), on cases worked by
+// hand: terms aligned to the largest and truncated there (no guard bits),
+// the exact sum of the aligned terms truncated to f32 (toward zero).
+TEST(MmaEmu, FusedSumTruncatesLikeTheTensorCore) {
+  const double u = std::ldexp(1.0, -23);  // f32's ulp of 1
+  auto sum = [](std::initializer_list<double> t) { return static_cast<double>(dcc_emu_fused_sum(t.begin(), static_cast<int>(t.size()))); };
+  EXPECT_EQ(sum({1.0, -std::ldexp(1.0, -30)}), 1.0);          // the small term is shifted out (exact RZ: 1 - u/2)
+  EXPECT_EQ(sum({1.0, 1.5 * u}), 1.0 + u);                     // 1.5 ulp truncated to 1 (round to nearest: 1 + 2u)
+  EXPECT_EQ(sum({1.0 + u, 1.0}), 2.0);                         // 2 + u: the carry's bit is truncated
+  EXPECT_EQ(sum({1.0 + u, 1.0 + u, 1.0 + u}), 3.0 + 2 * u);    // 3 + 3u -> 3 + 2u (nearest: 3 + 4u)
+  EXPECT_EQ(sum({-1.0 - u, -1.0 - u, -1.0 - u}), -3.0 - 2 * u);  // toward zero for negative sums too
+  EXPECT_EQ(sum({1.0, -1.0 + u}), u);                          // cancellation of aligned terms is exact
+  EXPECT_EQ(sum({1.0, -1.0 + u / 2}), u);                      // but -1 + u/2 loses its last bit to 1's alignment
+  EXPECT_EQ(sum({0.0, 0.0}), 0.0);
+}
+
+/// One group of grouped_gemm (M x K times K x N, f32) on values drawn
+/// uniformly from [lo, hi]; returns the result and fills `a`, `b`.
+std::vector<float> run_one_group(Entry entry, const ir::Func& f, int M, int K, int N, double lo, double hi,
+                                 std::vector<float>& a, std::vector<float>& b) {
+  std::mt19937 rng(4096);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  a.resize(static_cast<size_t>(M) * K);
+  b.resize(static_cast<size_t>(K) * N);
+  for (auto& x : a) x = static_cast<float>(dist(rng));
+  for (auto& x : b) x = static_cast<float>(dist(rng));
+  std::vector<float> c(static_cast<size_t>(M) * N, 0.0f);
+  int32_t m = M, k = K, n = N;
+  std::map<std::string, void*> bufs{{"x.m", &m}, {"x.k", &k}, {"x.n", &n}, {"x.a", a.data()}, {"x.b", b.data()}, {"out.c", c.data()}};
+  std::vector<void*> ptrs;
+  for (const auto& buf : f.buffers)
+    if (buf->kind == ir::BufferKind::Input || buf->kind == ir::BufferKind::Output) ptrs.push_back(bufs.at(buf->name));
+  ptrs.push_back(nullptr);
+  int64_t sizes[2] = {1, 0};
+  EXPECT_EQ(entry(sizes, ptrs.data()), 0);
+  return c;
+}
+
+// 3xTF32 is f32-level at K = 4,096: its largest error against float64 is
+// within 2x of that of f32 IEEE FMA (fmaf in k order, computed here) on the
+// same inputs -- centred values, and positive ones, whose partial sums grow
+// with K, so that an error with one sign (the tensor core's truncation, see
+// cuda_emu.h) shows up.
+TEST(MmaEmu, Split3xTf32AtK4096IsF32Level) {
+  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
+  Program keep;
+  const ir::Func* f = g_unused;
+  std::string cu;
+  Entry e = build("batched_gemm.toy", src, "grouped_gemm", {}, f, keep, cu);
+  ASSERT_TRUE(e && f);
+  const int M = 32, N = 32, K = 4096;
+  for (auto [lo, hi] : {std::pair{-1.0, 1.0}, std::pair{0.0, 1.0}}) {
+    std::vector<float> a, b;
+    std::vector<float> c = run_one_group(e, *f, M, K, N, lo, hi, a, b);
+    double err_mma = 0, err_fma = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double ref = 0;
+        float fma = 0;
+        for (int p = 0; p < K; ++p) {
+          ref += static_cast<double>(a[static_cast<size_t>(i) * K + p]) * b[static_cast<size_t>(p) * N + j];
+          fma = std::fmaf(a[static_cast<size_t>(i) * K + p], b[static_cast<size_t>(p) * N + j], fma);
+        }
+        err_mma = std::max(err_mma, std::fabs(c[static_cast<size_t>(i) * N + j] - ref));
+        err_fma = std::max(err_fma, std::fabs(fma - ref));
+      }
+    std::printf("K = %d, values in [%g, %g]: max |err| 3xTF32 %.3g, f32 FMA %.3g (ratio %.2f)\n", K, lo, hi, err_mma,
+                err_fma, err_mma / err_fma);
+    EXPECT_GT(err_fma, 0);
+    EXPECT_LE(err_mma, 2 * err_fma) << "values in [" << lo << ", " << hi << "]";
+  }
 }
 
 // QK^T of attention with its own batch of heads: two batch loops (b and h,
