@@ -85,6 +85,12 @@ struct SharedBuffer {
   SmemLayout layout = SmemLayout::RowK;
   int line() const { return (layout == SmemLayout::RowK ? k : rows) + pad; }  // elements per padded line
   int stage_elems() const { return (layout == SmemLayout::RowK ? rows : k) * line(); }
+  /// XOR swizzle instead of padding (`swizzle_mask` 0: none): the 16-byte
+  /// chunk c of line l is stored at chunk c ^ ((l >> swizzle_shift) &
+  /// swizzle_mask) of that line, so that eight consecutive lines' chunk c
+  /// -- one 8 x 8 matrix of an ldmatrix -- fall in eight different groups
+  /// of four banks (docs/cuda.md, "Shared-memory layout").
+  int swizzle_shift = 0, swizzle_mask = 0;
 };
 
 /// An MMA operand in global memory: element (row, k) of one batch entry is
@@ -97,6 +103,18 @@ struct Operand {
   Elem elem = Elem::F32;
   std::string base, row_stride, k_stride, rows;  // TileScalar names
   std::string shared;                             // its SharedBuffer
+  /// 16-bit operands: fragments read by `ldmatrix.sync.aligned.m8n8.x4`
+  /// (four 8 x 8 matrices a warp), `.trans` when the shared lines run along
+  /// the other index than the fragment's pairs (A staged [k][row], B staged
+  /// [k][row]); otherwise by plain loads.
+  bool ldmatrix = false, ldmatrix_trans = false;
+  /// When set, an element is not the loaded value but this f32 expression
+  /// of it (vloop IR; the load at `buffer[base + row * row_stride + k *
+  /// k_stride]` is its only part that depends on k), with `row_var` and
+  /// `k_var` bound to the element's row and k: attention's weights
+  /// exp(scores - row_max). Copied through registers (CopyMode::Registers).
+  ir::Expr value;
+  ir::Var row_var, k_var;
 };
 
 /// How one K-step of an operand goes from global to shared memory. Each
@@ -174,6 +192,11 @@ struct Epilogue {
   /// Other scalars the statements write before they read them (a fused
   /// statement's value, `scores_value`): registers of each element.
   std::vector<const ir::BufferNode*> locals;
+  /// Scalars holding the sum over k of A's element in the element's row
+  /// (attention's row sum beside PV), stored before `stmts` run: computed
+  /// on the tensor cores as A times a column of ones (one more MMA column
+  /// per warp row tile; with 3xTF32, big and small parts of A, ones exact).
+  std::vector<const ir::BufferNode*> row_sums;
 };
 
 /// A tiled MMA contraction kernel.
@@ -194,6 +217,10 @@ struct Kernel {
   /// Why the planner chose what it did, one line each (printed by
   /// --emit=kernel, shown by --explain).
   std::vector<std::string> notes;
+  /// Register buffers of the fragments: with 2, the fragments of the next
+  /// k16 (k8) slice of a K-step are read from shared memory while the MMAs
+  /// of the current one run.
+  int frag_buffers = 1;
 };
 
 /// Names the vloop expressions of a Kernel in text (ir::FuncText).

@@ -190,6 +190,33 @@ inline void dcc_emu_mma_tiles(dcc_emu_mma_kind kind, float* acc, const uint32_t*
   for (size_t at = 0; at < out.size(); ++at) acc[at] = out[at];
 }
 
+// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 (PTX ISA, "ldmatrix"):
+// lane l gives the address of row l % 8 of matrix l / 8 (8 elements);
+// register q of lane l receives, of matrix q, row l / 4, elements 2 (l % 4)
+// and 2 (l % 4) + 1 (lower half: the first), or with `trans` the elements
+// at rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4. The addresses are
+// exchanged warp-wide, as __shfl_xor_sync exchanges values.
+inline void dcc_emu_ldmatrix_x4(uint32_t* r, const uint16_t* p, bool trans) {
+  auto& b = *dcc_emu::block;
+  unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
+  if ((reinterpret_cast<uintptr_t>(p) & 15) != 0) std::abort();  // rows must be 16-byte aligned
+  b.lanes[t] = reinterpret_cast<uintptr_t>(p);
+  b.warps[t / 32]->arrive_and_wait();
+  auto row = [&](unsigned q, unsigned i) { return reinterpret_cast<const uint16_t*>(b.lanes[base + 8 * q + i]); };
+  for (unsigned q = 0; q < 4; ++q) {
+    uint16_t lo, hi;
+    if (!trans) {
+      lo = row(q, lane / 4)[2 * (lane % 4)];
+      hi = row(q, lane / 4)[2 * (lane % 4) + 1];
+    } else {
+      lo = row(q, 2 * (lane % 4))[lane / 4];
+      hi = row(q, 2 * (lane % 4) + 1)[lane / 4];
+    }
+    r[q] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+  }
+  b.warps[t / 32]->arrive_and_wait();
+}
+
 inline int atomicCAS(int* p, int cmp, int val) {
   __atomic_compare_exchange_n(p, &cmp, val, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   return cmp;

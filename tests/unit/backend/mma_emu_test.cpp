@@ -150,7 +150,9 @@ struct Tolerance {
 
 /// Runs grouped_gemm-shaped `fn` (buffers x.m, x.k, x.n, x.a, x.b, out.c)
 /// on every pattern; returns the largest error relative to sum |a b|.
-double run_grouped(Entry entry, const ir::Func& f, Scalar in_type, Scalar out_type, Tolerance tol, int& checked) {
+/// `a_km`: x.a is stored [k][m] (A transposed); `b_nk`: x.b is stored [n][k].
+double run_grouped(Entry entry, const ir::Func& f, Scalar in_type, Scalar out_type, Tolerance tol, int& checked,
+                   bool a_km = false, bool b_nk = false) {
   double worst = 0;
   for (const Lengths& L : patterns()) {
     const size_t G = L.m.size();
@@ -198,7 +200,8 @@ double run_grouped(Entry entry, const ir::Func& f, Scalar in_type, Scalar out_ty
         for (int j = 0; j < L.n[g]; ++j) {
           double ref = 0, mag = 0;
           for (int p = 0; p < L.k[g]; ++p) {
-            double x = a.get(ao[g] + static_cast<size_t>(i) * L.k[g] + p), y = b.get(bo[g] + static_cast<size_t>(p) * L.n[g] + j);
+            double x = a.get(ao[g] + (a_km ? static_cast<size_t>(p) * L.m[g] + i : static_cast<size_t>(i) * L.k[g] + p));
+            double y = b.get(bo[g] + (b_nk ? static_cast<size_t>(j) * L.k[g] + p : static_cast<size_t>(p) * L.n[g] + j));
             ref += x * y;
             mag += std::fabs(x * y);
           }
@@ -229,10 +232,72 @@ TEST(MmaEmu, Bf16AndF16GroupedGemm) {
     Entry e = build("batched_gemm_bf16.toy", src, fn, {}, f, keep, cu);
     ASSERT_TRUE(e && f);
     EXPECT_NE(cu.find(mma), std::string::npos) << "the contraction is not on the tensor-core path";
+    // B is stored [k][n]: its fragments come by ldmatrix.trans.
+    EXPECT_NE(cu.find("dcc_ldmatrix_x4(af[buf][i]"), std::string::npos);
+    EXPECT_NE(cu.find("dcc_ldmatrix_x4_trans(r, &bs["), std::string::npos);
     double worst = run_grouped(e, *f, in, out, tol, checked);
     std::printf("%s: max |err| / sum|ab| = %.3g\n", fn, worst);
   }
   EXPECT_GT(checked, 20000);
+}
+
+// The other two staging layouts: A stored [k][m] (its fragments by
+// ldmatrix.trans from a [k][row] tile) and B stored [n][k] (plain ldmatrix
+// from a [row][k] tile).
+const char* kTransposed = R"(
+type T = coupling { a: [g: G][k[g], m[g]]bf16, b: [g: G][n[g], k[g]]bf16, m: [G]i32, k: [G]i32, n: [G]i32 }
+type O = coupling { c: [g: G][m[g], n[g]]f32, m: [G]i32, n: [G]i32 }
+fn tt(x: T) O {
+    let out = O { c: [g: G][x.m[g], x.n[g]]f32, m: x.m, n: x.n };
+    out.c[g][i, j] = reduce(+, f32(x.a[g][p, i]) * f32(x.b[g][j, p]));
+    return out;
+}
+)";
+
+TEST(MmaEmu, Bf16TransposedOperands) {
+  Program keep;
+  const ir::Func* f = g_unused;
+  std::string cu;
+  Entry e = build("tt.toy", kTransposed, "tt", {}, f, keep, cu);
+  ASSERT_TRUE(e && f);
+  EXPECT_NE(cu.find("dcc_ldmatrix_x4_trans(af[buf][i]"), std::string::npos);
+  EXPECT_NE(cu.find("dcc_ldmatrix_x4(r, &bs["), std::string::npos);
+  int checked = 0;
+  run_grouped(e, *f, Scalar::BF16, Scalar::F32, {1e-5, 0}, checked, /*a_km=*/true, /*b_nk=*/true);
+  EXPECT_GT(checked, 20000);
+}
+
+// ldmatrix.x4 as the emulator does it, against the PTX ISA's description
+// restated here: four 8 x 8 matrices, element (row, col) of matrix q
+// holding q * 64 + row * 8 + col; lane l points at row l % 8 of matrix
+// l / 8.
+struct LdmArgs {
+  uint32_t* out;
+  bool trans;
+};
+void ldmatrix_kernel(LdmArgs a) {
+  __shared__ __align__(16) uint16_t m[4 * 64];
+  const unsigned l = threadIdx.x;
+  for (unsigned e = 0; e < 8; ++e) m[l * 8 + e] = static_cast<uint16_t>(l * 8 + e);  // row l % 8 of matrix l / 8
+  __syncthreads();
+  uint32_t r[4];
+  dcc_emu_ldmatrix_x4(r, &m[(l / 8) * 64 + (l % 8) * 8], a.trans);
+  for (int q = 0; q < 4; ++q) a.out[l * 4 + q] = r[q];
+}
+
+TEST(MmaEmu, LdmatrixFragments) {
+  for (bool trans : {false, true}) {
+    std::vector<uint32_t> out(32 * 4, 0xFFFFFFFFu);
+    dcc_emu_launch(ldmatrix_kernel, dim3(1), dim3(32), LdmArgs{out.data(), trans}, false);
+    for (unsigned l = 0; l < 32; ++l)
+      for (unsigned q = 0; q < 4; ++q) {
+        // Without .trans: row l / 4, columns 2 (l % 4) and + 1; with it:
+        // rows 2 (l % 4) and + 1 of column l / 4.
+        unsigned lo = trans ? q * 64 + (2 * (l % 4)) * 8 + l / 4 : q * 64 + (l / 4) * 8 + 2 * (l % 4);
+        unsigned hi = trans ? lo + 8 : lo + 1;
+        EXPECT_EQ(out[l * 4 + q], lo | (hi << 16)) << "lane " << l << " matrix " << q << (trans ? " .trans" : "");
+      }
+  }
 }
 
 TEST(MmaEmu, F32GroupedGemmEveryMode) {
