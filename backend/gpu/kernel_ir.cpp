@@ -79,7 +79,6 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
     if (op->value)
       o += fmt::format("    element = {} (row {}, k {})\n", text.expr(op->value), text.var(op->row_var), text.var(op->k_var));
   }
-  if (k.frag_buffers > 1) o += fmt::format("  fragments: {} register buffers\n", k.frag_buffers);
   for (const auto& c : k.copies) {
     o += fmt::format("  copy {}: ", c.operand);
     if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);

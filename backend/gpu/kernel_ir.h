@@ -217,10 +217,6 @@ struct Kernel {
   /// Why the planner chose what it did, one line each (printed by
   /// --emit=kernel, shown by --explain).
   std::vector<std::string> notes;
-  /// Register buffers of the fragments: with 2, the fragments of the next
-  /// k16 (k8) slice of a K-step are read from shared memory while the MMAs
-  /// of the current one run.
-  int frag_buffers = 1;
 };
 
 /// Names the vloop expressions of a Kernel in text (ir::FuncText).

@@ -81,7 +81,6 @@ std::optional<Factor> factor(const ir::Expr& e) {
   return f;
 }
 
-constexpr int kStages = 3;
 
 bool is_int(const ir::Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
 
@@ -276,6 +275,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   // Operands: offset = base + row * rs + r * ks, all free of rows/cols/r.
   Kernel k;
   k.name = name;
+  const int stages = p->elem != Elem::F32 ? 4 : 3;  // shared-memory stages (see the tiles below)
   auto operand = [&](const Factor& fa, const ir::Var& row, const char* nm, const char* rows) -> bool {
     if (!ir::affine_in(fa.offset, row) || !ir::affine_in(fa.offset, r)) return false;
     ir::Expr rs = coefficient(fa.offset, row), ks = coefficient(fa.offset, r);
@@ -303,7 +303,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     SharedBuffer s;
     s.name = o.shared;
     s.elem = fa.elem;
-    s.stages = kStages;
+    s.stages = stages;
     s.rows = nm[0] == 'A' ? k.tiles.tile_m : k.tiles.tile_n;
     s.k = k.block_k;
     // Copies walk the unit-stride index, so a warp reads consecutive
@@ -341,19 +341,21 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
                    : ""));
     return true;
   };
-  // Tiles: 16-bit operands take a 128 x 128 block tile of 4 warps (2 x 2,
-  // 64 x 64 each: 32 MMAs per k16 per warp for 8 ldmatrix.x4) in K-steps of
-  // 32 (three stages of 16 KB: the 48 KB of static shared memory); f32 ones
-  // 128 x 64 of 8 warps (4 x 2, 32 x 32 each: 3xTF32 holds each fragment
-  // twice, and three stages of f32 tiles must fit the same 48 KB) in
-  // K-steps of 16.
+  // Tiles: 16-bit operands take a 128 x 128 block tile of 8 warps (2 x 4,
+  // 64 x 32 each: 16 MMAs per k16 slice for 4 + 2 ldmatrix.x4) in K-steps
+  // of 16 in four stages (32 KB of shared memory); f32 ones 128 x 64 of 8
+  // warps (4 x 2, 32 x 32 each: 3xTF32 holds each fragment twice, and three
+  // stages of f32 tiles must fit the 48 KB of static shared memory). Warp
+  // tiles of 64 x 64 and K-steps of 32 were tried: nvcc (12.x, sm_90a)
+  // then spills 0.5-3.4 KB a thread (the accumulators and the unrolled
+  // copies' addresses exceed 255 registers); 64 x 32 in K-steps of 16 uses
+  // 241 without spilling.
   const bool wide = p->elem != Elem::F32;
   k.tiles.tile_m = 128;
   k.tiles.tile_n = wide ? 128 : 64;
-  k.warps = wide ? WarpTiling{2, 2, 64, 64} : WarpTiling{4, 2, 32, 32};
+  k.warps = wide ? WarpTiling{2, 4, 64, 32} : WarpTiling{4, 2, 32, 32};
   k.threads = 32 * k.warps.warps_m * k.warps.warps_n;
-  k.block_k = wide ? 32 : 16;
-  k.frag_buffers = wide ? 2 : 1;
+  k.block_k = 16;
   k.scalars.push_back({"M", loops[x]->extent});
   k.scalars.push_back({"N", loops[y]->extent});
   k.scalars.push_back({"K", red->extent});
@@ -374,18 +376,18 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
       k.mma.step_partials = options.fp32 == Fp32Math::Split3xTf32;
       break;
   }
-  // kStages stages: steps kt + 1 .. kt + kStages - 1 are in flight while
+  // `stages` stages: steps kt + 1 .. kt + stages - 1 are in flight while
   // step kt is multiplied. One barrier a step: after it every warp is done
-  // with step kt - 1, whose stage the copy of step kt + kStages - 1 reuses.
-  for (int st = 0; st + 1 < kStages; ++st) {
+  // with step kt - 1, whose stage the copy of step kt + stages - 1 reuses.
+  for (int st = 0; st + 1 < stages; ++st) {
     k.prologue.push_back({OpKind::CopyNext, "A", st});
     k.prologue.push_back({OpKind::CopyNext, "B", st});
     k.prologue.push_back({OpKind::Commit, "", 0});
   }
-  k.body = {{OpKind::WaitPrior, "", kStages - 2},
+  k.body = {{OpKind::WaitPrior, "", stages - 2},
             {OpKind::Barrier, "", 0},
-            {OpKind::CopyNext, "A", kStages - 1},
-            {OpKind::CopyNext, "B", kStages - 1},
+            {OpKind::CopyNext, "A", stages - 1},
+            {OpKind::CopyNext, "B", stages - 1},
             {OpKind::Commit, "", 0},
             {OpKind::MmaStep, "", 0}};
   k.epilogue.acc = acc;
@@ -403,7 +405,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
                              "of {} warps ({} x {}, {} x {} each), K-steps of {} in {} stages",
                              vx->name, vy->name, r->name, batch.size(), k.tiles.tile_m, k.tiles.tile_n,
                              k.warps.warps_m * k.warps.warps_n, k.warps.warps_m, k.warps.warps_n, k.warps.warp_m,
-                             k.warps.warp_n, k.block_k, kStages));
+                             k.warps.warp_n, k.block_k, stages));
   if (p->elem == Elem::F32)
     k.notes.push_back(fmt::format("f32 operands on tf32 tensor cores, --fp32-math={}", fp32_math_name(options.fp32)));
   return k;

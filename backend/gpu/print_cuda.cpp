@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace dccc::gpu {
@@ -221,43 +220,37 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
 }
 
 /// One K-step of m16n8k16 MMAs with fragments read by ldmatrix.x4 (the
-/// kk loop over the step in k16 slices), in `buffers` register buffers.
+/// kk loop over the step in k16 slices).
 /// Matrix q = lane / 8 of an x4, row lane % 8 (docs/cuda.md, "ldmatrix"):
 ///   A [row][k]:         rows +8 (q & 1), k +8 (q >> 1)  -> a0..a3
 ///   A [k][row], .trans: k +8 (q >> 1), rows +8 (q & 1)  -> a0..a3
 ///   B [row][k]:         cols +8 (q >> 1), k +8 (q & 1)  -> b0, b1 of tile 2j, b0, b1 of 2j + 1
 ///   B [k][row], .trans: k +8 (q & 1), cols +8 (q >> 1)  -> the same
 std::string ldmatrix_step(const Kernel& k, const SharedBuffer& sa, const SharedBuffer& sb, const char* target) {
-  const int fm = k.warps.frags_m(), fn = k.warps.frags_n(), nb = std::max(1, std::min(2, k.frag_buffers));
+  const int fm = k.warps.frags_m(), fn = k.warps.frags_n();
   if (fn % 2 || k.block_k % 16 || k.a.ldmatrix_trans != (sa.layout == SmemLayout::KRow) ||
       k.b.ldmatrix_trans != (sb.layout == SmemLayout::KRow))
     throw std::logic_error("kernel IR: ldmatrix fragments need an even number of n tiles, k16 steps and .trans for [k][row]");
   const bool ta = sa.layout == SmemLayout::KRow, tb = sb.layout == SmemLayout::KRow;
   const char* fn_name = k.mma.shape == MmaShape::M16N8K16_BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16";
   std::string o;
-  o += fmt::format("    uint32_t af[{}][{}][4], bf[{}][{}][2];\n", nb, fm, nb, fn);
-  o += "    auto frags = [&](int buf, int kk) {\n      const int q = lane >> 3, r8 = lane & 7;\n";
+  o += fmt::format("    uint32_t af[{}][4], bf[{}][2];\n", fm, fn);
+  o += "    auto frags = [&](int kk) {\n      const int q = lane >> 3, r8 = lane & 7;\n";
   o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i) {{\n", fm);
   o += ta ? "        const int line = kk + r8 + 8 * (q >> 1), in = wm0 + 16 * i + 8 * (q & 1);\n"
           : "        const int line = wm0 + 16 * i + r8 + 8 * (q & 1), in = kk + 8 * (q >> 1);\n";
-  o += fmt::format("        dcc_ldmatrix_x4{}(af[buf][i], &as[{}]);\n      }}\n", ta ? "_trans" : "", smem_at(sa, "line", "in"));
+  o += fmt::format("        dcc_ldmatrix_x4{}(af[i], &as[{}]);\n      }}\n", ta ? "_trans" : "", smem_at(sa, "line", "in"));
   o += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", fn / 2);
   o += tb ? "        const int line = kk + r8 + 8 * (q & 1), in = wn0 + 16 * j + 8 * (q >> 1);\n"
           : "        const int line = wn0 + 16 * j + r8 + 8 * (q >> 1), in = kk + 8 * (q & 1);\n";
   o += "        uint32_t r[4];\n";
   o += fmt::format("        dcc_ldmatrix_x4{}(r, &bs[{}]);\n", tb ? "_trans" : "", smem_at(sb, "line", "in"));
-  o += "        bf[buf][2 * j][0] = r[0];\n        bf[buf][2 * j][1] = r[1];\n";
-  o += "        bf[buf][2 * j + 1][0] = r[2];\n        bf[buf][2 * j + 1][1] = r[3];\n      }\n    };\n";
-  if (nb > 1) o += "    frags(0, 0);\n";
+  o += "        bf[2 * j][0] = r[0];\n        bf[2 * j][1] = r[1];\n";
+  o += "        bf[2 * j + 1][0] = r[2];\n        bf[2 * j + 1][1] = r[3];\n      }\n    };\n";
   o += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; kk += 16) {{\n", k.block_k);
-  if (nb > 1) {
-    o += "      const int cur = (kk / 16) & 1;  // the next slice's fragments load while these MMAs run\n";
-    o += fmt::format("      if (kk + 16 < {}) frags(cur ^ 1, kk + 16);\n", k.block_k);
-  } else {
-    o += "      const int cur = 0;\n      frags(0, kk);\n";
-  }
-  o += fmt::format("      {}<{}, {}>({}, af[cur], bf[cur]);\n", fn_name, fm, fn, target);
-  if (!k.epilogue.row_sums.empty()) o += fmt::format("      {}<{}, 1>(rs, af[cur], ones);\n", fn_name, fm);
+  o += "      frags(kk);\n";
+  o += fmt::format("      {}<{}, {}>({}, af, bf);\n", fn_name, fm, fn, target);
+  if (!k.epilogue.row_sums.empty()) o += fmt::format("      {}<{}, 1>(rs, af, ones);\n", fn_name, fm);
   o += "    }\n";
   return o;
 }
