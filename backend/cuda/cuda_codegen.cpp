@@ -173,6 +173,7 @@ void FuncEmitter::emit_mma_kernel(Launch& l, const gpu::Kernel& k) {
   private_.clear();
   private_.insert(k.epilogue.acc);
   for (const auto* b : k.epilogue.locals) private_.insert(b);
+  for (const auto* b : k.epilogue.row_sums) private_.insert(b);
   hoisted_.clear();
   outer_prefix_.clear();
   l.parallel = true;

@@ -65,12 +65,20 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   o += fmt::format("  block: {} threads = {} x {} warps, warp tile {} x {} ({} x {} mma tiles of 16 x 8)\n", k.threads,
                    k.warps.warps_m, k.warps.warps_n, k.warps.warp_m, k.warps.warp_n, k.warps.frags_m(), k.warps.frags_n());
   for (const auto& s : k.scalars) o += fmt::format("  let {} = {}\n", s.name, text.expr(s.value));
-  for (const auto& s : k.shared)
-    o += fmt::format("  shared {}: {} [{} stages]{} {} x {}, pad {}\n", s.name, elem_name(s.elem), s.stages,
-                     layout_name(s.layout), s.rows, s.k, s.pad);
-  for (const Operand* op : {&k.a, &k.b})
-    o += fmt::format("  operand {}: {} {}[{} + row * {} + k * {}], rows {} -> shared {}\n", op->name, elem_name(op->elem),
+  for (const auto& s : k.shared) {
+    o += fmt::format("  shared {}: {} [{} stages]{} {} x {}, ", s.name, elem_name(s.elem), s.stages, layout_name(s.layout),
+                     s.rows, s.k);
+    o += s.swizzle_mask ? fmt::format("16B chunk c of line l at c ^ ((l >> {}) & {})\n", s.swizzle_shift, s.swizzle_mask)
+                        : fmt::format("pad {}\n", s.pad);
+  }
+  for (const Operand* op : {&k.a, &k.b}) {
+    o += fmt::format("  operand {}: {} {}[{} + row * {} + k * {}], rows {} -> shared {}", op->name, elem_name(op->elem),
                      text.buffer(op->buffer), op->base, op->row_stride, op->k_stride, op->rows, op->shared);
+    if (op->ldmatrix) o += op->ldmatrix_trans ? ", fragments by ldmatrix.x4.trans" : ", fragments by ldmatrix.x4";
+    o += "\n";
+    if (op->value)
+      o += fmt::format("    element = {} (row {}, k {})\n", text.expr(op->value), text.var(op->row_var), text.var(op->k_var));
+  }
   for (const auto& c : k.copies) {
     o += fmt::format("  copy {}: ", c.operand);
     if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
@@ -78,6 +86,7 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   }
   o += fmt::format("  mma: {}", mma_name(k.mma.shape));
   if (k.mma.shape == MmaShape::M16N8K8_TF32) o += fmt::format(", fp32 {}", fp32_math_name(k.mma.fp32));
+  if (k.mma.step_partials) o += ", per-step partial sums added to acc in f32";
   o += "\n";
   o += fmt::format("  k-loop: {} in steps of {}\n", k.k_extent, k.block_k);
   auto ops = [&](const char* what, const std::vector<Op>& list) {
@@ -89,6 +98,7 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   ops("step", k.body);
   o += fmt::format("  epilogue: per element (row {}, col {}) in range: {} = acc, then\n", text.var(k.epilogue.row_var),
                    text.var(k.epilogue.col_var), text.buffer(k.epilogue.acc));
+  for (const auto* b : k.epilogue.row_sums) o += fmt::format("    {} = the row's sum over k of A (A times ones)\n", text.buffer(b));
   for (const auto* b : k.epilogue.locals) o += fmt::format("    (register per element: {})\n", text.buffer(b));
   for (const auto& s : k.epilogue.stmts) o += text.stmt(s, 2);
   for (const auto& n : k.notes) o += "  note: " + n + "\n";

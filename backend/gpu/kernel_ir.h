@@ -85,6 +85,12 @@ struct SharedBuffer {
   SmemLayout layout = SmemLayout::RowK;
   int line() const { return (layout == SmemLayout::RowK ? k : rows) + pad; }  // elements per padded line
   int stage_elems() const { return (layout == SmemLayout::RowK ? rows : k) * line(); }
+  /// XOR swizzle instead of padding (`swizzle_mask` 0: none): the 16-byte
+  /// chunk c of line l is stored at chunk c ^ ((l >> swizzle_shift) &
+  /// swizzle_mask) of that line, so that eight consecutive lines' chunk c
+  /// -- one 8 x 8 matrix of an ldmatrix -- fall in eight different groups
+  /// of four banks (docs/cuda.md, "Shared-memory layout").
+  int swizzle_shift = 0, swizzle_mask = 0;
 };
 
 /// An MMA operand in global memory: element (row, k) of one batch entry is
@@ -97,6 +103,18 @@ struct Operand {
   Elem elem = Elem::F32;
   std::string base, row_stride, k_stride, rows;  // TileScalar names
   std::string shared;                             // its SharedBuffer
+  /// 16-bit operands: fragments read by `ldmatrix.sync.aligned.m8n8.x4`
+  /// (four 8 x 8 matrices a warp), `.trans` when the shared lines run along
+  /// the other index than the fragment's pairs (A staged [k][row], B staged
+  /// [k][row]); otherwise by plain loads.
+  bool ldmatrix = false, ldmatrix_trans = false;
+  /// When set, an element is not the loaded value but this f32 expression
+  /// of it (vloop IR; the load at `buffer[base + row * row_stride + k *
+  /// k_stride]` is its only part that depends on k), with `row_var` and
+  /// `k_var` bound to the element's row and k: attention's weights
+  /// exp(scores - row_max). Copied through registers (CopyMode::Registers).
+  ir::Expr value;
+  ir::Var row_var, k_var;
 };
 
 /// How one K-step of an operand goes from global to shared memory. Each
@@ -153,6 +171,13 @@ struct WarpTiling {
 struct Mma {
   MmaShape shape = MmaShape::M16N8K16_BF16;
   Fp32Math fp32 = Fp32Math::Split3xTf32;  // for M16N8K8_TF32 only
+  /// Each K-step's MMAs accumulate into a fragment that starts at zero,
+  /// which is then added to the running sum with f32 adds (round to
+  /// nearest). The tensor core truncates every sum it forms (round toward
+  /// zero, no guard bits: docs/cuda.md), so one accumulator over all of K
+  /// collects errors of one sign that grow linearly in K; per-step partial
+  /// sums keep them to one step's worth, rounded away by the f32 adds.
+  bool step_partials = false;
 };
 
 /// Per output element the warp holds (row < rows, col < cols): the
@@ -167,6 +192,11 @@ struct Epilogue {
   /// Other scalars the statements write before they read them (a fused
   /// statement's value, `scores_value`): registers of each element.
   std::vector<const ir::BufferNode*> locals;
+  /// Scalars holding the sum over k of A's element in the element's row
+  /// (attention's row sum beside PV), stored before `stmts` run: computed
+  /// on the tensor cores as A times a column of ones (one more MMA column
+  /// per warp row tile; with 3xTF32, big and small parts of A, ones exact).
+  std::vector<const ir::BufferNode*> row_sums;
 };
 
 /// A tiled MMA contraction kernel.

@@ -15,12 +15,54 @@ using ir::ExprKind;
 using ir::StmtKind;
 
 /// A factor of the product: a load of `buffer` at flat `offset`, widened to
-/// f32 when its type is 16-bit.
+/// f32 when its type is 16-bit; or (`value` set) an f32 expression of one
+/// such f32 load -- the only part of it that mentions the reduced index --
+/// and of values that do not depend on the reduced index (the weights of
+/// attention's PV, exp(scores - row_max)).
 struct Factor {
   const ir::ExprNode* load = nullptr;
   ir::Expr offset;
   Elem elem = Elem::F32;
+  ir::Expr value;
 };
+
+/// Whether `e` mentions one of `vars` outside the load `skip`.
+bool mentions_outside(const ir::Expr& e, const ir::ExprNode* skip, const std::vector<ir::Var>& vars) {
+  if (e.get() == skip) return false;
+  if (e->kind == ExprKind::VarRef)
+    for (const auto& v : vars)
+      if (e->var == v) return true;
+  for (const auto& a : e->args)
+    if (mentions_outside(a, skip, vars)) return true;
+  return false;
+}
+
+std::optional<Factor> factor(const ir::Expr& e);
+
+/// A computed factor: `e` (f32) holds exactly one load that mentions `r`, a
+/// flat f32 one, and mentions `r` nowhere else.
+std::optional<Factor> computed_factor(const ir::Expr& e, const ir::Var& r) {
+  if (e->type != Scalar::F32 || e->kind == ExprKind::Load) return std::nullopt;
+  std::vector<const ir::ExprNode*> loads;
+  ir::each_expr(e, [&](const ir::ExprNode& x) {
+    if (x.kind == ExprKind::Load)
+      for (const auto& a : x.args)
+        if (ir::mentions(a, r)) {
+          loads.push_back(&x);
+          break;
+        }
+  });
+  if (loads.size() != 1) return std::nullopt;
+  const ir::ExprNode* l = loads[0];
+  if (!l->flat || l->args.size() != 1 || l->buffer->dims.empty() || l->type != Scalar::F32) return std::nullopt;
+  if (mentions_outside(e, l, {r})) return std::nullopt;
+  Factor f;
+  f.load = l;
+  f.offset = l->args[0];
+  f.elem = Elem::F32;
+  f.value = e;
+  return f;
+}
 
 std::optional<Factor> factor(const ir::Expr& e) {
   Factor f;
@@ -39,7 +81,6 @@ std::optional<Factor> factor(const ir::Expr& e) {
   return f;
 }
 
-constexpr int kStages = 3;
 
 bool is_int(const ir::Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
 
@@ -104,28 +145,73 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   for (const auto& l : loops)
     if (!options.parallel || !options.parallel(l)) return no(fmt::format("loop `{}` is not parallel", l->var->name));
   std::vector<ir::Stmt> items = ir::items_of(loops.back()->body[0]);
-  // acc = 0; for r { acc = acc + A * B }; post...
+  // acc = 0; [s = 0;] for r { acc = acc + A * B; [s = s + A;] }; post...
+  // (s: a row sum of the factor A, which fuse-row-sums puts beside the
+  // product in attention's PV).
+  std::vector<const ir::BufferNode*> zeroed;
+  size_t at = 0;
+  for (; at < items.size(); ++at) {
+    const ir::Stmt& init = items[at];
+    if (init->kind != StmtKind::Store || !init->buffer->dims.empty() || init->buffer->kind != ir::BufferKind::Scalar ||
+        init->buffer->type != Scalar::F32 || init->value->kind != ExprKind::FloatImm || init->value->float_value != 0)
+      break;
+    zeroed.push_back(init->buffer.get());
+  }
   if (items.size() < 3) return no("the innermost body is not `acc = 0; for r { acc = acc + a * b }; ...`");
-  const ir::Stmt& init = items[0];
-  if (init->kind != StmtKind::Store || !init->buffer->dims.empty() || init->buffer->kind != ir::BufferKind::Scalar ||
-      init->buffer->type != Scalar::F32 || init->value->kind != ExprKind::FloatImm || init->value->float_value != 0)
-    return no("the accumulator is not an f32 scalar starting at 0");
-  const ir::BufferNode* acc = init->buffer.get();
-  const ir::Stmt& red = items[1];
-  if (red->kind != StmtKind::For) return no("no reduction loop after the accumulator's start");
-  ir::Stmt update = ir::unwrap(red->body[0]);
-  if (!update || update->kind != StmtKind::Store || update->buffer.get() != acc) return no("the reduction's body is not one update of the accumulator");
-  const ir::Expr& v = update->value;
-  if (v->kind != ExprKind::Binary || v->binop != BinOp::Add) return no("the reduction is not a sum");
-  auto is_acc = [&](const ir::Expr& e) { return e->kind == ExprKind::Load && e->buffer.get() == acc; };
-  ir::Expr prod = is_acc(v->args[0]) ? v->args[1] : is_acc(v->args[1]) ? v->args[0] : nullptr;
-  if (!prod || ir::loads_from(prod, acc)) return no("the reduction is not `acc = acc + term`");
-  if (prod->kind != ExprKind::Binary || prod->binop != BinOp::Mul || prod->type != Scalar::F32)
+  if (zeroed.empty()) return no("the accumulator is not an f32 scalar starting at 0");
+  if (at >= items.size() || items[at]->kind != StmtKind::For) return no("no reduction loop after the accumulator's start");
+  const ir::Stmt& red = items[at];
+  const ir::Var& r = red->var;
+  std::vector<ir::Stmt> updates = ir::items_of(red->body[0]);
+  if (updates.size() != zeroed.size()) return no("the reduction's body is not one update of each accumulator");
+  // Each update is `s = s + term` of its own accumulator.
+  ir::Expr prod;
+  const ir::BufferNode* acc = nullptr;
+  std::vector<std::pair<const ir::BufferNode*, ir::Expr>> sums;  // the other accumulators and their terms
+  for (const auto& u0 : updates) {
+    ir::Stmt update = ir::unwrap(u0);
+    if (!update || update->kind != StmtKind::Store || !update->buffer->dims.empty() ||
+        std::find(zeroed.begin(), zeroed.end(), update->buffer.get()) == zeroed.end())
+      return no("the reduction's body is not one update of the accumulator");
+    const ir::BufferNode* s0 = update->buffer.get();
+    const ir::Expr& v = update->value;
+    if (v->kind != ExprKind::Binary || v->binop != BinOp::Add) return no("the reduction is not a sum");
+    auto is_acc = [&](const ir::Expr& e) { return e->kind == ExprKind::Load && e->buffer.get() == s0; };
+    ir::Expr term = is_acc(v->args[0]) ? v->args[1] : is_acc(v->args[1]) ? v->args[0] : nullptr;
+    if (!term) return no("the reduction is not `acc = acc + term`");
+    for (const auto* z : zeroed)
+      if (ir::loads_from(term, z)) return no("the reduction is not `acc = acc + term`");
+    if (term->kind == ExprKind::Binary && term->binop == BinOp::Mul && !acc) {
+      acc = s0;
+      prod = term;
+    } else {
+      sums.push_back({s0, term});
+    }
+  }
+  if (!acc) return no("the summed term is not a product computed in f32 (16-bit factors must be widened first)");
+  if (prod->type != Scalar::F32)
     return no("the summed term is not a product computed in f32 (16-bit factors must be widened first)");
   auto p = factor(prod->args[0]), q = factor(prod->args[1]);
-  if (!p || !q) return no("a factor of the product is not a load (of f32, or of bf16 / f16 widened to f32)");
+  if (!p) p = computed_factor(prod->args[0], r);
+  if (!q) q = computed_factor(prod->args[1], r);
+  if (!p || !q)
+    return no("a factor of the product is not a load (of f32, or of bf16 / f16 widened to f32) or an f32 function of "
+              "one f32 load, the only part of it that depends on the reduced index");
   if (p->elem != q->elem) return no("the factors have different types");
-  std::vector<ir::Stmt> post(items.begin() + 2, items.end());
+  // Other sums must be row sums of one factor, which becomes A.
+  std::vector<const ir::BufferNode*> row_sums;
+  ir::Expr pe = prod->args[0], qe = prod->args[1];
+  for (const auto& [s0, term] : sums) {
+    if (row_sums.empty() && ir::same_expr(term, qe) && !ir::same_expr(term, pe)) {
+      std::swap(p, q);
+      std::swap(pe, qe);
+    }
+    if (!ir::same_expr(term, pe) || p->elem != Elem::F32)
+      return no("a second sum in the reduction is not a row sum of an f32 factor");
+    row_sums.push_back(s0);
+  }
+  if (!row_sums.empty() && options.fp32 == Fp32Math::Ieee) return no("--fp32-math=ieee: f32 contractions keep the FMA kernel");
+  std::vector<ir::Stmt> post(items.begin() + static_cast<std::ptrdiff_t>(at) + 1, items.end());
   // Element-wise: no loops; scalars other than acc are written before they
   // are read (private to an element; the nest's parallel check guarantees
   // the tensor stores do not race).
@@ -143,7 +229,6 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     if (!ok) return no("the statements after the reduction are not element-wise");
   }
   // Rows, columns and batch by which factor each loop indexes.
-  const ir::Var& r = red->var;
   if (!ir::mentions(p->offset, r) || !ir::mentions(q->offset, r)) return no("the reduced index does not index both factors");
   int x = -1, y = -1;
   std::vector<ir::Var> batch_vars, all_vars{r};
@@ -163,6 +248,20 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   if (x < 0 || y < 0) return no("no loop indexes only one factor (no rows or no columns)");
   const ir::Var& vx = loops[x]->var;
   const ir::Var& vy = loops[y]->var;
+  // A computed factor reads, besides its element, only values of its own
+  // row (and batch entry), nothing the statement writes.
+  for (const auto& [fac, other] : {std::pair{&*p, vy}, std::pair{&*q, vx}}) {
+    if (!fac->value) continue;
+    if (mentions_outside(fac->value, fac->load, {r, other}))
+      return no("a computed factor depends on the other factor's index");
+    for (const auto& st : post) {
+      bool writes = false;
+      ir::each_stmt(st, [&](const ir::StmtNode& z) {
+        if (z.kind == StmtKind::Store && ir::loads_from(fac->value, z.buffer.get())) writes = true;
+      });
+      if (writes) return no("a computed factor reads what the statement writes");
+    }
+  }
   for (int k = 0; k < static_cast<int>(loops.size()); ++k) {
     if (k == x || k == y) continue;
     if (mentions_any(loops[k]->extent, std::vector<ir::Var>{vx, vy}))
@@ -176,6 +275,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   // Operands: offset = base + row * rs + r * ks, all free of rows/cols/r.
   Kernel k;
   k.name = name;
+  const int stages = p->elem != Elem::F32 ? 4 : 3;  // shared-memory stages (see the tiles below)
   auto operand = [&](const Factor& fa, const ir::Var& row, const char* nm, const char* rows) -> bool {
     if (!ir::affine_in(fa.offset, row) || !ir::affine_in(fa.offset, r)) return false;
     ir::Expr rs = coefficient(fa.offset, row), ks = coefficient(fa.offset, r);
@@ -186,6 +286,11 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     Operand& o = nm[0] == 'A' ? k.a : k.b;
     o.name = n;
     o.buffer = fa.load->buffer.get();
+    if (fa.value) {
+      o.value = fa.value;
+      o.row_var = row;
+      o.k_var = r;
+    }
     o.elem = fa.elem;
     o.base = n + "_base";
     o.row_stride = n + "_rs";
@@ -198,33 +303,59 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     SharedBuffer s;
     s.name = o.shared;
     s.elem = fa.elem;
-    s.stages = kStages;
+    s.stages = stages;
     s.rows = nm[0] == 'A' ? k.tiles.tile_m : k.tiles.tile_n;
     s.k = k.block_k;
     // Copies walk the unit-stride index, so a warp reads consecutive
     // addresses; the shared tile keeps that index contiguous.
     s.layout = !is_int(ks, 1) && is_int(rs, 1) ? SmemLayout::KRow : SmemLayout::RowK;
-    s.pad = s.layout == SmemLayout::RowK ? (fa.elem == Elem::F32 ? 4 : 8) : 8;
+    if (fa.elem == Elem::F32) {
+      s.pad = s.layout == SmemLayout::RowK ? 4 : 8;
+    } else {
+      // 16-bit: ldmatrix reads 16-byte chunks of eight consecutive lines;
+      // an XOR swizzle of the chunks puts them in eight bank groups (lines
+      // of 64 bytes: two per 128-byte row of banks, hence the shift).
+      const int chunks = s.line() * elem_bytes(fa.elem) / 16;
+      s.swizzle_mask = std::min(chunks, 8) - 1;
+      s.swizzle_shift = chunks >= 8 ? 0 : chunks == 4 ? 1 : chunks == 2 ? 2 : 3;
+      o.ldmatrix = true;
+      o.ldmatrix_trans = s.layout == SmemLayout::KRow;
+    }
     k.shared.push_back(s);
-    k.copies.push_back({n, fa.elem == Elem::F32 ? CopyMode::CpAsync4 : CopyMode::Registers, 16 / elem_bytes(fa.elem)});
+    if (fa.value)
+      k.copies.push_back({n, CopyMode::Registers, 1});
+    else
+      k.copies.push_back({n, fa.elem == Elem::F32 ? CopyMode::CpAsync4 : CopyMode::Registers, 16 / elem_bytes(fa.elem)});
+    if (fa.value)
+      k.notes.push_back(fmt::format("operand {}: computed from {} element by element through registers, shared {}", n,
+                                    fa.load->buffer->name, s.layout == SmemLayout::RowK ? "[row][k]" : "[k][row]"));
+    else
     k.notes.push_back(fmt::format(
         "operand {}: {}, shared {} (the unit-stride index {}), copied 16 bytes at a time by cp.async where the "
-        "block's rows are aligned, else {}",
+        "block's rows are aligned, else {}{}",
         n, fa.load->buffer->name, s.layout == SmemLayout::RowK ? "[row][k]" : "[k][row]",
         s.layout == SmemLayout::RowK ? (is_int(ks, 1) ? "is k" : "is neither: k") : "is the row",
         fa.elem == Elem::F32 ? "by 4-byte cp.async (always aligned)"
-                             : "through registers (a 16-bit row of odd length is not 4-byte aligned)"));
+                             : "through registers (a 16-bit row of odd length is not 4-byte aligned)",
+        o.ldmatrix ? fmt::format("; swizzled 16-byte chunks, fragments by ldmatrix.x4{}", o.ldmatrix_trans ? ".trans" : "")
+                   : ""));
     return true;
   };
   // Tiles: 16-bit operands take a 128 x 128 block tile of 8 warps (2 x 4,
-  // 64 x 32 each: 16 MMAs per k16 per warp); f32 ones 128 x 64 of 8 warps
-  // (4 x 2, 32 x 32 each: 3xTF32 holds each fragment twice, and three
-  // stages of f32 tiles must fit the 48 KB of static shared memory).
+  // 64 x 32 each: 16 MMAs per k16 slice for 4 + 2 ldmatrix.x4) in K-steps
+  // of 16 in four stages (32 KB of shared memory); f32 ones 128 x 64 of 8
+  // warps (4 x 2, 32 x 32 each: 3xTF32 holds each fragment twice, and three
+  // stages of f32 tiles must fit the 48 KB of static shared memory). Warp
+  // tiles of 64 x 64 and K-steps of 32 were tried: nvcc (12.x, sm_90a)
+  // then spills 0.5-3.4 KB a thread (the accumulators and the unrolled
+  // copies' addresses exceed 255 registers); 64 x 32 in K-steps of 16 uses
+  // 241 without spilling.
   const bool wide = p->elem != Elem::F32;
   k.tiles.tile_m = 128;
   k.tiles.tile_n = wide ? 128 : 64;
   k.warps = wide ? WarpTiling{2, 4, 64, 32} : WarpTiling{4, 2, 32, 32};
   k.threads = 32 * k.warps.warps_m * k.warps.warps_n;
+  k.block_k = 16;
   k.scalars.push_back({"M", loops[x]->extent});
   k.scalars.push_back({"N", loops[y]->extent});
   k.scalars.push_back({"K", red->extent});
@@ -242,20 +373,21 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     case Elem::F32:
       k.mma.shape = MmaShape::M16N8K8_TF32;
       k.mma.fp32 = options.fp32;
+      k.mma.step_partials = options.fp32 == Fp32Math::Split3xTf32;
       break;
   }
-  // kStages stages: steps kt + 1 .. kt + kStages - 1 are in flight while
+  // `stages` stages: steps kt + 1 .. kt + stages - 1 are in flight while
   // step kt is multiplied. One barrier a step: after it every warp is done
-  // with step kt - 1, whose stage the copy of step kt + kStages - 1 reuses.
-  for (int st = 0; st + 1 < kStages; ++st) {
+  // with step kt - 1, whose stage the copy of step kt + stages - 1 reuses.
+  for (int st = 0; st + 1 < stages; ++st) {
     k.prologue.push_back({OpKind::CopyNext, "A", st});
     k.prologue.push_back({OpKind::CopyNext, "B", st});
     k.prologue.push_back({OpKind::Commit, "", 0});
   }
-  k.body = {{OpKind::WaitPrior, "", kStages - 2},
+  k.body = {{OpKind::WaitPrior, "", stages - 2},
             {OpKind::Barrier, "", 0},
-            {OpKind::CopyNext, "A", kStages - 1},
-            {OpKind::CopyNext, "B", kStages - 1},
+            {OpKind::CopyNext, "A", stages - 1},
+            {OpKind::CopyNext, "B", stages - 1},
             {OpKind::Commit, "", 0},
             {OpKind::MmaStep, "", 0}};
   k.epilogue.acc = acc;
@@ -263,12 +395,17 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   k.epilogue.col_var = vy;
   k.epilogue.stmts = post;
   k.epilogue.locals = locals;
+  k.epilogue.row_sums = row_sums;
+  if (p->value)
+    k.notes.push_back("operand A is computed from its element (and values of its row) as it is copied to shared memory");
+  if (!row_sums.empty())
+    k.notes.push_back("the row sums of A run on the tensor cores too, as A times a column of ones");
   k.notes.insert(k.notes.begin(),
                  fmt::format("contraction: {} rows x {} columns, reduced over {}, {} batch loop(s); a {}x{} block tile "
                              "of {} warps ({} x {}, {} x {} each), K-steps of {} in {} stages",
                              vx->name, vy->name, r->name, batch.size(), k.tiles.tile_m, k.tiles.tile_n,
                              k.warps.warps_m * k.warps.warps_n, k.warps.warps_m, k.warps.warps_n, k.warps.warp_m,
-                             k.warps.warp_n, k.block_k, kStages));
+                             k.warps.warp_n, k.block_k, stages));
   if (p->elem == Elem::F32)
     k.notes.push_back(fmt::format("f32 operands on tf32 tensor cores, --fp32-math={}", fp32_math_name(options.fp32)));
   return k;

@@ -12,8 +12,12 @@
 // groups, sequences, heads) indexes both or neither. The offsets must be
 // affine in the row (column) variable and r, with strides and extents that
 // depend on the batch variables alone -- ragged M, N and K per batch entry
-// included (grouped GEMM, QK^T and PV per sequence and head). Anything else
-// is declined, with the reason, and keeps backend/cuda's kernels.
+// included (grouped GEMM, QK^T and PV per sequence and head). A factor may
+// also be an f32 expression of one f32 load and of values of its own row
+// (PV's exp(scores - row_max)), and the reduction may sum that factor into
+// other accumulators beside the product (the row sum of attention): row
+// sums of A, computed as A times a column of ones. Anything else is
+// declined, with the reason, and keeps backend/cuda's kernels.
 #pragma once
 
 #include <functional>

@@ -43,6 +43,29 @@ __device__ __forceinline__ uint32_t dcc_ld32(const uint16_t* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 #endif
 }
+// Four 8 x 8 matrices of 16-bit elements (ldmatrix.sync.aligned.m8n8.x4):
+// lane l gives the address of row l % 8 of matrix l / 8 (16 bytes,
+// 16-byte aligned); register q of a lane receives row lane / 4, elements
+// 2 (lane % 4) and + 1 of matrix q, or with .trans the elements at rows
+// 2 (lane % 4) and + 1 of column lane / 4 (lower half: the first).
+__device__ __forceinline__ void dcc_ldmatrix_x4(uint32_t* r, const uint16_t* p) {
+#ifdef DCC_EMU
+  dcc_emu_ldmatrix_x4(r, p, false);
+#else
+  unsigned s = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+#endif
+}
+__device__ __forceinline__ void dcc_ldmatrix_x4_trans(uint32_t* r, const uint16_t* p) {
+#ifdef DCC_EMU
+  dcc_emu_ldmatrix_x4(r, p, true);
+#else
+  unsigned s = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+#endif
+}
 template <int N>
 __device__ __forceinline__ void dcc_cp_async_wait() {
 #ifndef DCC_EMU
@@ -108,10 +131,18 @@ namespace {
 
 const char* storage_type(Elem e) { return e == Elem::F32 ? "float" : "uint16_t"; }
 
+/// Index of element `in` of line `line` in one stage of shared buffer `s`
+/// (its 16-byte chunk swizzled where `s` says so).
+std::string smem_at(const SharedBuffer& s, const std::string& line, const std::string& in) {
+  if (!s.swizzle_mask) return fmt::format("({}) * {} + ({})", line, s.line(), in);
+  const int per = 16 / elem_bytes(s.elem);
+  return fmt::format("({0}) * {1} + (((({2}) / {3}) ^ ((({0}) >> {4}) & {5})) * {3}) + (({2}) % {3})", line, s.line(), in,
+                     per, s.swizzle_shift, s.swizzle_mask);
+}
+
 /// Index of element (row, k) in one stage of shared buffer `s`.
 std::string smem_index(const SharedBuffer& s, const std::string& row, const std::string& k) {
-  return s.layout == SmemLayout::RowK ? fmt::format("({}) * {} + ({})", row, s.line(), k)
-                                      : fmt::format("({}) * {} + ({})", k, s.line(), row);
+  return s.layout == SmemLayout::RowK ? smem_at(s, row, k) : smem_at(s, k, row);
 }
 
 const SharedBuffer& shared_of(const Kernel& k, const Operand& o) {
@@ -146,9 +177,15 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
     out += fmt::format("{}  const int r = {}, c = {};\n", pad, rowk ? "out" : "in", rowk ? "in" : "out");
     out += fmt::format("{}  const int64_t gr = {} + r, gk = kt * {} + c;\n", pad, origin, k.block_k);
     out += fmt::format("{}  const bool ok = gr < {} && gk < {};\n", pad, o.rows, k.k_extent);
-    out += fmt::format("{}  const int64_t off = ok ? {} + gr * {} + gk * {} : 0;\n", pad, o.base, o.row_stride, o.k_stride);
-    out += fmt::format("{}  const int si = out * {} + in;\n", pad, s.line());
-    if (v > 1)
+    if (!o.value)
+      out += fmt::format("{}  const int64_t off = ok ? {} + gr * {} + gk * {} : 0;\n", pad, o.base, o.row_stride, o.k_stride);
+    out += fmt::format("{}  const int si = {};\n", pad, smem_at(s, "out", "in"));
+    if (o.value) {
+      // A computed element: the vloop expression with its row and k bound.
+      out += fmt::format("{}  {} v = 0;\n{}  if (ok) {{\n", pad, storage_type(s.elem), pad);
+      out += fmt::format("{}    const int64_t {} = gr, {} = gk;\n", pad, d.var(o.row_var), d.var(o.k_var));
+      out += fmt::format("{}    v = {};\n{}  }}\n{}  st[si] = v;\n", pad, d.expr(o.value), pad, pad);
+    } else if (v > 1)
       out += fmt::format("{}  dcc_cp_async16(&st[si], &{}[off], ok);\n", pad, ptr);
     else if (c.mode == CopyMode::CpAsync4)
       out += fmt::format("{}  dcc_cp_async4(&st[si], &{}[off], ok);\n", pad, ptr);
@@ -157,6 +194,8 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
     return out + pad + "}\n";
   };
   std::string out;
+  if (o.value && (c.vector > 1 || s.elem != Elem::F32))
+    throw std::logic_error("kernel IR: a computed operand is f32 and copied element by element");
   if (c.vector > 1) {
     // Whole vectors: the contiguous index has stride 1, and the other
     // stride, the base, the contiguous extent and the address line up.
@@ -180,6 +219,42 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   return out;
 }
 
+/// One K-step of m16n8k16 MMAs with fragments read by ldmatrix.x4 (the
+/// kk loop over the step in k16 slices).
+/// Matrix q = lane / 8 of an x4, row lane % 8 (docs/cuda.md, "ldmatrix"):
+///   A [row][k]:         rows +8 (q & 1), k +8 (q >> 1)  -> a0..a3
+///   A [k][row], .trans: k +8 (q >> 1), rows +8 (q & 1)  -> a0..a3
+///   B [row][k]:         cols +8 (q >> 1), k +8 (q & 1)  -> b0, b1 of tile 2j, b0, b1 of 2j + 1
+///   B [k][row], .trans: k +8 (q & 1), cols +8 (q >> 1)  -> the same
+std::string ldmatrix_step(const Kernel& k, const SharedBuffer& sa, const SharedBuffer& sb, const char* target) {
+  const int fm = k.warps.frags_m(), fn = k.warps.frags_n();
+  if (fn % 2 || k.block_k % 16 || k.a.ldmatrix_trans != (sa.layout == SmemLayout::KRow) ||
+      k.b.ldmatrix_trans != (sb.layout == SmemLayout::KRow))
+    throw std::logic_error("kernel IR: ldmatrix fragments need an even number of n tiles, k16 steps and .trans for [k][row]");
+  const bool ta = sa.layout == SmemLayout::KRow, tb = sb.layout == SmemLayout::KRow;
+  const char* fn_name = k.mma.shape == MmaShape::M16N8K16_BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16";
+  std::string o;
+  o += fmt::format("    uint32_t af[{}][4], bf[{}][2];\n", fm, fn);
+  o += "    auto frags = [&](int kk) {\n      const int q = lane >> 3, r8 = lane & 7;\n";
+  o += fmt::format("#pragma unroll\n      for (int i = 0; i < {}; ++i) {{\n", fm);
+  o += ta ? "        const int line = kk + r8 + 8 * (q >> 1), in = wm0 + 16 * i + 8 * (q & 1);\n"
+          : "        const int line = wm0 + 16 * i + r8 + 8 * (q & 1), in = kk + 8 * (q >> 1);\n";
+  o += fmt::format("        dcc_ldmatrix_x4{}(af[i], &as[{}]);\n      }}\n", ta ? "_trans" : "", smem_at(sa, "line", "in"));
+  o += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", fn / 2);
+  o += tb ? "        const int line = kk + r8 + 8 * (q & 1), in = wn0 + 16 * j + 8 * (q >> 1);\n"
+          : "        const int line = wn0 + 16 * j + r8 + 8 * (q >> 1), in = kk + 8 * (q & 1);\n";
+  o += "        uint32_t r[4];\n";
+  o += fmt::format("        dcc_ldmatrix_x4{}(r, &bs[{}]);\n", tb ? "_trans" : "", smem_at(sb, "line", "in"));
+  o += "        bf[2 * j][0] = r[0];\n        bf[2 * j][1] = r[1];\n";
+  o += "        bf[2 * j + 1][0] = r[2];\n        bf[2 * j + 1][1] = r[3];\n      }\n    };\n";
+  o += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; kk += 16) {{\n", k.block_k);
+  o += "      frags(kk);\n";
+  o += fmt::format("      {}<{}, {}>({}, af, bf);\n", fn_name, fm, fn, target);
+  if (!k.epilogue.row_sums.empty()) o += fmt::format("      {}<{}, 1>(rs, af, ones);\n", fn_name, fm);
+  o += "    }\n";
+  return o;
+}
+
 /// One K-step of MMAs from stage `cur` (kk over the step by the MMA's k).
 std::string mma_step(const Kernel& k) {
   const SharedBuffer& sa = shared_of(k, k.a);
@@ -188,10 +263,21 @@ std::string mma_step(const Kernel& k) {
   std::string o;
   o += fmt::format("    const {}* as = {} + (kt % {}) * {};\n", storage_type(sa.elem), sa.name, sa.stages, sa.stage_elems());
   o += fmt::format("    const {}* bs = {} + (kt % {}) * {};\n", storage_type(sb.elem), sb.name, sb.stages, sb.stage_elems());
-  o += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; kk += {}) {{\n", k.block_k, mk);
+  // The MMAs' accumulator: acc itself, or this step's partial sums.
+  const char* target = k.mma.step_partials ? "part" : "acc";
+  if (k.mma.step_partials)
+    o += fmt::format("    float part[{}][{}][4] = {{}};  // this K-step's sums, added to acc below\n", fm, fn);
+  if (k.mma.step_partials && !k.epilogue.row_sums.empty())
+    o += fmt::format("    float part_rs[{}][1][4] = {{}};\n", fm);
   auto A = [&](const std::string& r, const std::string& c) { return "as[" + smem_index(sa, r, c) + "]"; };
   auto B = [&](const std::string& n, const std::string& c) { return "bs[" + smem_index(sb, n, c) + "]"; };
-  if (k.mma.shape != MmaShape::M16N8K8_TF32) {
+  const bool ldm = k.mma.shape != MmaShape::M16N8K8_TF32 && k.a.ldmatrix && k.b.ldmatrix;
+  if (ldm)
+    o += ldmatrix_step(k, sa, sb, target);
+  else
+    o += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; kk += {}) {{\n", k.block_k, mk);
+  if (ldm) {
+  } else if (k.mma.shape != MmaShape::M16N8K8_TF32) {
     // m16n8k16, 16-bit: A reg j holds (row gid + 8 (j & 1), k 2 tig + 8 (j >> 1) + {0, 1});
     // B reg j holds (k 2 tig + 8 j + {0, 1}, col gid); lower half = lower k.
     const char* fn_name = k.mma.shape == MmaShape::M16N8K16_BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16";
@@ -209,7 +295,8 @@ std::string mma_step(const Kernel& k) {
       o += fmt::format("          bf[i][j] = dcc_ld32(&{});\n        }}\n", B("n", "c"));
     else
       o += fmt::format("          bf[i][j] = dcc_pack16({}, {});\n        }}\n", B("n", "c"), B("n", "c + 1"));
-    o += fmt::format("      {}<{}, {}>(acc, af, bf);\n", fn_name, fm, fn);
+    o += fmt::format("      {}<{}, {}>({}, af, bf);\n", fn_name, fm, fn, target);
+    if (!k.epilogue.row_sums.empty()) o += fmt::format("      {}<{}, 1>(rs, af, ones);\n", fn_name, fm);
   } else {
     // m16n8k8, tf32: A reg j holds (row gid + 8 (j & 1), k tig + 4 (j >> 1));
     // B reg j holds (k tig + 4 j, col gid).
@@ -229,12 +316,26 @@ std::string mma_step(const Kernel& k) {
     o += conv("bb[i][j]", "bs2[i][j]", B("n", "c")) + "        }\n";
     if (split) {
       // The small cross terms first, then the big product (3xTF32).
-      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, as2, bb);\n", fm, fn);
-      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, ab, bs2);\n", fm, fn);
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>({}, as2, bb);\n", fm, fn, target);
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>({}, ab, bs2);\n", fm, fn, target);
     }
-    o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>(acc, ab, bb);\n", fm, fn);
+    o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>({}, ab, bb);\n", fm, fn, target);
+    if (!k.epilogue.row_sums.empty()) {
+      // Row sums of A: A times ones (exact in tf32), big and small parts.
+      const char* rt = k.mma.step_partials ? "part_rs" : "rs";
+      if (split) o += fmt::format("      dcc_mma_tiles_tf32<{}, 1>({}, as2, ones);\n", fm, rt);
+      o += fmt::format("      dcc_mma_tiles_tf32<{}, 1>({}, ab, ones);\n", fm, rt);
+    }
   }
-  o += "    }\n";
+  if (!ldm) o += "    }\n";
+  if (k.mma.step_partials)
+    o += fmt::format("#pragma unroll\n    for (int i = 0; i < {}; ++i)\n#pragma unroll\n      for (int j = 0; j < {}; ++j)\n"
+                     "#pragma unroll\n        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];\n",
+                     fm, fn);
+  if (k.mma.step_partials && !k.epilogue.row_sums.empty())
+    o += fmt::format("#pragma unroll\n    for (int i = 0; i < {}; ++i)\n"
+                     "#pragma unroll\n      for (int e = 0; e < 4; ++e) rs[i][0][e] += part_rs[i][0][e];\n",
+                     fm);
   return o;
 }
 
@@ -275,6 +376,12 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n"
                    "      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;\n",
                    fm, fn);
+  if (!k.epilogue.row_sums.empty()) {
+    // The row sums of A: A times a column of ones (1.0 in tf32, or two 1.0s in bf16 / f16).
+    const char* one = k.mma.shape == MmaShape::M16N8K8_TF32 ? "0x3F800000u"
+                      : k.mma.shape == MmaShape::M16N8K16_BF16 ? "0x3F803F80u" : "0x3C003C00u";
+    o += fmt::format("  float rs[{}][1][4] = {{}};\n  uint32_t ones[1][2] = {{{{{}, {}}}}};\n", fm, one, one);
+  }
   o += fmt::format("  const int64_t nk = ({} + {}) / {};\n", k.k_extent, k.block_k - 1, k.block_k);
   for (const auto& c : k.copies) o += copy_lambda(k, c, d);
   o += "  {\n";
@@ -285,6 +392,7 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   // Epilogue: element e of tile (i, j) is at row gid + 8 (e >> 1), column 2 tig + (e & 1).
   o += "  " + d.declare(k.epilogue.acc) + "\n";
   for (const auto* b : k.epilogue.locals) o += "  " + d.declare(b) + "\n";
+  for (const auto* b : k.epilogue.row_sums) o += "  " + d.declare(b) + "\n";
   o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n", fm, fn);
   o += "      for (int e = 0; e < 4; ++e) {\n";
   o += fmt::format("        const int64_t {} = m0 + wm0 + 16 * i + gid + 8 * (e >> 1);\n", d.var(k.epilogue.row_var));
@@ -292,6 +400,7 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   o += fmt::format("        if ({} >= {} || {} >= {}) continue;\n", d.var(k.epilogue.row_var), k.a.rows, d.var(k.epilogue.col_var),
                    k.b.rows);
   o += fmt::format("        {} = acc[i][j][e];\n", d.scalar(k.epilogue.acc));
+  for (const auto* b : k.epilogue.row_sums) o += fmt::format("        {} = rs[i][0][e];\n", d.scalar(b));
   o += d.stmts(k.epilogue.stmts, 4);
   o += "      }\n}\n\n";
   return o;

@@ -16,16 +16,20 @@
 # the online-reductions libraries) and the grouped GEMM benchmark
 # (bench_gemm.py: tensor cores against torch._grouped_mm and cuBLAS;
 # results/bench_gemm.txt).
+# The tests part also runs compute-sanitizer's memcheck and racecheck over
+# every example's CUDA library (sanitize, below; results/sanitizer.txt).
 # Results go to RESULTS_DIR (default: ./results).
 #
-#   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only|--gemm-only] [bench_mha.py options]
+#   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only|--gemm-only|--sanitize-only] [bench_mha.py options]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 # scripts/gpu_bundle.sh packs the online-reductions libraries.
 if [[ -f online.tar.xz && ! -d online ]]; then tar -xJf online.tar.xz; fi
 results="${1:-results}"; shift || true
 mode=all
-if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only || "${1:-}" == --gemm-only ]]; then mode="${1#--}"; shift; fi
+if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only || "${1:-}" == --gemm-only || "${1:-}" == --sanitize-only ]]; then
+  mode="${1#--}"; shift
+fi
 mkdir -p "$results" /tmp/dccc-gpu
 tar -xJf test.tar.xz -C /tmp/dccc-gpu
 # The standard library where the test binary and the driver in
@@ -33,6 +37,63 @@ tar -xJf test.tar.xz -C /tmp/dccc-gpu
 mkdir -p /tmp/share/dccc && rm -rf /tmp/share/dccc/std && cp -r stdlib /tmp/share/dccc/std
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$results/gpu.txt"
 status=0
+# compute-sanitizer's memcheck and racecheck over every example's CUDA
+# library: the GPU test of the examples (each example built by nvcc and run
+# on the differential length patterns) under each tool, the MMA GEMM test
+# (ragged lengths up to 4,096) under memcheck, and the CUDA hosts of the
+# nested examples (built by the test part below, or here) under both.
+# mha_cuda_host is excluded by name: it plants a host pointer where device
+# memory belongs, so that its kernel faults on purpose. One line per run in
+# $results/sanitizer.txt (OK, or FAILED with the tool's summary and its
+# log); returns 1 if any run failed.
+sanitize() {
+  local san rc ok=0 log line tool target filter host so
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  : > "$results/sanitizer.txt"
+  if [[ ! -x $san ]]; then
+    echo "sanitizer: FAILED (no compute-sanitizer on PATH or in /usr/local/cuda/bin)" | tee -a "$results/sanitizer.txt"
+    return 1
+  fi
+  for host in causal documents; do
+    [[ -x /tmp/dccc-gpu/${host}_cuda_host ]] && continue
+    so=causal_attention; [[ $host == documents ]] && so=documents
+    nvcc -std=c++17 -o /tmp/dccc-gpu/${host}_cuda_host ${host}_cuda_host.cu -I. ./$so.so -Xlinker -rpath -Xlinker "$PWD"
+  done
+  for run in memcheck:examples racecheck:examples memcheck:mma memcheck:causal racecheck:causal memcheck:documents \
+             racecheck:documents; do
+    tool=${run%%:*} target=${run#*:}
+    log="$results/sanitizer_${tool}_${target}.txt"
+    case $target in
+      examples|mma)
+        filter=CudaBackend.ExamplesMatchCpuBackendAndFloat64Reference
+        [[ $target == mma ]] && filter=CudaBackend.MmaGemmRaggedLengthsTo4096
+        LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+          DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
+          "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 \
+          /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter="$filter" > "$log" 2>&1
+        rc=$?
+        if ! grep -q "\[  PASSED  \] 1 test" "$log" && ((rc == 0)); then rc=1; fi ;;
+      *)
+        "$san" --tool "$tool" --error-exitcode 86 --print-limit 20 /tmp/dccc-gpu/${target}_cuda_host > "$log" 2>&1
+        rc=$?
+        if ! grep -q "$target cuda host check: OK" "$log" && ((rc == 0)); then rc=1; fi ;;
+    esac
+    line=$(grep -E "(ERROR|RACECHECK) SUMMARY" "$log" | tail -1)
+    if [[ $rc -eq 0 ]]; then
+      echo "sanitizer $tool $target: OK (${line:-no summary})" | tee -a "$results/sanitizer.txt"
+    else
+      echo "sanitizer $tool $target: FAILED (exit $rc; ${line:-no summary}; log: $log)" | tee -a "$results/sanitizer.txt"
+      grep -m 5 -E "^========= (Invalid|Error|Race|Warning)" "$log" | tee -a "$results/sanitizer.txt"
+      ok=1
+    fi
+  done
+  echo "mha_cuda_host: not run under compute-sanitizer (its planted host pointer faults on purpose)" | tee -a "$results/sanitizer.txt"
+  return $ok
+}
+if [[ $mode == sanitize-only ]]; then
+  sanitize || status=1
+  exit $status
+fi
 if [[ $mode == gemm-only ]]; then
   python3 bench_gemm.py --dir . --seqlens seqlens --out "$results/bench_gemm.txt" "$@" || status=1
   exit $status
@@ -41,8 +102,9 @@ if [[ $mode != bench-only ]]; then
   LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
     DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
     /tmp/dccc-gpu/dccc_cuda_backend_tests 2>&1 | tail -40 | tee "$results/gpu_test.txt"
-  # Both tests (the examples, the scheduled programs) pass; none skipped.
-  grep -q "\[  PASSED  \] 2 tests" "$results/gpu_test.txt" || status=1
+  # All three tests (the examples, the scheduled programs, every MMA GEMM
+  # path on ragged lengths up to 4,096) pass; none skipped.
+  grep -q "\[  PASSED  \] 3 tests" "$results/gpu_test.txt" || status=1
   # The host check on mha.so, and on mha built with the host tests'
   # schedules (the C wrapper's prelude cache then holds fuse maps and remap
   # permutations) where the bundle has them.
@@ -62,6 +124,7 @@ if [[ $mode != bench-only ]]; then
       /tmp/dccc-gpu/${host}_cuda_host 2>&1 | tee "$results/cuda_host_$so.txt"
     grep -q "$host cuda host check: OK" "$results/cuda_host_$so.txt" || status=1
   done
+  sanitize || status=1
   # The Python package (tests/python) under this machine's python3 and
   # PyTorch, with the shipped driver: the CPU tests build their libraries
   # with it (for this CPU), and every example's CUDA library is built here

@@ -16,10 +16,12 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/jit.h"
 #include "tests/unit/backend/cuda_scheduled.h"
+#include "tests/unit/backend/grouped_gemm_check.h"
 
 namespace dccc::backend {
 namespace {
@@ -156,6 +158,74 @@ TEST(CudaBackend, ScheduledMatchCpuBackend) {
   EXPECT_GE(functions, 4);
   EXPECT_GE(mapped, 4) << "statements mapped by gpu_blocks / gpu_threads";
   EXPECT_GT(compared, 1000);
+}
+
+// Every tensor-core GEMM path on the GPU against float64: bf16 and f16
+// operands (m16n8k16, ldmatrix), f32 as 3xTF32 and as TF32 (m16n8k8), and
+// --fp32-math=ieee (the FMA kernel); groups with M, N and K of 0, 1, 15,
+// 16, 17 and 4,096 (each length in each dimension), and B = 1 with
+// K = 4,096 and with M = 4,096. Tolerances per output element as in
+// mma_emu_test.cpp, with S = sum |a b|: 1e-5 S (bf16 output: + 2^-8 |ref|;
+// TF32: 2^-10 S).
+TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {
+  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-mma-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::vector<testing::Lengths> patterns = {
+      {{4096, 1, 16, 15, 0, 17}, {17, 4096, 15, 16, 4096, 0}, {15, 16, 4096, 1, 17, 4096}},
+      {{64}, {4096}, {64}},
+      {{4096}, {16}, {17}},
+  };
+  struct Case {
+    const char* file;
+    const char* fn;
+    gpu::Fp32Math fp32;
+    Scalar in, out;
+    testing::Tolerance tol;
+    const char* mma;  // the tensor-core call the CUDA must hold ("" for none)
+  };
+  const Case cases[] = {
+      {"batched_gemm_bf16.toy", "grouped_gemm_bf16", gpu::Fp32Math::Split3xTf32, Scalar::BF16, Scalar::BF16, {1e-5, 1.0 / 256}, "dcc_mma_tiles_bf16<"},
+      {"batched_gemm_bf16.toy", "grouped_gemm_f16", gpu::Fp32Math::Split3xTf32, Scalar::F16, Scalar::F32, {1e-5, 0}, "dcc_mma_tiles_f16<"},
+      {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Split3xTf32, Scalar::F32, Scalar::F32, {1e-5, 0}, "(part, as2, bb);"},
+      {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Tf32, Scalar::F32, Scalar::F32, {1.0 / 1024, 0}, "dcc_mma_tiles_tf32<"},
+      {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Ieee, Scalar::F32, Scalar::F32, {1e-5, 0}, ""},
+  };
+  std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
+  int checked = 0, serial = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.fn) + " --fp32-math=" + gpu::fp32_math_name(c.fp32));
+    std::ifstream in(examples + "/" + c.file);
+    std::stringstream text;
+    text << in.rdbuf();
+    Program p = compile(c.file, text.str(), false, /*cuda_passes=*/true);
+    ASSERT_TRUE(p.module) << testing::diagnostics(p);
+    const ir::Func* f = nullptr;
+    for (const auto& fn : p.module->funcs)
+      if (fn.name == c.fn) f = &fn;
+    ASSERT_NE(f, nullptr);
+    CudaOptions o;
+    o.fp32 = c.fp32;
+    std::string cu = emit_cuda(*p.module, o), log;
+    if (*c.mma) EXPECT_NE(cu.find(c.mma), std::string::npos) << "not on the tensor-core path";
+    else EXPECT_EQ(cu.find("dcc_mma_"), std::string::npos) << "ieee must not use tensor cores";
+    void* lib = build(nvcc, cu, dir, std::string(c.fn) + std::to_string(serial++), log);
+    ASSERT_NE(lib, nullptr) << log;
+    auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));
+    ASSERT_NE(count, nullptr);
+    if (count() == 0) {
+      std::filesystem::remove_all(dir);
+      GTEST_SKIP() << "no CUDA GPU on this machine";
+    }
+    auto entry = reinterpret_cast<testing::Entry>(dlsym(lib, (std::string(c.fn) + "__cuda_host").c_str()));
+    ASSERT_NE(entry, nullptr);
+    double worst = testing::run_grouped(entry, *f, c.in, c.out, c.tol, checked, patterns);
+    std::printf("%s --fp32-math=%s: max |err| / sum|ab| = %.3g\n", c.fn, gpu::fp32_math_name(c.fp32), worst);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_GT(checked, 500000);
 }
 
 }  // namespace

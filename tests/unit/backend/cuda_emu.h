@@ -14,12 +14,14 @@
 // dcc_emu_mma_tiles (mma.sync m16n8k16 bf16 / f16, m16n8k8 tf32, over a
 // warp's tiles): a warp-wide exchange of every lane's fragment registers, after which each lane
 // computes the elements of D its own registers hold, reading A and B where
-// the PTX ISA's fragment layouts put them (docs/cuda.md). cp.async is a
+// the PTX ISA's fragment layouts put them (docs/cuda.md), and adding them
+// up as the tensor core does (truncating; dcc_emu_fused_sum). cp.async is a
 // plain copy there.
 #pragma once
 
 #define DCC_EMU 1
 
+#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -113,11 +115,37 @@ inline double dcc_emu_mma_value(dcc_emu_mma_kind k, uint32_t reg, int half) {
   return static_cast<double>(f);
 }
 
+// The tensor core's f32 accumulation, as measured on the A100 by Fasi,
+// Higham, Mikaitis and Pranesh ("Numerical behavior of NVIDIA tensor
+// cores", PeerJ CS 7:e330, 2021; test suite
+// github.com/north-numerical-computing/tensor-cores-numerical-behavior):
+// D = C + A B is computed in fused steps of `block` products (8 for 16-bit
+// operands, 4 for tf32) plus the running value: the products are exact, every
+// term is aligned to the largest of them and truncated to the f32
+// significand of that one (no guard bits), the aligned terms are added
+// exactly (carry bits on the left) and the sum is normalised to f32 by
+// truncation (round toward zero). This, not an exactly rounded sum, is what
+// makes a long single accumulator lose accuracy: the truncations all point
+// toward zero, so their errors add up linearly in K.
+inline float dcc_emu_fused_sum(const double* t, int n) {
+  double big = 0;
+  for (int i = 0; i < n; ++i) big = std::max(big, std::fabs(t[i]));
+  if (big == 0) return 0.0f;
+  int e;
+  std::frexp(big, &e);                       // big = m 2^e, m in [0.5, 1): its f32 ulp is 2^(e - 24)
+  const double q = std::ldexp(1.0, e - 24);
+  double s = 0;                              // exact: each term a multiple of q below 2^25 q
+  for (int i = 0; i < n; ++i) s += std::trunc(t[i] / q) * q;
+  float f = static_cast<float>(s);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(s)) f = std::nextafter(f, 0.0f);
+  return f;
+}
+
 // acc[i][j] += A_i * B_j for fm x fn tiles of 16 x 8 (m16n8k16 for bf16 /
 // f16, m16n8k8 for tf32), every lane of the warp calling it with its own
 // registers a[i][0..3], b[j][0..1] and accumulators acc[i][j][0..3]: the
 // lanes' registers are exchanged once, then each lane computes the D
-// elements it holds. Fragment layouts (PTX ISA, "Matrix Fragments for
+// elements it holds (in fused steps, dcc_emu_fused_sum). Fragment layouts (PTX ISA, "Matrix Fragments for
 // mma.m16n8k16 / mma.m16n8k8"; groupID g = lane / 4, threadID_in_group
 // t = lane % 4):
 //   16-bit A: reg r holds row g + 8 (r & 1), k 2t + 8 (r >> 1) + {0 (low half), 1 (high half)}
@@ -133,7 +161,7 @@ inline void dcc_emu_mma_tiles(dcc_emu_mma_kind kind, float* acc, const uint32_t*
   for (unsigned r = 0; r < nregs; ++r) blk.frags[dcc_emu::kFragRegs * t + r] = r < 4u * fm ? a[r] : b[r - 4 * fm];
   blk.warps[t / 32]->arrive_and_wait();
   const bool tf32 = kind == dcc_emu_mma_kind::tf32;
-  const int K = tf32 ? 8 : 16;
+  const int K = tf32 ? 8 : 16, block = tf32 ? 4 : 8;
   auto reg = [&](unsigned l, unsigned r) { return blk.frags[dcc_emu::kFragRegs * (base + l) + r]; };
   auto A = [&](int i, int row, int k) {
     if (tf32) return dcc_emu_mma_value(kind, reg((row % 8) * 4 + (k % 4), 4 * i + (row >= 8) + 2 * (k >= 4)), 0);
@@ -148,13 +176,45 @@ inline void dcc_emu_mma_tiles(dcc_emu_mma_kind kind, float* acc, const uint32_t*
     for (int j = 0; j < fn; ++j)
       for (int e = 0; e < 4; ++e) {
         int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 2 * static_cast<int>(lane % 4) + (e & 1);
-        double sum = 0;  // products of these inputs are exact in double
-        for (int k = 0; k < K; ++k) sum += A(i, row, k) * B(j, k, col);
         size_t at = (static_cast<size_t>(i) * fn + j) * 4 + e;
-        out[at] = static_cast<float>(static_cast<double>(acc[at]) + sum);
+        float d = acc[at];
+        for (int k0 = 0; k0 < K; k0 += block) {
+          double terms[9];  // the running value and the block's products (exact in double)
+          terms[0] = d;
+          for (int k = 0; k < block; ++k) terms[1 + k] = A(i, row, k0 + k) * B(j, k0 + k, col);
+          d = dcc_emu_fused_sum(terms, block + 1);
+        }
+        out[at] = d;
       }
   blk.warps[t / 32]->arrive_and_wait();
   for (size_t at = 0; at < out.size(); ++at) acc[at] = out[at];
+}
+
+// ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 (PTX ISA, "ldmatrix"):
+// lane l gives the address of row l % 8 of matrix l / 8 (8 elements);
+// register q of lane l receives, of matrix q, row l / 4, elements 2 (l % 4)
+// and 2 (l % 4) + 1 (lower half: the first), or with `trans` the elements
+// at rows 2 (l % 4) and 2 (l % 4) + 1 of column l / 4. The addresses are
+// exchanged warp-wide, as __shfl_xor_sync exchanges values.
+inline void dcc_emu_ldmatrix_x4(uint32_t* r, const uint16_t* p, bool trans) {
+  auto& b = *dcc_emu::block;
+  unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
+  if ((reinterpret_cast<uintptr_t>(p) & 15) != 0) std::abort();  // rows must be 16-byte aligned
+  b.lanes[t] = reinterpret_cast<uintptr_t>(p);
+  b.warps[t / 32]->arrive_and_wait();
+  auto row = [&](unsigned q, unsigned i) { return reinterpret_cast<const uint16_t*>(b.lanes[base + 8 * q + i]); };
+  for (unsigned q = 0; q < 4; ++q) {
+    uint16_t lo, hi;
+    if (!trans) {
+      lo = row(q, lane / 4)[2 * (lane % 4)];
+      hi = row(q, lane / 4)[2 * (lane % 4) + 1];
+    } else {
+      lo = row(q, 2 * (lane % 4))[lane / 4];
+      hi = row(q, 2 * (lane % 4) + 1)[lane / 4];
+    }
+    r[q] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+  }
+  b.warps[t / 32]->arrive_and_wait();
 }
 
 inline int atomicCAS(int* p, int cmp, int val) {

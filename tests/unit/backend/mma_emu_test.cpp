@@ -27,11 +27,18 @@
 #include <sstream>
 
 #include "tests/unit/backend/cuda_emu_build.h"
+#include "tests/unit/backend/grouped_gemm_check.h"
+#include "tests/unit/backend/cuda_emu.h"
 
 namespace dccc::backend {
 namespace {
 
+using testing::Buf;
+using testing::Entry;
+using testing::Lengths;
 using testing::Program;
+using testing::Tolerance;
+using testing::run_grouped;
 
 std::string read(const std::string& path) {
   std::ifstream in(path);
@@ -40,55 +47,6 @@ std::string read(const std::string& path) {
   return s.str();
 }
 
-// 16-bit conversions written here, independently of the backends'.
-uint16_t to_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-}
-double from_bf16(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-uint16_t to_f16(float f) {
-  _Float16 h = static_cast<_Float16>(f);
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-double from_f16(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return static_cast<double>(h);
-}
-
-/// Typed storage of one buffer, values read back as double.
-struct Buf {
-  Scalar type;
-  std::vector<unsigned char> bytes;
-  size_t elem() const { return type == Scalar::F32 || type == Scalar::I32 ? 4 : type == Scalar::I64 ? 8 : 2; }
-  void resize(size_t n) { bytes.assign(std::max<size_t>(n, 1) * elem(), 0); }
-  size_t size() const { return bytes.size() / elem(); }
-  void set(size_t k, double v) {
-    unsigned char* p = bytes.data() + k * elem();
-    if (type == Scalar::F32) { float f = static_cast<float>(v); std::memcpy(p, &f, 4); }
-    else if (type == Scalar::I32) { int32_t i = static_cast<int32_t>(v); std::memcpy(p, &i, 4); }
-    else if (type == Scalar::BF16) { uint16_t h = to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); }
-    else if (type == Scalar::F16) { uint16_t h = to_f16(static_cast<float>(v)); std::memcpy(p, &h, 2); }
-  }
-  double get(size_t k) const {
-    const unsigned char* p = bytes.data() + k * elem();
-    if (type == Scalar::F32) { float f; std::memcpy(&f, p, 4); return f; }
-    if (type == Scalar::I32) { int32_t i; std::memcpy(&i, p, 4); return i; }
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return type == Scalar::BF16 ? from_bf16(h) : from_f16(h);
-  }
-};
-
-using Entry = int32_t (*)(const int64_t*, void* const*);
 
 /// `fn` of `source` through the CUDA target's passes and emit_cuda with
 /// `options`, built against cuda_emu.h. `cu` receives the CUDA source.
@@ -114,10 +72,6 @@ Entry build(const std::string& name, const std::string& source, const std::strin
   return entry;
 }
 
-struct Lengths {
-  std::vector<int32_t> m, k, n;
-};
-
 /// The length patterns: every one of 0, 1, 15, 16, 17 in each of M, N, K,
 /// sizes of 64-130 (several block tiles and K-steps, ragged edges), one
 /// group alone (B = 1), and random groups.
@@ -142,76 +96,6 @@ std::vector<Lengths> patterns() {
   return out;
 }
 
-struct Tolerance {
-  double of_sum;   // times sum |a b|
-  double of_ref;   // times |ref| (the result's rounding)
-};
-
-/// Runs grouped_gemm-shaped `fn` (buffers x.m, x.k, x.n, x.a, x.b, out.c)
-/// on every pattern; returns the largest error relative to sum |a b|.
-double run_grouped(Entry entry, const ir::Func& f, Scalar in_type, Scalar out_type, Tolerance tol, int& checked) {
-  double worst = 0;
-  for (const Lengths& L : patterns()) {
-    const size_t G = L.m.size();
-    std::mt19937 rng(7 + static_cast<unsigned>(G));
-    std::uniform_real_distribution<double> dist(-1.0, 1.0);
-    std::map<std::string, Buf> bufs;
-    auto lens = [&](const std::string& n, const std::vector<int32_t>& v) {
-      Buf b{Scalar::I32, {}};
-      b.resize(v.size());
-      for (size_t i = 0; i < v.size(); ++i) b.set(i, v[i]);
-      bufs[n] = b;
-    };
-    lens("x.m", L.m);
-    lens("x.k", L.k);
-    lens("x.n", L.n);
-    std::vector<size_t> ao{0}, bo{0}, co{0};
-    for (size_t g = 0; g < G; ++g) {
-      ao.push_back(ao.back() + static_cast<size_t>(L.m[g]) * L.k[g]);
-      bo.push_back(bo.back() + static_cast<size_t>(L.k[g]) * L.n[g]);
-      co.push_back(co.back() + static_cast<size_t>(L.m[g]) * L.n[g]);
-    }
-    Buf a{in_type, {}}, b{in_type, {}}, c{out_type, {}};
-    a.resize(ao.back());
-    b.resize(bo.back());
-    c.resize(co.back());
-    for (size_t i = 0; i < ao.back(); ++i) a.set(i, dist(rng));
-    for (size_t i = 0; i < bo.back(); ++i) b.set(i, dist(rng));
-    bufs["x.a"] = a;
-    bufs["x.b"] = b;
-    bufs["out.c"] = c;
-    std::vector<void*> ptrs;
-    for (const auto& buf : f.buffers) {
-      if (buf->kind != ir::BufferKind::Input && buf->kind != ir::BufferKind::Output) continue;
-      EXPECT_TRUE(bufs.count(buf->name)) << buf->name;
-      ptrs.push_back(bufs[buf->name].bytes.data());
-    }
-    ptrs.push_back(nullptr);
-    int64_t sizes[2] = {static_cast<int64_t>(G), 0};
-    int32_t status = entry(sizes, ptrs.data());
-    EXPECT_EQ(status, 0);
-    if (status != 0) return worst;
-    const Buf& got = bufs["out.c"];
-    for (size_t g = 0; g < G; ++g)
-      for (int i = 0; i < L.m[g]; ++i)
-        for (int j = 0; j < L.n[g]; ++j) {
-          double ref = 0, mag = 0;
-          for (int p = 0; p < L.k[g]; ++p) {
-            double x = a.get(ao[g] + static_cast<size_t>(i) * L.k[g] + p), y = b.get(bo[g] + static_cast<size_t>(p) * L.n[g] + j);
-            ref += x * y;
-            mag += std::fabs(x * y);
-          }
-          double v = got.get(co[g] + static_cast<size_t>(i) * L.n[g] + j);
-          double err = std::fabs(v - ref);
-          EXPECT_LE(err, tol.of_sum * mag + tol.of_ref * std::fabs(ref))
-              << f.name << " G=" << G << " group " << g << " (m " << L.m[g] << ", k " << L.k[g] << ", n " << L.n[g]
-              << ") c[" << i << ", " << j << "] = " << v << ", reference " << ref;
-          if (mag > 0 && tol.of_ref == 0) worst = std::max(worst, err / mag);
-          ++checked;
-        }
-  }
-  return worst;
-}
 
 const ir::Func* g_unused = nullptr;
 
@@ -228,10 +112,72 @@ TEST(MmaEmu, Bf16AndF16GroupedGemm) {
     Entry e = build("batched_gemm_bf16.toy", src, fn, {}, f, keep, cu);
     ASSERT_TRUE(e && f);
     EXPECT_NE(cu.find(mma), std::string::npos) << "the contraction is not on the tensor-core path";
-    double worst = run_grouped(e, *f, in, out, tol, checked);
+    // B is stored [k][n]: its fragments come by ldmatrix.trans.
+    EXPECT_NE(cu.find("dcc_ldmatrix_x4(af[i]"), std::string::npos);
+    EXPECT_NE(cu.find("dcc_ldmatrix_x4_trans(r, &bs["), std::string::npos);
+    double worst = run_grouped(e, *f, in, out, tol, checked, patterns());
     std::printf("%s: max |err| / sum|ab| = %.3g\n", fn, worst);
   }
   EXPECT_GT(checked, 20000);
+}
+
+// The other two staging layouts: A stored [k][m] (its fragments by
+// ldmatrix.trans from a [k][row] tile) and B stored [n][k] (plain ldmatrix
+// from a [row][k] tile).
+const char* kTransposed = R"(
+type T = coupling { a: [g: G][k[g], m[g]]bf16, b: [g: G][n[g], k[g]]bf16, m: [G]i32, k: [G]i32, n: [G]i32 }
+type O = coupling { c: [g: G][m[g], n[g]]f32, m: [G]i32, n: [G]i32 }
+fn tt(x: T) O {
+    let out = O { c: [g: G][x.m[g], x.n[g]]f32, m: x.m, n: x.n };
+    out.c[g][i, j] = reduce(+, f32(x.a[g][p, i]) * f32(x.b[g][j, p]));
+    return out;
+}
+)";
+
+TEST(MmaEmu, Bf16TransposedOperands) {
+  Program keep;
+  const ir::Func* f = g_unused;
+  std::string cu;
+  Entry e = build("tt.toy", kTransposed, "tt", {}, f, keep, cu);
+  ASSERT_TRUE(e && f);
+  EXPECT_NE(cu.find("dcc_ldmatrix_x4_trans(af[i]"), std::string::npos);
+  EXPECT_NE(cu.find("dcc_ldmatrix_x4(r, &bs["), std::string::npos);
+  int checked = 0;
+  run_grouped(e, *f, Scalar::BF16, Scalar::F32, {1e-5, 0}, checked, patterns(), /*a_km=*/true, /*b_nk=*/true);
+  EXPECT_GT(checked, 20000);
+}
+
+// ldmatrix.x4 as the emulator does it, against the PTX ISA's description
+// restated here: four 8 x 8 matrices, element (row, col) of matrix q
+// holding q * 64 + row * 8 + col; lane l points at row l % 8 of matrix
+// l / 8.
+struct LdmArgs {
+  uint32_t* out;
+  bool trans;
+};
+void ldmatrix_kernel(LdmArgs a) {
+  __shared__ __align__(16) uint16_t m[4 * 64];
+  const unsigned l = threadIdx.x;
+  for (unsigned e = 0; e < 8; ++e) m[l * 8 + e] = static_cast<uint16_t>(l * 8 + e);  // row l % 8 of matrix l / 8
+  __syncthreads();
+  uint32_t r[4];
+  dcc_emu_ldmatrix_x4(r, &m[(l / 8) * 64 + (l % 8) * 8], a.trans);
+  for (int q = 0; q < 4; ++q) a.out[l * 4 + q] = r[q];
+}
+
+TEST(MmaEmu, LdmatrixFragments) {
+  for (bool trans : {false, true}) {
+    std::vector<uint32_t> out(32 * 4, 0xFFFFFFFFu);
+    dcc_emu_launch(ldmatrix_kernel, dim3(1), dim3(32), LdmArgs{out.data(), trans}, false);
+    for (unsigned l = 0; l < 32; ++l)
+      for (unsigned q = 0; q < 4; ++q) {
+        // Without .trans: row l / 4, columns 2 (l % 4) and + 1; with it:
+        // rows 2 (l % 4) and + 1 of column l / 4.
+        unsigned lo = trans ? q * 64 + (2 * (l % 4)) * 8 + l / 4 : q * 64 + (l / 4) * 8 + 2 * (l % 4);
+        unsigned hi = trans ? lo + 8 : lo + 1;
+        EXPECT_EQ(out[l * 4 + q], lo | (hi << 16)) << "lane " << l << " matrix " << q << (trans ? " .trans" : "");
+      }
+  }
 }
 
 TEST(MmaEmu, F32GroupedGemmEveryMode) {
@@ -253,17 +199,91 @@ TEST(MmaEmu, F32GroupedGemmEveryMode) {
       EXPECT_EQ(cu.find("dcc_mma_"), std::string::npos) << "ieee must not use tensor cores";
     } else {
       EXPECT_NE(cu.find("dcc_mma_tiles_tf32<"), std::string::npos);
-      // 3xTF32: three MMAs per tile, the small cross terms first.
-      bool split = cu.find("(acc, as2, bb);") != std::string::npos;
+      // 3xTF32: three MMAs per tile, the small cross terms first, into a
+      // K-step's partial sums.
+      bool split = cu.find("(part, as2, bb);") != std::string::npos;
       EXPECT_EQ(split, modes[m] == gpu::Fp32Math::Split3xTf32);
     }
-    worst[m] = run_grouped(e, *f, Scalar::F32, Scalar::F32, tols[m], checked);
+    worst[m] = run_grouped(e, *f, Scalar::F32, Scalar::F32, tols[m], checked, patterns());
     std::printf("grouped_gemm --fp32-math=%s: max |err| / sum|ab| = %.3g\n", gpu::fp32_math_name(modes[m]), worst[m]);
   }
   // The split recovers f32 accuracy that one TF32 product loses.
   EXPECT_LT(worst[0] * 50, worst[1]);
   EXPECT_GT(worst[1], 1e-5) << "tf32 inputs were not rounded";
   EXPECT_GT(checked, 30000);
+}
+
+// The emulated tensor core's fused sums (cuda_emu.h), on cases worked by
+// hand: terms aligned to the largest and truncated there (no guard bits),
+// the exact sum of the aligned terms truncated to f32 (toward zero).
+TEST(MmaEmu, FusedSumTruncatesLikeTheTensorCore) {
+  const double u = std::ldexp(1.0, -23);  // f32's ulp of 1
+  auto sum = [](std::initializer_list<double> t) { return static_cast<double>(dcc_emu_fused_sum(t.begin(), static_cast<int>(t.size()))); };
+  EXPECT_EQ(sum({1.0, -std::ldexp(1.0, -30)}), 1.0);          // the small term is shifted out (exact RZ: 1 - u/2)
+  EXPECT_EQ(sum({1.0, 1.5 * u}), 1.0 + u);                     // 1.5 ulp truncated to 1 (round to nearest: 1 + 2u)
+  EXPECT_EQ(sum({1.0 + u, 1.0}), 2.0);                         // 2 + u: the carry's bit is truncated
+  EXPECT_EQ(sum({1.0 + u, 1.0 + u, 1.0 + u}), 3.0 + 2 * u);    // 3 + 3u -> 3 + 2u (nearest: 3 + 4u)
+  EXPECT_EQ(sum({-1.0 - u, -1.0 - u, -1.0 - u}), -3.0 - 2 * u);  // toward zero for negative sums too
+  EXPECT_EQ(sum({1.0, -1.0 + u}), u);                          // cancellation of aligned terms is exact
+  EXPECT_EQ(sum({1.0, -1.0 + u / 2}), u);                      // but -1 + u/2 loses its last bit to 1's alignment
+  EXPECT_EQ(sum({0.0, 0.0}), 0.0);
+}
+
+/// One group of grouped_gemm (M x K times K x N, f32) on values drawn
+/// uniformly from [lo, hi]; returns the result and fills `a`, `b`.
+std::vector<float> run_one_group(Entry entry, const ir::Func& f, int M, int K, int N, double lo, double hi,
+                                 std::vector<float>& a, std::vector<float>& b) {
+  std::mt19937 rng(4096);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  a.resize(static_cast<size_t>(M) * K);
+  b.resize(static_cast<size_t>(K) * N);
+  for (auto& x : a) x = static_cast<float>(dist(rng));
+  for (auto& x : b) x = static_cast<float>(dist(rng));
+  std::vector<float> c(static_cast<size_t>(M) * N, 0.0f);
+  int32_t m = M, k = K, n = N;
+  std::map<std::string, void*> bufs{{"x.m", &m}, {"x.k", &k}, {"x.n", &n}, {"x.a", a.data()}, {"x.b", b.data()}, {"out.c", c.data()}};
+  std::vector<void*> ptrs;
+  for (const auto& buf : f.buffers)
+    if (buf->kind == ir::BufferKind::Input || buf->kind == ir::BufferKind::Output) ptrs.push_back(bufs.at(buf->name));
+  ptrs.push_back(nullptr);
+  int64_t sizes[2] = {1, 0};
+  EXPECT_EQ(entry(sizes, ptrs.data()), 0);
+  return c;
+}
+
+// 3xTF32 is f32-level at K = 4,096: its largest error against float64 is
+// within 2x of that of f32 IEEE FMA (fmaf in k order, computed here) on the
+// same inputs -- centred values, and positive ones, whose partial sums grow
+// with K, so that an error with one sign (the tensor core's truncation, see
+// cuda_emu.h) shows up.
+TEST(MmaEmu, Split3xTf32AtK4096IsF32Level) {
+  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
+  Program keep;
+  const ir::Func* f = g_unused;
+  std::string cu;
+  Entry e = build("batched_gemm.toy", src, "grouped_gemm", {}, f, keep, cu);
+  ASSERT_TRUE(e && f);
+  const int M = 32, N = 32, K = 4096;
+  for (auto [lo, hi] : {std::pair{-1.0, 1.0}, std::pair{0.0, 1.0}}) {
+    std::vector<float> a, b;
+    std::vector<float> c = run_one_group(e, *f, M, K, N, lo, hi, a, b);
+    double err_mma = 0, err_fma = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double ref = 0;
+        float fma = 0;
+        for (int p = 0; p < K; ++p) {
+          ref += static_cast<double>(a[static_cast<size_t>(i) * K + p]) * b[static_cast<size_t>(p) * N + j];
+          fma = std::fmaf(a[static_cast<size_t>(i) * K + p], b[static_cast<size_t>(p) * N + j], fma);
+        }
+        err_mma = std::max(err_mma, std::fabs(c[static_cast<size_t>(i) * N + j] - ref));
+        err_fma = std::max(err_fma, std::fabs(fma - ref));
+      }
+    std::printf("K = %d, values in [%g, %g]: max |err| 3xTF32 %.3g, f32 FMA %.3g (ratio %.2f)\n", K, lo, hi, err_mma,
+                err_fma, err_mma / err_fma);
+    EXPECT_GT(err_fma, 0);
+    EXPECT_LE(err_mma, 2 * err_fma) << "values in [" << lo << ", " << hi << "]";
+  }
 }
 
 // QK^T of attention with its own batch of heads: two batch loops (b and h,
