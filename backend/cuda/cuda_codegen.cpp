@@ -118,11 +118,14 @@ std::string emit_kernel_ir(const ir::Module& m, const CudaOptions& options) {
     FuncVloopText text(f);
     std::vector<ir::Stmt> items = f.body->kind == StmtKind::Seq ? f.body->body : std::vector<ir::Stmt>{f.body};
     for (size_t k = 0; k < items.size(); ++k) {
-      std::string name = fmt::format("{}__k{}", f.name, k), why;
-      if (auto kernel = fe.plan_mma(items[k], name, &why))
+      std::string name = fmt::format("{}__k{}", f.name, k), why, why_attn;
+      if (auto attn = fe.plan_attention(items[k], name, &why_attn))
+        out += gpu::print_attention_kernel(*attn, text);
+      else if (auto kernel = fe.plan_mma(items[k], name, &why))
         out += gpu::print_kernel(*kernel, text);
       else
-        out += fmt::format("kernel {}: backend/cuda's kernels (not a tensor-core contraction: {})\n", name, why);
+        out += fmt::format("kernel {}: backend/cuda's kernels (not fused attention: {}; not a tensor-core contraction: {})\n",
+                           name, why_attn, why);
     }
     out += "\n";
   }
