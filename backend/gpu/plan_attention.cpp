@@ -186,7 +186,14 @@ void conjuncts(const ir::Expr& c, std::vector<ir::Expr>& out) {
   }
 }
 
+constexpr const char* kNoKeyLoop =
+    "no loop over keys starting with a score contraction `acc = 0; for r { acc = acc + q * k }`";
+
 }  // namespace
+
+bool attention_candidate(const std::string& why) {
+  return !why.empty() && why != kNoKeyLoop && why != "not a loop nest" && why.find("is not parallel") == std::string::npos;
+}
 
 std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt& item, const std::string& name,
                                               const AttentionOptions& options, std::string* why) {
@@ -213,7 +220,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       kj = k;
     }
   }
-  if (kj < 0) return no("no loop over keys starting with a score contraction `acc = 0; for r { acc = acc + q * k }`");
+  if (kj < 0) return no(kNoKeyLoop);
   const ir::Stmt& jl = items[kj];
   const ir::Var& j = jl->var;
   auto jbody = ir::items_of(jl->body[0]);

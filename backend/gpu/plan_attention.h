@@ -48,4 +48,9 @@ struct AttentionOptions {
 std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt& item, const std::string& name,
                                               const AttentionOptions& options, std::string* why = nullptr);
 
+/// True when `why` (from plan_attention) declines a nest that has a key loop
+/// starting with a score contraction -- one worth saying why (the others are
+/// not attention at all).
+bool attention_candidate(const std::string& why);
+
 }  // namespace dccc::gpu
