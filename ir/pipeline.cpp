@@ -102,6 +102,21 @@ bool online_reductions_all(Module& m, RunState& s) {
       for (const auto& d : sched.directives)
         for (const auto& l : d.loops) (d.kind == DirectiveKind::Materialize ? keep : scheduled).insert(l.tensor);
     }
+    // On the CUDA target the pass runs by default where the fused attention
+    // kernel (backend/gpu/plan_attention.h) can take its result: 16-bit
+    // operands. f32 programs keep their stored scores (tensor-core QK^T)
+    // unless --online-reductions asks, until the fused kernel has an f32 path.
+    if (!s.options.online_reductions && s.options.target == Target::Cuda) {
+      bool wide = false;
+      for (const auto& b : f.buffers)
+        if (b->kind == BufferKind::Input && !b->dims.empty() && (b->type == Scalar::F32 || b->type == Scalar::F64)) wide = true;
+      if (wide) {
+        if (s.options.explain)
+          s.result.explain += "fn " + f.name + ": online reductions not derived by default on the CUDA target: an f32 "
+                              "input (the fused attention kernel takes bf16 / f16; --online-reductions forces it)\n";
+        continue;
+      }
+    }
     int64_t block = s.options.online_block > 0 ? s.options.online_block
                     : s.options.target == Target::Cpu ? kCpuOnlineBlock
                                                       : 1;
@@ -195,7 +210,7 @@ bool included(const PassDef& p, const PipelineOptions& o) {
     case When::StorageLowering: return o.storage_lowering;
     case When::Simplify: return o.storage_lowering && o.simplify;
     case When::CpuLowered: return o.target == Target::Cpu && o.storage_lowering;
-    case When::Online: return o.online_reductions;
+    case When::Online: return o.online_reductions || (o.target == Target::Cuda && !o.materialize);
   }
   return false;
 }

@@ -56,6 +56,11 @@ struct PipelineOptions {
   /// default until its loops are tiled: on the CPU the one-key-at-a-time
   /// form is 3-6x slower than the materialised one (bench/RESULTS.md).
   bool online_reductions = false;
+  /// On (`--materialize`): the online-reductions pass does not run on the
+  /// CUDA target either, where it runs by default on functions without f32
+  /// inputs (the fused attention kernel, backend/gpu/plan_attention.h,
+  /// takes its output; ir/pipeline.cpp).
+  bool materialize = false;
   /// Values of j a step of the fused loop (`--online-block=N`); 0: the
   /// target's (the CPU's kCpuOnlineBlock, with rows in tiles; CUDA 1).
   int64_t online_block = 0;

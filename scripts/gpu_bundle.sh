@@ -52,6 +52,16 @@ cp "$ROOT/bench/cuda/bench_mha.py" "$ROOT/bench/cuda/run_gpu.sh" "$ROOT/examples
 for ex in mha mha_bf16; do
   "$BUILD/tools/dccc" --target=cuda -o "$OUT/$ex.so" "$ROOT/examples/$ex.toy"
 done
+# The fused attention benchmark and GPU check (bench/cuda/bench_fused.py):
+# mha_bf16.so above (fused by default on the CUDA target) and the bf16
+# version of mha_causal (every tensor bf16, as mha_bf16 is mha's).
+cp "$ROOT/bench/cuda/bench_fused.py" "$OUT/"
+sed -e 's/\]f32/]bf16/g' "$ROOT/examples/mha_causal.toy" > "$OUT/mha_causal_bf16.toy"
+"$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal_bf16.so" "$OUT/mha_causal_bf16.toy"
+for toy in "$ROOT/examples/mha_bf16.toy" "$OUT/mha_causal_bf16.toy"; do
+  [[ "$("$BUILD/tools/dccc" --target=cuda --explain "$toy")" == *"fused attention"* ]] ||
+    { echo "gpu_bundle: $toy is not built as the fused attention kernel"; exit 1; }
+done
 # The grouped GEMM benchmark (bench/cuda/bench_gemm.py): bf16 and f32 on
 # tensor cores (3xTF32, the default; TF32), and f32 without them (ieee).
 cp "$ROOT/bench/cuda/bench_gemm.py" "$OUT/"

@@ -180,8 +180,12 @@ options:
   --online-reductions
                      derive the one-pass (flash-attention) form of dependent
                      reductions: no O(s^2) scores in memory (docs/vloop.md;
-                     off by default until a quiet-machine wall-clock run
-                     confirms the CPU speed, bench/RESULTS.md)
+                     on by default on the CUDA target for programs without
+                     f32 inputs (the fused attention kernel, bf16 / f16);
+                     off by default on the CPU until a quiet-machine
+                     wall-clock run confirms its speed (bench/RESULTS.md)
+  --materialize      CUDA target: do not derive the one-pass form (the
+                     scores are stored, as on the CPU by default)
   --online-block=N   keys a step of the fused loop (default: 128 on the CPU,
                      with query rows in tiles of 4; 1 on CUDA; 1: one key a step)
   --no-simplify      skip the Z3-backed index simplification, bound-check
@@ -224,6 +228,7 @@ struct Options {
   bool explain = false;
   bool simplify = true;          // --no-simplify turns ir/simplify_indices off
   bool online_reductions = false;  // --online-reductions
+  bool materialize = false;        // --materialize
   int64_t online_block = 0;        // --online-block=N (0: the target's)
   bool explain_simplify = false;
   int64_t default_pad = dccc::ir::kCpuDefaultPad;  // 0: --no-default-schedule
@@ -365,6 +370,8 @@ int parse_args(int argc, char** argv, Options& o) {
       o.simplify = false;
     } else if (a == "--online-reductions") {
       o.online_reductions = true;
+    } else if (a == "--materialize") {
+      o.materialize = true;
     } else if (a.rfind("--online-block=", 0) == 0) {
       try {
         o.online_block = std::stoll(a.substr(15));
@@ -501,6 +508,7 @@ dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<d
   p.storage_lowering = o.storage;
   p.simplify = o.simplify;
   p.online_reductions = o.online_reductions;
+  p.materialize = o.materialize;
   p.online_block = o.online_block;
   p.from_ir_text = o.from_vloop;
   p.default_pad = o.default_pad;
@@ -627,6 +635,15 @@ int run(const Options& o) {
     std::cout << "library calls (--target=cuda): each function copies its length arrays to the host, runs its "
                  "kernels on the current device's default stream and returns after they finish, so a call "
                  "synchronises with the device (docs/abi.md, \"The CUDA target\"; docs/python.md, \"CUDA\")\n";
+  if (o.explain && o.target == dccc::ir::Target::Cuda) {
+    bool lowered = true;
+    for (const auto& f : module->funcs) lowered = lowered && (f.name == "main" || f.storage_lowered);
+    try {
+      if (lowered) std::cout << dccc::backend::explain_kernels(*module, o.cuda);
+    } catch (const dccc::backend::BackendUnsupported&) {
+      // Reported where the CUDA source is written (-o, --emit=cuda).
+    }
+  }
   if (o.explain_simplify)
     for (const auto& [name, report] : result.simplified) {
       std::cout << "fn " << name << ": " << report.indices << " index rewrite(s), " << report.checks

@@ -11,6 +11,7 @@
 #include "backend/abi/c_emit.h"
 #include "backend/cuda/cuda_emitter.h"
 #include "backend/cuda/cuda_prologue.h"
+#include "backend/gpu/plan_attention.h"
 #include "backend/gpu/plan_contraction.h"
 #include "backend/gpu/print_cuda.h"
 #include "ir/printer.h"
@@ -118,13 +119,52 @@ std::string emit_kernel_ir(const ir::Module& m, const CudaOptions& options) {
     FuncVloopText text(f);
     std::vector<ir::Stmt> items = f.body->kind == StmtKind::Seq ? f.body->body : std::vector<ir::Stmt>{f.body};
     for (size_t k = 0; k < items.size(); ++k) {
-      std::string name = fmt::format("{}__k{}", f.name, k), why;
-      if (auto kernel = fe.plan_mma(items[k], name, &why))
+      std::string name = fmt::format("{}__k{}", f.name, k), why, why_attn;
+      if (auto attn = fe.plan_attention(items[k], name, &why_attn))
+        out += gpu::print_attention_kernel(*attn, text);
+      else if (auto kernel = fe.plan_mma(items[k], name, &why))
         out += gpu::print_kernel(*kernel, text);
       else
+      {
         out += fmt::format("kernel {}: backend/cuda's kernels (not a tensor-core contraction: {})\n", name, why);
+        // A nest with a key loop that the fused attention planner declined: why.
+        if (gpu::attention_candidate(why_attn))
+          out += fmt::format("  not fused attention: {}\n", why_attn);
+      }
     }
     out += "\n";
+  }
+  return out;
+}
+
+std::string explain_kernels(const ir::Module& m, const CudaOptions& options) {
+  std::string out;
+  for (const auto& f : m.funcs) {
+    if (f.name == "main" || !f.storage_lowered) continue;
+    std::string scratch;
+    cudagen::FuncEmitter fe(f, scratch, options);
+    std::vector<ir::Stmt> items = f.body->kind == StmtKind::Seq ? f.body->body : std::vector<ir::Stmt>{f.body};
+    for (size_t k = 0; k < items.size(); ++k) {
+      std::string name = fmt::format("{}__k{}", f.name, k), why, why_attn;
+      if (auto a = fe.plan_attention(items[k], name, &why_attn)) {
+        out += fmt::format("kernel {}: fused attention (one kernel for the whole softmax chain): query tiles of {} rows "
+                           "({} warps x 16), key tiles of {} (32 at head dim 256), {} shared-memory stages of K and V "
+                           "(cp.async), mma.sync {}; schedule: one block per (batch entry, query tile), longest key "
+                           "sequence first; assumed occupancy: 4 blocks per SM at head dim 64, 2 at 128; {}\n",
+                           name, a->tile_m, a->warps, a->tile_n, a->stages, gpu::mma_name(a->shape),
+                           a->skip_conjuncts.empty() ? std::string("no key tile skipped")
+                                                     : fmt::format("key tiles skipped by {} mask conjunct(s)", a->skip_conjuncts.size()));
+      } else if (auto c = fe.plan_mma(items[k], name, &why)) {
+        out += fmt::format("kernel {}: tensor-core contraction: block tile {} x {} ({} warps), K-steps of {} in {} "
+                           "stages, mma.sync {}; schedule: one block per tile-list entry in batch order; assumed "
+                           "occupancy: not modelled\n",
+                           name, c->tiles.tile_m, c->tiles.tile_n, c->warps.warps_m * c->warps.warps_n, c->block_k,
+                           c->shared.empty() ? 0 : c->shared[0].stages, gpu::mma_name(c->mma.shape));
+      } else {
+        out += fmt::format("kernel {}: backend/cuda's kernels (not a tensor-core contraction: {}){}\n", name, why,
+                           gpu::attention_candidate(why_attn) ? "; not fused attention: " + why_attn : std::string());
+      }
+    }
   }
   return out;
 }

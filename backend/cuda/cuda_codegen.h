@@ -78,6 +78,12 @@ std::string emit_cuda(const ir::Module& m, const CudaOptions& options = {});
 /// saying which kernel of this backend runs it and why the planner declined.
 std::string emit_kernel_ir(const ir::Module& m, const CudaOptions& options = {});
 
+/// `dccc --explain` on the CUDA target: one line per top-level statement
+/// saying which kernel runs it -- the fused attention kernel or a
+/// tensor-core contraction with its tile sizes, pipeline depth, schedule
+/// order and assumed occupancy, or backend/cuda's kernels and why not.
+std::string explain_kernels(const ir::Module& m, const CudaOptions& options = {});
+
 /// True when the loop `loop` (a For) may run its iterations in parallel:
 /// every tensor store in its body indexes with its variable, or is a max
 /// update `T@(o) = max(T@(o), e)` of a tensor in `foldable` that nothing

@@ -93,6 +93,10 @@ class FuncEmitter {
   /// The tensor-core kernel of top-level statement `item`, named `name`, or
   /// nullopt with `why` (cuda_codegen.cpp; gpu/plan_contraction.h).
   std::optional<gpu::Kernel> plan_mma(const ir::Stmt& item, const std::string& name, std::string* why = nullptr);
+  /// The fused attention kernel of `item`, or nullopt with `why`
+  /// (attention_kernels.cpp; gpu/plan_attention.h).
+  std::optional<gpu::AttentionKernel> plan_attention(const ir::Stmt& item, const std::string& name,
+                                                     std::string* why = nullptr);
 
  private:
   struct Launch {
@@ -119,6 +123,9 @@ class FuncEmitter {
     /// loops): the launcher waits for it and reads the error flag before
     /// the next kernel, which may rely on the constraint.
     bool checks = false;
+    /// A fused attention kernel (gpu/print_attention.h): a block per
+    /// (batch entry, query tile), the list built longest-first on the host.
+    std::shared_ptr<const gpu::AttentionKernel> attn;
   };
 
   /// Register tiling (unroll-and-jam) of a contraction: each thread computes
@@ -203,6 +210,7 @@ class FuncEmitter {
   void emit_ranges_kernel(const ir::Stmt& item, Launch& l);
   void emit_warp_rows_kernel(const Launch& l, const WarpPlan& w);
   void emit_mma_kernel(Launch& l, const gpu::Kernel& k);  // cuda_codegen.cpp
+  void emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k);  // attention_kernels.cpp
 
   // ---- Contraction kernels (tiled_kernels.cpp) ----
   void emit_tiled_kernel(const Launch& l, const TilePlan& plan);
@@ -241,6 +249,7 @@ class FuncEmitter {
   void emit_launcher(const std::vector<Launch>& launches);
   std::string assert_errors(const std::string& pad) const;
   std::string mma_launch(const Launch& l);
+  std::string attention_launch(const Launch& l);  // attention_kernels.cpp
   void emit_host_entry();
   std::vector<ir::Buffer> aux_sized_later() const;
   std::vector<ir::Stmt> prelude_items() const;

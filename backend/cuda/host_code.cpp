@@ -193,7 +193,9 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
   // The kernels, in statement order on the default stream.
   for (const auto& l : launches) {
     o += "  {\n    ovf = 0;\n    prof.start();\n";
-    if (l.mma) {
+    if (l.attn) {
+      o += attention_launch(l);
+    } else if (l.mma) {
       o += mma_launch(l);
     } else if (!l.parallel) {
       o += fmt::format("    {}<<<1, 1>>>(a);\n", l.kernel);

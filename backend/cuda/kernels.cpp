@@ -67,6 +67,8 @@ FuncEmitter::Launch FuncEmitter::emit_kernel(const ir::Stmt& item, int index) {
     if (item->kind == StmtKind::For && !m.blocks.empty() && m.blocks[0] == item->var) l.mapping = &m;
   if (l.mapping) {
     emit_mapped_kernel(item, l);
+  } else if (auto attn = plan_attention(item, l.kernel)) {
+    emit_attention_kernel(l, *attn);
   } else if (auto mma = plan_mma(item, l.kernel)) {
     emit_mma_kernel(l, *mma);
   } else if (plan_ranges(item, l)) {

@@ -232,4 +232,72 @@ struct VloopText {
 /// --emit=kernel"): stable, one fact per line.
 std::string print_kernel(const Kernel& k, VloopText& text);
 
+// ---- The fused attention kernel (issue 17; backend/gpu/plan_attention.h) ----
+
+/// What a statement of the key loop's body is to the fused kernel, which
+/// runs that body a tile of keys at a time (docs/cuda.md, "Fused attention"):
+enum class AttnStepKind {
+  Element,  // a scalar store per (row, key): computed for every element of the tile in registers
+  Row,      // statements per query row (copies of running results, the rescale): once a tile
+  Fold,     // `acc = acc OP x` (max / min) or `acc = acc [* c] + x` (+): x folded over the tile's keys, then OP'd in once
+  Pv,       // the loop over the output columns: `T[.., d] = T[.., d] [* c] + p * V[j, .., d]`: one MMA of P and V
+};
+
+struct AttnStep {
+  AttnStepKind kind = AttnStepKind::Element;
+  ir::Stmt stmt;        // Element / Row / Fold: the statement (Row: may be an `if`)
+  ir::Expr term;        // Fold: x, the per-element part of the value
+  ir::BinOp op = ir::BinOp::Add;  // Fold: Add, Max or Min
+};
+
+/// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)
+/// a block of `warps` warps (16 rows each) streams the keys in tiles of
+/// `tile_n` through shared memory (`stages` buffers, cp.async), computes
+/// S = Q K^T with mma.sync, runs the key loop's element-wise body, folds and
+/// row statements on the accumulator fragments in registers, and adds P V
+/// with mma.sync to an output accumulator held in registers, written once
+/// by the statements after the key loop.
+struct AttentionKernel {
+  std::string name;
+  std::vector<BatchLoop> batch;   // the grid's loops (sequence, head), outermost first
+  ir::Var row_var, key_var;       // i (query rows) and j (keys)
+  ir::Expr rows, keys;            // M and N of a batch entry (batch variables only)
+  Elem elem = Elem::BF16;         // Q, K, V in memory
+  MmaShape shape = MmaShape::M16N8K16_BF16;
+  /// Scalars per block (TileScalar): for Q (by row i and d), K and V (by key
+  /// j and d): base, row stride, d stride; QD (the score reduction's length)
+  /// and VD (the output columns').
+  std::vector<TileScalar> scalars;
+  const ir::BufferNode* q = nullptr;
+  const ir::BufferNode* k = nullptr;
+  const ir::BufferNode* v = nullptr;
+  const ir::BufferNode* score_acc = nullptr;  // the contraction's scalar (S element)
+  /// Head dims the printer instantiates; a launch takes the smallest >= max(QD, VD).
+  std::vector<int> head_dims{32, 64, 128, 256};
+  int tile_m = 64, tile_n = 64, warps = 4, stages = 2, pad = 8;
+  /// Before the key loop: row statements (running results' starts).
+  std::vector<ir::Stmt> pre;
+  /// The key loop's body after the score contraction, in program order.
+  std::vector<AttnStep> steps;
+  /// Pv: the accumulator tensor T, its column loop variable d, p (per element),
+  /// c (per row; null when T is not rescaled) and the offset of T[.., d].
+  const ir::BufferNode* out_acc = nullptr;
+  ir::Var pv_var;
+  ir::Expr pv_p, pv_scale, pv_offset;
+  /// After the key loop: loops over the output columns (per accumulator
+  /// element, T's loads read registers) and row statements.
+  std::vector<ir::Stmt> post;
+  /// Scalars of the body: per element (arrays over the tile's fragments)
+  /// and per row (two rows per lane).
+  std::vector<const ir::BufferNode*> element_scalars, row_scalars;
+  /// Conjuncts of the mask conditions (index comparisons affine in i and
+  /// j): a key tile in which one of them holds at no corner of the (query
+  /// tile x key tile) box is skipped. Empty: no tile is skipped.
+  std::vector<ir::Expr> skip_conjuncts;
+  std::vector<std::string> notes;
+};
+
+/// The text of `k` for `dccc --emit=kernel` (and --explain): one fact a line.
+std::string print_attention_kernel(const AttentionKernel& k, VloopText& text);
+
 }  // namespace dccc::gpu

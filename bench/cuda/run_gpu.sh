@@ -12,7 +12,10 @@
 # on the GPU (tests/stdlib, --target=cuda; results/stdlib_*.txt) and, with
 # two GPUs or more, the
 # data-parallel encoder layer under torchrun (results/ddp_encoder.txt),
-# then the attention benchmark in f32 and bf16 (and the long batches with
+# the fused attention kernel's check on long and empty sequences
+# (bench_fused.py --check-only; results/fused_check.txt), then the attention
+# benchmark in f32 and bf16, the fused bf16 kernel against FA2-varlen and
+# cuDNN (bench_fused.py; results/bench_fused.txt) (and the long batches with
 # the online-reductions libraries) and the grouped GEMM benchmark
 # (bench_gemm.py: tensor cores against torch._grouped_mm and cuBLAS;
 # results/bench_gemm.txt).
@@ -174,11 +177,22 @@ if [[ $mode != bench-only ]]; then
     python3 attention_diff.py --prebuilt online "$ex" --target=cuda 2>&1 | tee "$results/online_$ex.txt"
     grep -q "$ex cuda: OK" "$results/online_$ex.txt" || status=1
   done
+  # The fused attention kernel (issue 17) against float64 on a 4,096-token
+  # sequence next to empty, 1- and 17-token ones, head dims 64 and 128,
+  # non-causal and causal (the emulator tests stop at ~300 tokens).
+  if [[ -f bench_fused.py && -f mha_causal_bf16.so ]]; then
+    python3 bench_fused.py --dir . --lengths 4096,0,1,17,300 --check-only 2>&1 | tee "$results/fused_check.txt"
+    [[ ${PIPESTATUS[0]} -eq 0 && $(grep -c "check OK" "$results/fused_check.txt") -eq 4 ]] || status=1
+  fi
 fi
 if [[ $mode != test-only ]]; then
   export PYTHONUNBUFFERED=1
   python3 bench_mha.py --so ./mha.so --dtype f32 --seqlens seqlens "$@" 2>&1 | tee "$results/bench_f32.txt" || status=1
   python3 bench_mha.py --so ./mha_bf16.so --dtype bf16 --seqlens seqlens "$@" 2>&1 | tee "$results/bench_bf16.txt" || status=1
+  # The fused bf16 kernel against FA2-varlen and cuDNN (B = 128, D = 64 and 128, full and causal).
+  if [[ -f bench_fused.py && -f mha_causal_bf16.so ]]; then
+    python3 bench_fused.py --dir . --seqlens seqlens --out "$results/bench_fused.txt" || status=1
+  fi
   python3 bench_gemm.py --dir . --seqlens seqlens --out "$results/bench_gemm.txt" || status=1
   # The long batches of bench/make_long_seqlens.py (issue 15: documents of
   # up to 2,048 tokens, chat turns of up to 4,096, B = 32 and 128), which the

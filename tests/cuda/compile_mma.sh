@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CTest `cuda_compile/mma_<arch>`: the tensor-core kernels of backend/gpu
 # (every MMA path: bf16, f16, f32 as 3xTF32 and as TF32, and two batch
-# loops) built by nvcc for one architecture with --cuda-arch (sm_80:
+# loops, and the fused attention kernel) built by nvcc for one architecture with --cuda-arch (sm_80:
 # mma.sync and cp.async; sm_90a: the same code for the H100's
 # architecture-specific target). No GPU needed; exits 77 (CTest SKIP)
 # without nvcc.
@@ -29,4 +29,8 @@ build gemm16 "$src/examples/batched_gemm_bf16.toy"
 build gemm3xtf32 "$src/examples/batched_gemm.toy" --fp32-math=3xtf32
 build gemmtf32 "$src/examples/batched_gemm.toy" --fp32-math=tf32
 build heads "$src/tests/kernel_ir/bf16_heads.toy"
+# The fused attention kernel (backend/gpu/plan_attention.h), every head dim.
+build attention "$src/examples/mha_bf16.toy" --online-reductions
+grep -q "mha_bf16__k0__d128(" <("$dccc" --emit=cuda --online-reductions "$src/examples/mha_bf16.toy") ||
+  { echo "cuda_compile: attention: no fused kernel in the CUDA source"; exit 1; }
 echo "cuda_compile: mma $arch: compiled"

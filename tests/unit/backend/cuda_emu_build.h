@@ -7,6 +7,7 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/unit/backend/cuda_scheduled.h"
 
@@ -25,13 +26,16 @@ inline std::string emulated(const std::string& cu) {
     size_t close = s.find(">>>(", open);
     size_t end = s.find(')', close);
     std::string config = s.substr(open + 3, close - open - 3);
+    // grid, block[, dynamic shared memory bytes: the emulated kernels use static arrays]
     int depth = 0;
-    size_t comma = std::string::npos;
+    std::vector<size_t> commas;
     for (size_t k = 0; k < config.size(); ++k) {
       if (config[k] == '(') ++depth;
       if (config[k] == ')') --depth;
-      if (config[k] == ',' && depth == 0) comma = k;
+      if (config[k] == ',' && depth == 0) commas.push_back(k);
     }
+    size_t comma = commas.empty() ? std::string::npos : commas[0];
+    if (commas.size() > 1) config = config.substr(0, commas[1]);
     // A kernel with no barrier and no shuffle runs its threads one after
     // another in one host thread (much faster than a thread each).
     std::string kernel = s.substr(name, open - name);

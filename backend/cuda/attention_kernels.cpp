@@ -1,0 +1,112 @@
+// FuncEmitter: the fused attention kernel (gpu/plan_attention.h,
+// gpu/print_attention.h) -- planning it for a statement, printing it with
+// this backend's device code, and its launch: the tile list (batch entry,
+// query tile) built from the host copies of the lengths, longest key
+// sequence first, and the instantiation for the head dim.
+#include <fmt/format.h>
+
+#include "backend/cuda/cuda_emitter.h"
+#include "backend/gpu/plan_attention.h"
+#include "backend/gpu/print_attention.h"
+
+namespace dccc::backend::cudagen {
+
+std::optional<gpu::AttentionKernel> FuncEmitter::plan_attention(const ir::Stmt& item, const std::string& name,
+                                                                std::string* why) {
+  for (const auto& m : f_.gpu_mappings)
+    if (item->kind == StmtKind::For && !m.blocks.empty() && m.blocks[0] == item->var) {
+      if (why) *why = "a schedule maps it with gpu_blocks / gpu_threads";
+      return std::nullopt;
+    }
+  if (nan_free_max_.empty()) find_nan_free_maxima();
+  gpu::AttentionOptions o;
+  o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s, nan_free_max_); };
+  return gpu::plan_attention(f_, item, name, o, why);
+}
+
+void FuncEmitter::emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k) {
+  struct Text : gpu::AttnDeviceText {
+    FuncEmitter& e;
+    explicit Text(FuncEmitter& fe) : e(fe) {}
+    std::string var(const ir::Var& v) override { return e.var(v); }
+    std::string expr(const ir::Expr& x) override { return e.expr(x); }
+    std::string stmts(const std::vector<ir::Stmt>& ss, int depth) override {
+      std::string out;
+      for (const auto& s : ss) e.stmt(s, depth, out);
+      return out;
+    }
+    std::string buffer(const BufferNode* b) override { return e.buf_ptr(b); }
+    std::string scalar(const BufferNode* b) override { return e.scalar_ref(b); }
+    std::string declare(const BufferNode* b) override {
+      return fmt::format("{} {} = 0;", cudagen::value_type(b->type), e.scalar_ref(b));
+    }
+    std::string args_type() override { return e.f_.name + "__args"; }
+    void bind(const ir::ExprNode* x, const std::string& text) override { e.override_[x] = text; }
+    void unbind_all() override { e.override_.clear(); }
+    std::string value_type(const BufferNode* b) override { return cudagen::value_type(b->type); }
+  } text(*this);
+  private_.clear();
+  private_.insert(k.score_acc);
+  for (const auto* b : k.row_scalars) private_.insert(b);
+  for (const auto* b : k.element_scalars) private_.insert(b);
+  hoisted_.clear();
+  outer_prefix_.clear();
+  override_.clear();
+  l.parallel = true;
+  l.attn = std::make_shared<gpu::AttentionKernel>(k);
+  out_ += gpu::print_attention(k, text);
+  override_.clear();
+  wrote_mma_ = true;
+}
+
+std::string FuncEmitter::attention_launch(const Launch& l) {
+  const gpu::AttentionKernel& k = *l.attn;
+  const int w = static_cast<int>(k.batch.size()) + 1;
+  auto scalar = [&](const std::string& n) {
+    for (const auto& s : k.scalars)
+      if (s.name == n) return host_.expr(s.value);
+    throw std::logic_error("attention kernel without " + n);
+  };
+  // Entries (key count, batch indices..., query tile), sorted by key count, longest first.
+  std::string o = "    std::vector<std::pair<int64_t, std::vector<int32_t>>> ents;\n    int64_t dmax = 0;\n";
+  std::string pad = "    ";
+  for (const auto& b : k.batch) {
+    std::string v = host_.var(b.var);
+    o += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(b.extent));
+    pad += "  ";
+  }
+  o += fmt::format("{}const int64_t tm = ({} + {}) / {}, nk = {};\n", pad, host_.expr(k.rows), k.tile_m - 1, k.tile_m,
+                   host_.expr(k.keys));
+  o += fmt::format("{}dmax = std::max(dmax, std::max<int64_t>({}, {}));\n", pad, scalar("QD"), scalar("VD"));
+  o += fmt::format("{}if (tm > INT32_MAX) ovf = 1;\n", pad);
+  o += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt) {{\n{}  std::vector<int32_t> e;\n", pad, pad);
+  for (const auto& b : k.batch) o += fmt::format("{}  e.push_back((int32_t){});\n", pad, host_.var(b.var));
+  o += fmt::format("{0}  e.push_back((int32_t)mt);\n{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
+  for (size_t x = 0; x < k.batch.size(); ++x) {
+    pad.resize(pad.size() - 2);
+    o += pad + "}\n";
+  }
+  o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", f_.name);
+  o += "    std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) { return x.first > y.first; });\n";
+  o += "    std::vector<int32_t> tl;\n    for (const auto& en : ents) tl.insert(tl.end(), en.second.begin(), en.second.end());\n";
+  o += fmt::format("    const int64_t ntiles = (int64_t)tl.size() / {};\n", w);
+  o += "    if (ntiles > 0) {\n";
+  o += fmt::format("      {}__launch lp;\n      lp.a = a;\n      void* tp = nullptr;\n", k.name);
+  o += "      if (!dalloc(tl.size() * sizeof(int32_t), &tp, false)) { st = DCC_ERR_CUDA; goto done; }\n";
+  o += "      if (cudaMemcpy(tp, tl.data(), tl.size() * sizeof(int32_t), cudaMemcpyHostToDevice) != cudaSuccess) { st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }\n";
+  o += "      lp.tiles = (const int32_t*)tp;\n";
+  std::string chain = "      ";
+  for (int dp : k.head_dims) {
+    int smem = gpu::attention_smem_bytes(k, dp);
+    o += fmt::format("{}if (dmax <= {}) {{\n", chain, dp);
+    o += fmt::format("        if (cudaFuncSetAttribute({}__d{}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
+                     k.name, dp, smem);
+    o += fmt::format("        {}__d{}<<<(unsigned)ntiles, {}, {}>>>(lp);\n", k.name, dp, k.warps * 32, smem);
+    chain = "      } else ";
+  }
+  o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",
+                   f_.name, k.head_dims.back());
+  return o;
+}
+
+}  // namespace dccc::backend::cudagen

@@ -1,0 +1,629 @@
+// The fused attention planner (backend/gpu/plan_attention.h): recognition by
+// properties, then the tile, warp and staging choices of the kernel.
+#include "backend/gpu/plan_attention.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace dccc::gpu {
+namespace {
+
+using ir::BinOp;
+using ir::ExprKind;
+using ir::StmtKind;
+using ir::UnOp;
+
+bool is_int(const ir::Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
+
+// Affine pieces of an offset (the contraction planner keeps its own copy in
+// its file: that file is being reworked on another branch; merge them then).
+ir::Expr add(const ir::Expr& a, const ir::Expr& b) {
+  if (is_int(a, 0)) return b;
+  if (is_int(b, 0)) return a;
+  return ir::build::binary(BinOp::Add, a, b);
+}
+ir::Expr sub(const ir::Expr& a, const ir::Expr& b) {
+  if (is_int(b, 0)) return a;
+  return ir::build::binary(BinOp::Sub, a, b);
+}
+ir::Expr mul(const ir::Expr& a, const ir::Expr& b) {
+  if (is_int(a, 0) || is_int(b, 0)) return ir::build::int_imm(0);
+  if (is_int(a, 1)) return b;
+  if (is_int(b, 1)) return a;
+  return ir::build::binary(BinOp::Mul, a, b);
+}
+ir::Expr coefficient(const ir::Expr& e, const ir::Var& v) {
+  if (!ir::mentions(e, v)) return ir::build::int_imm(0);
+  if (e->kind == ExprKind::VarRef) return ir::build::int_imm(1);
+  const ir::Expr &a = e->args[0], &b = e->args[1];
+  if (e->binop == BinOp::Add) return add(coefficient(a, v), coefficient(b, v));
+  if (e->binop == BinOp::Sub) return sub(coefficient(a, v), coefficient(b, v));
+  if (!ir::mentions(a, v)) return mul(a, coefficient(b, v));
+  return mul(coefficient(a, v), b);
+}
+ir::Expr fold(const ir::Expr& e) {
+  if (e->kind != ExprKind::Binary || e->type != Scalar::I64) return e;
+  ir::Expr a = fold(e->args[0]), b = fold(e->args[1]);
+  if (e->binop == BinOp::Add) return add(a, b);
+  if (e->binop == BinOp::Mul) return mul(a, b);
+  if (e->binop == BinOp::Sub) return sub(a, b);
+  return a == e->args[0] && b == e->args[1] ? e : ir::build::binary(e->binop, a, b);
+}
+
+bool mentions_any(const ir::Expr& e, const std::vector<ir::Var>& vars) {
+  for (const auto& v : vars)
+    if (ir::mentions(e, v)) return true;
+  return false;
+}
+
+bool is_scalar(const ir::BufferNode* b) { return b->dims.empty() && b->kind == ir::BufferKind::Scalar; }
+bool is_load_of(const ir::Expr& e, const ir::BufferNode* b) {
+  return e->kind == ExprKind::Load && e->buffer.get() == b;
+}
+
+std::optional<Elem> elem_of(Scalar t) {
+  if (t == Scalar::BF16) return Elem::BF16;
+  if (t == Scalar::F16) return Elem::F16;
+  if (t == Scalar::F32) return Elem::F32;
+  return std::nullopt;
+}
+
+/// A tensor load (flat, one offset) under float widenings.
+const ir::ExprNode* strip_to_load(const ir::Expr& e) {
+  ir::Expr x = e;
+  while (x->kind == ExprKind::Cast && is_float(x->type)) x = x->args[0];
+  if (x->kind == ExprKind::Load && x->flat && x->args.size() == 1 && !x->buffer->dims.empty()) return x.get();
+  return nullptr;
+}
+
+/// The two factors of a product, under an outer widening (`f32(a * b)`, a
+/// product rounded to 16 bits first: exact on a tensor core, see the note).
+bool product(const ir::Expr& e, ir::Expr& a, ir::Expr& b, bool& rounded) {
+  ir::Expr x = e;
+  rounded = false;
+  while (x->kind == ExprKind::Cast && is_float(x->type)) x = x->args[0];
+  if (x->kind != ExprKind::Binary || x->binop != BinOp::Mul || !is_float(x->type)) return false;
+  rounded = x->type != Scalar::F32;
+  a = x->args[0];
+  b = x->args[1];
+  return true;
+}
+
+/// Scalars an expression or statement reads / writes.
+void reads(const ir::Expr& e, std::set<const ir::BufferNode*>& out) {
+  ir::each_expr(e, [&](const ir::ExprNode& x) {
+    if (x.kind == ExprKind::Load && x.buffer->dims.empty()) out.insert(x.buffer.get());
+  });
+}
+void stmt_reads(const ir::Stmt& s, std::set<const ir::BufferNode*>& out) {
+  ir::each_stmt(s, [&](const ir::StmtNode& x) { ir::own_exprs(x, [&](const ir::ExprNode& e) {
+                  if (e.kind == ExprKind::Load && e.buffer->dims.empty()) out.insert(e.buffer.get());
+                }); });
+}
+void stmt_writes(const ir::Stmt& s, std::set<const ir::BufferNode*>& out) {
+  ir::each_stmt(s, [&](const ir::StmtNode& x) {
+    if (x.kind == StmtKind::Store) out.insert(x.buffer.get());
+  });
+}
+
+/// `e` with every load of scalar `from` replaced by a load of `to`.
+ir::Expr replace_scalar(const ir::Expr& e, const ir::BufferNode* from, const ir::Buffer& to) {
+  if (e->kind == ExprKind::Load && e->buffer.get() == from) return ir::build::load(to, {});
+  if (e->args.empty()) return e;
+  auto n = std::make_shared<ir::ExprNode>(*e);
+  for (auto& a : n->args) a = replace_scalar(a, from, to);
+  return n;
+}
+
+// ---- Masked tiles: an abstract value of an element expression when the mask is false ----
+enum class Abs { NegInf, PosInf, Zero, Positive, Finite, Unknown };
+
+struct MaskEval {
+  ir::Expr cond;  // the mask condition, taken as false
+  std::map<const ir::BufferNode*, Abs> scalars;
+  Abs eval(const ir::Expr& e) {
+    switch (e->kind) {
+      case ExprKind::FloatImm:
+        if (std::isinf(e->float_value)) return e->float_value > 0 ? Abs::PosInf : Abs::NegInf;
+        if (e->float_value == 0) return Abs::Zero;
+        return e->float_value > 0 ? Abs::Positive : Abs::Finite;
+      case ExprKind::IntImm: return e->int_value > 0 ? Abs::Positive : e->int_value == 0 ? Abs::Zero : Abs::Finite;
+      case ExprKind::SizeRef: return Abs::Positive;  // a size; 0 only for an empty loop
+      case ExprKind::Load: {
+        auto it = scalars.find(e->buffer.get());
+        return it == scalars.end() ? Abs::Unknown : it->second;
+      }
+      case ExprKind::Cast: return is_float(e->type) ? eval(e->args[0]) : Abs::Unknown;
+      case ExprKind::Select: {
+        if (ir::same_expr(e->args[0], cond)) return eval(e->args[2]);
+        Abs a = eval(e->args[1]), b = eval(e->args[2]);
+        return a == b ? a : Abs::Unknown;
+      }
+      case ExprKind::Unary: {
+        Abs a = eval(e->args[0]);
+        if (e->unop == UnOp::Neg) return a == Abs::NegInf ? Abs::PosInf : a == Abs::PosInf ? Abs::NegInf
+                                         : a == Abs::Zero ? Abs::Zero : Abs::Unknown;
+        if (e->unop == UnOp::Exp) return a == Abs::NegInf ? Abs::Zero : Abs::Unknown;
+        if ((e->unop == UnOp::Sqrt || e->unop == UnOp::Rsqrt) && a == Abs::Positive) return Abs::Positive;
+        return Abs::Unknown;
+      }
+      case ExprKind::Binary: {
+        Abs a = eval(e->args[0]), b = eval(e->args[1]);
+        switch (e->binop) {
+          case BinOp::Sub:  // -inf - x = -inf (masked-value rules)
+            return a == Abs::NegInf ? Abs::NegInf : Abs::Unknown;
+          case BinOp::Add:
+            return a == Abs::NegInf && b != Abs::PosInf && b != Abs::Unknown ? Abs::NegInf : Abs::Unknown;
+          case BinOp::Mul:
+            if (a == Abs::Zero || b == Abs::Zero) return Abs::Zero;
+            if ((a == Abs::NegInf && b == Abs::Positive) || (b == Abs::NegInf && a == Abs::Positive)) return Abs::NegInf;
+            if (a == Abs::Positive && b == Abs::Positive) return Abs::Positive;
+            return Abs::Unknown;
+          case BinOp::Div:
+            if (a == Abs::Zero) return Abs::Zero;  // 0 / 0 = 0 (masked-value rules)
+            if (a == Abs::NegInf && b == Abs::Positive) return Abs::NegInf;
+            if (a == Abs::Positive && b == Abs::Positive) return Abs::Positive;
+            return Abs::Unknown;
+          default: return Abs::Unknown;
+        }
+      }
+      default: return Abs::Unknown;
+    }
+  }
+};
+
+/// Conjuncts of `c`.
+void conjuncts(const ir::Expr& c, std::vector<ir::Expr>& out) {
+  if (c->kind == ExprKind::Binary && c->binop == BinOp::And) {
+    conjuncts(c->args[0], out);
+    conjuncts(c->args[1], out);
+  } else {
+    out.push_back(c);
+  }
+}
+
+constexpr const char* kNoKeyLoop =
+    "no loop over keys starting with a score contraction `acc = 0; for r { acc = acc + q * k }`";
+
+}  // namespace
+
+bool attention_candidate(const std::string& why) {
+  return !why.empty() && why != kNoKeyLoop && why != "not a loop nest" && why.find("is not parallel") == std::string::npos;
+}
+
+std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt& item, const std::string& name,
+                                              const AttentionOptions& options, std::string* why) {
+  (void)f;
+  auto no = [&](const std::string& reason) -> std::optional<AttentionKernel> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  std::vector<ir::Stmt> loops;
+  for (ir::Stmt cur = item; cur && cur->kind == StmtKind::For; cur = ir::unwrap(cur->body[0])) loops.push_back(cur);
+  if (loops.empty()) return no("not a loop nest");
+  for (const auto& l : loops)
+    if (!options.parallel || !options.parallel(l)) return no(fmt::format("loop `{}` is not parallel", l->var->name));
+  std::vector<ir::Stmt> items = ir::items_of(loops.back()->body[0]);
+  // The key loop: `acc = 0; for r { acc = acc + a * b }; ...` in its body.
+  int kj = -1;
+  for (int k = 0; k < static_cast<int>(items.size()); ++k) {
+    const ir::Stmt& s = items[k];
+    if (s->kind != StmtKind::For) continue;
+    auto body = ir::items_of(s->body[0]);
+    if (body.size() >= 2 && body[0]->kind == StmtKind::Store && is_scalar(body[0]->buffer.get()) &&
+        body[0]->value->kind == ExprKind::FloatImm && body[0]->value->float_value == 0 && body[1]->kind == StmtKind::For) {
+      if (kj >= 0) return no("two loops in the row body start with a contraction");
+      kj = k;
+    }
+  }
+  if (kj < 0) return no(kNoKeyLoop);
+  const ir::Stmt& jl = items[kj];
+  const ir::Var& j = jl->var;
+  auto jbody = ir::items_of(jl->body[0]);
+  const ir::BufferNode* sacc = jbody[0]->buffer.get();
+  if (sacc->type != Scalar::F32) return no("the score accumulator is not f32");
+  const ir::Stmt& red = jbody[1];
+  const ir::Var& r = red->var;
+  ir::Stmt upd = ir::unwrap(red->body[0]);
+  if (!upd || upd->kind != StmtKind::Store || upd->buffer.get() != sacc || upd->value->kind != ExprKind::Binary ||
+      upd->value->binop != BinOp::Add)
+    return no("the score loop is not one sum into its accumulator");
+  ir::Expr term = is_load_of(upd->value->args[0], sacc) ? upd->value->args[1]
+                  : is_load_of(upd->value->args[1], sacc) ? upd->value->args[0] : nullptr;
+  ir::Expr fa, fb;
+  bool rounded_qk = false;
+  if (!term || ir::loads_from(term, sacc) || !product(term, fa, fb, rounded_qk))
+    return no("the score is not a sum of products");
+  const ir::ExprNode* la = strip_to_load(fa);
+  const ir::ExprNode* lb = strip_to_load(fb);
+  if (!la || !lb) return no("a factor of the score is not a load");
+  // Q: indexed by a loop of the nest (the rows) and not by j; K: by j.
+  if (ir::mentions(la->args[0], j)) std::swap(la, lb);
+  if (ir::mentions(la->args[0], j) || !ir::mentions(lb->args[0], j)) return no("the score's factors are not q (no j) and k (j)");
+  auto et = elem_of(la->buffer->type);
+  if (!et || la->buffer->type != lb->buffer->type) return no("q and k have different or non-float types");
+  if (*et == Elem::F32)
+    return no("f32 attention: the fused kernel is written for bf16 / f16 operands (f32 keeps backend/cuda's kernels)");
+  int row = -1;
+  for (int k = 0; k < static_cast<int>(loops.size()); ++k) {
+    const ir::Var& lv = loops[k]->var;
+    if (ir::mentions(la->args[0], lv) && !ir::mentions(lb->args[0], lv)) {
+      if (row >= 0) return no("two loops index only q");
+      row = k;
+    }
+  }
+  if (row < 0) return no("no loop of the nest indexes only q (no query rows)");
+  AttentionKernel k;
+  k.name = name;
+  k.elem = *et;
+  k.shape = *et == Elem::BF16 ? MmaShape::M16N8K16_BF16 : MmaShape::M16N8K16_F16;
+  k.row_var = loops[row]->var;
+  k.key_var = j;
+  k.rows = loops[row]->extent;
+  k.keys = jl->extent;
+  k.score_acc = sacc;
+  const ir::Var& i = k.row_var;
+  std::vector<ir::Var> batch_vars;
+  for (int x = 0; x < static_cast<int>(loops.size()); ++x) {
+    if (x == row) continue;
+    if (ir::mentions(loops[x]->extent, i)) return no("a batch loop's extent depends on the query row");
+    k.batch.push_back({loops[x]->var, loops[x]->extent});
+    batch_vars.push_back(loops[x]->var);
+  }
+  // Per-block extents: rows, keys and the head dims depend on the batch only.
+  std::vector<ir::Var> inner{i, j, r};
+  for (const ir::Expr& e : {k.rows, k.keys, red->extent})
+    if (mentions_any(e, inner)) return no("the extent of the rows, keys or score reduction is not fixed per batch entry");
+  auto operand = [&](const ir::ExprNode* ld, const ir::Var& rv, const ir::Var& dv, const std::string& n,
+                     std::vector<ir::Var> foreign) -> bool {
+    const ir::Expr& off = ld->args[0];
+    if (!ir::affine_in(off, rv) || !ir::affine_in(off, dv)) return false;
+    ir::Expr rs = coefficient(off, rv), ds = coefficient(off, dv);
+    ir::Expr base = fold(ir::substitute(off, {{rv.get(), ir::build::int_imm(0)}, {dv.get(), ir::build::int_imm(0)}}));
+    foreign.push_back(rv);
+    foreign.push_back(dv);
+    for (const ir::Expr& e : {rs, ds, base})
+      if (mentions_any(e, foreign)) return false;
+    k.scalars.push_back({n + "_base", base});
+    k.scalars.push_back({n + "_rs", rs});
+    k.scalars.push_back({n + "_ds", ds});
+    return true;
+  };
+  k.q = la->buffer.get();
+  k.k = lb->buffer.get();
+  if (!operand(la, i, r, "Q", {j}) || !operand(lb, j, r, "K", {i}))
+    return no("q or k is not affine in its row and the head dim with strides fixed per batch entry");
+  k.scalars.push_back({"M", k.rows});
+  k.scalars.push_back({"N", k.keys});
+  k.scalars.push_back({"QD", red->extent});
+  // The body after the contraction.
+  std::set<const ir::BufferNode*> elem{sacc}, row_s;
+  std::vector<const ir::BufferNode*> elem_order, row_order;
+  auto is_elem = [&](const ir::Expr& e) {
+    bool yes = ir::mentions(e, j);
+    ir::each_expr(e, [&](const ir::ExprNode& x) {
+      if (x.kind == ExprKind::Load && elem.count(x.buffer.get())) yes = true;
+    });
+    return yes;
+  };
+  std::set<const ir::BufferNode*> written_so_far, written_in_body;
+  for (size_t s = 2; s < jbody.size(); ++s) stmt_writes(jbody[s], written_in_body);
+  // A value read in the body must be a start value (not written in it) or
+  // written before the reader (a row value read before its write in the
+  // same step is the previous tile's, which only row statements may read).
+  auto reads_ok = [&](const ir::Expr& e) {
+    std::set<const ir::BufferNode*> rd;
+    reads(e, rd);
+    for (const auto* b : rd)
+      if (written_in_body.count(b) && !written_so_far.count(b) && b != sacc) return false;
+    return true;
+  };
+  ir::Var pv_var;
+  for (size_t s = 2; s < jbody.size(); ++s) {
+    const ir::Stmt& st = jbody[s];
+    if (st->kind == StmtKind::For) {
+      if (k.out_acc) return no("two loops over output columns in the key loop");
+      ir::Stmt pv = ir::unwrap(st->body[0]);
+      if (!pv || pv->kind != StmtKind::Store || pv->buffer->dims.empty() || !pv->flat)
+        return no("a loop in the key loop is not one store per output column");
+      const ir::BufferNode* T = pv->buffer.get();
+      if (T->type != Scalar::F32) return no("the output accumulator is not f32");
+      const ir::Expr& v = pv->value;
+      if (v->kind != ExprKind::Binary || v->binop != BinOp::Add) return no("the output update is not `T = T [* c] + p * v`");
+      auto self = [&](const ir::Expr& e, ir::Expr& scale) {
+        if (is_load_of(e, T) && ir::same_expr(e->args[0], pv->args[0])) return true;
+        if (e->kind == ExprKind::Binary && e->binop == BinOp::Mul) {
+          for (int x = 0; x < 2; ++x)
+            if (is_load_of(e->args[x], T) && ir::same_expr(e->args[x]->args[0], pv->args[0]) && !ir::loads_from(e->args[1 - x], T)) {
+              scale = e->args[1 - x];
+              return true;
+            }
+        }
+        return false;
+      };
+      ir::Expr scale, pvt;
+      if (self(v->args[0], scale)) pvt = v->args[1];
+      else if (self(v->args[1], scale)) pvt = v->args[0];
+      else return no("the output update is not `T = T [* c] + p * v`");
+      if (scale && (is_elem(scale) || !reads_ok(scale))) return no("the output's rescale factor is not a row value");
+      ir::Expr pa, pb;
+      bool rounded = false;
+      if (ir::loads_from(pvt, T) || !product(pvt, pa, pb, rounded)) return no("the output's term is not a product p * v");
+      const ir::ExprNode* lv = strip_to_load(pb);
+      if (!lv || !ir::mentions(lv->args[0], st->var)) std::swap(pa, pb), lv = strip_to_load(pb);
+      if (!lv || !ir::mentions(lv->args[0], st->var) || !ir::mentions(lv->args[0], j) || ir::mentions(pa, st->var))
+        return no("the output's term is not p (per key) times v[j, d]");
+      if (lv->buffer->type != la->buffer->type) return no("v's type differs from q's and k's");
+      if (!reads_ok(pa)) return no("p reads a value before the key loop's body writes it");
+      if (!operand(lv, j, st->var, "V", {i})) return no("v is not affine in its key and column with strides fixed per batch entry");
+      if (ir::mentions(st->extent, j) || ir::mentions(st->extent, i)) return no("the output columns' extent is not fixed per batch entry");
+      k.v = lv->buffer.get();
+      k.out_acc = T;
+      k.pv_var = st->var;
+      pv_var = st->var;
+      k.pv_p = pa;
+      k.pv_scale = scale;
+      k.pv_offset = pv->args[0];
+      k.scalars.push_back({"VD", st->extent});
+      k.steps.push_back({AttnStepKind::Pv, st, nullptr, BinOp::Add});
+      if (rounded || rounded_qk)
+        k.notes.push_back("the program rounds a product to 16 bits before summing it; the tensor core sums the exact "
+                          "products (more accurate than written)");
+      continue;
+    }
+    if (st->kind == StmtKind::IfThenElse) {
+      bool elem_dep = is_elem(st->value);
+      std::set<const ir::BufferNode*> w, rd;
+      stmt_writes(st, w);
+      stmt_reads(st, rd);
+      ir::each_stmt(st, [&](const ir::StmtNode& x) {
+        if (x.kind == StmtKind::Store && is_elem(x.value)) elem_dep = true;
+        if (x.kind == StmtKind::For || x.kind == StmtKind::Print || x.kind == StmtKind::Assert) elem_dep = true;
+      });
+      for (const auto* b : w)
+        if (!is_scalar(b) || elem.count(b)) elem_dep = true;
+      if (elem_dep) return no("a condition in the key loop depends on the key (only row statements may be conditional)");
+      for (const auto* b : w) {
+        if (!row_s.count(b)) row_order.push_back(b);
+        row_s.insert(b);
+        written_so_far.insert(b);
+      }
+      k.steps.push_back({AttnStepKind::Row, st, nullptr, BinOp::Add});
+      continue;
+    }
+    if (st->kind != StmtKind::Store || !is_scalar(st->buffer.get()))
+      return no("a statement of the key loop is not a scalar store, a row condition or the output's update");
+    const ir::BufferNode* b = st->buffer.get();
+    const ir::Expr& v = st->value;
+    if (ir::loads_from(v, b)) {
+      // A fold: max(a, x), min(a, x), a [* c] + x.
+      AttnStep fs{AttnStepKind::Fold, st, nullptr, BinOp::Add};
+      if (v->kind == ExprKind::Binary && (v->binop == BinOp::Max || v->binop == BinOp::Min)) {
+        for (int x = 0; x < 2; ++x)
+          if (is_load_of(v->args[x], b) && !ir::loads_from(v->args[1 - x], b)) fs.term = v->args[1 - x];
+        fs.op = v->binop;
+      } else if (v->kind == ExprKind::Binary && v->binop == BinOp::Add) {
+        for (int x = 0; x < 2; ++x) {
+          const ir::Expr& a = v->args[x];
+          const ir::Expr& t = v->args[1 - x];
+          if (ir::loads_from(t, b)) continue;
+          if (is_load_of(a, b)) fs.term = t;
+          if (a->kind == ExprKind::Binary && a->binop == BinOp::Mul)
+            for (int y = 0; y < 2; ++y)
+              if (is_load_of(a->args[y], b) && !ir::loads_from(a->args[1 - y], b) && !is_elem(a->args[1 - y]) &&
+                  reads_ok(a->args[1 - y]))
+                fs.term = t;
+        }
+      }
+      if (!fs.term || !is_elem(fs.term))
+        return no(fmt::format("`{}` reads itself but is not a fold `a = max(a, x)`, `min` or `a = a [* c] + x` of a "
+                              "value per key (a row counter would run once a tile)", b->name));
+      if (!reads_ok(fs.term)) return no(fmt::format("the fold of `{}` reads a value before the body writes it", b->name));
+      if (elem.count(b)) return no(fmt::format("`{}` is both a value per key and a fold", b->name));
+      if (!row_s.count(b)) row_order.push_back(b);
+      row_s.insert(b);
+      written_so_far.insert(b);
+      k.steps.push_back(fs);
+      continue;
+    }
+    if (is_elem(v)) {
+      if (row_s.count(b)) return no(fmt::format("`{}` is both a row value and a value per key", b->name));
+      if (!reads_ok(v)) return no(fmt::format("`{}` reads a value before the key loop's body writes it", b->name));
+      if (!elem.count(b)) elem_order.push_back(b);
+      elem.insert(b);
+      written_so_far.insert(b);
+      k.steps.push_back({AttnStepKind::Element, st, nullptr, BinOp::Add});
+    } else {
+      if (elem.count(b)) return no(fmt::format("`{}` is both a row value and a value per key", b->name));
+      if (!row_s.count(b)) row_order.push_back(b);
+      row_s.insert(b);
+      written_so_far.insert(b);
+      k.steps.push_back({AttnStepKind::Row, st, nullptr, BinOp::Add});
+    }
+  }
+  if (!k.out_acc) return no("no loop over output columns `T[.., d] = T[.., d] [* c] + p * v[j, d]` in the key loop");
+  // Every rescale factor telescopes (see the header): c = 1, then under a
+  // condition exp(X - Y) with Y = X after some running result R is replaced
+  // by P, where P = R (copied before R's update in this step).
+  std::vector<ir::Expr> scales;
+  if (k.pv_scale) scales.push_back(k.pv_scale);
+  for (const auto& s : k.steps)
+    if (s.kind == AttnStepKind::Fold && s.op == BinOp::Add) {
+      const ir::Expr& v = s.stmt->value;
+      for (const auto& a : v->args)
+        if (a->kind == ExprKind::Binary && a->binop == BinOp::Mul)
+          for (int y = 0; y < 2; ++y)
+            if (is_load_of(a->args[y], s.stmt->buffer.get())) scales.push_back(a->args[1 - y]);
+    }
+  std::map<const ir::BufferNode*, const ir::BufferNode*> copy_of;  // P -> R (P = R)
+  for (const auto& s : k.steps)
+    if (s.kind == AttnStepKind::Row && s.stmt->kind == StmtKind::Store && s.stmt->value->kind == ExprKind::Load &&
+        s.stmt->value->buffer->dims.empty())
+      copy_of[s.stmt->buffer.get()] = s.stmt->value->buffer.get();
+  for (const ir::Expr& c : scales) {
+    if (c->kind != ExprKind::Load || !row_s.count(c->buffer.get())) return no("a rescale factor is not a row scalar");
+    const ir::BufferNode* cb = c->buffer.get();
+    bool one = false, telescopes = true, seen = false;
+    for (const auto& s : k.steps) {
+      if (s.kind != AttnStepKind::Row) continue;
+      ir::each_stmt(s.stmt, [&](const ir::StmtNode& x) {
+        if (x.kind != StmtKind::Store || x.buffer.get() != cb) return;
+        if (&x == s.stmt.get()) {  // unconditional
+          if (x.value->kind == ExprKind::FloatImm && x.value->float_value == 1) one = true;
+          else telescopes = false;
+          return;
+        }
+        seen = true;
+        // Under the condition: exp(X - Y) (inside a select whose other branch is 0).
+        bool ok = false;
+        ir::each_expr(x.value, [&](const ir::ExprNode& e) {
+          if (e.kind != ExprKind::Unary || e.unop != UnOp::Exp) return;
+          const ir::Expr& d = e.args[0];
+          if (d->kind != ExprKind::Binary || d->binop != BinOp::Sub) return;
+          for (const auto& [p, rr] : copy_of) {
+            ir::Buffer pb;
+            for (const auto& fbuf : f.buffers)
+              if (fbuf.get() == p) pb = fbuf;
+            if (pb && ir::loads_from(d->args[0], rr) && ir::same_expr(replace_scalar(d->args[0], rr, pb), d->args[1])) ok = true;
+          }
+        });
+        if (!ok) telescopes = false;
+      });
+    }
+    if (!one || !telescopes || !seen)
+      return no(fmt::format("the rescale factor `{}` is not 1, or exp(F(new) - F(old)) of a running result and its copy "
+                            "from before the update: a tile of keys could not be folded at once", cb->name));
+  }
+  // Before the key loop: row statements and T's start at 0.
+  bool t_init = false;
+  std::set<const ir::BufferNode*> pre_w;
+  for (int x = 0; x < kj; ++x) {
+    const ir::Stmt& s = items[x];
+    if (s->kind == StmtKind::For) {
+      ir::Stmt z = ir::unwrap(s->body[0]);
+      if (!z || z->kind != StmtKind::Store || z->buffer.get() != k.out_acc || z->value->kind != ExprKind::FloatImm ||
+          z->value->float_value != 0 ||
+          !ir::same_expr(z->args[0], ir::substitute(k.pv_offset, {{pv_var.get(), ir::build::var(s->var)}})))
+        return no("a loop before the key loop is not the output accumulator's start at 0");
+      t_init = true;
+      continue;
+    }
+    if (s->kind != StmtKind::Store || !is_scalar(s->buffer.get()) || ir::mentions(s->value, j))
+      return no("a statement before the key loop is not a scalar's start");
+    if (elem.count(s->buffer.get())) return no("a value per key is set before the key loop");
+    if (!row_s.count(s->buffer.get())) row_order.push_back(s->buffer.get());
+    row_s.insert(s->buffer.get());
+    k.pre.push_back(s);
+  }
+  if (!t_init) return no("the output accumulator is not set to 0 before the key loop");
+  // After: loops over the columns reading T where the update wrote it, row statements.
+  for (size_t x = kj + 1; x < items.size(); ++x) {
+    const ir::Stmt& s = items[x];
+    bool ok = true;
+    ir::each_stmt(s, [&](const ir::StmtNode& y) {
+      if (y.kind == StmtKind::Print || y.kind == StmtKind::Assert) ok = false;
+      if (y.kind == StmtKind::For && &y != s.get()) ok = false;
+      if (y.kind == StmtKind::Store && y.buffer->dims.empty() && elem.count(y.buffer.get())) ok = false;
+    });
+    if (!ok) return no("a statement after the key loop is not element-wise");
+    if (s->kind == StmtKind::For) {
+      if (!ir::same_expr(s->extent, k.scalars.back().value)) return no("a loop after the key loop does not run over the output columns");
+      ir::Expr at = ir::substitute(k.pv_offset, {{pv_var.get(), ir::build::var(s->var)}});
+      ir::each_stmt(s, [&](const ir::StmtNode& y) {
+        ir::own_exprs(y, [&](const ir::ExprNode& e) {
+          if (e.kind == ExprKind::Load && e.buffer.get() == k.out_acc && !ir::same_expr(e.args[0], at)) ok = false;
+        });
+      });
+      if (!ok) return no("a statement after the key loop reads the output accumulator at another column");
+    } else {
+      if (ir::loads_from(s->value ? s->value : ir::build::int_imm(0), k.out_acc)) return no("a row statement after the key loop reads the output accumulator");
+      std::set<const ir::BufferNode*> w;
+      stmt_writes(s, w);
+      for (const auto* b : w)
+        if (!is_scalar(b)) ok = false;
+      if (!ok) return no("a statement after the key loop writes a tensor outside a loop over the columns");
+    }
+    k.post.push_back(s);
+  }
+  k.element_scalars = elem_order;
+  k.row_scalars = row_order;
+  // Masked tiles: one index-only select condition; every fold's value and
+  // p are the identity where it is false.
+  std::vector<ir::Expr> conds;
+  auto collect = [&](const ir::Expr& e) {
+    ir::each_expr(e, [&](const ir::ExprNode& x) {
+      if (x.kind != ExprKind::Select) return;
+      bool index_only = true;
+      ir::each_expr(x.args[0], [&](const ir::ExprNode& y) {
+        if (y.kind == ExprKind::Load) index_only = false;
+      });
+      if (!index_only || !ir::mentions(x.args[0], j)) return;
+      for (const auto& c : conds)
+        if (ir::same_expr(c, x.args[0])) return;
+      conds.push_back(x.args[0]);
+    });
+  };
+  for (const auto& s : k.steps)
+    if (s.kind == AttnStepKind::Element) collect(s.stmt->value);
+    else if (s.kind == AttnStepKind::Fold) collect(s.term);
+  collect(k.pv_p);
+  std::string skip_note = "no key tile is skipped (no mask condition on the indices alone)";
+  if (conds.size() == 1) {
+    MaskEval me{conds[0], {}};
+    bool identity = true;
+    for (const auto& s : k.steps) {
+      if (s.kind == AttnStepKind::Element) me.scalars[s.stmt->buffer.get()] = me.eval(s.stmt->value);
+      if (s.kind == AttnStepKind::Fold) {
+        Abs a = me.eval(s.term);
+        if (!((s.op == BinOp::Max && a == Abs::NegInf) || (s.op == BinOp::Add && a == Abs::Zero))) identity = false;
+      }
+    }
+    if (me.eval(k.pv_p) != Abs::Zero) identity = false;
+    std::vector<ir::Expr> cs;
+    conjuncts(conds[0], cs);
+    std::vector<ir::Var> allowed = batch_vars;
+    allowed.push_back(i);
+    allowed.push_back(j);
+    for (const auto& c : cs) {
+      if (c->kind != ExprKind::Binary || !ir::is_comparison(c->binop)) continue;
+      if (!ir::affine_in(c->args[0], i) || !ir::affine_in(c->args[0], j) || !ir::affine_in(c->args[1], i) ||
+          !ir::affine_in(c->args[1], j))
+        continue;
+      k.skip_conjuncts.push_back(c);
+    }
+    if (!identity) {
+      k.skip_conjuncts.clear();
+      skip_note = "no key tile is skipped: where the mask is false some fold or p is not its identity";
+    } else if (k.skip_conjuncts.empty()) {
+      skip_note = "no key tile is skipped: no conjunct of the mask is an affine comparison of i and j";
+    } else {
+      skip_note = fmt::format("a key tile is skipped when one of the mask's {} affine conjunct(s) holds at no corner of "
+                              "the query tile x key tile box (where the mask is false every fold and p get their identity)",
+                              k.skip_conjuncts.size());
+    }
+  } else if (conds.size() > 1) {
+    skip_note = "no key tile is skipped: more than one mask condition";
+  }
+  k.notes.insert(k.notes.begin(),
+                 {fmt::format("fused attention: rows {}, keys {}, {} batch loop(s); a block of {} warps owns {} query rows "
+                              "(16 a warp) of one batch entry and streams keys in tiles of {} through {} shared-memory "
+                              "stages (cp.async)",
+                              i->name, j->name, k.batch.size(), k.warps, k.tile_m, k.tile_n, k.stages),
+                  fmt::format("S = Q K^T and O += P V on mma.sync {} (f32 accumulators); Q fragments loaded once into "
+                              "registers; P converted in registers from the S fragments",
+                              mma_name(k.shape)),
+                  "the key loop's body runs a tile at a time: element values on the S fragments, folds reduced over the "
+                  "tile's keys with quad shuffles, row statements once a tile (valid: every rescale telescopes)",
+                  "head dims instantiated: 32, 64, 128, 256 (a launch takes the smallest >= the head dim; larger: an "
+                  "error at run time); 256 uses key tiles of 32",
+                  skip_note,
+                  "schedule: one block per (batch entry, query tile), longest key sequence first; assumed occupancy: "
+                  "2 blocks (8 warps) per SM at head dim 128, 4 at 64"});
+  return k;
+}
+
+}  // namespace dccc::gpu

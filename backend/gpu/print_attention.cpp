@@ -1,0 +1,270 @@
+// The CUDA printer of the fused attention kernel (backend/gpu/print_attention.h)
+// and its --emit=kernel text (print_attention_kernel, kernel_ir.h).
+#include "backend/gpu/print_attention.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace dccc::gpu {
+
+int attention_tile_n(const AttentionKernel& k, int dp) { return dp > 128 ? k.tile_n / 2 : k.tile_n; }
+int attention_smem_bytes(const AttentionKernel& k, int dp) {
+  return k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * 2;  // K and V, 16-bit
+}
+
+namespace {
+
+const char* pack_fn(Elem e) { return e == Elem::BF16 ? "dcc_bf16_bits" : "dcc_f16_bits"; }
+const char* mma_fn(Elem e) { return e == Elem::BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16"; }
+
+struct Printer {
+  const AttentionKernel& k;
+  AttnDeviceText& d;
+  std::string out;
+
+  std::string scalar_name(const std::string& tile_scalar) const { return "t_" + tile_scalar; }
+
+  // Row and element registers (arrays over the lane's two rows and the
+  // tile's fragments) read into, and written back from, a scope's scalars.
+  std::string load_rows(const std::string& rr, const std::string& pad) {
+    std::string o;
+    for (const auto* b : k.row_scalars) o += fmt::format("{}{} {} = w_{}[{}];\n", pad, d.value_type(b), d.scalar(b), d.scalar(b), rr);
+    return o;
+  }
+  std::string store_rows(const std::string& rr, const std::string& pad) {
+    std::string o;
+    for (const auto* b : k.row_scalars) o += fmt::format("{}w_{}[{}] = {};\n", pad, d.scalar(b), rr, d.scalar(b));
+    return o;
+  }
+  std::string load_elems(const std::string& pad) {
+    std::string o = fmt::format("{}float {} = s[0][nt][e];\n", pad, d.scalar(k.score_acc));
+    for (const auto* b : k.element_scalars) o += fmt::format("{}{} {} = x_{}[nt][e];\n", pad, d.value_type(b), d.scalar(b), d.scalar(b));
+    return o;
+  }
+  std::string row_of(const std::string& rr) { return fmt::format("m0 + wm0 + gid + 8 * ({})", rr); }
+
+  /// A loop over the lane's S elements with i and j bound; `body` runs for
+  /// elements inside (M, N) with the scopes' scalars declared.
+  std::string element_loop(const std::string& body, const std::string& outside = "") {
+    std::string o = "#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n";
+    o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of("e >> 1"));
+    o += fmt::format("        const int64_t {} = n0 + 8 * nt + 2 * tig + (e & 1);\n", d.var(k.key_var));
+    o += fmt::format("        if ({} < t_M && {} < t_N) {{\n", d.var(k.row_var), d.var(k.key_var));
+    o += load_elems("          ") + load_rows("e >> 1", "          ") + body;
+    o += "        }";
+    o += outside.empty() ? "\n" : " else {\n" + outside + "        }\n";
+    return o + "      }\n";
+  }
+  std::string save_elem(const ir::BufferNode* b) {
+    return fmt::format("          x_{}[nt][e] = {};\n", d.scalar(b), d.scalar(b));
+  }
+  std::string row_loop(const std::string& body, const std::string& pad = "    ") {
+    std::string o = fmt::format("{}for (int rr = 0; rr < 2; ++rr) {{\n", pad);
+    o += fmt::format("{}  const int64_t {} = {};\n", pad, d.var(k.row_var), row_of("rr"));
+    o += fmt::format("{}  if ({} < t_M) {{\n", pad, d.var(k.row_var));
+    o += load_rows("rr", pad + "    ") + body + store_rows("rr", pad + "    ");
+    return o + pad + "  }\n" + pad + "}\n";
+  }
+
+  void step(const AttnStep& s) {
+    switch (s.kind) {
+      case AttnStepKind::Element:
+        out += element_loop(d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get()));
+        return;
+      case AttnStepKind::Row: out += row_loop(d.stmts({s.stmt}, 3)); return;
+      case AttnStepKind::Fold: {
+        const char* id = s.op == ir::BinOp::Max ? "-INFINITY" : s.op == ir::BinOp::Min ? "INFINITY" : "0.0f";
+        auto combine = [&](const std::string& a, const std::string& b) {
+          return s.op == ir::BinOp::Max ? fmt::format("fmaxf({}, {})", a, b)
+                 : s.op == ir::BinOp::Min ? fmt::format("fminf({}, {})", a, b) : fmt::format("{} + {}", a, b);
+        };
+        out += fmt::format("    {{  // fold `{}` over the tile's keys\n    float red[2] = {{{}, {}}};\n", s.stmt->buffer->name, id, id);
+        out += element_loop(fmt::format("          red[e >> 1] = {};\n", combine("red[e >> 1]", "(float)(" + d.expr(s.term) + ")")));
+        out += "    for (int rr = 0; rr < 2; ++rr) {\n";
+        out += fmt::format("      red[rr] = {};\n", combine("red[rr]", "__shfl_xor_sync(0xffffffffu, red[rr], 1)"));
+        out += fmt::format("      red[rr] = {};\n    }}\n", combine("red[rr]", "__shfl_xor_sync(0xffffffffu, red[rr], 2)"));
+        d.bind(s.term.get(), "red[rr]");
+        out += row_loop(d.stmts({s.stmt}, 3));
+        d.unbind_all();
+        out += "    }\n";
+        return;
+      }
+      case AttnStepKind::Pv: {
+        out += "    {  // O = O * c + P V\n";
+        if (k.pv_scale) {
+          out += "    float c[2] = {1.0f, 1.0f};\n";
+          out += row_loop(fmt::format("      c[rr] = {};\n", d.expr(k.pv_scale)));
+          out += "#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n      for (int e = 0; e < 4; ++e) o[0][dt][e] *= c[e >> 1];\n";
+        }
+        out += "    float p[NT][4];\n";
+        out += element_loop(fmt::format("          p[nt][e] = {};\n", d.expr(k.pv_p)), "          p[nt][e] = 0.0f;\n");
+        out += "    const uint16_t* vs = Vs + stage * (BN * LINE);\n";
+        out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
+        out += fmt::format("      uint32_t pa[1][4] = {{dcc_pack16({0}(p[2 * kc][0]), {0}(p[2 * kc][1])), dcc_pack16({0}(p[2 * kc][2]), "
+                           "{0}(p[2 * kc][3])),\n                           dcc_pack16({0}(p[2 * kc + 1][0]), {0}(p[2 * kc + 1][1])), "
+                           "dcc_pack16({0}(p[2 * kc + 1][2]), {0}(p[2 * kc + 1][3]))}};\n",
+                           pack_fn(k.elem));
+        out += "#pragma unroll\n      for (int ch = 0; ch < DT / CH; ++ch) {\n        uint32_t vf[CH][2];\n";
+        out += "#pragma unroll\n        for (int t = 0; t < CH; ++t)\n#pragma unroll\n          for (int jj = 0; jj < 2; ++jj) {\n";
+        out += "            const int key = 16 * kc + 2 * tig + 8 * jj, col = 8 * (ch * CH + t) + gid;\n";
+        out += "            vf[t][jj] = dcc_pack16(vs[key * LINE + col], vs[(key + 1) * LINE + col]);\n          }\n";
+        out += fmt::format("        {}<1, CH>(reinterpret_cast<float (*)[CH][4]>(&o[0][ch * CH][0]), pa, vf);\n      }}\n    }}\n    }}\n",
+                           mma_fn(k.elem));
+        return;
+      }
+    }
+  }
+
+  std::string body() {
+    const int w = static_cast<int>(k.batch.size()) + 1;
+    std::string args = d.args_type();
+    out += fmt::format("template <int DP, int BN>\n__device__ __forceinline__ void {}__body(const {}__launch& launch, char* smem) {{\n", k.name, k.name);
+    out += fmt::format("  const {}& a = launch.a;\n", args);
+    out += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
+    for (size_t x = 0; x < k.batch.size(); ++x) out += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.batch[x].var), x);
+    out += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {};\n", w - 1, k.tile_m);
+    for (const auto& s : k.scalars) out += fmt::format("  const int64_t {} = {};\n", scalar_name(s.name), d.expr(s.value));
+    out += "  constexpr int LINE = DP + " + std::to_string(k.pad) + ", NT = BN / 8, DT = DP / 8, KQ = DP / 16, CH = DT < 8 ? DT : 8;\n";
+    out += fmt::format("  uint16_t* Ks = reinterpret_cast<uint16_t*>(smem);\n  uint16_t* Vs = Ks + {} * BN * LINE;\n", k.stages);
+    out += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = warp * 16;\n";
+    out += fmt::format("  const uint16_t* Qp = (const uint16_t*){};\n", d.buffer(k.q));
+    out += fmt::format("  const uint16_t* Kp = (const uint16_t*){};\n", d.buffer(k.k));
+    out += fmt::format("  const uint16_t* Vp = (const uint16_t*){};\n", d.buffer(k.v));
+    // Q fragments, once: reg r of k-step kq holds row gid + 8 (r & 1), d 16 kq + 2 tig + 8 (r >> 1) + {0, 1}.
+    out += "  uint32_t qf[KQ][4];\n#pragma unroll\n  for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n";
+    out += "      const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n      const int64_t c = 16 * kq + 2 * tig + 8 * (r >> 1);\n";
+    out += "      const uint16_t lo = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : (uint16_t)0;\n";
+    out += "      const uint16_t hi = row < t_M && c + 1 < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + 1) * t_Q_ds] : (uint16_t)0;\n";
+    out += "      qf[kq][r] = dcc_pack16(lo, hi);\n    }\n";
+    out += "  float o[1][DT][4];\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n    for (int e = 0; e < 4; ++e) o[0][dt][e] = 0.0f;\n";
+    for (const auto* b : k.row_scalars) out += fmt::format("  {} w_{}[2] = {{0, 0}};\n", d.value_type(b), d.scalar(b));
+    for (const auto* b : k.element_scalars) out += fmt::format("  {} x_{}[NT][4];\n", d.value_type(b), d.scalar(b));
+    if (!k.pre.empty()) out += row_loop(d.stmts(k.pre, 3), "  ");
+    // Which key tiles to run: a skip conjunct that holds at no corner of the box skips it.
+    out += "  const int64_t nkt = (t_N + BN - 1) / BN;\n";
+    out += "  auto needed = [&](int64_t kt) -> bool {\n";
+    if (!k.skip_conjuncts.empty()) {
+      out += "    const int64_t i_lo = m0, i_hi = (m0 + " + std::to_string(k.tile_m) + " < t_M ? m0 + " +
+             std::to_string(k.tile_m) + " : t_M) - 1;\n";
+      out += "    const int64_t j_lo = kt * BN, j_hi = (j_lo + BN < t_N ? j_lo + BN : t_N) - 1;\n    bool any;\n";
+      for (const auto& c : k.skip_conjuncts) {
+        out += "    any = false;\n";
+        for (const char* ci : {"i_lo", "i_hi"})
+          for (const char* cj : {"j_lo", "j_hi"})
+            out += fmt::format("    {{ const int64_t {} = {}, {} = {}; any = any || ({}); }}\n", d.var(k.row_var), ci,
+                               d.var(k.key_var), cj, d.expr(c));
+        out += "    if (!any) return false;\n";
+      }
+    } else {
+      out += "    (void)kt;\n";
+    }
+    out += "    return true;\n  };\n";
+    out += "  auto next_needed = [&](int64_t kt) { while (kt < nkt && !needed(kt)) ++kt; return kt; };\n";
+    // K and V tiles: 16 bytes a cp.async when aligned, else element by element; zeros outside.
+    out += "  const bool vec = t_K_ds == 1 && t_V_ds == 1 && t_K_rs % 8 == 0 && t_V_rs % 8 == 0 && t_K_base % 8 == 0 && "
+           "t_V_base % 8 == 0 && t_QD % 8 == 0 && t_VD % 8 == 0 && (uintptr_t)Kp % 16 == 0 && (uintptr_t)Vp % 16 == 0;\n";
+    out += "  auto copy_kv = [&](int64_t kt, int st) {\n    uint16_t* ks = Ks + st * (BN * LINE);\n    uint16_t* vs = Vs + st * (BN * LINE);\n";
+    out += "    const int64_t j0 = kt * BN;\n    if (vec) {\n";
+    out += fmt::format("      for (int u = threadIdx.x; u < BN * (DP / 8); u += {}) {{\n", k.warps * 32);
+    out += "        const int r = u / (DP / 8), c = (u % (DP / 8)) * 8;\n        const int64_t key = j0 + r;\n";
+    out += "        const bool okk = key < t_N && c < t_QD, okv = key < t_N && c < t_VD;\n";
+    out += "        dcc_cp_async16(&ks[r * LINE + c], &Kp[okk ? t_K_base + key * t_K_rs + c : 0], okk);\n";
+    out += "        dcc_cp_async16(&vs[r * LINE + c], &Vp[okv ? t_V_base + key * t_V_rs + c : 0], okv);\n      }\n    } else {\n";
+    out += fmt::format("      for (int u = threadIdx.x; u < BN * DP; u += {}) {{\n", k.warps * 32);
+    out += "        const int r = u / DP, c = u % DP;\n        const int64_t key = j0 + r;\n";
+    out += "        ks[r * LINE + c] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : (uint16_t)0;\n";
+    out += "        vs[r * LINE + c] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : (uint16_t)0;\n";
+    out += "      }\n    }\n  };\n";
+    out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
+    out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
+    out += "    dcc_cp_async_wait<0>();\n    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
+    out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
+    // S = Q K^T: B reg jj of n-tile nt holds K[key 8 nt + gid][d 16 kq + 2 tig + 8 jj + {0, 1}].
+    out += "    float s[1][NT][4];\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[0][nt][e] = 0.0f;\n";
+    out += "    const uint16_t* ks = Ks + stage * (BN * LINE);\n";
+    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n      uint32_t kf[NT][2];\n";
+    out += "#pragma unroll\n      for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n        for (int jj = 0; jj < 2; ++jj)\n";
+    out += "          kf[nt][jj] = dcc_ld32(&ks[(8 * nt + gid) * LINE + 16 * kq + 2 * tig + 8 * jj]);\n";
+    out += fmt::format("      {}<1, NT>(s, &qf[kq], kf);\n    }}\n", mma_fn(k.elem));
+    for (const auto& s : k.steps) step(s);
+    out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
+    // After the key loop: loops over the output columns read O's registers.
+    for (const auto& s : k.post) {
+      if (s->kind != ir::StmtKind::For) {
+        out += row_loop(d.stmts({s}, 3), "  ");
+        continue;
+      }
+      ir::each_stmt(s, [&](const ir::StmtNode& y) {
+        ir::own_exprs(y, [&](const ir::ExprNode& e) {
+          if (e.kind == ir::ExprKind::Load && e.buffer.get() == k.out_acc) d.bind(&e, "o[0][dt][e]");
+        });
+      });
+      out += "#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n    for (int e = 0; e < 4; ++e) {\n";
+      out += fmt::format("      const int64_t {} = {};\n", d.var(k.row_var), row_of("e >> 1"));
+      out += fmt::format("      const int64_t {} = 8 * dt + 2 * tig + (e & 1);\n", d.var(s->var));
+      out += fmt::format("      if ({} < t_M && {} < t_VD) {{\n", d.var(k.row_var), d.var(s->var));
+      out += load_rows("e >> 1", "        ") + d.stmts(ir::items_of(s->body[0]), 4) + "      }\n    }\n";
+      d.unbind_all();
+    }
+    out += "}\n\n";
+    return out;
+  }
+};
+
+}  // namespace
+
+std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
+  Printer p{k, d, ""};
+  std::string o = fmt::format("// {}: fused attention (dccc --emit=kernel shows its kernel IR)\n", k.name);
+  o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
+  o += p.body();
+  for (int dp : k.head_dims) {
+    o += fmt::format("__global__ void __launch_bounds__({}) {}__d{}({}__launch launch) {{\n", k.warps * 32, k.name, dp, k.name);
+    o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
+                     attention_smem_bytes(k, dp));
+    o += fmt::format("  {}__body<{}, {}>(launch, smem);\n}}\n\n", k.name, dp, attention_tile_n(k, dp));
+  }
+  return o;
+}
+
+std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
+  std::string o = fmt::format("kernel {} (fused attention) {{\n", k.name);
+  o += "  grid: one block per tile-list entry (";
+  for (const auto& b : k.batch) o += text.var(b.var) + ", ";
+  o += fmt::format("query tile), built by the host from the lengths, longest key sequence first\n");
+  for (const auto& b : k.batch) o += fmt::format("    batch {} in 0 .. {}\n", text.var(b.var), text.expr(b.extent));
+  o += fmt::format("    rows {} in 0 .. {} (tile {}), keys {} in 0 .. {} (tile {}; 32 at head dim 256)\n", text.var(k.row_var),
+                   text.expr(k.rows), k.tile_m, text.var(k.key_var), text.expr(k.keys), k.tile_n);
+  o += fmt::format("  block: {} threads = {} warps x 16 query rows\n", k.warps * 32, k.warps);
+  for (const auto& s : k.scalars) o += fmt::format("  let {} = {}\n", s.name, text.expr(s.value));
+  o += fmt::format("  operands: q {}, k {}, v {} ({}), head dims instantiated", text.buffer(k.q), text.buffer(k.k),
+                   text.buffer(k.v), elem_name(k.elem));
+  for (int dp : k.head_dims) o += fmt::format(" {}", dp);
+  o += "\n";
+  o += fmt::format("  shared: K and V [{} stages][key][d], line head dim + {}, cp.async 16B when aligned, else by element\n",
+                   k.stages, k.pad);
+  o += fmt::format("  mma: {} for S = Q K^T and O += P V\n", mma_name(k.shape));
+  o += fmt::format("  score: {} per (row, key) from the contraction\n", text.buffer(k.score_acc));
+  for (const auto& s : k.pre) o += "  before keys (per row): " + text.stmt(s, 0);
+  for (const auto& s : k.steps) {
+    switch (s.kind) {
+      case AttnStepKind::Element: o += "  per element: " + text.stmt(s.stmt, 0); break;
+      case AttnStepKind::Row: o += "  per row: " + text.stmt(s.stmt, 0); break;
+      case AttnStepKind::Fold:
+        o += fmt::format("  fold ({}) over the tile of {}: ", ir::op_text(s.op), text.expr(s.term)) + text.stmt(s.stmt, 0);
+        break;
+      case AttnStepKind::Pv:
+        o += fmt::format("  pv: {} = {} * {} + P V, P = {} per element\n", text.buffer(k.out_acc),
+                         text.buffer(k.out_acc), k.pv_scale ? text.expr(k.pv_scale) : std::string("1"), text.expr(k.pv_p));
+        break;
+    }
+  }
+  for (const auto& s : k.post) o += "  after keys: " + text.stmt(s, 0);
+  if (k.skip_conjuncts.empty()) o += "  skip: none\n";
+  for (const auto& c : k.skip_conjuncts) o += fmt::format("  skip: key tiles where {} holds at no corner\n", text.expr(c));
+  for (const auto& n : k.notes) o += "  note: " + n + "\n";
+  return o + "}\n";
+}
+
+}  // namespace dccc::gpu

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Fused attention (issue 17) on a GPU: dccc's fused bf16 kernel against
+PyTorch's FlashAttention-2 varlen and SDPA (cuDNN) on the padded batch, in
+one run, H = 8, B = 128, head dims 64 and 128, non-causal and causal:
+
+  dccc     mha_bf16.so (examples/mha_bf16.toy) and mha_causal_bf16.so (the
+           bf16 version of examples/mha_causal.toy, made by
+           scripts/gpu_bundle.sh), built with `dccc --target=cuda` (the
+           fused kernel is the default there; `dccc --explain` says so)
+  fa2      torch.ops.aten._flash_attention_forward with cu_seqlens
+  cudnn    scaled_dot_product_attention on the padded batch, cuDNN backend
+           (causal: is_causal with the lengths' padding; non-causal: key mask)
+
+Every result is checked against a float64 reference first (one sequence at a
+time). Repetitions interleave dccc and the peers (dccc, fa2, cudnn, dccc,
+...), each timed with CUDA events; prints min and median ms, the ratios
+peer / dccc of the medians (above 1: dccc faster) and TFLOP/s of useful work
+(4 H D sum_b q_b k_b multiply-adds x 2, causal: the keys j <= i only).
+f32 is not fused yet (bench_mha.py times the old path against
+_efficient_attention_forward).
+
+usage: bench_fused.py --dir DIR [--seqlens DIR] [--batches race,...] [--B 128]
+                      [--D 64,128] [--mask full,causal] [--reps 20] [--out FILE]
+       bench_fused.py --dir DIR --lengths 4096,0,1,17 --check-only   (a GPU test)
+Exits 2 with a message when there is no CUDA GPU.
+"""
+import argparse
+import ctypes
+import math
+import os
+import statistics
+import sys
+
+H = 8
+
+
+class PackedQueries(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("data_len", ctypes.c_int64), ("seqlen", ctypes.c_void_p),
+                ("seqlen_len", ctypes.c_int64), ("B", ctypes.c_int64), ("H", ctypes.c_int64), ("D", ctypes.c_int64)]
+
+
+class PackedKV(ctypes.Structure):
+    _fields_ = [("k", ctypes.c_void_p), ("k_len", ctypes.c_int64), ("v", ctypes.c_void_p), ("v_len", ctypes.c_int64),
+                ("seqlen", ctypes.c_void_p), ("seqlen_len", ctypes.c_int64), ("B", ctypes.c_int64),
+                ("H", ctypes.c_int64), ("D", ctypes.c_int64)]
+
+
+def read_lengths(path, batch):
+    for line in open(path):
+        if line.startswith("#") or ":" not in line:
+            continue
+        b, values = line.split(":", 1)
+        if int(b) == batch:
+            return [int(x) for x in values.split()]
+    return None
+
+
+def parse_args(argv=None):
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dir", required=True, help="folder with mha_bf16.so and mha_causal_bf16.so")
+    ap.add_argument("--seqlens", default=os.path.join(here, "../../../shared/bench/seqlens"))
+    ap.add_argument("--batches", default="race,squad,wiki128,mnli,cola")
+    ap.add_argument("--B", default="128")
+    ap.add_argument("--D", default="64,128")
+    ap.add_argument("--mask", default="full,causal")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--out", default=None, help="also write the table here")
+    ap.add_argument("--lengths", default=None,
+                    help="one batch of these lengths (e.g. 4096,0,1,17) instead of --batches / --B")
+    ap.add_argument("--check-only", action="store_true", help="check against float64, time nothing")
+    a = ap.parse_args(argv)
+    if a.lengths is not None:
+        try:
+            a.lengths = [int(x) for x in a.lengths.split(",")]
+        except ValueError:
+            ap.error("--lengths takes comma-separated integers")
+        if any(n < 0 for n in a.lengths) or not a.lengths:
+            ap.error("--lengths: non-negative lengths, at least one")
+    a.D = [int(x) for x in a.D.split(",")]
+    a.B = [int(x) for x in a.B.split(",")]
+    a.mask = a.mask.split(",")
+    for m in a.mask:
+        if m not in ("full", "causal"):
+            ap.error(f"--mask takes full and causal, not {m!r}")
+    if any(d < 1 or d > 256 for d in a.D):
+        ap.error("--D: head dims from 1 to 256 (the fused kernel's instantiations)")
+    return a
+
+
+def libraries(args):
+    """(function, library) per mask, failing clearly when a library is missing."""
+    out = {}
+    for mask, so, fn in (("full", "mha_bf16.so", "mha_bf16"), ("causal", "mha_causal_bf16.so", "mha_causal")):
+        if mask not in args.mask:
+            continue
+        path = os.path.join(args.dir, so)
+        if not os.path.exists(path):
+            raise SystemExit(f"bench_fused: {path} is missing (scripts/gpu_bundle.sh builds it)")
+        lib = ctypes.CDLL(os.path.abspath(path))
+        f = getattr(lib, fn)
+        f.argtypes = [ctypes.POINTER(PackedQueries), ctypes.POINTER(PackedKV), ctypes.POINTER(PackedQueries)]
+        f.restype = ctypes.c_int
+        lib.dcc_last_error.restype = ctypes.c_char_p
+        out[mask] = (f, lib)
+    return out
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+    if not torch.cuda.is_available():
+        print("bench_fused: no CUDA GPU (run it on the GPU machine: build-gpu/run_gpu.sh)", file=sys.stderr)
+        return 2
+    libs = libraries(args)
+    lines = [f"# device: {torch.cuda.get_device_name()}; torch {torch.__version__}; H = {H}; bf16; reps {args.reps} "
+             f"interleaved; ratios: peer median / dccc median",
+             f"{'batch':>8} {'B':>4} {'D':>4} {'mask':>6} {'dccc min':>9} {'dccc med':>9} {'fa2 med':>8} "
+             f"{'cudnn med':>9} {'fa2/dccc':>8} {'cudnn/dccc':>10} {'dccc TF/s':>9} {'fa2 TF/s':>8} {'max err':>8}"]
+    for l in lines:
+        print(l, flush=True)
+    failed = False
+    if args.lengths is not None:
+        runs = [("lengths", len(args.lengths), args.lengths)]
+    else:
+        runs = [(name, batch, read_lengths(os.path.join(args.seqlens, name + ".txt"), batch))
+                for name in args.batches.split(",") for batch in args.B]
+    for name, batch, lens in runs:
+            if lens is None:
+                continue
+            for D in args.D:
+                for mask in args.mask:
+                    fn, lib = libs[mask]
+                    causal = mask == "causal"
+                    total, lmax = sum(lens), max(max(lens), 1)
+                    torch.manual_seed(0)
+                    q, k, v = (torch.randn(total, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+                    seqlen = torch.tensor(lens, dtype=torch.int32, device="cuda")
+                    cu = torch.zeros(batch + 1, dtype=torch.int32, device="cuda")
+                    cu[1:] = torch.cumsum(seqlen, 0)
+                    out = torch.empty_like(q)
+                    qs = PackedQueries(q.data_ptr(), q.numel(), seqlen.data_ptr(), batch, batch, H, D)
+                    kvs = PackedKV(k.data_ptr(), k.numel(), v.data_ptr(), v.numel(), seqlen.data_ptr(), batch, batch, H, D)
+                    res = PackedQueries(out.data_ptr(), out.numel(), 0, 0, 0, 0, 0)
+
+                    def run_dccc():
+                        st = fn(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
+                        if st != 0:
+                            raise RuntimeError(f"status {st}: {lib.dcc_last_error().decode()}")
+
+                    def run_fa2():
+                        return torch.ops.aten._flash_attention_forward(q, k, v, cu, cu, lmax, lmax, 0.0, causal, False)[0]
+
+                    qp = torch.zeros(batch, lmax, H, D, device="cuda", dtype=torch.bfloat16)
+                    kp, vp = torch.zeros_like(qp), torch.zeros_like(qp)
+                    keymask = torch.zeros(batch, 1, lmax, lmax, dtype=torch.bool, device="cuda")
+                    for b, (s, n) in enumerate(zip(cu[:-1].tolist(), lens)):
+                        qp[b, :n], kp[b, :n], vp[b, :n] = q[s:s + n], k[s:s + n], v[s:s + n]
+                        keymask[b, 0, :, :n] = True
+                    if causal:
+                        keymask &= torch.ones(lmax, lmax, dtype=torch.bool, device="cuda").tril()
+                    qt, kt, vt = (x.transpose(1, 2) for x in (qp, kp, vp))
+
+                    def run_cudnn():
+                        from torch.nn.attention import SDPBackend, sdpa_kernel
+                        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+                            return torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, attn_mask=keymask)
+
+                    # float64 reference, one sequence at a time.
+                    ref, work = [], 0
+                    for s, n in zip(cu[:-1].tolist(), lens):
+                        qb, kb, vb = (x[s:s + n].double().transpose(0, 1) for x in (q, k, v))
+                        sc = qb @ kb.transpose(1, 2) / math.sqrt(D)
+                        if causal:
+                            sc = sc.masked_fill(torch.ones(n, n, dtype=torch.bool, device="cuda").triu(1), -math.inf)
+                        ref.append((torch.softmax(sc, dim=-1) @ vb).transpose(0, 1))
+                        work += n * (n + 1) // 2 if causal else n * n
+                    ref = torch.cat(ref)
+                    flops = 4.0 * H * D * work
+                    try:
+                        run_dccc()
+                    except RuntimeError as e:
+                        print(f"{name:>8} {batch:>4} {D:>4} {mask:>6}  dccc failed: {e}", flush=True)
+                        failed = True
+                        continue
+                    torch.cuda.synchronize()
+                    err = (out.double() - ref).abs().max().item()
+                    fa2_err = (run_fa2().double() - ref).abs().max().item()
+                    if err > 5e-2 or math.isnan(err):
+                        print(f"{name:>8} {batch:>4} {D:>4} {mask:>6}  dccc wrong: max err {err:.2e} (fa2 {fa2_err:.2e})",
+                              flush=True)
+                        failed = True
+                        continue
+                    if args.check_only:
+                        line = f"{name:>8} {batch:>4} {D:>4} {mask:>6}  check OK: max err {err:.2e} (fa2 {fa2_err:.2e})"
+                        print(line, flush=True)
+                        lines.append(line)
+                        continue
+                    peers = {"dccc": run_dccc, "fa2": run_fa2, "cudnn": run_cudnn}
+                    times = {p: [] for p in peers}
+                    for p, f in list(peers.items()):  # warm-up; a peer that fails is dropped
+                        try:
+                            for _ in range(3):
+                                f()
+                        except Exception as e:  # noqa: BLE001 (cuDNN may refuse a shape)
+                            print(f"# {name} {D} {mask}: {p} unavailable: {type(e).__name__}: {e}", flush=True)
+                            del peers[p]
+                    torch.cuda.synchronize()
+                    for _ in range(args.reps):
+                        for p, f in peers.items():
+                            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                            a.record()
+                            f()
+                            b.record()
+                            b.synchronize()
+                            times[p].append(a.elapsed_time(b))
+                    med = {p: statistics.median(t) if t else float("nan") for p, t in times.items()}
+                    line = (f"{name:>8} {batch:>4} {D:>4} {mask:>6} {min(times['dccc']):9.3f} {med['dccc']:9.3f} "
+                            f"{med['fa2']:8.3f} {med['cudnn']:9.3f} {med['fa2'] / med['dccc']:8.3f} "
+                            f"{med['cudnn'] / med['dccc']:10.3f} {flops / med['dccc'] / 1e9:9.1f} "
+                            f"{flops / med['fa2'] / 1e9:8.1f} {max(err, fa2_err):8.1e}")
+                    print(line, flush=True)
+                    lines.append(line)
+                    del qp, kp, vp, qt, kt, vt, keymask, ref
+                    torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

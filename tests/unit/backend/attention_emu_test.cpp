@@ -1,0 +1,232 @@
+// The fused attention kernel (backend/gpu/plan_attention.h, print_attention.h)
+// run on the CPU through cuda_emu.h (mma.sync, shuffles and barriers
+// emulated) against a float64 reference computed here from the same bf16
+// inputs (label `unit`; no GPU, no nvcc). Programs: examples/mha_bf16.toy
+// and bf16 versions of mha_causal, mha_window and mha_softcap (every
+// tensor's element type bf16, as mha_bf16 is mha's), through the CUDA
+// target's passes with online reductions. Length patterns: zero-length
+// query and key sequences (a query row with no key gives 0, never NaN),
+// B = 1, lengths 1..17, ~300 (several query and key tiles, ragged edges),
+// head dims 64, 128 and 20 (the element-by-element copies, padded to 32).
+//
+// Tolerance: the programs round the scores, the exponentials, the row sums
+// and the output to bf16 (relative 2^-9 each) and the kernel rounds P to
+// bf16 for the tensor core; with values in [-1, 1] an output element is
+// within 0.02 of the float64 result (a wrong mask, scale or rescale is off
+// by 0.1 or more on these patterns).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "tests/unit/backend/cuda_emu_build.h"
+
+namespace dccc::backend {
+namespace {
+
+using testing::Program;
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+uint16_t to_bf16(double v) {
+  float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
+double from_bf16(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+using Entry = int32_t (*)(const int64_t*, void* const*);
+
+struct Built {
+  Program keep;
+  const ir::Func* func = nullptr;
+  std::string cu;
+  Entry entry = nullptr;
+};
+
+/// `fn` of `source` through the CUDA passes with online reductions, emitted
+/// and built against cuda_emu.h.
+void build(const std::string& name, const std::string& source, const std::string& fn, Built& b) {
+  Program& p = b.keep;
+  ASSERT_TRUE(testing::front_end(p, name, source)) << testing::diagnostics(p);
+  ir::PipelineOptions o;
+  o.target = ir::Target::Cuda;
+  o.online_reductions = true;
+  o.simplify = false;
+  testing::run_passes(p, o);
+  ASSERT_TRUE(p.module) << testing::diagnostics(p);
+  for (const auto& f : p.module->funcs)
+    if (f.name == fn) b.func = &f;
+  ASSERT_NE(b.func, nullptr);
+  b.cu = emit_cuda(*p.module, {});
+  auto dir = std::filesystem::temp_directory_path() / ("dccc-attn-emu-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  static int serial = 0;
+  std::string log;
+  void* lib = testing::build_emulated(testing::emulated(b.cu), dir, fn + std::to_string(serial++), log);
+  ASSERT_NE(lib, nullptr) << log;
+  b.entry = reinterpret_cast<Entry>(dlsym(lib, (fn + "__cuda_host").c_str()));
+  ASSERT_NE(b.entry, nullptr);
+}
+
+/// What each program computes from a score s (already scaled) at (i, j):
+/// the masked value (-inf) or the modified score.
+using Mod = std::function<double(double s, int i, int j)>;
+
+struct Case {
+  std::vector<int32_t> ql, kl;
+  int H, D;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  out.push_back({{0, 1, 17, 5, 3, 0}, {3, 0, 17, 9, 1, 0}, 2, 64});   // empty sequences, a query with no keys
+  out.push_back({{1}, {1}, 1, 64});                                  // B = 1, one key
+  std::vector<int32_t> small, smallk;
+  for (int n = 1; n <= 17; ++n) {
+    small.push_back(n);
+    smallk.push_back(18 - n);
+  }
+  out.push_back({small, smallk, 1, 64});
+  out.push_back({{300, 2}, {290, 70}, 2, 64});                       // several query and key tiles
+  out.push_back({{70, 0, 19}, {130, 5, 19}, 1, 128});
+  out.push_back({{33, 65}, {40, 64}, 2, 20});                        // head dim 20: element copies, dims padded to 32
+  return out;
+}
+
+/// Runs every case; returns the largest error.
+double run(const Built& b, const Mod& mod, int& checked) {
+  double worst = 0;
+  for (const Case& c : cases()) {
+    const size_t Bn = c.ql.size();
+    const int H = c.H, D = c.D;
+    std::vector<size_t> qo{0}, ko{0};
+    for (size_t x = 0; x < Bn; ++x) {
+      qo.push_back(qo.back() + static_cast<size_t>(c.ql[x]) * H * D);
+      ko.push_back(ko.back() + static_cast<size_t>(c.kl[x]) * H * D);
+    }
+    std::mt19937 rng(static_cast<unsigned>(Bn * 31 + D));
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    std::vector<uint16_t> q(std::max<size_t>(qo.back(), 1)), k(std::max<size_t>(ko.back(), 1)),
+        v(std::max<size_t>(ko.back(), 1)), out(std::max<size_t>(qo.back(), 1), 0x7FC0);  // NaN until written
+    for (auto& x : q) x = to_bf16(2 * dist(rng));
+    for (auto& x : k) x = to_bf16(2 * dist(rng));
+    for (auto& x : v) x = to_bf16(dist(rng));
+    std::vector<int32_t> ql = c.ql, kl = c.kl;
+    std::map<std::string, void*> bufs{{"q.seqlen", ql.data()}, {"kv.seqlen", kl.data()}, {"q.data", q.data()},
+                                      {"kv.k", k.data()},      {"kv.v", v.data()},       {"out.data", out.data()}};
+    std::vector<void*> ptrs;
+    for (const auto& buf : b.func->buffers) {
+      if (buf->kind != ir::BufferKind::Input && buf->kind != ir::BufferKind::Output) continue;
+      EXPECT_TRUE(bufs.count(buf->name)) << buf->name;
+      if (!bufs.count(buf->name)) return worst;
+      ptrs.push_back(bufs[buf->name]);
+    }
+    ptrs.push_back(nullptr);
+    std::vector<int64_t> sizes;
+    for (const auto& sz : b.func->sizes) sizes.push_back(sz.name == "B" ? static_cast<int64_t>(Bn) : sz.name == "H" ? H : D);
+    sizes.push_back(0);
+    EXPECT_EQ(b.entry(sizes.data(), ptrs.data()), 0);
+    for (size_t x = 0; x < Bn; ++x)
+      for (int i = 0; i < c.ql[x]; ++i)
+        for (int h = 0; h < H; ++h) {
+          std::vector<double> s(c.kl[x]);
+          double m = -INFINITY;
+          for (int j = 0; j < c.kl[x]; ++j) {
+            double dot = 0;
+            for (int d = 0; d < D; ++d)
+              dot += from_bf16(q[qo[x] + (static_cast<size_t>(i) * H + h) * D + d]) *
+                     from_bf16(k[ko[x] + (static_cast<size_t>(j) * H + h) * D + d]);
+            s[j] = mod(dot / std::sqrt(static_cast<double>(D)), i, j);
+            m = std::max(m, s[j]);
+          }
+          double sum = 0;
+          std::vector<double> ref(D, 0.0);
+          for (int j = 0; j < c.kl[x]; ++j) {
+            double p = m == -INFINITY ? 0 : std::exp(s[j] - m);
+            sum += p;
+            for (int d = 0; d < D; ++d) ref[d] += p * from_bf16(v[ko[x] + (static_cast<size_t>(j) * H + h) * D + d]);
+          }
+          for (int d = 0; d < D; ++d) {
+            double r = sum == 0 ? 0 : ref[d] / sum;
+            double got = from_bf16(out[qo[x] + (static_cast<size_t>(i) * H + h) * D + d]);
+            EXPECT_FALSE(std::isnan(got)) << "b " << x << " i " << i << " h " << h << " d " << d;
+            if (sum == 0) {
+              EXPECT_EQ(got, 0.0) << "a row with no unmasked key gives 0";
+            }
+            EXPECT_LE(std::fabs(got - r), 0.02) << "b " << x << " (q " << c.ql[x] << ", kv " << c.kl[x] << ", D " << D
+                                                << ") i " << i << " h " << h << " d " << d << ": " << got << " vs " << r;
+            worst = std::max(worst, std::fabs(got - r));
+            ++checked;
+          }
+        }
+  }
+  return worst;
+}
+
+struct Program_ {
+  const char* name;
+  std::string source;
+  Mod mod;
+};
+
+std::string bf16_version(const std::string& path) {
+  std::string s = read(path);
+  s = std::regex_replace(s, std::regex("\\]f32"), "]bf16");
+  return std::regex_replace(s, std::regex("f32\\(D\\)"), "bf16(D)");
+}
+
+void check(const std::string& file, const std::string& source, const std::string& fn, const Mod& mod,
+           bool skips_tiles) {
+  SCOPED_TRACE(fn);
+  Built b;
+  build(file, source, fn, b);
+  ASSERT_TRUE(b.entry);
+  EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
+  EXPECT_NE(b.cu.find("dcc_mma_tiles_bf16<1, CH>"), std::string::npos) << "P V is not on the tensor cores";
+  EXPECT_EQ(b.cu.find("if (!any) return false;") != std::string::npos, skips_tiles);
+  int checked = 0;
+  double worst = run(b, mod, checked);
+  std::printf("%s: %d outputs, max |err| = %.4g\n", fn.c_str(), checked, worst);
+  EXPECT_GT(checked, 10000);
+}
+
+TEST(AttentionEmu, MhaBf16) {
+  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false);
+}
+
+TEST(AttentionEmu, CausalBf16) {
+  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+        [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true);
+}
+
+TEST(AttentionEmu, WindowBf16) {
+  check("mha_window.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_window.toy"), "mha_window",
+        [](double s, int i, int j) { return j <= i && i - j < 4 ? s : -INFINITY; }, true);
+}
+
+TEST(AttentionEmu, SoftcapBf16) {
+  check("mha_softcap.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_softcap.toy"), "mha_softcap",
+        [](double s, int, int) { return 30 * std::tanh(s / 30); }, false);
+}
+
+}  // namespace
+}  // namespace dccc::backend
