@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "backend/gpu/affine.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -17,48 +19,8 @@ using ir::ExprKind;
 using ir::StmtKind;
 using ir::UnOp;
 
-bool is_int(const ir::Expr& e, int64_t v) { return e->kind == ExprKind::IntImm && e->int_value == v; }
+using namespace affine;  // is_int, add, sub, mul, coefficient, fold, mentions_any (backend/gpu/affine.h)
 
-// Affine pieces of an offset (the contraction planner keeps its own copy in
-// its file: that file is being reworked on another branch; merge them then).
-ir::Expr add(const ir::Expr& a, const ir::Expr& b) {
-  if (is_int(a, 0)) return b;
-  if (is_int(b, 0)) return a;
-  return ir::build::binary(BinOp::Add, a, b);
-}
-ir::Expr sub(const ir::Expr& a, const ir::Expr& b) {
-  if (is_int(b, 0)) return a;
-  return ir::build::binary(BinOp::Sub, a, b);
-}
-ir::Expr mul(const ir::Expr& a, const ir::Expr& b) {
-  if (is_int(a, 0) || is_int(b, 0)) return ir::build::int_imm(0);
-  if (is_int(a, 1)) return b;
-  if (is_int(b, 1)) return a;
-  return ir::build::binary(BinOp::Mul, a, b);
-}
-ir::Expr coefficient(const ir::Expr& e, const ir::Var& v) {
-  if (!ir::mentions(e, v)) return ir::build::int_imm(0);
-  if (e->kind == ExprKind::VarRef) return ir::build::int_imm(1);
-  const ir::Expr &a = e->args[0], &b = e->args[1];
-  if (e->binop == BinOp::Add) return add(coefficient(a, v), coefficient(b, v));
-  if (e->binop == BinOp::Sub) return sub(coefficient(a, v), coefficient(b, v));
-  if (!ir::mentions(a, v)) return mul(a, coefficient(b, v));
-  return mul(coefficient(a, v), b);
-}
-ir::Expr fold(const ir::Expr& e) {
-  if (e->kind != ExprKind::Binary || e->type != Scalar::I64) return e;
-  ir::Expr a = fold(e->args[0]), b = fold(e->args[1]);
-  if (e->binop == BinOp::Add) return add(a, b);
-  if (e->binop == BinOp::Mul) return mul(a, b);
-  if (e->binop == BinOp::Sub) return sub(a, b);
-  return a == e->args[0] && b == e->args[1] ? e : ir::build::binary(e->binop, a, b);
-}
-
-bool mentions_any(const ir::Expr& e, const std::vector<ir::Var>& vars) {
-  for (const auto& v : vars)
-    if (ir::mentions(e, v)) return true;
-  return false;
-}
 
 bool is_scalar(const ir::BufferNode* b) { return b->dims.empty() && b->kind == ir::BufferKind::Scalar; }
 bool is_load_of(const ir::Expr& e, const ir::BufferNode* b) {
