@@ -267,6 +267,9 @@ class FuncEmitter {
   std::set<const BufferNode*> private_;
   /// Scalars some kernel reads or writes in device memory (not private).
   std::set<const BufferNode*> in_memory_;
+  /// Local tensors that every kernel touching them keeps in registers (the
+  /// fused attention kernel's output accumulator): not allocated.
+  std::set<const BufferNode*> in_registers_;
   /// True when some kernel divides integers or checks a `where` and may
   /// set the error flag.
   bool uses_err_ = false;

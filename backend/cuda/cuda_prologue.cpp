@@ -99,15 +99,66 @@ struct DccProfile {
 
 // bf16 is rounded to nearest even exactly as on the CPU target; NaN stays NaN.
 __device__ __forceinline__ float dcc_bf16_load(uint16_t h) { return __uint_as_float(((uint32_t)h) << 16); }
+// On sm_80+ one cvt.rn.bf16.f32 does it (a NaN becomes the canonical NaN).
 __device__ __forceinline__ uint16_t dcc_bf16_bits(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(h) : "f"(f));
+  return h;
+#else
   uint32_t bits = __float_as_uint(f);
   if (f != f) return (uint16_t)((bits | 0x00400000u) >> 16);
   return (uint16_t)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+#endif
 }
 __device__ __forceinline__ float dcc_rbf16(float f) { return dcc_bf16_load(dcc_bf16_bits(f)); }
 __device__ __forceinline__ float dcc_f16_load(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ uint16_t dcc_f16_bits(float f) { return __half_as_ushort(__float2half_rn(f)); }
 __device__ __forceinline__ float dcc_rf16(float f) { return __half2float(__float2half_rn(f)); }
+// Two values rounded to 16 bits in one 32-bit register (lo in the low half),
+// as mma.sync takes them: one cvt.rn.{bf16,f16}x2.f32 on sm_80+.
+__device__ __forceinline__ uint32_t dcc_pack_bf16x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return (uint32_t)dcc_bf16_bits(lo) | ((uint32_t)dcc_bf16_bits(hi) << 16);
+#endif
+}
+__device__ __forceinline__ uint32_t dcc_pack_f16x2(float lo, float hi) {
+  return (uint32_t)dcc_f16_bits(lo) | ((uint32_t)dcc_f16_bits(hi) << 16);
+}
+// exp and division whose result is rounded to bf16 or f16 (docs/cuda.md,
+// "16-bit results"): the hardware's ex2.approx (relative error below 2^-21,
+// plus |x| 2^-24 from scaling x by log2 e: under 2^-16 for every x whose exp
+// is finite and not zero) and a multiply by the correctly rounded reciprocal
+// (under 2^-22 in all), both far below the 16-bit rounding step (2^-8 bf16,
+// 2^-11 f16): the rounded result is the correctly rounded one or, when the
+// exact value lies that close to a rounding midpoint, its neighbour. The CPU
+// emulation computes them as the CPU target does.
+__device__ __forceinline__ float dcc_exp16(float x) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+#else
+  return expf(x);
+#endif
+}
+__device__ __forceinline__ float dcc_fdiv16(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  // a / b = (a k) (1 / (b k)), k a power of two that keeps 1 / (b k) normal
+  // (exact scalings; an overflow or underflow of a k is one of a / b too).
+  // Without branches, so that a b invariant in a loop leaves two multiplies.
+  const float m = fabsf(b);
+  const float k = m > 0x1p126f ? 0x1p-4f : (m < 0x1p-126f ? 0x1p24f : 1.0f);
+  const float q = (a * k) * __frcp_rn(b * k);
+  return a == 0.0f && b == 0.0f ? 0.0f : q;
+#else
+  return (a == 0.0f && b == 0.0f) ? 0.0f : a / b;
+#endif
+}
 
 // The masked-value rules (ir/masked_arith.h, docs/language.md): -inf - -inf
 // is -inf and 0 / 0 is 0, where IEEE gives NaN.

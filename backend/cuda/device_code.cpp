@@ -27,6 +27,8 @@ const char* value_type(Scalar t) {
 
 const char* unsigned_type(Scalar t) { return t == Scalar::I32 ? "uint32_t" : "uint64_t"; }
 
+static bool is_16bit(Scalar t) { return t == Scalar::BF16 || t == Scalar::F16; }
+
 std::string round_to(Scalar t, const std::string& v) {
   if (t == Scalar::BF16) return "dcc_rbf16(" + v + ")";
   if (t == Scalar::F16) return "dcc_rf16(" + v + ")";
@@ -149,7 +151,8 @@ std::string FuncEmitter::unary(const ir::Expr& e) {
     case UnOp::Abs:
       if (is_float(t)) return fn("fabsf", "fabs");
       return fmt::format("dcc_iabs({})", x);
-    case UnOp::Exp: return fn("expf", "exp");
+    // A result rounded to 16 bits: the hardware exp (dcc_exp16, docs/cuda.md "16-bit results").
+    case UnOp::Exp: return is_16bit(e->type) ? fn("dcc_exp16", "exp") : fn("expf", "exp");
     case UnOp::Log: return fn("logf", "log");
     case UnOp::Sqrt: return fn("sqrtf", "sqrt");
     case UnOp::Rsqrt:
@@ -181,7 +184,7 @@ std::string FuncEmitter::binary(const ir::Expr& e) {
       // The masked-value rules (ir/masked_arith.h).
       case BinOp::Sub: return fmt::format("dcc_fsub({}, {})", a, c);
       case BinOp::Mul: return fmt::format("(({}) * ({}))", a, c);
-      case BinOp::Div: return fmt::format("dcc_fdiv({}, {})", a, c);
+      case BinOp::Div: return fmt::format("{}({}, {})", is_16bit(e->type) ? "dcc_fdiv16" : "dcc_fdiv", a, c);
       case BinOp::Mod: return fmt::format("{}({}, {})", dbl ? "fmod" : "fmodf", a, c);
       case BinOp::Min: return fmt::format("{}({}, {})", dbl ? "fmin" : "fminf", a, c);
       case BinOp::Max: return fmt::format("{}({}, {})", dbl ? "fmax" : "fmaxf", a, c);

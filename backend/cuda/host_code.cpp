@@ -182,6 +182,7 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
     int k = slot_.at(b.get());
     // A scalar that every kernel keeps in registers needs no memory.
     if (b->kind == BufferKind::Scalar && b->dims.empty() && !in_memory_.count(b.get())) continue;
+    if (b->kind == BufferKind::Local && in_registers_.count(b.get())) continue;
     if (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar) {
       o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
       o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",

@@ -69,6 +69,9 @@ FuncEmitter::Launch FuncEmitter::emit_kernel(const ir::Stmt& item, int index) {
     emit_mapped_kernel(item, l);
   } else if (auto attn = plan_attention(item, l.kernel)) {
     emit_attention_kernel(l, *attn);
+    // Its output accumulator lives in registers: no memory for it unless
+    // another statement touches it.
+    if (!ir::touches_outside(f_.body, item.get(), attn->out_acc)) in_registers_.insert(attn->out_acc);
   } else if (auto mma = plan_mma(item, l.kernel)) {
     emit_mma_kernel(l, *mma);
   } else if (plan_ranges(item, l)) {

@@ -274,6 +274,9 @@ struct AttentionKernel {
   const ir::BufferNode* score_acc = nullptr;  // the contraction's scalar (S element)
   /// Head dims the printer instantiates; a launch takes the smallest >= max(QD, VD).
   std::vector<int> head_dims{32, 64, 128, 256};
+  /// Blocks per SM each instantiation is compiled for (__launch_bounds__'s
+  /// second argument: caps registers at 64K / (blocks x threads)).
+  std::vector<int> min_blocks{3, 3, 2, 1};
   int tile_m = 64, tile_n = 64, warps = 4, stages = 2, pad = 8;
   /// Before the key loop: row statements (running results' starts).
   std::vector<ir::Stmt> pre;
@@ -294,6 +297,22 @@ struct AttentionKernel {
   /// j): a key tile in which one of them holds at no corner of the (query
   /// tile x key tile) box is skipped. Empty: no tile is skipped.
   std::vector<ir::Expr> skip_conjuncts;
+  /// Whether the per-element work (element steps, fold terms, P) must skip
+  /// query rows past the sequence's end: true when it reads memory or may
+  /// set the error flag (integer division). Otherwise those rows compute
+  /// values nobody stores, and only a key tile that runs past the keys' end
+  /// checks its elements (the printer emits the key-tile body twice: full
+  /// tiles without checks, the last partial one with them).
+  bool guard_rows = true;
+  /// Parts of the per-element work that depend on no row, key or body value
+  /// (the scale `sqrt(D)`, its rounding to 16 bits, constants): computed once
+  /// a block as `name`; `uses` are the expression nodes they replace.
+  struct Invariant {
+    std::string name;
+    ir::Expr value;
+    std::vector<const ir::ExprNode*> uses;
+  };
+  std::vector<Invariant> invariants;
   std::vector<std::string> notes;
 };
 

@@ -513,6 +513,81 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   }
   k.element_scalars = elem_order;
   k.row_scalars = row_order;
+  // Rows past the end may run the per-element work unchecked when it reads
+  // no tensor at an index of the row (out of bounds there; one indexed by
+  // the batch and the key reads what a row inside reads) and divides no
+  // integers (the error flag).
+  {
+    bool pure = true;
+    auto scan = [&](const ir::Expr& e) {
+      if (!e) return;
+      ir::each_expr(e, [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::Load && !x.buffer->dims.empty())
+          for (const auto& a : x.args)
+            if (ir::mentions(a, i)) pure = false;
+        if (x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type)) pure = false;
+      });
+    };
+    for (const auto& s : k.steps)
+      if (s.kind == AttnStepKind::Element) scan(s.stmt->value);
+      else if (s.kind == AttnStepKind::Fold) scan(s.term);
+    scan(k.pv_p);
+    k.guard_rows = !pure;
+  }
+  // Block invariants of the per-element work: maximal subexpressions of
+  // batch variables, sizes and constants with an operation in them (no load,
+  // no integer division: computing them where the body would not run must be
+  // harmless).
+  {
+    std::set<const ir::VarNode*> bv;
+    for (const auto& b : k.batch) bv.insert(b.var.get());
+    std::function<bool(const ir::Expr&)> invariant = [&](const ir::Expr& e) {
+      switch (e->kind) {
+        case ExprKind::IntImm:
+        case ExprKind::FloatImm:
+        case ExprKind::SizeRef: return true;
+        case ExprKind::VarRef: return bv.count(e->var.get()) > 0;
+        case ExprKind::Cast:
+        case ExprKind::Unary:
+        case ExprKind::Select:
+        case ExprKind::Binary:
+          if (e->kind == ExprKind::Binary && (e->binop == BinOp::Div || e->binop == BinOp::Mod) && !is_float(e->type))
+            return false;
+          for (const auto& a : e->args)
+            if (!invariant(a)) return false;
+          return true;
+        default: return false;
+      }
+    };
+    auto has_op = [](const ir::Expr& e) {
+      bool op = false;
+      ir::each_expr(e, [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::Unary || x.kind == ExprKind::Binary || x.kind == ExprKind::Select ||
+            (x.kind == ExprKind::Cast && (x.type == Scalar::BF16 || x.type == Scalar::F16)))
+          op = true;
+      });
+      return op;
+    };
+    std::function<void(const ir::Expr&)> visit = [&](const ir::Expr& e) {
+      if (!e) return;
+      if (e->kind == ExprKind::Load) return;
+      if (invariant(e)) {
+        if (!has_op(e)) return;
+        for (auto& inv : k.invariants)
+          if (ir::same_expr(inv.value, e)) {
+            inv.uses.push_back(e.get());
+            return;
+          }
+        k.invariants.push_back({fmt::format("u{}", k.invariants.size()), e, {e.get()}});
+        return;
+      }
+      for (const auto& a : e->args) visit(a);
+    };
+    for (const auto& s : k.steps)
+      if (s.kind == AttnStepKind::Element) visit(s.stmt->value);
+      else if (s.kind == AttnStepKind::Fold) visit(s.term);
+    visit(k.pv_p);
+  }
   // Masked tiles: one index-only select condition; every fold's value and
   // p are the identity where it is false.
   std::vector<ir::Expr> conds;
@@ -583,6 +658,9 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
                   "head dims instantiated: 32, 64, 128, 256 (a launch takes the smallest >= the head dim; larger: an "
                   "error at run time); 256 uses key tiles of 32",
                   skip_note,
+                  k.guard_rows ? "every element checks its query row and key (the body reads memory or divides integers)"
+                               : "full key tiles run the body unchecked; the last, partial key tile checks its keys "
+                                 "(rows past the end compute values nobody stores)",
                   "schedule: one block per (batch entry, query tile), longest key sequence first; assumed occupancy: "
                   "2 blocks (8 warps) per SM at head dim 128, 4 at 64"});
   return k;

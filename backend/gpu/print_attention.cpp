@@ -15,13 +15,14 @@ int attention_smem_bytes(const AttentionKernel& k, int dp) {
 
 namespace {
 
-const char* pack_fn(Elem e) { return e == Elem::BF16 ? "dcc_bf16_bits" : "dcc_f16_bits"; }
+const char* pack_fn(Elem e) { return e == Elem::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2"; }
 const char* mma_fn(Elem e) { return e == Elem::BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16"; }
 
 struct Printer {
   const AttentionKernel& k;
   AttnDeviceText& d;
   std::string out;
+  bool full_ = false;  // printing the key-tile body for a tile with every key inside
 
   std::string scalar_name(const std::string& tile_scalar) const { return "t_" + tile_scalar; }
 
@@ -46,14 +47,21 @@ struct Printer {
 
   /// A loop over the lane's S elements with i and j bound; `body` runs for
   /// elements inside (M, N) with the scopes' scalars declared.
+  /// In a full key tile (full_) only rows are checked, and only when the
+  /// kernel IR says so (guard_rows); in the partial one keys are too.
   std::string element_loop(const std::string& body, const std::string& outside = "") {
     std::string o = "#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n";
     o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of("e >> 1"));
     o += fmt::format("        const int64_t {} = n0 + 8 * nt + 2 * tig + (e & 1);\n", d.var(k.key_var));
-    o += fmt::format("        if ({} < t_M && {} < t_N) {{\n", d.var(k.row_var), d.var(k.key_var));
+    std::vector<std::string> checks;
+    if (k.guard_rows) checks.push_back(d.var(k.row_var) + " < t_M");
+    if (!full_) checks.push_back(d.var(k.key_var) + " < t_N");
+    std::string cond;
+    for (const auto& c : checks) cond += (cond.empty() ? "" : " && ") + c;
+    o += cond.empty() ? "        {\n" : fmt::format("        if ({}) {{\n", cond);
     o += load_elems("          ") + load_rows("e >> 1", "          ") + body;
     o += "        }";
-    o += outside.empty() ? "\n" : " else {\n" + outside + "        }\n";
+    o += outside.empty() || cond.empty() ? "\n" : " else {\n" + outside + "        }\n";
     return o + "      }\n";
   }
   std::string save_elem(const ir::BufferNode* b) {
@@ -67,7 +75,13 @@ struct Printer {
     return o + pad + "  }\n" + pad + "}\n";
   }
 
+  void bind_invariants() {
+    for (const auto& inv : k.invariants)
+      for (const auto* u : inv.uses) d.bind(u, inv.name);
+  }
+
   void step(const AttnStep& s) {
+    bind_invariants();
     switch (s.kind) {
       case AttnStepKind::Element:
         out += element_loop(d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get()));
@@ -87,6 +101,7 @@ struct Printer {
         d.bind(s.term.get(), "red[rr]");
         out += row_loop(d.stmts({s.stmt}, 3));
         d.unbind_all();
+        bind_invariants();
         out += "    }\n";
         return;
       }
@@ -101,15 +116,15 @@ struct Printer {
         out += element_loop(fmt::format("          p[nt][e] = {};\n", d.expr(k.pv_p)), "          p[nt][e] = 0.0f;\n");
         out += "    const uint16_t* vs = Vs + stage * (BN * LINE);\n";
         out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
-        out += fmt::format("      uint32_t pa[1][4] = {{dcc_pack16({0}(p[2 * kc][0]), {0}(p[2 * kc][1])), dcc_pack16({0}(p[2 * kc][2]), "
-                           "{0}(p[2 * kc][3])),\n                           dcc_pack16({0}(p[2 * kc + 1][0]), {0}(p[2 * kc + 1][1])), "
-                           "dcc_pack16({0}(p[2 * kc + 1][2]), {0}(p[2 * kc + 1][3]))}};\n",
+        out += fmt::format("      uint32_t pa[1][4] = {{{0}(p[2 * kc][0], p[2 * kc][1]), {0}(p[2 * kc][2], p[2 * kc][3]),\n"
+                           "                           {0}(p[2 * kc + 1][0], p[2 * kc + 1][1]), {0}(p[2 * kc + 1][2], p[2 * kc + 1][3])}};\n",
                            pack_fn(k.elem));
-        out += "#pragma unroll\n      for (int ch = 0; ch < DT / CH; ++ch) {\n        uint32_t vf[CH][2];\n";
-        out += "#pragma unroll\n        for (int t = 0; t < CH; ++t)\n#pragma unroll\n          for (int jj = 0; jj < 2; ++jj) {\n";
-        out += "            const int key = 16 * kc + 2 * tig + 8 * jj, col = 8 * (ch * CH + t) + gid;\n";
-        out += "            vf[t][jj] = dcc_pack16(vs[key * LINE + col], vs[(key + 1) * LINE + col]);\n          }\n";
-        out += fmt::format("        {}<1, CH>(reinterpret_cast<float (*)[CH][4]>(&o[0][ch * CH][0]), pa, vf);\n      }}\n    }}\n    }}\n",
+        // V's B fragments, two column tiles an ldmatrix.x4.trans: matrix q
+        // is keys 16 kc + 8 (q & 1) .. + 7, columns 16 j2 + 8 (q >> 1) .. + 7.
+        out += "#pragma unroll\n      for (int j2 = 0; j2 < DT / 2; ++j2) {\n        uint32_t r[4];\n";
+        out += "        dcc_ldmatrix_x4_trans(r, &vs[(16 * kc + (lane & 7) + 8 * ((lane >> 3) & 1)) * LINE + 16 * j2 + 8 * (lane >> 4)]);\n";
+        out += "        uint32_t vf[2][2] = {{r[0], r[1]}, {r[2], r[3]}};\n";
+        out += fmt::format("        {}<1, 2>(reinterpret_cast<float (*)[2][4]>(&o[0][2 * j2][0]), pa, vf);\n      }}\n    }}\n    }}\n",
                            mma_fn(k.elem));
         return;
       }
@@ -125,7 +140,8 @@ struct Printer {
     for (size_t x = 0; x < k.batch.size(); ++x) out += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.batch[x].var), x);
     out += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {};\n", w - 1, k.tile_m);
     for (const auto& s : k.scalars) out += fmt::format("  const int64_t {} = {};\n", scalar_name(s.name), d.expr(s.value));
-    out += "  constexpr int LINE = DP + " + std::to_string(k.pad) + ", NT = BN / 8, DT = DP / 8, KQ = DP / 16, CH = DT < 8 ? DT : 8;\n";
+    for (const auto& inv : k.invariants) out += fmt::format("  const auto {} = {};  // once a block\n", inv.name, d.expr(inv.value));
+    out += "  constexpr int LINE = DP + " + std::to_string(k.pad) + ", NT = BN / 8, DT = DP / 8, KQ = DP / 16;\n";
     out += fmt::format("  uint16_t* Ks = reinterpret_cast<uint16_t*>(smem);\n  uint16_t* Vs = Ks + {} * BN * LINE;\n", k.stages);
     out += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = warp * 16;\n";
     out += fmt::format("  const uint16_t* Qp = (const uint16_t*){};\n", d.buffer(k.q));
@@ -139,7 +155,6 @@ struct Printer {
     out += "      qf[kq][r] = dcc_pack16(lo, hi);\n    }\n";
     out += "  float o[1][DT][4];\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n    for (int e = 0; e < 4; ++e) o[0][dt][e] = 0.0f;\n";
     for (const auto* b : k.row_scalars) out += fmt::format("  {} w_{}[2] = {{0, 0}};\n", d.value_type(b), d.scalar(b));
-    for (const auto* b : k.element_scalars) out += fmt::format("  {} x_{}[NT][4];\n", d.value_type(b), d.scalar(b));
     if (!k.pre.empty()) out += row_loop(d.stmts(k.pre, 3), "  ");
     // Which key tiles to run: a skip conjunct that holds at no corner of the box skips it.
     out += "  const int64_t nkt = (t_N + BN - 1) / BN;\n";
@@ -183,11 +198,29 @@ struct Printer {
     // S = Q K^T: B reg jj of n-tile nt holds K[key 8 nt + gid][d 16 kq + 2 tig + 8 jj + {0, 1}].
     out += "    float s[1][NT][4];\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[0][nt][e] = 0.0f;\n";
     out += "    const uint16_t* ks = Ks + stage * (BN * LINE);\n";
+    // K's B fragments, two key tiles an ldmatrix.x4: matrix q is keys
+    // 16 j2 + 8 (q >> 1) .. + 7, d 16 kq + 8 (q & 1) .. + 7.
     out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n      uint32_t kf[NT][2];\n";
-    out += "#pragma unroll\n      for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n        for (int jj = 0; jj < 2; ++jj)\n";
-    out += "          kf[nt][jj] = dcc_ld32(&ks[(8 * nt + gid) * LINE + 16 * kq + 2 * tig + 8 * jj]);\n";
+    out += "#pragma unroll\n      for (int j2 = 0; j2 < NT / 2; ++j2) {\n        uint32_t r[4];\n";
+    out += "        dcc_ldmatrix_x4(r, &ks[(16 * j2 + (lane & 7) + 8 * (lane >> 4)) * LINE + 16 * kq + 8 * ((lane >> 3) & 1)]);\n";
+    out += "        kf[2 * j2][0] = r[0];\n        kf[2 * j2][1] = r[1];\n        kf[2 * j2 + 1][0] = r[2];\n        kf[2 * j2 + 1][1] = r[3];\n      }\n";
     out += fmt::format("      {}<1, NT>(s, &qf[kq], kf);\n    }}\n", mma_fn(k.elem));
+    // The body twice: every key of the tile inside, or the last tile's.
+    // Element values live for one tile (declared there: nothing carries
+    // them across tiles); the partial tile's skipped elements stay 0.
+    auto elements = [&](bool zero) {
+      for (const auto* b : k.element_scalars)
+        out += fmt::format("    {} x_{}[NT][4]{};\n", d.value_type(b), d.scalar(b), zero ? " = {}" : "");
+    };
+    out += "    if (n0 + BN <= t_N) {\n";
+    full_ = true;
+    elements(false);
     for (const auto& s : k.steps) step(s);
+    out += "    } else {\n";
+    full_ = false;
+    elements(true);
+    for (const auto& s : k.steps) step(s);
+    out += "    }\n";
     out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
     // After the key loop: loops over the output columns read O's registers.
     for (const auto& s : k.post) {
@@ -219,8 +252,10 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   std::string o = fmt::format("// {}: fused attention (dccc --emit=kernel shows its kernel IR)\n", k.name);
   o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
   o += p.body();
-  for (int dp : k.head_dims) {
-    o += fmt::format("__global__ void __launch_bounds__({}) {}__d{}({}__launch launch) {{\n", k.warps * 32, k.name, dp, k.name);
+  for (size_t x = 0; x < k.head_dims.size(); ++x) {
+    const int dp = k.head_dims[x];
+    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__d{}({}__launch launch) {{\n", k.warps * 32,
+                     x < k.min_blocks.size() ? k.min_blocks[x] : 1, k.name, dp, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
                      attention_smem_bytes(k, dp));
     o += fmt::format("  {}__body<{}, {}>(launch, smem);\n}}\n\n", k.name, dp, attention_tile_n(k, dp));
@@ -244,8 +279,11 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   o += "\n";
   o += fmt::format("  shared: K and V [{} stages][key][d], line head dim + {}, cp.async 16B when aligned, else by element\n",
                    k.stages, k.pad);
-  o += fmt::format("  mma: {} for S = Q K^T and O += P V\n", mma_name(k.shape));
+  o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
+  o += k.guard_rows ? "  checks: every element checks its row and key\n"
+                    : "  checks: full key tiles none; the partial last key tile its keys\n";
   o += fmt::format("  score: {} per (row, key) from the contraction\n", text.buffer(k.score_acc));
+  for (const auto& inv : k.invariants) o += fmt::format("  invariant {} = {} (once a block)\n", inv.name, text.expr(inv.value));
   for (const auto& s : k.pre) o += "  before keys (per row): " + text.stmt(s, 0);
   for (const auto& s : k.steps) {
     switch (s.kind) {

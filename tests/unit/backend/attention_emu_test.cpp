@@ -201,7 +201,10 @@ void check(const std::string& file, const std::string& source, const std::string
   build(file, source, fn, b);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
-  EXPECT_NE(b.cu.find("dcc_mma_tiles_bf16<1, CH>"), std::string::npos) << "P V is not on the tensor cores";
+  EXPECT_NE(b.cu.find("dcc_mma_tiles_bf16<1, 2>"), std::string::npos) << "P V is not on the tensor cores";
+  EXPECT_NE(b.cu.find("dcc_ldmatrix_x4_trans(r, &vs["), std::string::npos) << "V fragments not by ldmatrix.trans";
+  // mha's body reads no memory: full key tiles run it unchecked.
+  EXPECT_NE(b.cu.find("if (n0 + BN <= t_N) {"), std::string::npos) << "no full-tile body";
   EXPECT_EQ(b.cu.find("if (!any) return false;") != std::string::npos, skips_tiles);
   int checked = 0;
   double worst = run(b, mod, checked);
