@@ -42,7 +42,11 @@ void FuncEmitter::emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k
     }
     std::string args_type() override { return e.f_.name + "__args"; }
     void bind(const ir::ExprNode* x, const std::string& text) override { e.override_[x] = text; }
-    void unbind_all() override { e.override_.clear(); }
+    void bind_divisor(const ir::ExprNode* x, const std::string& name) override { e.divisor_[x] = name; }
+    void unbind_all() override {
+      e.override_.clear();
+      e.divisor_.clear();
+    }
     std::string value_type(const BufferNode* b) override { return cudagen::value_type(b->type); }
   } text(*this);
   private_.clear();

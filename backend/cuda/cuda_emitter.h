@@ -286,6 +286,7 @@ class FuncEmitter {
   std::set<const BufferNode*> nan_free_max_;
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
   std::map<const ir::ExprNode*, std::string> override_;  // expressions already in registers
+  std::map<const ir::ExprNode*, std::string> divisor_;   // 16-bit divisions by NAME: NAME_k, NAME_r precomputed
   std::map<std::string, std::string> hoisted_;           // loads made once per outer iteration
   std::string outer_prefix_;                              // their declarations
   std::set<const BufferNode*> host_len_;

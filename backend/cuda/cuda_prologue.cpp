@@ -146,18 +146,25 @@ __device__ __forceinline__ float dcc_exp16(float x) {
   return expf(x);
 #endif
 }
-__device__ __forceinline__ float dcc_fdiv16(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  // a / b = (a k) (1 / (b k)), k a power of two that keeps 1 / (b k) normal
-  // (exact scalings; an overflow or underflow of a k is one of a / b too).
-  // Without branches, so that a b invariant in a loop leaves two multiplies.
+// a / b = (a k) (1 / (b k)), k a power of two that keeps 1 / (b k) normal
+// (exact scalings; an overflow or underflow of a k is one of a / b too).
+__device__ __forceinline__ float dcc_div16_k(float b) {
   const float m = fabsf(b);
-  const float k = m > 0x1p126f ? 0x1p-4f : (m < 0x1p-126f ? 0x1p24f : 1.0f);
-  const float q = (a * k) * __frcp_rn(b * k);
+  return m > 0x1p126f ? 0x1p-4f : (m < 0x1p-126f ? 0x1p24f : 1.0f);
+}
+// With k and r = 1 / (b k) computed once (a divisor invariant in a kernel).
+__device__ __forceinline__ float dcc_fdiv16_pre(float a, float b, float k, float r) {
+#if defined(__CUDA_ARCH__)
+  const float q = (a * k) * r;
   return a == 0.0f && b == 0.0f ? 0.0f : q;
 #else
+  (void)k, (void)r;
   return (a == 0.0f && b == 0.0f) ? 0.0f : a / b;
 #endif
+}
+__device__ __forceinline__ float dcc_fdiv16(float a, float b) {
+  const float k = dcc_div16_k(b);
+  return dcc_fdiv16_pre(a, b, k, __frcp_rn(b * k));
 }
 
 // The masked-value rules (ir/masked_arith.h, docs/language.md): -inf - -inf

@@ -304,6 +304,11 @@ struct AttentionKernel {
   /// checks its elements (the printer emits the key-tile body twice: full
   /// tiles without checks, the last partial one with them).
   bool guard_rows = true;
+  /// Likewise for keys past the end in the last, partial key tile: true when
+  /// the per-element work reads a tensor at an index of the key or divides
+  /// integers. Otherwise that tile runs the element statements unchecked too
+  /// and only masks what reaches a fold (its identity) or P (0).
+  bool guard_keys = true;
   /// Parts of the per-element work that depend on no row, key or body value
   /// (the scale `sqrt(D)`, its rounding to 16 bits, constants): computed once
   /// a block as `name`; `uses` are the expression nodes they replace.
@@ -311,6 +316,7 @@ struct AttentionKernel {
     std::string name;
     ir::Expr value;
     std::vector<const ir::ExprNode*> uses;
+    bool divisor = false;  // a 16-bit division divides by it: its scaled reciprocal is computed once too
   };
   std::vector<Invariant> invariants;
   std::vector<std::string> notes;

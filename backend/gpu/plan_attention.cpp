@@ -518,21 +518,24 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   // the batch and the key reads what a row inside reads) and divides no
   // integers (the error flag).
   {
-    bool pure = true;
+    bool by_row = false, by_key = false, idiv = false;
     auto scan = [&](const ir::Expr& e) {
       if (!e) return;
       ir::each_expr(e, [&](const ir::ExprNode& x) {
         if (x.kind == ExprKind::Load && !x.buffer->dims.empty())
-          for (const auto& a : x.args)
-            if (ir::mentions(a, i)) pure = false;
-        if (x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type)) pure = false;
+          for (const auto& a : x.args) {
+            by_row |= ir::mentions(a, i);
+            by_key |= ir::mentions(a, j);
+          }
+        if (x.kind == ExprKind::Binary && (x.binop == BinOp::Div || x.binop == BinOp::Mod) && !is_float(x.type)) idiv = true;
       });
     };
     for (const auto& s : k.steps)
       if (s.kind == AttnStepKind::Element) scan(s.stmt->value);
       else if (s.kind == AttnStepKind::Fold) scan(s.term);
     scan(k.pv_p);
-    k.guard_rows = !pure;
+    k.guard_rows = by_row || idiv;
+    k.guard_keys = by_key || idiv;
   }
   // Block invariants of the per-element work: maximal subexpressions of
   // batch variables, sizes and constants with an operation in them (no load,
@@ -568,25 +571,28 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       });
       return op;
     };
-    std::function<void(const ir::Expr&)> visit = [&](const ir::Expr& e) {
+    std::function<void(const ir::Expr&, bool)> visit = [&](const ir::Expr& e, bool divisor) {
       if (!e) return;
       if (e->kind == ExprKind::Load) return;
       if (invariant(e)) {
-        if (!has_op(e)) return;
+        if (!has_op(e) && !divisor) return;
         for (auto& inv : k.invariants)
           if (ir::same_expr(inv.value, e)) {
             inv.uses.push_back(e.get());
+            inv.divisor |= divisor;
             return;
           }
-        k.invariants.push_back({fmt::format("u{}", k.invariants.size()), e, {e.get()}});
+        k.invariants.push_back({fmt::format("u{}", k.invariants.size()), e, {e.get()}, divisor});
         return;
       }
-      for (const auto& a : e->args) visit(a);
+      const bool div16 = e->kind == ExprKind::Binary && e->binop == BinOp::Div &&
+                         (e->type == Scalar::BF16 || e->type == Scalar::F16);
+      for (size_t x = 0; x < e->args.size(); ++x) visit(e->args[x], div16 && x == 1);
     };
     for (const auto& s : k.steps)
-      if (s.kind == AttnStepKind::Element) visit(s.stmt->value);
-      else if (s.kind == AttnStepKind::Fold) visit(s.term);
-    visit(k.pv_p);
+      if (s.kind == AttnStepKind::Element) visit(s.stmt->value, false);
+      else if (s.kind == AttnStepKind::Fold) visit(s.term, false);
+    visit(k.pv_p, false);
   }
   // Masked tiles: one index-only select condition; every fold's value and
   // p are the identity where it is false.
@@ -658,9 +664,12 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
                   "head dims instantiated: 32, 64, 128, 256 (a launch takes the smallest >= the head dim; larger: an "
                   "error at run time); 256 uses key tiles of 32",
                   skip_note,
-                  k.guard_rows ? "every element checks its query row and key (the body reads memory or divides integers)"
-                               : "full key tiles run the body unchecked; the last, partial key tile checks its keys "
-                                 "(rows past the end compute values nobody stores)",
+                  k.guard_rows ? "every element checks its query row and key (the body reads memory at the row's "
+                                 "index or divides integers)"
+                  : k.guard_keys ? "full key tiles run the body unchecked; the last, partial key tile checks its keys "
+                                   "(rows past the end compute values nobody stores)"
+                                 : "the body runs unchecked (rows past the end compute values nobody stores); in the "
+                                   "last, partial key tile keys past the end give the folds their identity and P 0",
                   "schedule: one block per (batch entry, query tile), longest key sequence first; assumed occupancy: "
                   "2 blocks (8 warps) per SM at head dim 128, 4 at 64"});
   return k;

@@ -47,15 +47,18 @@ struct Printer {
 
   /// A loop over the lane's S elements with i and j bound; `body` runs for
   /// elements inside (M, N) with the scopes' scalars declared.
-  /// In a full key tile (full_) only rows are checked, and only when the
-  /// kernel IR says so (guard_rows); in the partial one keys are too.
-  std::string element_loop(const std::string& body, const std::string& outside = "") {
+  /// Rows are checked when the kernel IR says so (guard_rows); keys in the
+  /// partial tile (not full_) when guard_keys says so, and otherwise only
+  /// where a value reaches a fold or P (`masked`: `kn`, the tile's keys
+  /// inside, bounds the key's place in the tile).
+  std::string element_loop(const std::string& body, const std::string& outside = "", bool masked = false) {
     std::string o = "#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n";
     o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of("e >> 1"));
     o += fmt::format("        const int64_t {} = n0 + 8 * nt + 2 * tig + (e & 1);\n", d.var(k.key_var));
     std::vector<std::string> checks;
     if (k.guard_rows) checks.push_back(d.var(k.row_var) + " < t_M");
-    if (!full_) checks.push_back(d.var(k.key_var) + " < t_N");
+    if (!full_ && k.guard_keys) checks.push_back(d.var(k.key_var) + " < t_N");
+    else if (!full_ && masked) checks.push_back("8 * nt + 2 * tig + (e & 1) < kn");
     std::string cond;
     for (const auto& c : checks) cond += (cond.empty() ? "" : " && ") + c;
     o += cond.empty() ? "        {\n" : fmt::format("        if ({}) {{\n", cond);
@@ -77,7 +80,10 @@ struct Printer {
 
   void bind_invariants() {
     for (const auto& inv : k.invariants)
-      for (const auto* u : inv.uses) d.bind(u, inv.name);
+      for (const auto* u : inv.uses) {
+        d.bind(u, inv.name);
+        if (inv.divisor) d.bind_divisor(u, inv.name);
+      }
   }
 
   void step(const AttnStep& s) {
@@ -94,7 +100,8 @@ struct Printer {
                  : s.op == ir::BinOp::Min ? fmt::format("fminf({}, {})", a, b) : fmt::format("{} + {}", a, b);
         };
         out += fmt::format("    {{  // fold `{}` over the tile's keys\n    float red[2] = {{{}, {}}};\n", s.stmt->buffer->name, id, id);
-        out += element_loop(fmt::format("          red[e >> 1] = {};\n", combine("red[e >> 1]", "(float)(" + d.expr(s.term) + ")")));
+        out += element_loop(fmt::format("          red[e >> 1] = {};\n", combine("red[e >> 1]", "(float)(" + d.expr(s.term) + ")")),
+                            "", true);
         out += "    for (int rr = 0; rr < 2; ++rr) {\n";
         out += fmt::format("      red[rr] = {};\n", combine("red[rr]", "__shfl_xor_sync(0xffffffffu, red[rr], 1)"));
         out += fmt::format("      red[rr] = {};\n    }}\n", combine("red[rr]", "__shfl_xor_sync(0xffffffffu, red[rr], 2)"));
@@ -113,7 +120,7 @@ struct Printer {
           out += "#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n      for (int e = 0; e < 4; ++e) o[0][dt][e] *= c[e >> 1];\n";
         }
         out += "    float p[NT][4];\n";
-        out += element_loop(fmt::format("          p[nt][e] = {};\n", d.expr(k.pv_p)), "          p[nt][e] = 0.0f;\n");
+        out += element_loop(fmt::format("          p[nt][e] = {};\n", d.expr(k.pv_p)), "          p[nt][e] = 0.0f;\n", true);
         out += "    const uint16_t* vs = Vs + stage * (BN * LINE);\n";
         out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
         out += fmt::format("      uint32_t pa[1][4] = {{{0}(p[2 * kc][0], p[2 * kc][1]), {0}(p[2 * kc][2], p[2 * kc][3]),\n"
@@ -140,7 +147,11 @@ struct Printer {
     for (size_t x = 0; x < k.batch.size(); ++x) out += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.batch[x].var), x);
     out += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {};\n", w - 1, k.tile_m);
     for (const auto& s : k.scalars) out += fmt::format("  const int64_t {} = {};\n", scalar_name(s.name), d.expr(s.value));
-    for (const auto& inv : k.invariants) out += fmt::format("  const auto {} = {};  // once a block\n", inv.name, d.expr(inv.value));
+    for (const auto& inv : k.invariants) {
+      out += fmt::format("  const auto {} = {};  // once a block\n", inv.name, d.expr(inv.value));
+      if (inv.divisor)
+        out += fmt::format("  const float {0}_k = dcc_div16_k({0}), {0}_r = __frcp_rn({0} * {0}_k);  // dividing by {0}\n", inv.name);
+    }
     out += "  constexpr int LINE = DP + " + std::to_string(k.pad) + ", NT = BN / 8, DT = DP / 8, KQ = DP / 16;\n";
     out += fmt::format("  uint16_t* Ks = reinterpret_cast<uint16_t*>(smem);\n  uint16_t* Vs = Ks + {} * BN * LINE;\n", k.stages);
     out += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = warp * 16;\n";
@@ -181,7 +192,11 @@ struct Printer {
            "t_V_base % 8 == 0 && t_QD % 8 == 0 && t_VD % 8 == 0 && (uintptr_t)Kp % 16 == 0 && (uintptr_t)Vp % 16 == 0;\n";
     out += "  auto copy_kv = [&](int64_t kt, int st) {\n    uint16_t* ks = Ks + st * (BN * LINE);\n    uint16_t* vs = Vs + st * (BN * LINE);\n";
     out += "    const int64_t j0 = kt * BN;\n    if (vec) {\n";
-    out += fmt::format("      for (int u = threadIdx.x; u < BN * (DP / 8); u += {}) {{\n", k.warps * 32);
+    // A fixed number of 16-byte chunks a thread (unrolled): the thread
+    // count is the kernel's, so line and column are shifts of threadIdx.x.
+    out += fmt::format("#pragma unroll\n      for (int it = 0; it < (BN * (DP / 8) + {0} - 1) / {0}; ++it) {{\n"
+                       "        const int u = (int)threadIdx.x + it * {0};\n        if (u >= BN * (DP / 8)) break;\n",
+                       k.warps * 32);
     out += "        const int r = u / (DP / 8), c = (u % (DP / 8)) * 8;\n        const int64_t key = j0 + r;\n";
     out += "        const bool okk = key < t_N && c < t_QD, okv = key < t_N && c < t_VD;\n";
     out += "        dcc_cp_async16(&ks[r * LINE + c], &Kp[okk ? t_K_base + key * t_K_rs + c : 0], okk);\n";
@@ -216,7 +231,7 @@ struct Printer {
     full_ = true;
     elements(false);
     for (const auto& s : k.steps) step(s);
-    out += "    } else {\n";
+    out += "    } else {\n      const int kn = (int)(t_N - n0);  // keys of the tile inside\n      (void)kn;\n";
     full_ = false;
     elements(true);
     for (const auto& s : k.steps) step(s);
@@ -280,10 +295,13 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   o += fmt::format("  shared: K and V [{} stages][key][d], line head dim + {}, cp.async 16B when aligned, else by element\n",
                    k.stages, k.pad);
   o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
-  o += k.guard_rows ? "  checks: every element checks its row and key\n"
-                    : "  checks: full key tiles none; the partial last key tile its keys\n";
+  o += k.guard_rows   ? "  checks: every element checks its row and key\n"
+        : k.guard_keys ? "  checks: full key tiles none; the partial last key tile its keys\n"
+                       : "  checks: none; the partial last key tile masks fold values and P by key\n";
   o += fmt::format("  score: {} per (row, key) from the contraction\n", text.buffer(k.score_acc));
-  for (const auto& inv : k.invariants) o += fmt::format("  invariant {} = {} (once a block)\n", inv.name, text.expr(inv.value));
+  for (const auto& inv : k.invariants)
+    o += fmt::format("  invariant {} = {} (once a block{})\n", inv.name, text.expr(inv.value),
+                     inv.divisor ? "; 16-bit divisions by it multiply by its scaled reciprocal" : "");
   for (const auto& s : k.pre) o += "  before keys (per row): " + text.stmt(s, 0);
   for (const auto& s : k.steps) {
     switch (s.kind) {

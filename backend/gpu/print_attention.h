@@ -25,7 +25,10 @@ namespace dccc::gpu {
 /// (an accumulator element in registers) and declare a private scalar.
 struct AttnDeviceText : DeviceText {
   virtual void bind(const ir::ExprNode* e, const std::string& text) = 0;
-  virtual void unbind_all() = 0;
+  /// A 16-bit division by `divisor` multiplies by NAME_r after scaling by
+  /// NAME_k (dcc_fdiv16_pre; declared by the printer once a block).
+  virtual void bind_divisor(const ir::ExprNode* divisor, const std::string& name) = 0;
+  virtual void unbind_all() = 0;  // both kinds
   virtual std::string value_type(const ir::BufferNode* b) = 0;  // `float`, `int64_t`, ...
 };
 

@@ -270,6 +270,7 @@ struct __half {
   uint16_t bits;
 };
 inline float __half2float(__half h) { _Float16 f; std::memcpy(&f, &h.bits, 2); return static_cast<float>(f); }
+inline float __frcp_rn(float x) { return 1.0f / x; }
 inline __half __float2half_rn(float f) { _Float16 x = static_cast<_Float16>(f); __half h; std::memcpy(&h.bits, &x, 2); return h; }
 inline __half __ushort_as_half(uint16_t v) { return __half{v}; }
 inline uint16_t __half_as_ushort(__half h) { return h.bits; }
