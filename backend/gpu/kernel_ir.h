@@ -309,6 +309,10 @@ struct AttentionKernel {
   /// integers. Otherwise that tile runs the element statements unchecked too
   /// and only masks what reaches a fold (its identity) or P (0).
   bool guard_keys = true;
+  /// Row and key counts are 32-bit values (an i32 length, widened): the
+  /// printer computes a row or key index in 32 bits (unsigned: below
+  /// 2^31 + 64) and widens it, so comparisons of them stay 32-bit.
+  bool index32 = false;
   /// Parts of the per-element work that depend on no row, key or body value
   /// (the scale `sqrt(D)`, its rounding to 16 bits, constants): computed once
   /// a block as `name`; `uses` are the expression nodes they replace.

@@ -536,6 +536,10 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     scan(k.pv_p);
     k.guard_rows = by_row || idiv;
     k.guard_keys = by_key || idiv;
+    auto i32 = [](const ir::Expr& e) {
+      return e->kind == ExprKind::Cast && e->type == Scalar::I64 && e->args[0]->type == Scalar::I32;
+    };
+    k.index32 = i32(k.rows) && i32(k.keys);
   }
   // Block invariants of the per-element work: maximal subexpressions of
   // batch variables, sizes and constants with an operation in them (no load,

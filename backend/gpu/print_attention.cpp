@@ -53,8 +53,13 @@ struct Printer {
   /// inside, bounds the key's place in the tile).
   std::string element_loop(const std::string& body, const std::string& outside = "", bool masked = false) {
     std::string o = "#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n";
-    o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of("e >> 1"));
-    o += fmt::format("        const int64_t {} = n0 + 8 * nt + 2 * tig + (e & 1);\n", d.var(k.key_var));
+    if (k.index32) {
+      o += fmt::format("        const int64_t {} = (int64_t)((uint32_t)m0 + (uint32_t)(wm0 + gid + 8 * (e >> 1)));\n", d.var(k.row_var));
+      o += fmt::format("        const int64_t {} = (int64_t)((uint32_t)n0 + (uint32_t)(8 * nt + 2 * tig + (e & 1)));\n", d.var(k.key_var));
+    } else {
+      o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of("e >> 1"));
+      o += fmt::format("        const int64_t {} = n0 + 8 * nt + 2 * tig + (e & 1);\n", d.var(k.key_var));
+    }
     std::vector<std::string> checks;
     if (k.guard_rows) checks.push_back(d.var(k.row_var) + " < t_M");
     if (!full_ && k.guard_keys) checks.push_back(d.var(k.key_var) + " < t_N");
@@ -295,6 +300,7 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   o += fmt::format("  shared: K and V [{} stages][key][d], line head dim + {}, cp.async 16B when aligned, else by element\n",
                    k.stages, k.pad);
   o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
+  if (k.index32) o += "  indices: row and key in 32 bits (i32 lengths)\n";
   o += k.guard_rows   ? "  checks: every element checks its row and key\n"
         : k.guard_keys ? "  checks: full key tiles none; the partial last key tile its keys\n"
                        : "  checks: none; the partial last key tile masks fold values and P by key\n";
