@@ -323,6 +323,10 @@ struct AttentionKernel {
     bool divisor = false;  // a 16-bit division divides by it: its scaled reciprocal is computed once too
   };
   std::vector<Invariant> invariants;
+  /// 16-bit divisions after the key loop by a row value (the row sum): the
+  /// divisor node and the row scalar; its scaled reciprocal is computed once
+  /// a row.
+  std::vector<std::pair<const ir::ExprNode*, const ir::BufferNode*>> post_divisors;
   std::vector<std::string> notes;
 };
 

@@ -598,6 +598,18 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       else if (s.kind == AttnStepKind::Fold) visit(s.term, false);
     visit(k.pv_p, false);
   }
+  // Row divisors of the statements after the key loop (`/ row_sum`).
+  for (const auto& s : k.post) {
+    if (s->kind != StmtKind::For) continue;
+    ir::each_stmt(s, [&](const ir::StmtNode& y) {
+      ir::own_exprs(y, [&](const ir::ExprNode& e) {
+        if (e.kind != ExprKind::Binary || e.binop != BinOp::Div || !(e.type == Scalar::BF16 || e.type == Scalar::F16)) return;
+        const ir::Expr& dv = e.args[1];
+        if (dv->kind == ExprKind::Load && dv->buffer->dims.empty() && row_s.count(dv->buffer.get()))
+          k.post_divisors.push_back({dv.get(), dv->buffer.get()});
+      });
+    });
+  }
   // Masked tiles: one index-only select condition; every fold's value and
   // p are the identity where it is false.
   std::vector<ir::Expr> conds;

@@ -76,7 +76,7 @@ struct Printer {
     return fmt::format("          x_{}[nt][e] = {};\n", d.scalar(b), d.scalar(b));
   }
   std::string row_loop(const std::string& body, const std::string& pad = "    ") {
-    std::string o = fmt::format("{}for (int rr = 0; rr < 2; ++rr) {{\n", pad);
+    std::string o = fmt::format("#pragma unroll\n{}for (int rr = 0; rr < 2; ++rr) {{\n", pad);
     o += fmt::format("{}  const int64_t {} = {};\n", pad, d.var(k.row_var), row_of("rr"));
     o += fmt::format("{}  if ({} < t_M) {{\n", pad, d.var(k.row_var));
     o += load_rows("rr", pad + "    ") + body + store_rows("rr", pad + "    ");
@@ -253,11 +253,23 @@ struct Printer {
           if (e.kind == ir::ExprKind::Load && e.buffer.get() == k.out_acc) d.bind(&e, "o[0][dt][e]");
         });
       });
-      out += "#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n    for (int e = 0; e < 4; ++e) {\n";
-      out += fmt::format("      const int64_t {} = {};\n", d.var(k.row_var), row_of("e >> 1"));
-      out += fmt::format("      const int64_t {} = 8 * dt + 2 * tig + (e & 1);\n", d.var(s->var));
-      out += fmt::format("      if ({} < t_M && {} < t_VD) {{\n", d.var(k.row_var), d.var(s->var));
-      out += load_rows("e >> 1", "        ") + d.stmts(ir::items_of(s->body[0]), 4) + "      }\n    }\n";
+      // Row by row (one check, the row's index arithmetic and divisors
+      // shared by its columns), then the lane's columns of that row.
+      out += "#pragma unroll\n  for (int rr = 0; rr < 2; ++rr) {\n";
+      out += fmt::format("    const int64_t {} = {};\n", d.var(k.row_var), row_of("rr"));
+      out += fmt::format("    if ({} < t_M) {{\n", d.var(k.row_var));
+      out += load_rows("rr", "      ");
+      int n = 0;
+      for (const auto& [node, b] : k.post_divisors) {
+        std::string dv = fmt::format("dv{}", n++);
+        out += fmt::format("      const float {0}_k = dcc_div16_k({1}), {0}_r = __frcp_rn({1} * {0}_k);\n", dv, d.scalar(b));
+        d.bind_divisor(node, dv);
+      }
+      out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+      out += "          const int e = 2 * rr + c;\n";
+      out += fmt::format("          const int64_t {} = 8 * dt + 2 * tig + c;\n", d.var(s->var));
+      out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
+      out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n    }\n  }\n";
       d.unbind_all();
     }
     out += "}\n\n";
