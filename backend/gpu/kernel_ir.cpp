@@ -106,4 +106,20 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   return o;
 }
 
+int attention_tile_n(const AttentionKernel& k, int dp) {
+  for (size_t x = 0; x < k.head_dims.size() && x < k.key_tiles.size(); ++x)
+    if (k.head_dims[x] == dp) return k.key_tiles[x];
+  return k.tile_n;
+}
+std::string attention_instances(const AttentionKernel& k) {
+  std::string o;
+  for (size_t x = 0; x < k.head_dims.size(); ++x)
+    o += fmt::format("{}head dim {}: keys {} a tile, {} block(s) an SM", x ? "; " : "", k.head_dims[x],
+                     attention_tile_n(k, k.head_dims[x]), x < k.min_blocks.size() ? k.min_blocks[x] : 1);
+  return o;
+}
+int attention_smem_bytes(const AttentionKernel& k, int dp) {
+  return k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * 2;  // K and V, 16-bit
+}
+
 }  // namespace dccc::gpu

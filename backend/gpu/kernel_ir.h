@@ -274,9 +274,12 @@ struct AttentionKernel {
   const ir::BufferNode* score_acc = nullptr;  // the contraction's scalar (S element)
   /// Head dims the printer instantiates; a launch takes the smallest >= max(QD, VD).
   std::vector<int> head_dims{32, 64, 128, 256};
-  /// Blocks per SM each instantiation is compiled for (__launch_bounds__'s
-  /// second argument: caps registers at 64K / (blocks x threads)).
-  std::vector<int> min_blocks{3, 3, 2, 1};
+  /// Per instantiation (as head_dims): the key tile, and the blocks per SM
+  /// it is compiled for (__launch_bounds__'s second argument: registers
+  /// capped at 64K / (blocks x threads)). Head dim 128 takes keys 32 at a
+  /// time to fit 3 blocks (168 registers, 35 KB of shared memory each).
+  std::vector<int> key_tiles{64, 64, 32, 32};
+  std::vector<int> min_blocks{3, 3, 3, 1};
   int tile_m = 64, tile_n = 64, warps = 4, stages = 2, pad = 8;
   /// Before the key loop: row statements (running results' starts).
   std::vector<ir::Stmt> pre;
@@ -332,5 +335,12 @@ struct AttentionKernel {
 
 /// The text of `k` for `dccc --emit=kernel` (and --explain): one fact a line.
 std::string print_attention_kernel(const AttentionKernel& k, VloopText& text);
+
+/// Key-tile size and dynamic shared memory of the instantiation for head dim `dp`.
+int attention_tile_n(const AttentionKernel& k, int dp);
+int attention_smem_bytes(const AttentionKernel& k, int dp);
+/// "head dim 32: keys 64 a tile, 3 block(s) an SM; ..." -- the choices per
+/// instantiation, for notes and --explain.
+std::string attention_instances(const AttentionKernel& k);
 
 }  // namespace dccc::gpu

@@ -669,16 +669,16 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   }
   k.notes.insert(k.notes.begin(),
                  {fmt::format("fused attention: rows {}, keys {}, {} batch loop(s); a block of {} warps owns {} query rows "
-                              "(16 a warp) of one batch entry and streams keys in tiles of {} through {} shared-memory "
+                              "(16 a warp) of one batch entry and streams keys a tile at a time through {} shared-memory "
                               "stages (cp.async)",
-                              i->name, j->name, k.batch.size(), k.warps, k.tile_m, k.tile_n, k.stages),
+                              i->name, j->name, k.batch.size(), k.warps, k.tile_m, k.stages),
                   fmt::format("S = Q K^T and O += P V on mma.sync {} (f32 accumulators); Q fragments loaded once into "
                               "registers; P converted in registers from the S fragments",
                               mma_name(k.shape)),
                   "the key loop's body runs a tile at a time: element values on the S fragments, folds reduced over the "
                   "tile's keys with quad shuffles, row statements once a tile (valid: every rescale telescopes)",
                   "head dims instantiated: 32, 64, 128, 256 (a launch takes the smallest >= the head dim; larger: an "
-                  "error at run time); 256 uses key tiles of 32",
+                  "error at run time); " + attention_instances(k),
                   skip_note,
                   k.guard_rows ? "every element checks its query row and key (the body reads memory at the row's "
                                  "index or divides integers)"
@@ -686,8 +686,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
                                    "(rows past the end compute values nobody stores)"
                                  : "the body runs unchecked (rows past the end compute values nobody stores); in the "
                                    "last, partial key tile keys past the end give the folds their identity and P 0",
-                  "schedule: one block per (batch entry, query tile), longest key sequence first; assumed occupancy: "
-                  "2 blocks (8 warps) per SM at head dim 128, 4 at 64"});
+                  "schedule: one block per (batch entry, query tile), longest key sequence first"});
   return k;
 }
 

@@ -8,11 +8,6 @@
 
 namespace dccc::gpu {
 
-int attention_tile_n(const AttentionKernel& k, int dp) { return dp > 128 ? k.tile_n / 2 : k.tile_n; }
-int attention_smem_bytes(const AttentionKernel& k, int dp) {
-  return k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * 2;  // K and V, 16-bit
-}
-
 namespace {
 
 const char* pack_fn(Elem e) { return e == Elem::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2"; }
@@ -301,8 +296,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   for (const auto& b : k.batch) o += text.var(b.var) + ", ";
   o += fmt::format("query tile), built by the host from the lengths, longest key sequence first\n");
   for (const auto& b : k.batch) o += fmt::format("    batch {} in 0 .. {}\n", text.var(b.var), text.expr(b.extent));
-  o += fmt::format("    rows {} in 0 .. {} (tile {}), keys {} in 0 .. {} (tile {}; 32 at head dim 256)\n", text.var(k.row_var),
-                   text.expr(k.rows), k.tile_m, text.var(k.key_var), text.expr(k.keys), k.tile_n);
+  o += fmt::format("    rows {} in 0 .. {} (tile {}), keys {} in 0 .. {} (tiles per head dim below)\n", text.var(k.row_var),
+                   text.expr(k.rows), k.tile_m, text.var(k.key_var), text.expr(k.keys));
+  o += "  instances: " + attention_instances(k) + "\n";
   o += fmt::format("  block: {} threads = {} warps x 16 query rows\n", k.warps * 32, k.warps);
   for (const auto& s : k.scalars) o += fmt::format("  let {} = {}\n", s.name, text.expr(s.value));
   o += fmt::format("  operands: q {}, k {}, v {} ({}), head dims instantiated", text.buffer(k.q), text.buffer(k.k),

@@ -39,8 +39,6 @@ struct AttnDeviceText : DeviceText {
 /// entry (batch indices, then the query tile).
 std::string print_attention(const AttentionKernel& k, AttnDeviceText& d);
 
-/// Key-tile size and dynamic shared memory of the instantiation for head dim `dp`.
-int attention_tile_n(const AttentionKernel& k, int dp);
-int attention_smem_bytes(const AttentionKernel& k, int dp);
+
 
 }  // namespace dccc::gpu
