@@ -55,7 +55,7 @@ done
 # The fused attention benchmark and GPU check (bench/cuda/bench_fused.py):
 # mha_bf16.so above (fused by default on the CUDA target) and the bf16
 # version of mha_causal (every tensor bf16, as mha_bf16 is mha's).
-cp "$ROOT/bench/cuda/bench_fused.py" "$OUT/"
+cp "$ROOT/bench/cuda/bench_fused.py" "$ROOT/bench/cuda/kernel_times.sh" "$OUT/"
 sed -e 's/\]f32/]bf16/g' "$ROOT/examples/mha_causal.toy" > "$OUT/mha_causal_bf16.toy"
 "$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal_bf16.so" "$OUT/mha_causal_bf16.toy"
 for toy in "$ROOT/examples/mha_bf16.toy" "$OUT/mha_causal_bf16.toy"; do
