@@ -92,28 +92,28 @@ struct Lib {
   LastError last_error = nullptr;
 };
 
-/// examples/mha_bf16.toy as `dccc --target=cuda -o` builds it, the kernels'
+/// examples/NAME.toy as `dccc --target=cuda -o` builds it, the kernels'
 /// CUDA made C++ for cuda_emu.h, the wrapper compiled as C.
-void build(Lib& l) {
+void build(Lib& l, const std::string& name = "mha_bf16") {
   testing::Program& p = l.keep;
-  ASSERT_TRUE(testing::front_end(p, "mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"))) << testing::diagnostics(p);
+  ASSERT_TRUE(testing::front_end(p, name + ".toy", read(DCCC_EXAMPLES_DIR "/" + name + ".toy"))) << testing::diagnostics(p);
   ir::PipelineOptions o;
   o.target = ir::Target::Cuda;
   o.online_reductions = true;
   testing::run_passes(p, o);
   ASSERT_TRUE(p.module) << testing::diagnostics(p);
   assign_c_names(*p.module, ir::Target::Cuda);
-  l.header = emit_header(*p.module, "mha_bf16.toy", "MHA_BF16_H", ir::Target::Cuda);
+  l.header = emit_header(*p.module, name + ".toy", "EXAMPLE_H", ir::Target::Cuda);
   std::string cu = emit_cuda(*p.module, {}) + emit_cuda_prelude(*p.module);
   // The prelude units' GPU kernels (DCCC_CUDA_PRELUDE=gpu, not set here)
   // take three arguments: called directly, one thread.
   cu = std::regex_replace(cu, std::regex("(dcc_gpu_prelude::\\w+)<<<1, 1>>>"), "$1");
-  auto dir = std::filesystem::temp_directory_path() / ("dccc-on-stream-emu-" + std::to_string(getpid()));
+  auto dir = std::filesystem::temp_directory_path() / ("dccc-on-stream-emu-" + std::to_string(getpid()) + "-" + name);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "mha_bf16.h") << l.header;
-  std::ofstream(dir / "abi.c") << emit_wrapper(*p.module, "mha_bf16.h", ir::Target::Cuda);
+  std::ofstream(dir / (name + ".h")) << l.header;
+  std::ofstream(dir / "abi.c") << emit_wrapper(*p.module, name + ".h", ir::Target::Cuda);
   std::ofstream(dir / "kernels.cpp") << testing::emulated(cu);
-  const std::string so = (dir / "mha_bf16.so").string();
+  const std::string so = (dir / (name + ".so")).string();
   std::string cmd = "cc -std=c11 -O1 -fPIC -w -c -I" + dir.string() + " -I" DCCC_RUNTIME_INCLUDE " -o " + (dir / "abi.o").string() +
                     " " + (dir / "abi.c").string() + " 2>&1 && " DCCC_CXX " -O1 -std=c++20 -shared -fPIC -w -pthread -I" DCCC_SOURCE_DIR
                     " -I" DCCC_RUNTIME_INCLUDE " -o " + so + " " + (dir / "kernels.cpp").string() + " " + (dir / "abi.o").string() +
@@ -121,9 +121,9 @@ void build(Lib& l) {
   std::string log;
   l.so = testing::build_and_open(cmd, so, log);
   ASSERT_NE(l.so, nullptr) << log;
-  l.plain = reinterpret_cast<Plain>(dlsym(l.so, "mha_bf16"));
-  l.on_stream = reinterpret_cast<OnStream>(dlsym(l.so, "mha_bf16_on_stream"));
-  l.make_prelude = reinterpret_cast<MakePrelude>(dlsym(l.so, "mha_bf16_prelude"));
+  l.plain = reinterpret_cast<Plain>(dlsym(l.so, name.c_str()));
+  l.on_stream = reinterpret_cast<OnStream>(dlsym(l.so, (name + "_on_stream").c_str()));
+  l.make_prelude = reinterpret_cast<MakePrelude>(dlsym(l.so, (name + "_prelude").c_str()));
   l.destroy = reinterpret_cast<DestroyPrelude>(dlsym(l.so, "dcc_prelude_destroy"));
   l.stats = reinterpret_cast<Stats>(dlsym(l.so, "dcc_prelude_cache_stats"));
   l.cache = reinterpret_cast<Cache>(dlsym(l.so, "dcc_default_prelude_cache"));
@@ -272,6 +272,45 @@ TEST(OnStreamEmu, MhaBf16) {
     EXPECT_TRUE(x.untouched()) << "a rejected call writes nothing";
     l.destroy(pre);
   }
+}
+
+// examples/gqa_bf16.toy (K/V head h / G, G a scalar argument): f_on_stream
+// hands the scalar to the device in a kernel's argument (dcc__set_bytes,
+// what a graph replays) instead of a copy from the caller's memory; the
+// result must equal gqa_bf16's and the `where` still refuse a bad G.
+TEST(OnStreamEmu, GqaBf16ScalarArgument) {
+  Lib l;
+  build(l, "gqa_bf16");
+  ASSERT_TRUE(l.so);
+  using GPlain = int (*)(const PackedQueries*, const PackedKV*, int32_t, PackedQueries*);
+  using GOnStream = int (*)(const void*, const PackedQueries*, const PackedKV*, int32_t, PackedQueries*, void*);
+  auto plain = reinterpret_cast<GPlain>(dlsym(l.so, "gqa_bf16"));
+  auto on_stream = reinterpret_cast<GOnStream>(dlsym(l.so, "gqa_bf16_on_stream"));
+  ASSERT_TRUE(plain && on_stream);
+  const int64_t H = 4, G = 2, KH = H / G, D = 64;
+  std::vector<int32_t> ql = {5, 0, 17}, kl = {9, 3, 1};
+  int64_t nq = 0, nk = 0;
+  for (int32_t n : ql) nq += n;
+  for (int32_t n : kl) nk += n;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<uint16_t> q(nq * H * D), k(nk * KH * D), v(nk * KH * D), out(nq * H * D, 0x7FC0);
+  for (auto& x : q) x = to_bf16(2 * u(rng));
+  for (auto& x : k) x = to_bf16(2 * u(rng));
+  for (auto& x : v) x = to_bf16(u(rng));
+  PackedQueries aq{q.data(), nq * H * D, ql.data(), 3, 3, H, D}, r{out.data(), nq * H * D, nullptr, 0, 0, 0, 0};
+  PackedKV akv{k.data(), nk * KH * D, v.data(), nk * KH * D, kl.data(), 3, 3, KH, D};
+  ASSERT_EQ(plain(&aq, &akv, G, &r), DCC_OK) << l.last_error();
+  const std::vector<uint16_t> want = out;
+  size_t written = 0;
+  for (uint16_t h : want) written += h != 0x7FC0;
+  EXPECT_EQ(written, want.size()) << "gqa_bf16 writes every output";
+  out.assign(out.size(), 0x7FC0);
+  ASSERT_EQ(on_stream(nullptr, &aq, &akv, G, &r, nullptr), DCC_OK) << l.last_error();
+  EXPECT_EQ(out, want) << "gqa_bf16_on_stream equals gqa_bf16";
+  out.assign(out.size(), 0x7FC0);
+  EXPECT_EQ(on_stream(nullptr, &aq, &akv, 3, &r, nullptr), DCC_ERR_INVALID_ARGUMENT) << "H == KH * G broken";
+  for (uint16_t h : out) ASSERT_EQ(h, 0x7FC0) << "a rejected call writes nothing";
 }
 
 }  // namespace
