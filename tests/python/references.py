@@ -120,7 +120,7 @@ def make_mha_bf16(rng, lens):
 
 
 def make_gqa_bf16(rng, lens, H=4, G=2, D=4):
-    """examples/gqa_bf16.toy: query head h attends with K/V head h // G."""
+    """examples/gqa_bf16.toy: query head h attends with K/V head h // G, G = H // KH."""
     KH = H // G
     ql = np.array(lens, np.int32)
     kl = kv_lengths(rng, lens)
@@ -130,7 +130,7 @@ def make_gqa_bf16(rng, lens, H=4, G=2, D=4):
     heads = np.arange(H) // G
     out = np.concatenate([attention(qf[qo[b]:qo[b + 1]], kf[ko[b]:ko[b + 1]][:, heads], vf[ko[b]:ko[b + 1]][:, heads])
                           for b in range(len(lens))]).reshape(qf.shape)
-    return [{"data": qb, "seqlen": ql}, {"k": kb, "v": vb, "seqlen": kl}, G], {}, {"data": out}
+    return [{"data": qb, "seqlen": ql}, {"k": kb, "v": vb, "seqlen": kl}], {}, {"data": out}
 
 
 def make_flash(rng, lens, H=2, D=4):

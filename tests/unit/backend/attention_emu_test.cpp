@@ -137,7 +137,6 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0) {
       qo.push_back(qo.back() + static_cast<size_t>(c.ql[x]) * H * D);
       ko.push_back(ko.back() + static_cast<size_t>(c.kl[x]) * KH * D);
     }
-    int32_t g32 = G;
     std::mt19937 rng(static_cast<unsigned>(Bn * 31 + D));
     std::uniform_real_distribution<double> dist(-1.0, 1.0);
     std::vector<uint16_t> q(std::max<size_t>(qo.back(), 1)), k(std::max<size_t>(ko.back(), 1)),
@@ -147,8 +146,7 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0) {
     for (auto& x : v) x = to_bf16(dist(rng));
     std::vector<int32_t> ql = c.ql, kl = c.kl;
     std::map<std::string, void*> bufs{{"q.seqlen", ql.data()}, {"kv.seqlen", kl.data()}, {"q.data", q.data()},
-                                      {"kv.k", k.data()},      {"kv.v", v.data()},       {"out.data", out.data()},
-                                      {"G", &g32}};
+                                      {"kv.k", k.data()},      {"kv.v", v.data()},       {"out.data", out.data()}};
     std::vector<void*> ptrs;
     for (const auto& buf : b.func->buffers) {
       if (buf->kind != ir::BufferKind::Input && buf->kind != ir::BufferKind::Output) continue;
@@ -246,8 +244,8 @@ TEST(AttentionEmu, SoftcapBf16) {
 }
 
 // Grouped-query attention (examples/gqa_bf16.toy): K/V head h / G for
-// query head h, G a scalar argument; G = 2 (GQA, 2 K/V heads for 4 query
-// heads) and G = 4 (MQA, one K/V head), the same fused kernel.
+// query head h, G = H / KH; G = 1 (KH = H: multi-head), 2 (GQA, 2 K/V heads
+// for 4 query heads) and 4 (MQA, one K/V head), the same fused kernel.
 TEST(AttentionEmu, GqaBf16) {
   Built b;
   build("gqa_bf16.toy", read(DCCC_EXAMPLES_DIR "/gqa_bf16.toy"), "gqa_bf16", b);

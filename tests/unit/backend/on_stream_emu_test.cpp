@@ -128,7 +128,8 @@ void build(Lib& l, const std::string& name = "mha_bf16") {
   l.stats = reinterpret_cast<Stats>(dlsym(l.so, "dcc_prelude_cache_stats"));
   l.cache = reinterpret_cast<Cache>(dlsym(l.so, "dcc_default_prelude_cache"));
   l.last_error = reinterpret_cast<LastError>(dlsym(l.so, "dcc_last_error"));
-  ASSERT_TRUE(l.plain && l.on_stream && l.make_prelude && l.destroy && l.stats && l.cache && l.last_error);
+  // (plain, on_stream and make_prelude: a function named like the file.)
+  ASSERT_TRUE(l.destroy && l.stats && l.cache && l.last_error);
 }
 
 struct Batch {
@@ -199,6 +200,7 @@ TEST(OnStreamEmu, MhaBf16) {
   Lib l;
   build(l);
   ASSERT_TRUE(l.so);
+  ASSERT_TRUE(l.plain && l.on_stream && l.make_prelude);
   // The header declares it with the stream as cudaStream_t's struct.
   EXPECT_NE(l.header.find("dcc_status mha_bf16_on_stream(const dcc_prelude* prelude, const PackedQueries* q, "
                           "const PackedKV* kv, PackedQueries* result, struct CUstream_st* dcc_stream)"),
@@ -274,43 +276,41 @@ TEST(OnStreamEmu, MhaBf16) {
   }
 }
 
-// examples/gqa_bf16.toy (K/V head h / G, G a scalar argument): f_on_stream
-// hands the scalar to the device in a kernel's argument (dcc__set_bytes,
-// what a graph replays) instead of a copy from the caller's memory; the
-// result must equal gqa_bf16's and the `where` still refuse a bad G.
-TEST(OnStreamEmu, GqaBf16ScalarArgument) {
+// examples/where_layout.toy's scale(x, s): f_on_stream hands the scalar s
+// to the device in a kernel's argument (dcc__set_bytes, what a graph
+// replays) instead of a copy from the caller's memory; y must be x * s,
+// as scale gives it.
+TEST(OnStreamEmu, ScalarArgument) {
   Lib l;
-  build(l, "gqa_bf16");
+  build(l, "where_layout");
   ASSERT_TRUE(l.so);
-  using GPlain = int (*)(const PackedQueries*, const PackedKV*, int32_t, PackedQueries*);
-  using GOnStream = int (*)(const void*, const PackedQueries*, const PackedKV*, int32_t, PackedQueries*, void*);
-  auto plain = reinterpret_cast<GPlain>(dlsym(l.so, "gqa_bf16"));
-  auto on_stream = reinterpret_cast<GOnStream>(dlsym(l.so, "gqa_bf16_on_stream"));
+  struct PackedTensor {
+    float* data;
+    int64_t data_len;
+    int32_t* seqlen;
+    int64_t seqlen_len;
+    int64_t B, H, D;
+  };
+  EXPECT_NE(l.header.find("typedef struct PackedTensor {\n  float* data;"), std::string::npos);
+  using SPlain = int (*)(const PackedTensor*, float, PackedTensor*);
+  using SOnStream = int (*)(const void*, const PackedTensor*, float, PackedTensor*, void*);
+  auto plain = reinterpret_cast<SPlain>(dlsym(l.so, "scale"));
+  auto on_stream = reinterpret_cast<SOnStream>(dlsym(l.so, "scale_on_stream"));
   ASSERT_TRUE(plain && on_stream);
-  const int64_t H = 4, G = 2, KH = H / G, D = 64;
-  std::vector<int32_t> ql = {5, 0, 17}, kl = {9, 3, 1};
-  int64_t nq = 0, nk = 0;
-  for (int32_t n : ql) nq += n;
-  for (int32_t n : kl) nk += n;
+  const int64_t H = 2, D = 3;
+  std::vector<int32_t> sl = {5, 0, 17};
+  const int64_t n = 22 * H * D;
+  std::vector<float> x(n), y(n, NAN), want(n);
   std::mt19937 rng(5);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<uint16_t> q(nq * H * D), k(nk * KH * D), v(nk * KH * D), out(nq * H * D, 0x7FC0);
-  for (auto& x : q) x = to_bf16(2 * u(rng));
-  for (auto& x : k) x = to_bf16(2 * u(rng));
-  for (auto& x : v) x = to_bf16(u(rng));
-  PackedQueries aq{q.data(), nq * H * D, ql.data(), 3, 3, H, D}, r{out.data(), nq * H * D, nullptr, 0, 0, 0, 0};
-  PackedKV akv{k.data(), nk * KH * D, v.data(), nk * KH * D, kl.data(), 3, 3, KH, D};
-  ASSERT_EQ(plain(&aq, &akv, G, &r), DCC_OK) << l.last_error();
-  const std::vector<uint16_t> want = out;
-  size_t written = 0;
-  for (uint16_t h : want) written += h != 0x7FC0;
-  EXPECT_EQ(written, want.size()) << "gqa_bf16 writes every output";
-  out.assign(out.size(), 0x7FC0);
-  ASSERT_EQ(on_stream(nullptr, &aq, &akv, G, &r, nullptr), DCC_OK) << l.last_error();
-  EXPECT_EQ(out, want) << "gqa_bf16_on_stream equals gqa_bf16";
-  out.assign(out.size(), 0x7FC0);
-  EXPECT_EQ(on_stream(nullptr, &aq, &akv, 3, &r, nullptr), DCC_ERR_INVALID_ARGUMENT) << "H == KH * G broken";
-  for (uint16_t h : out) ASSERT_EQ(h, 0x7FC0) << "a rejected call writes nothing";
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& e : x) e = u(rng);
+  for (int64_t k = 0; k < n; ++k) want[k] = x[k] * 2.5f;
+  PackedTensor ax{x.data(), n, sl.data(), 3, 3, H, D}, ay{y.data(), n, nullptr, 0, 0, 0, 0};
+  ASSERT_EQ(plain(&ax, 2.5f, &ay), DCC_OK) << l.last_error();
+  EXPECT_EQ(y, want);
+  y.assign(n, NAN);
+  ASSERT_EQ(on_stream(nullptr, &ax, 2.5f, &ay, nullptr), DCC_OK) << l.last_error();
+  EXPECT_EQ(y, want) << "scale_on_stream's s reached the device";
 }
 
 }  // namespace
