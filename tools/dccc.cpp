@@ -634,7 +634,9 @@ int run(const Options& o) {
   if (o.explain && o.target == dccc::ir::Target::Cuda)
     std::cout << "library calls (--target=cuda): each function copies its length arrays to the host, runs its "
                  "kernels on the current device's default stream and returns after they finish, so a call "
-                 "synchronises with the device (docs/abi.md, \"The CUDA target\"; docs/python.md, \"CUDA\")\n";
+                 "synchronises with the device (docs/abi.md, \"The CUDA target\"; docs/python.md, \"CUDA\"); "
+                 "FN_on_stream takes the length arrays on the host and a stream, and does not wait (a CUDA graph "
+                 "can capture it: docs/abi.md, \"Without waiting: f_on_stream\")\n";
   if (o.explain && o.target == dccc::ir::Target::Cuda) {
     bool lowered = true;
     for (const auto& f : module->funcs) lowered = lowered && (f.name == "main" || f.storage_lowered);

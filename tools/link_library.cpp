@@ -180,7 +180,7 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
     std::string guard = "DCCC_";
     for (char c : header.stem().string()) guard += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
     guard += "_H";
-    std::ofstream(header) << backend::emit_header(m, fs::path(o.source).filename().string(), guard);
+    std::ofstream(header) << backend::emit_header(m, fs::path(o.source).filename().string(), guard, o.target);
     std::ofstream(tmp / "abi.c") << backend::emit_wrapper(m, header.filename().string(), o.target)
                                  << backend::emit_metadata_symbol(backend::emit_metadata(m, metadata_context(o)));
   } catch (const backend::BackendUnsupported& e) {

@@ -28,7 +28,9 @@
 namespace dccc::backend {
 
 /// The header (`prog.h`). `guard` names the include guard.
-std::string emit_header(const ir::Module& m, const std::string& source_name, const std::string& guard);
+/// On the CUDA target it also declares FN_on_stream (docs/abi.md, "The CUDA target").
+std::string emit_header(const ir::Module& m, const std::string& source_name, const std::string& guard,
+                        ir::Target target = ir::Target::Cpu);
 
 /// Which kernels the wrapper calls: the LLVM CPU kernels (`f__kernel`) or
 /// the CUDA launchers (`f__cuda`, backend/cuda/cuda_codegen.h). On the CUDA
@@ -52,7 +54,7 @@ std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Ta
 /// appended, as do names that two members of one struct, or two parameters
 /// of one function (`result` and `prelude` included), would share. Then it
 /// checks that no two global C names of the library coincide (functions,
-/// their `_meta`, `_prelude`, `_with_prelude` and internal `__` symbols,
+/// their `_meta`, `_prelude`, `_with_prelude`, `_on_stream` (CUDA) and internal `__` symbols,
 /// struct types) and throws BackendUnsupported at the later declaration if
 /// they do. Run on the library's module before emit_header, emit_wrapper,
 /// emit_cuda and the LLVM object, which then use the names as they are.

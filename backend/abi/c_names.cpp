@@ -60,6 +60,7 @@ void assign_c_names(ir::Module& m, Target target) {
     claim(f.name + "_meta", "the size query of " + fn, f.at);
     claim(f.name + "_prelude", "the prelude function of " + fn, f.at);
     claim(f.name + "_with_prelude", "the held-prelude function of " + fn, f.at);
+    if (target == Target::Cuda) claim(f.name + "_on_stream", "the stream function of " + fn, f.at);
     claim(f.name + "__prepare", "the argument checks of " + fn, f.at);
     claim(f.name + (target == Target::Cuda ? "__cuda" : "__kernel"), "the kernel of " + fn, f.at);
     if (target == Target::Cuda) claim(f.name + "__args", "the kernel arguments of " + fn, f.at);

@@ -35,4 +35,9 @@ std::string prelude_signature(const ir::Func& f, bool def = false);
 /// `dcc_status f_with_prelude(const dcc_prelude* prelude, args..., result)`.
 std::string with_prelude_signature(const ir::Func& f, bool def = false);
 
+/// `dcc_status f_on_stream(const dcc_prelude* prelude, args..., result,
+/// struct CUstream_st* dcc_stream)` (CUDA target; `struct CUstream_st*` is
+/// cudaStream_t, declared so the header needs no CUDA header).
+std::string on_stream_signature(const ir::Func& f, bool def = false);
+
 }  // namespace dccc::backend::cabi

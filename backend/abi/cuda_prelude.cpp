@@ -79,24 +79,9 @@ extern "C" __attribute__((visibility("hidden"))) int64_t dcc__cuda_device(void) 
   return d;
 }
 
-// Set by an exit handler registered when the first device copy is made,
-// so after CUDA's own (exit handlers run last-registered first).
-static bool dcc__cuda_exiting = false;
-static void dcc__cuda_mark_exit() { dcc__cuda_exiting = true; }
-
-extern "C" __attribute__((visibility("hidden"))) void dcc__cuda_prelude_release(void* buffer, size_t bytes) {
-  void* d = nullptr;
-  std::memcpy(&d, buffer, sizeof d);
-  (void)bytes;
-  // At process exit the CUDA runtime may be gone already (it reports
-  // cudaErrorCudartUnloading); the driver frees everything then anyway.
-  int dev = 0;
-  if (dcc__cuda_exiting || cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return;
-  }
-  cudaFree(d);
-}
+// dcc__cuda_exiting, dcc__cuda_mark_exit and dcc__cuda_prelude_release are in
+// the kernels' prologue (backend/cuda/cuda_prologue.cpp): the tile lists of
+// the launcher are released by the same function.
 
 extern "C" __attribute__((visibility("hidden"))) dcc_status dcc__cuda_prelude(void* ctx, void* out, size_t out_bytes) {
   const auto* uc = static_cast<const dcc__cuda_prelude_ctx*>(ctx);

@@ -12,8 +12,14 @@
 
 namespace dccc::backend::cabi {
 
-void emit_prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks,
-                  std::set<uint64_t>& emitted_units) {
+/// Why f_on_stream cannot run `f` without waiting.
+static std::string fn_on_stream_refusal(const ir::Func& f) {
+  return f.name + "_on_stream: `" + f.name + "`'s prelude is computed per call (nested lengths) and uploaded with a "
+         "wait; call " + f.name + " instead";
+}
+
+std::string emit_prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks,
+                         std::set<uint64_t>& emitted_units) {
   Prepare p(f, target, out, prelude_callbacks, emitted_units);
   p.arguments();
   p.sizes();
@@ -26,6 +32,10 @@ void emit_prepare(const ir::Func& f, Target target, std::string& out, std::strin
   p.where_checks();
   p.result();
   p.call();
+  // f_on_stream needs every prelude array from the cache or a held prelude.
+  if (target == Target::Cuda && f.prelude && !(p.cached && p.aux.size() == p.all_aux.size()))
+    return fn_on_stream_refusal(f);
+  return {};
 }
 
 Prepare::Prepare(const ir::Func& func, Target target, std::string& text, std::string& callbacks,
@@ -46,9 +56,9 @@ void Prepare::arguments() {
     std::string sig = signature(f, "", true);
     size_t open = sig.find('(');
     std::string params = sig.substr(open + 1, sig.size() - open - 2);
-    out += (params == "void" ? std::string() : params + ", ") + "dcc_prelude* held, int run) {\n";
+    out += (params == "void" ? std::string() : params + ", ") + "dcc_prelude* held, int run, void* stream) {\n";
   }
-  out += "  dcc_status st = DCC_OK;\n  int ovf = 0;\n  (void)ovf;\n";
+  out += "  dcc_status st = DCC_OK;\n  int ovf = 0;\n  (void)ovf;\n  (void)stream;\n";
   pins_at = out.size();  // the cache entries' pins, declared once counted
   // Storage names.
   for (const auto& p : f.params) {
@@ -89,11 +99,15 @@ void Prepare::arguments() {
     }
   }
   // Host copies of integer input arrays (CUDA target), declared before the
-  // first `goto done` so that the cleanup frees only what was set.
+  // first `goto done` so that the cleanup frees only what was set. With
+  // run == 3 (f_on_stream) the host arrays are the caller's own, and
+  // dl_NAME their device copies from the cache.
+  host_arrays = on_stream_host_arrays(f);
   for (const auto& b : f.buffers)
     if (cuda && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) {
       staged.push_back("h_" + names.buf(b.get()));
       out += fmt::format("  void* h_{} = NULL;\n", names.buf(b.get()));
+      if (host_arrays.count(b.get())) out += fmt::format("  const void* dl_{} = NULL;\n", names.buf(b.get()));
     }
 }
 
@@ -188,8 +202,17 @@ void Prepare::check_input(const Buffer& b) {
     // Integer arrays (lengths) live on the device: checks and the
     // prelude read a host copy.
     std::string h = "h_" + names.buf(b.get());
-    out += fmt::format("    {} = dcc__cuda_stage({}, (size_t){} * sizeof({}));\n", h, ptr, total, c_type(b->type));
-    out += fmt::format("    if (!{}) {{ st = dcc_last_status(); goto done; }}\n", h);
+    // f_on_stream (run == 3): the length arrays are host arrays; other
+    // integer arrays are not read on the host.
+    out += host_arrays.count(b.get())
+               ? fmt::format("    if (run == 3 && {} > 0 && dcc__cuda_is_device({})) {{ {} goto done; }}\n", total, ptr,
+                             fail("DCC_ERR_INVALID_ARGUMENT",
+                                  quote(fn + "_on_stream: " + param + "." + field +
+                                        " is device memory; the length arrays are host arrays here"))) +
+                     fmt::format("    if (run == 3) {} = (void*){};\n    else {{\n", h, ptr)
+                                      : std::string("    if (run != 3) {\n");
+    out += fmt::format("      {} = dcc__cuda_stage({}, (size_t){} * sizeof({}));\n", h, ptr, total, c_type(b->type));
+    out += fmt::format("      if (!{}) {{ st = dcc_last_status(); goto done; }}\n    }}\n", h);
     ptr = fmt::format("(({}*){})", c_type(b->type), h);
     c.buffers[b.get()] = ptr;
   }
@@ -282,6 +305,7 @@ void Prepare::result() {
 /// Packs list arguments and calls the kernel; `done:` frees what the wrapper owns.
 void Prepare::call() {
   out += "  if (!run) goto done;\n";
+  if (cuda) on_stream_lengths();
   // List arguments: pack the elements (libdccrt's dcc_pack).
   for (const auto& p : f.params) {
     if (p.kind != Param::List) continue;
@@ -302,6 +326,7 @@ void Prepare::call() {
   for (const auto& b : f.buffers) {
     if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
     std::string e = kernel_ptrs.count(b.get()) ? kernel_ptrs.at(b.get()) : "NULL";
+    if (cuda && host_arrays.count(b.get())) e = fmt::format("(run == 3 ? dl_{} : (const void*){})", names.buf(b.get()), e);
     host_views += (cuda && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) ? "h_" + names.buf(b.get()) + ", "
                                                                                                   : std::string("NULL, ");
     if (b->dims.empty() && b->kind == BufferKind::Input) e = "(void*)&" + e;
@@ -325,20 +350,72 @@ void Prepare::call() {
         ah += "(void*)b_" + names.buf(b.get()) + ", ";
       }
       out += ad + "NULL};\n" + ah + "NULL};\n";
-      out += fmt::format("    if ({}__cuda(sizes, buffers, host, aux_dev, aux_host) != 0) st = dcc_last_status();\n  }}\n", fn);
+      out += fmt::format("    if ({}__cuda(sizes, buffers, host, aux_dev, aux_host, held, stream, run == 3) != 0) st = dcc_last_status();\n  }}\n", fn);
     } else {
-      out += fmt::format("    if ({}__cuda(sizes, buffers, host, NULL, NULL) != 0) st = dcc_last_status();\n  }}\n", fn);
+      out += fmt::format("    if ({}__cuda(sizes, buffers, host, NULL, NULL, held, stream, run == 3) != 0) st = dcc_last_status();\n  }}\n", fn);
     }
   } else {
     out += fmt::format("    if ({}__kernel(sizes, buffers) != 0) st = dcc_last_status();\n  }}\n", fn);
   }
   out += "done:\n";
-  for (const auto& h : staged) out += fmt::format("  dcc_free({});\n", h);
+  for (const auto& h : staged) out += fmt::format("  if (run != 3) dcc_free({});\n", h);
   for (const auto& b : owned) out += fmt::format("  dcc_free(b_{});\n", names.buf(b.get()));
   if (npins > 0) out += fmt::format("  for (int i = 0; i < {}; ++i) dcc_prelude_unpin(dcc__pins[i]);\n", npins);
   for (const auto& p : f.params)
     if (p.kind == Param::List) out += fmt::format("  dcc_free({}__packed);\n", list_local(p));
   out += "  return st;\n}\n\n";
+}
+
+/// f_on_stream (run == 3): each host length array's device copy, an entry of
+/// the cache (or the held prelude) keyed by its contents and the device, so
+/// a call with a known pattern uploads nothing; the kernels read these
+/// copies, never the structs' pointers, so what they see is what was
+/// checked.
+void Prepare::on_stream_lengths() {
+  if (host_arrays.empty()) return;
+  out += "  if (run == 3) {\n";
+  size_t pin = length_pin0;
+  for (const auto& b : f.buffers) {
+    if (!host_arrays.count(b.get())) continue;
+    const std::string n = names.buf(b.get());
+    out += fmt::format("    {{\n      ovf = 0;\n      const int64_t cnt = {};\n      const size_t bytes = (size_t)cnt * sizeof({});\n",
+                       c.expr(b->total), c_type(b->type));
+    out += "      unsigned char* key = (unsigned char*)dcc_alloc(bytes + 16);\n"
+           "      if (!key) { st = DCC_ERR_OUT_OF_MEMORY; goto done; }\n"
+           "      int64_t w = cnt;\n      memcpy(key, &w, 8);\n";
+    out += fmt::format("      if (bytes) memcpy(key + 8, h_{}, bytes);\n", n);
+    out += "      w = dcc__cuda_device();\n      memcpy(key + 8 + bytes, &w, 8);\n";
+    out += fmt::format("      struct dcc__cuda_prelude_ctx uc = {{h_{}, bytes, NULL, NULL, NULL}};\n      const void* e = NULL;\n", n);
+    // The kind: "lengths" and the element type, apart from every unit's.
+    const std::string kind = fmt::format("UINT64_C({:#x})", 0x6c656e6774687300ull + static_cast<unsigned>(b->type));
+    out += fmt::format("      if (held) st = dcc_prelude_hold(held, {0}, key, bytes + 16, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &e);\n"
+                       "      else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0}, key, bytes + 16, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &e, &dcc__pins[{1}]);\n",
+                       kind, pin++);
+    out += "      dcc_free(key);\n      if (st != DCC_OK) goto done;\n";
+    out += fmt::format("      dl_{} = *(void* const*)e;\n    }}\n", n);
+  }
+  out += "  }\n";
+}
+
+/// The integer input arrays f_on_stream takes as host arrays: those the
+/// host-side code reads (totals, the prelude, `where` checks, loop extents
+/// that size the launches).
+std::set<const BufferNode*> on_stream_host_arrays(const ir::Func& f) {
+  std::set<const BufferNode*> read = length_buffers(f), out;
+  auto add = [&](const ir::ExprNode& e) {
+    if (e.kind == ExprKind::Load && e.buffer->kind == BufferKind::Input) read.insert(e.buffer.get());
+  };
+  for (const auto& chk : f.checks) {
+    ir::each_expr(chk.cond, add);
+    for (const auto& [v, e] : chk.vars) ir::each_expr(e, add);
+    if (chk.pre) ir::each_stmt(chk.pre, [&](const ir::StmtNode& x) { ir::own_exprs(x, add); });
+  }
+  ir::each_stmt(f.body, [&](const ir::StmtNode& x) {
+    if (x.kind == StmtKind::For) ir::each_expr(x.extent, add);
+  });
+  for (const auto& b : f.buffers)
+    if (read.count(b.get()) && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) out.insert(b.get());
+  return out;
 }
 
 }  // namespace dccc::backend::cabi

@@ -38,6 +38,9 @@ void Prepare::prelude_plan() {
   // cannot evict them while the kernel reads them): unit u's pin is u, or on
   // CUDA 2u, and 2u + 1 for its device copy.
   npins = cached ? units.size() * (cuda ? 2 : 1) : 0;
+  // Then f_on_stream's device copies of the host length arrays.
+  length_pin0 = npins;
+  if (cuda) npins += host_arrays.size();
   if (npins > 0) out.insert(pins_at, fmt::format("  dcc_prelude_pin* dcc__pins[{}] = {{NULL}};\n", npins));
 }
 
@@ -123,8 +126,9 @@ void Prepare::cached_unit(const PreludeUnit& u, size_t upin) {
       else dl += "(const void*)" + kernel_ptrs.at(b.get()) + ", ";
     }
     out += dl + "NULL};\n";
+    // f_on_stream (run == 3) has the lengths on the host only: uploaded.
     out += fmt::format("      struct dcc__cuda_prelude_ctx uc = {{pre, (size_t)elems * 8, &pc, pu_dl, {}}};\n",
-                       gpu ? name + "__gpu" : "NULL");
+                       gpu ? "run == 3 ? NULL : " + name + "__gpu" : "NULL");
     out += fmt::format("      if (run == 2) st = dcc_prelude_hold(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre);\n"
                        "      else if (held) st = dcc_prelude_find(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), &dpre);\n"
                        "      else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre, &dcc__pins[{1}]);\n"

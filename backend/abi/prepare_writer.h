@@ -39,6 +39,7 @@ struct Prepare {
   void where_checks();
   void result();
   void call();
+  void on_stream_lengths();
   // prepare_prelude.cpp
   void prelude_plan();
   void size_aux(const Buffer& b, const std::string& indent, bool declare);
@@ -66,6 +67,8 @@ struct Prepare {
   std::vector<PreludeUnit> units;
   bool cached = false;  // the prelude's units come from the cache or the held prelude
   size_t npins = 0;
+  std::set<const BufferNode*> host_arrays;  // on_stream_host_arrays(f)
+  size_t length_pin0 = 0;  // the pins of f_on_stream's length copies start here
   bool nested_lengths = false;  // length arrays shaped by other lengths (checked inside the prelude)
   std::vector<Buffer> owned;  // aux arrays the wrapper allocates and frees
 };

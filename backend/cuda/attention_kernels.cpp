@@ -1,8 +1,9 @@
 // FuncEmitter: the fused attention kernel (gpu/plan_attention.h,
 // gpu/print_attention.h) -- planning it for a statement, printing it with
 // this backend's device code, and its launch: the tile list (batch entry,
-// query tile) built from the host copies of the lengths, longest key
-// sequence first, and the instantiation for the head dim.
+// query tile), longest key sequence first, from the prelude cache (built
+// from the host copies of the lengths on a miss), and the instantiation
+// for the head dim.
 #include <fmt/format.h>
 
 #include "backend/cuda/cuda_emitter.h"
@@ -71,41 +72,40 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
       if (s.name == n) return host_.expr(s.value);
     throw std::logic_error("attention kernel without " + n);
   };
-  // Entries (key count, batch indices..., query tile), sorted by key count, longest first.
-  std::string o = "    std::vector<std::pair<int64_t, std::vector<int32_t>>> ents;\n    int64_t dmax = 0;\n";
-  std::string pad = "    ";
-  for (const auto& b : k.batch) {
-    std::string v = host_.var(b.var);
-    o += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(b.extent));
+  // Entries (key count, batch indices..., query tile), sorted by key count,
+  // longest first: built on a miss of the prelude cache only (tile_list).
+  std::string b = "      std::vector<std::pair<int64_t, std::vector<int32_t>>> ents;\n";
+  std::string pad = "      ";
+  for (const auto& x : k.batch) {
+    std::string v = host_.var(x.var);
+    b += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(x.extent));
     pad += "  ";
   }
-  o += fmt::format("{}const int64_t tm = ({} + {}) / {}, nk = {};\n", pad, host_.expr(k.rows), k.tile_m - 1, k.tile_m,
+  b += fmt::format("{}const int64_t tm = ({} + {}) / {}, nk = {};\n", pad, host_.expr(k.rows), k.tile_m - 1, k.tile_m,
                    host_.expr(k.keys));
-  o += fmt::format("{}dmax = std::max(dmax, std::max<int64_t>({}, {}));\n", pad, scalar("QD"), scalar("VD"));
-  o += fmt::format("{}if (tm > INT32_MAX) ovf = 1;\n", pad);
-  o += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt) {{\n{}  std::vector<int32_t> e;\n", pad, pad);
-  for (const auto& b : k.batch) o += fmt::format("{}  e.push_back((int32_t){});\n", pad, host_.var(b.var));
-  o += fmt::format("{0}  e.push_back((int32_t)mt);\n{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
+  b += fmt::format("{}dmax = std::max(dmax, std::max<int64_t>({}, {}));\n", pad, scalar("QD"), scalar("VD"));
+  b += fmt::format("{}if (tm > INT32_MAX) ovf = 1;\n", pad);
+  b += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt) {{\n{}  std::vector<int32_t> e;\n", pad, pad);
+  for (const auto& x : k.batch) b += fmt::format("{}  e.push_back((int32_t){});\n", pad, host_.var(x.var));
+  b += fmt::format("{0}  e.push_back((int32_t)mt);\n{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
   for (size_t x = 0; x < k.batch.size(); ++x) {
     pad.resize(pad.size() - 2);
-    o += pad + "}\n";
+    b += pad + "}\n";
   }
-  o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", f_.name);
-  o += "    std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) { return x.first > y.first; });\n";
-  o += "    std::vector<int32_t> tl;\n    for (const auto& en : ents) tl.insert(tl.end(), en.second.begin(), en.second.end());\n";
-  o += fmt::format("    const int64_t ntiles = (int64_t)tl.size() / {};\n", w);
+  b += "      std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) { return x.first > y.first; });\n";
+  b += "      for (const auto& en : ents) tl.insert(tl.end(), en.second.begin(), en.second.end());\n";
+  std::string o = tile_list(k.name, b, w);
+  o += "    const int64_t ntiles = tv->ntiles, dmax = tv->dmax;\n";
   o += "    if (ntiles > 0) {\n";
-  o += fmt::format("      {}__launch lp;\n      lp.a = a;\n      void* tp = nullptr;\n", k.name);
-  o += "      if (!dalloc(tl.size() * sizeof(int32_t), &tp, false)) { st = DCC_ERR_CUDA; goto done; }\n";
-  o += "      if (cudaMemcpy(tp, tl.data(), tl.size() * sizeof(int32_t), cudaMemcpyHostToDevice) != cudaSuccess) { st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }\n";
-  o += "      lp.tiles = (const int32_t*)tp;\n";
+  o += fmt::format("      {}__launch lp;\n      lp.a = a;\n", k.name);
+  o += "      lp.tiles = (const int32_t*)tv->dev;\n";
   std::string chain = "      ";
   for (int dp : k.head_dims) {
     int smem = gpu::attention_smem_bytes(k, dp);
     o += fmt::format("{}if (dmax <= {}) {{\n", chain, dp);
     o += fmt::format("        if (cudaFuncSetAttribute({}__d{}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
                      k.name, dp, smem);
-    o += fmt::format("        {}__d{}<<<(unsigned)ntiles, {}, {}>>>(lp);\n", k.name, dp, k.warps * 32, smem);
+    o += fmt::format("        {}__d{}<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n", k.name, dp, k.warps * 32, smem);
     chain = "      } else ";
   }
   o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",

@@ -23,15 +23,24 @@
 // loops flattened over the threads.
 //
 // The prelude (the aux offset arrays) and every allocation size are computed
-// on the host from host copies of the length arrays, then uploaded.
+// on the host from host copies of the length arrays, then uploaded; the
+// tile lists of the tensor-core and fused attention kernels are kept in the
+// prelude cache per length pattern (FuncEmitter::tile_list).
 //
 // For every function `f` the generated source defines (extern "C"):
-//   int32_t f__cuda(const int64_t* sizes, void* const* dev, void* const* host)
+//   int32_t f__cuda(const int64_t* sizes, void* const* dev, void* const* host,
+//                   void* const* aux_dev, void* const* aux_host, void* held,
+//                   void* stream, int flags)
 //     runs f on the device. `dev` has one pointer per input and output
 //     buffer in Func::buffers order (device memory; scalars: host memory);
 //     `host` is parallel to `dev` and holds host copies of the length
-//     arrays the extents read (NULL for other buffers). Returns 0 or a
-//     dcc_status, with dcc_last_error() set.
+//     arrays the extents read (NULL for other buffers); aux_dev/aux_host the
+//     prelude's arrays (NULL: computed and uploaded here); `held` a
+//     dcc_prelude* that keeps the tile lists (NULL: the prelude cache);
+//     every kernel runs on `stream` (a cudaStream_t); flags & 1
+//     (f_on_stream) returns without waiting, and the scalar result's
+//     pointer is device memory. Returns 0 or a dcc_status, with
+//     dcc_last_error() set.
 //   int32_t f__cuda_host(const int64_t* sizes, void* const* host_buffers)
 //     the same on host memory (copies in, runs, copies out): the signature
 //     of the CPU backend's kernels, used by the differential tests.

@@ -250,6 +250,7 @@ class FuncEmitter {
   std::string assert_errors(const std::string& pad) const;
   std::string mma_launch(const Launch& l);
   std::string attention_launch(const Launch& l);  // attention_kernels.cpp
+  std::string tile_list(const std::string& kernel, const std::string& build, int width);
   void emit_host_entry();
   std::vector<ir::Buffer> aux_sized_later() const;
   std::vector<ir::Stmt> prelude_items() const;
@@ -290,6 +291,8 @@ class FuncEmitter {
   std::map<std::string, std::string> hoisted_;           // loads made once per outer iteration
   std::string outer_prefix_;                              // their declarations
   std::set<const BufferNode*> host_len_;
+  /// Input arrays the host code reads (lengths): a tile list's cache key.
+  std::set<const BufferNode*> key_arrays_;
 };
 
 }  // namespace cudagen

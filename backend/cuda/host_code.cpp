@@ -15,6 +15,9 @@ void FuncEmitter::check_host_computable() {
     if (x.kind == ExprKind::Load && x.buffer->kind != BufferKind::Input && x.buffer->kind != BufferKind::Aux)
       unsupported(x.buffer->at.valid() ? x.buffer->at : f_.at,
                   "extents computed by the program itself (`" + x.buffer->name + "`)");
+    // The length arrays the host code reads: a tile list's cache key.
+    if (x.kind == ExprKind::Load && x.buffer->kind == BufferKind::Input && !x.buffer->dims.empty())
+      key_arrays_.insert(x.buffer.get());
   };
   for (const auto& b : f_.buffers) ir::each_expr(b->total, host_ok);
   ir::each_stmt(f_.prelude, [&](const ir::StmtNode& s) { ir::own_exprs(s, host_ok); });
@@ -36,13 +39,13 @@ std::string FuncEmitter::size_decls() const {
 
 /// The launch of a tensor-core kernel (gpu/print_cuda.h): the tile list
 /// -- an entry (batch indices..., m-tile, n-tile) per non-empty tile of
-/// every batch entry, from the host copies of the lengths -- uploaded, then
-/// one block per entry.
+/// every batch entry, from the host copies of the lengths -- from the
+/// prelude cache (tile_list), then one block per entry.
 std::string FuncEmitter::mma_launch(const Launch& l) {
   const gpu::Kernel& k = *l.mma;
   const int w = gpu::tile_entry_ints(k);
-  std::string o = "    std::vector<int32_t> tl;\n";
-  std::string pad = "    ";
+  std::string o;
+  std::string pad = "      ";
   for (const auto& b : k.tiles.batch) {
     std::string v = host_.var(b.var);
     o += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(b.extent));
@@ -58,14 +61,54 @@ std::string FuncEmitter::mma_launch(const Launch& l) {
     pad.resize(pad.size() - 2);
     o += pad + "}\n";
   }
-  o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", f_.name);
-  o += fmt::format("    const int64_t ntiles = (int64_t)tl.size() / {};\n", w);
-  o += "    if (ntiles > 0) {\n";
-  o += fmt::format("      {}__launch lp;\n      lp.a = a;\n      void* tp = nullptr;\n", k.name);
-  o += "      if (!dalloc(tl.size() * sizeof(int32_t), &tp, false)) { st = DCC_ERR_CUDA; goto done; }\n";
-  o += "      if (cudaMemcpy(tp, tl.data(), tl.size() * sizeof(int32_t), cudaMemcpyHostToDevice) != cudaSuccess) { st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }\n";
-  o += "      lp.tiles = (const int32_t*)tp;\n";
-  o += fmt::format("      {}<<<(unsigned)ntiles, {}>>>(lp);\n    }}\n", k.name, k.threads);
+  std::string out = tile_list(k.name, o, w);
+  out += "    const int64_t ntiles = tv->ntiles;\n";
+  out += "    if (ntiles > 0) {\n";
+  out += fmt::format("      {}__launch lp;\n      lp.a = a;\n", k.name);
+  out += "      lp.tiles = (const int32_t*)tv->dev;\n";
+  out += fmt::format("      {}<<<(unsigned)ntiles, {}, 0, strm>>>(lp);\n    }}\n", k.name, k.threads);
+  return out;
+}
+
+/// FNV-1a, 64 bits: the cache kind of a launch's tile list.
+static uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/// The tile list of kernel `kernel` from the prelude cache or the held
+/// prelude (dcc__tile_list, backend/cuda/cuda_prologue.cpp): `build` are
+/// statements that fill `std::vector<int32_t> tl` (entries of `width` ints)
+/// and may set `ovf` and `dmax`, run only on a miss. The entry's kind is a
+/// hash of the function, the kernel and that code; its key the function's
+/// sizes and the contents of the length arrays the host code reads
+/// (key_arrays_), which determine everything the code computes. Declares
+/// `tv`, the entry, pinned until the launcher returns.
+std::string FuncEmitter::tile_list(const std::string& kernel, const std::string& build, int width) {
+  std::string code = "      int ovf = 0;\n      (void)ovf;\n      int64_t dmax = 0;\n      (void)dmax;\n      std::vector<int32_t> tl;\n";
+  code += build;
+  code += fmt::format("      if (ovf) return dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\");\n", f_.name);
+  code += fmt::format("      t->dmax = dmax;\n      return dcc__tiles_upload(tl, {}, t);\n", width);
+  std::string o = "    const DccTiles* tv = nullptr;\n    {\n";
+  o += "      DccTileBuild build = [&](DccTiles* t) -> int32_t {\n" + indent(code, 2) + "      };\n";
+  std::string ks = "      const int64_t ks[] = {", ka = "      const void* const ka[] = {", kb = "      const int64_t kb[] = {";
+  for (const auto& sz : f_.sizes) ks += fmt::format("s_{}, ", names_.size(sz.name));
+  int na = 0;
+  for (const auto& b : f_.buffers)
+    if (key_arrays_.count(b.get())) {
+      ka += fmt::format("hp[{}], ", slot_.at(b.get()));
+      kb += fmt::format("(int64_t)({}) * (int64_t)sizeof({}), ", host_.expr(b->total), c_type(b->type));
+      ++na;
+    }
+  o += ks + "0};\n" + ka + "nullptr};\n" + kb + "0};\n";
+  o += "      dcc_prelude_pin* pin = nullptr;\n";
+  o += fmt::format("      const int32_t r = dcc__tile_list(held, UINT64_C({}), ks, {}, ka, kb, {}, build, &tv, &pin);\n",
+                   fnv1a(f_.name + "\n" + kernel + "\n" + code), f_.sizes.size(), na);
+  o += "      pins.push_back(pin);\n      if (r != 0) { st = r; goto done; }\n    }\n";
   return o;
 }
 
@@ -88,16 +131,32 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
   // aux_dev/aux_host: the aux arrays (Func::buffers order) on the device
   // and on the host, from the prelude cache or a held prelude (C ABI); NULL:
   // computed here on the host and uploaded, per call.
+  // held: the held prelude (f_with_prelude, f_on_stream) that keeps the tile
+  // lists, else the cache; stream: where every kernel runs; flags & 1
+  // (f_on_stream): return without waiting (docs/abi.md, "The CUDA target").
   o += fmt::format("extern \"C\" int32_t {}__cuda(const int64_t* sizes, void* const* dev, void* const* host, "
-                   "void* const* aux_dev, void* const* aux_host) {{\n", fn);
+                   "void* const* aux_dev, void* const* aux_host, void* held, void* stream, int flags) {{\n", fn);
+  o += "  cudaStream_t strm = (cudaStream_t)stream;\n  const bool async = (flags & 1) != 0;\n  (void)held;\n";
   o += fmt::format("  const int nb = {};\n", f_.buffers.size());
   o += "  std::vector<void*> hp(nb > 0 ? nb : 1, nullptr);   // host views: length arrays, aux arrays\n";
   o += "  std::vector<void*> owned;                           // device memory freed at the end\n";
   o += "  std::vector<void*> host_owned;\n";
+  o += "  std::vector<dcc_prelude_pin*> pins;                 // tile lists from the cache, unpinned at the end\n";
   o += fmt::format("  {}__args a;\n  std::memset(&a, 0, sizeof a);\n", fn);
   o += fmt::format("  for (int k = 0; k < {}; ++k) a.s[k] = sizes[k];\n", f_.sizes.size());
   o += size_decls();
   o += "  int ovf = 0;\n  (void)ovf;\n  int32_t st = 0;\n  int err_host = 0;\n  (void)err_host;\n";
+  // What f_on_stream cannot do without waiting is refused before anything runs.
+  bool checks = false;
+  for (const auto& l : launches) checks |= l.checks;
+  if (checks)
+    o += fmt::format("  if (async) return dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}_on_stream: `{}` checks the `where` of an "
+                     "inlined call on the device and waits for it; call {} instead\");\n", fn, fn, fn);
+  bool any_aux = false;
+  for (const auto& b : f_.buffers) any_aux |= b->kind == BufferKind::Aux;
+  if (any_aux)
+    o += fmt::format("  if (async && !aux_host) return dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}_on_stream: `{}`'s "
+                     "prelude is computed per call (nested lengths) and uploaded with a wait; call {} instead\");\n", fn, fn, fn);
   // Stream-ordered allocations from the device's pool, which keeps freed
   // memory for the next call (dcc_cuda_init raises its release threshold).
   o += "  if (dcc_cuda_init() != 0) return DCC_ERR_CUDA;\n";
@@ -105,13 +164,13 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
   // (BufferNode::zero_fill); filled with 0xFF only under DCC_POISON_UNINIT.
   o += "  auto dalloc = [&](size_t bytes, void** p, bool zero = true) -> bool {\n"
        "    if (bytes == 0) bytes = 1;\n"
-       "    cudaError_t e = cudaMallocAsync(p, bytes, 0);\n"
+       "    cudaError_t e = cudaMallocAsync(p, bytes, strm);\n"
        "    if (e != cudaSuccess) { *p = nullptr; dcc_cuda_fail(e, \"allocating device memory\"); return false; }\n"
        "    owned.push_back(*p);\n"
-       "    if ((zero || dcc_cuda_poison()) && (e = cudaMemsetAsync(*p, zero ? 0 : 0xFF, bytes, 0)) != cudaSuccess) {\n"
+       "    if ((zero || dcc_cuda_poison()) && (e = cudaMemsetAsync(*p, zero ? 0 : 0xFF, bytes, strm)) != cudaSuccess) {\n"
        "      dcc_cuda_fail(e, \"cudaMemsetAsync\");\n      return false;\n    }\n"
        "    return true;\n  };\n";
-  o += "  DccProfile prof;\n";
+  o += "  DccProfile prof;\n  prof.on = prof.on && !async;\n";
   // The error flag, where a kernel divides integers (dcc_idiv, dcc_imod).
   if (uses_err_) o += "  if (!dalloc(sizeof(int), (void**)&a.err)) { st = DCC_ERR_CUDA; goto done; }\n";
   // Inputs and outputs: device pointers; scalars go through device slots.
@@ -121,9 +180,14 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
     if (b->kind == BufferKind::Input || b->kind == BufferKind::Output) {
       if (b->dims.empty()) {
         o += fmt::format("  if (!dalloc(8, &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n", k);
-        if (b->kind == BufferKind::Input)
-          o += fmt::format("  if (cudaMemcpy(a.p[{}], dev[{}], sizeof({}), cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n",
+        if (b->kind == BufferKind::Input) {
+          // f_on_stream: the value travels in a kernel's argument (a graph
+          // replays it without reading the caller's memory).
+          o += fmt::format("  if (async) {{\n    dcc__set_args sa;\n    sa.p = a.p[{0}];\n    sa.v = 0;\n    sa.n = (int)sizeof({2});\n"
+                           "    std::memcpy(&sa.v, dev[{1}], sizeof({2}));\n    dcc__set_bytes<<<1, 1, 0, strm>>>(sa);\n  }} else ", k, dev_slot, c_type(b->type));
+          o += fmt::format("if (cudaMemcpy(a.p[{}], dev[{}], sizeof({}), cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n",
                            k, dev_slot, c_type(b->type));
+        }
       } else {
         o += fmt::format("  a.p[{}] = dev[{}];\n", k, dev_slot);
         if (host_len_.count(b.get())) o += fmt::format("  hp[{}] = host[{}];\n", k, dev_slot);
@@ -199,7 +263,7 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
     } else if (l.mma) {
       o += mma_launch(l);
     } else if (!l.parallel) {
-      o += fmt::format("    {}<<<1, 1>>>(a);\n", l.kernel);
+      o += fmt::format("    {}<<<1, 1, 0, strm>>>(a);\n", l.kernel);
     } else if (!l.ranges.empty()) {
       // The fused loop on y; threads over the largest range's loops.
       std::string v0 = host_.var(l.outer->var);
@@ -214,7 +278,7 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
       o += fmt::format("    if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\"); goto done; }}\n", fn);
       o += "    if (n0 > 0 && most > 0) {\n";
       o += "      dim3 grid((unsigned)std::min<int64_t>((most + 255) / 256, 4096), (unsigned)std::min<int64_t>(n0, 65535));\n";
-      o += fmt::format("      {}<<<grid, 256>>>(a);\n    }}\n", l.kernel);
+      o += fmt::format("      {}<<<grid, 256, 0, strm>>>(a);\n    }}\n", l.kernel);
     } else if (l.mapping) {
       // A block per iteration of the grid's loops (gpu_blocks).
       o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 1;\n", host_.expr(l.blocks[0]->extent));
@@ -230,10 +294,10 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
         o += "      dim3 grid((unsigned)std::min<int64_t>(most, 1 << 20), (unsigned)std::min<int64_t>(n0, 65535));\n";
       else
         o += "      dim3 grid((unsigned)std::min<int64_t>(n0, 1 << 20));\n";
-      o += fmt::format("      {}<<<grid, {}>>>(a);\n    }}\n", l.kernel, l.block_dim);
+      o += fmt::format("      {}<<<grid, {}, 0, strm>>>(a);\n    }}\n", l.kernel, l.block_dim);
     } else if (l.inner.empty()) {
       o += fmt::format("    const int64_t n = {};\n", host_.expr(l.outer->extent));
-      o += fmt::format("    if (n > 0) {}<<<(unsigned)std::min<int64_t>((n + 255) / 256, 65535), 256>>>(a);\n", l.kernel);
+      o += fmt::format("    if (n > 0) {}<<<(unsigned)std::min<int64_t>((n + 255) / 256, 65535), 256, 0, strm>>>(a);\n", l.kernel);
     } else {
       std::string v0 = host_.var(l.outer->var);
       o += fmt::format("    const int64_t n0 = {};\n    int64_t most = 0;\n", host_.expr(l.outer->extent));
@@ -252,7 +316,7 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
       o += fmt::format("      dim3 grid((unsigned)std::min<int64_t>({}, {}), (unsigned)std::min<int64_t>(n0, 65535));\n",
                        l.block_tiles ? "most" : l.warp_rows ? "(most + 7) / 8" : "(most + 255) / 256",
                        l.block_tiles ? 65535 : 4096);
-      o += fmt::format("      {}<<<grid, {}>>>(a);\n    }}\n", l.kernel, l.block_tiles ? kGemmThreads : 256);
+      o += fmt::format("      {}<<<grid, {}, 0, strm>>>(a);\n    }}\n", l.kernel, l.block_tiles ? kGemmThreads : 256);
     }
     o += fmt::format("    prof.stop(\"{}\");\n", l.kernel);
     o += "    cudaError_t e = cudaGetLastError();\n";
@@ -264,7 +328,8 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
     }
     o += "  }\n";
   }
-  o += "  {\n    cudaError_t e = cudaDeviceSynchronize();\n";
+  // f_on_stream returns now; the kernels' errors show in later CUDA calls.
+  o += "  if (!async) {\n    cudaError_t e = cudaDeviceSynchronize();\n";
   o += "    if (e != cudaSuccess) { st = dcc_cuda_fail(e, \"running the kernels\"); goto done; }\n";
   if (uses_err_) {
     o += "    if ((e = cudaMemcpy(&err_host, a.err, sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) { st = dcc_cuda_fail(e, \"cudaMemcpy\"); goto done; }\n";
@@ -277,12 +342,15 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
   dev_slot = 0;
   for (const auto& b : f_.buffers) {
     if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
+    // f_on_stream: the result pointer is device memory, written on the stream.
     if (b->kind == BufferKind::Output && b->dims.empty())
-      o += fmt::format("  if (cudaMemcpy(dev[{}], a.p[{}], sizeof({}), cudaMemcpyDeviceToHost) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n",
+      o += fmt::format("  if ((async ? cudaMemcpyAsync(dev[{0}], a.p[{1}], sizeof({2}), cudaMemcpyDeviceToDevice, strm)\n"
+                       "         : cudaMemcpy(dev[{0}], a.p[{1}], sizeof({2}), cudaMemcpyDeviceToHost)) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n",
                        dev_slot, slot_.at(b.get()), c_type(b->type));
     ++dev_slot;
   }
-  o += "done:\n  for (void* p : owned) cudaFreeAsync(p, 0);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
+  o += "done:\n  for (void* p : owned) cudaFreeAsync(p, strm);\n  for (void* p : host_owned) std::free(p);\n"
+       "  for (dcc_prelude_pin* p : pins) dcc_prelude_unpin(p);\n  return st;\n}\n\n";
   out_ += o;
 }
 
@@ -342,7 +410,7 @@ void FuncEmitter::emit_host_entry() {
     }
     ++slot;
   }
-  o += fmt::format("  st = {}__cuda(sizes, dev.data(), host.data(), nullptr, nullptr);\n  if (st) goto done;\n", fn);
+  o += fmt::format("  st = {}__cuda(sizes, dev.data(), host.data(), nullptr, nullptr, nullptr, nullptr, 0);\n  if (st) goto done;\n", fn);
   o += copy_back;
   o += "done:\n  for (void* p : owned) cudaFree(p);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
   out_ += o;

@@ -23,14 +23,17 @@
 # every example's CUDA library (sanitize, below; results/sanitizer.txt).
 # Results go to RESULTS_DIR (default: ./results).
 #
-#   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only|--gemm-only|--sanitize-only] [bench_mha.py options]
+# --stream-only runs just the stream entry point's host check (below).
+#
+#   ./run_gpu.sh [RESULTS_DIR] [--test-only|--bench-only|--gemm-only|--sanitize-only|--stream-only] [bench_mha.py options]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 # scripts/gpu_bundle.sh packs the online-reductions libraries.
 if [[ -f online.tar.xz && ! -d online ]]; then tar -xJf online.tar.xz; fi
 results="${1:-results}"; shift || true
 mode=all
-if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only || "${1:-}" == --gemm-only || "${1:-}" == --sanitize-only ]]; then
+if [[ "${1:-}" == --test-only || "${1:-}" == --bench-only || "${1:-}" == --gemm-only || "${1:-}" == --sanitize-only ||
+      "${1:-}" == --stream-only ]]; then
   mode="${1#--}"; shift
 fi
 mkdir -p "$results" /tmp/dccc-gpu
@@ -97,6 +100,25 @@ if [[ $mode == sanitize-only ]]; then
   sanitize || status=1
   exit $status
 fi
+# The stream entry point (docs/abi.md, "Without waiting: f_on_stream"):
+# examples/host/stream_cuda_host.cu on mha_bf16.so -- mha_bf16_on_stream
+# with host lengths on a stream of its own, equal to mha_bf16 and float64,
+# captured into a CUDA graph and replayed with new data, wrong lengths
+# refused with nothing launched; then (--long) one sequence of 32,768
+# tokens (H = 2, D = 64) against float64 on sampled rows, with the memory
+# pool's high-water mark below 64 MiB. results/cuda_host_stream.txt.
+stream_check() {
+  rm -f "$results/cuda_host_stream.txt"
+  nvcc -std=c++17 -o /tmp/dccc-gpu/stream_cuda_host examples/host/stream_cuda_host.cu -I. ./mha_bf16.so \
+    -Xlinker -rpath -Xlinker "$PWD" &&
+    { /tmp/dccc-gpu/stream_cuda_host; /tmp/dccc-gpu/stream_cuda_host --long; } 2>&1 | tee "$results/cuda_host_stream.txt"
+  grep -q "stream cuda host check: OK" "$results/cuda_host_stream.txt" &&
+    grep -q "long cuda host check: OK" "$results/cuda_host_stream.txt"
+}
+if [[ $mode == stream-only ]]; then
+  stream_check || status=1
+  exit $status
+fi
 if [[ $mode == gemm-only ]]; then
   python3 bench_gemm.py --dir . --seqlens seqlens --out "$results/bench_gemm.txt" "$@" || status=1
   exit $status
@@ -127,6 +149,7 @@ if [[ $mode != bench-only ]]; then
       /tmp/dccc-gpu/${host}_cuda_host 2>&1 | tee "$results/cuda_host_$so.txt"
     grep -q "$host cuda host check: OK" "$results/cuda_host_$so.txt" || status=1
   done
+  stream_check || status=1
   sanitize || status=1
   # The Python package (tests/python) under this machine's python3 and
   # PyTorch, with the shipped driver: the CPU tests build their libraries

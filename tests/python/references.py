@@ -119,6 +119,20 @@ def make_mha_bf16(rng, lens):
     return [{"data": qb, "seqlen": ql}, {"k": kb, "v": vb, "seqlen": kl}], {}, {"data": out}
 
 
+def make_gqa_bf16(rng, lens, H=4, G=2, D=4):
+    """examples/gqa_bf16.toy: query head h attends with K/V head h // G, G = H // KH."""
+    KH = H // G
+    ql = np.array(lens, np.int32)
+    kl = kv_lengths(rng, lens)
+    qb, kb, vb = to_bf16(rows(ql, H, D, rng)), to_bf16(rows(kl, KH, D, rng)), to_bf16(rows(kl, KH, D, rng))
+    qo, ko = offsets(ql), offsets(kl)
+    qf, kf, vf = (from_bf16(x).astype(np.float64) for x in (qb, kb, vb))
+    heads = np.arange(H) // G
+    out = np.concatenate([attention(qf[qo[b]:qo[b + 1]], kf[ko[b]:ko[b + 1]][:, heads], vf[ko[b]:ko[b + 1]][:, heads])
+                          for b in range(len(lens))]).reshape(qf.shape)
+    return [{"data": qb, "seqlen": ql}, {"k": kb, "v": vb, "seqlen": kl}], {}, {"data": out}
+
+
 def make_flash(rng, lens, H=2, D=4):
     ql = np.array(lens, np.int32)
     kl = kv_lengths(rng, lens)
@@ -488,6 +502,7 @@ def make_group_scores(rng, lens, D=4, E=3):
 CASES = {
     "mha": ("mha", make_mha, 1e-4, 1e-5),
     "mha_bf16": ("mha_bf16", make_mha_bf16, 0, 0.1),
+    "gqa_bf16": ("gqa_bf16", make_gqa_bf16, 0, 0.1),
     # examples/mha_generic.toy: mha<T: f32 | bf16>, one instance per type
     "mha__f32": ("mha_generic", make_mha, 1e-4, 1e-5),
     "mha__bf16": ("mha_generic", make_mha_bf16, 0, 0.1),

@@ -94,10 +94,24 @@ using Mod = std::function<double(double s, int i, int j)>;
 struct Case {
   std::vector<int32_t> ql, kl;
   int H, D;
+  int G = 1;  // query heads per K/V head (GQA): K/V have H / G heads, head h reads h / G
 };
 
-std::vector<Case> cases() {
+std::vector<Case> cases(int groups = 0) {
   std::vector<Case> out;
+  if (groups > 0) {
+    // GQA / MQA: H = 4 query heads over 4 / G K/V heads.
+    std::vector<int32_t> small, smallk;
+    for (int n = 1; n <= 17; ++n) {
+      small.push_back(n);
+      smallk.push_back(18 - n);
+    }
+    out.push_back({{0, 1, 17, 5, 3, 0}, {3, 0, 17, 9, 1, 0}, 4, 64, groups});
+    out.push_back({{1}, {1}, 4, 64, groups});
+    out.push_back({small, smallk, 4, 64, groups});
+    out.push_back({{70, 0}, {130, 5}, 4, 64, groups});
+    return out;
+  }
   out.push_back({{0, 1, 17, 5, 3, 0}, {3, 0, 17, 9, 1, 0}, 2, 64});   // empty sequences, a query with no keys
   out.push_back({{1}, {1}, 1, 64});                                  // B = 1, one key
   std::vector<int32_t> small, smallk;
@@ -113,15 +127,15 @@ std::vector<Case> cases() {
 }
 
 /// Runs every case; returns the largest error.
-double run(const Built& b, const Mod& mod, int& checked) {
+double run(const Built& b, const Mod& mod, int& checked, int groups = 0) {
   double worst = 0;
-  for (const Case& c : cases()) {
+  for (const Case& c : cases(groups)) {
     const size_t Bn = c.ql.size();
-    const int H = c.H, D = c.D;
+    const int H = c.H, D = c.D, G = c.G, KH = c.H / c.G;
     std::vector<size_t> qo{0}, ko{0};
     for (size_t x = 0; x < Bn; ++x) {
       qo.push_back(qo.back() + static_cast<size_t>(c.ql[x]) * H * D);
-      ko.push_back(ko.back() + static_cast<size_t>(c.kl[x]) * H * D);
+      ko.push_back(ko.back() + static_cast<size_t>(c.kl[x]) * KH * D);
     }
     std::mt19937 rng(static_cast<unsigned>(Bn * 31 + D));
     std::uniform_real_distribution<double> dist(-1.0, 1.0);
@@ -142,7 +156,8 @@ double run(const Built& b, const Mod& mod, int& checked) {
     }
     ptrs.push_back(nullptr);
     std::vector<int64_t> sizes;
-    for (const auto& sz : b.func->sizes) sizes.push_back(sz.name == "B" ? static_cast<int64_t>(Bn) : sz.name == "H" ? H : D);
+    for (const auto& sz : b.func->sizes)
+      sizes.push_back(sz.name == "B" ? static_cast<int64_t>(Bn) : sz.name == "H" ? H : sz.name == "KH" ? KH : D);
     sizes.push_back(0);
     EXPECT_EQ(b.entry(sizes.data(), ptrs.data()), 0);
     for (size_t x = 0; x < Bn; ++x)
@@ -154,7 +169,7 @@ double run(const Built& b, const Mod& mod, int& checked) {
             double dot = 0;
             for (int d = 0; d < D; ++d)
               dot += from_bf16(q[qo[x] + (static_cast<size_t>(i) * H + h) * D + d]) *
-                     from_bf16(k[ko[x] + (static_cast<size_t>(j) * H + h) * D + d]);
+                     from_bf16(k[ko[x] + (static_cast<size_t>(j) * KH + h / G) * D + d]);
             s[j] = mod(dot / std::sqrt(static_cast<double>(D)), i, j);
             m = std::max(m, s[j]);
           }
@@ -163,7 +178,7 @@ double run(const Built& b, const Mod& mod, int& checked) {
           for (int j = 0; j < c.kl[x]; ++j) {
             double p = m == -INFINITY ? 0 : std::exp(s[j] - m);
             sum += p;
-            for (int d = 0; d < D; ++d) ref[d] += p * from_bf16(v[ko[x] + (static_cast<size_t>(j) * H + h) * D + d]);
+            for (int d = 0; d < D; ++d) ref[d] += p * from_bf16(v[ko[x] + (static_cast<size_t>(j) * KH + h / G) * D + d]);
           }
           for (int d = 0; d < D; ++d) {
             double r = sum == 0 ? 0 : ref[d] / sum;
@@ -229,6 +244,23 @@ TEST(AttentionEmu, WindowBf16) {
 TEST(AttentionEmu, SoftcapBf16) {
   check("mha_softcap.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_softcap.toy"), "mha_softcap",
         [](double s, int, int) { return 30 * std::tanh(s / 30); }, false);
+}
+
+// Grouped-query attention (examples/gqa_bf16.toy): K/V head h / G for
+// query head h, G = H / KH; G = 1 (KH = H: multi-head), 2 (GQA, 2 K/V heads
+// for 4 query heads) and 4 (MQA, one K/V head), the same fused kernel.
+TEST(AttentionEmu, GqaBf16) {
+  Built b;
+  build("gqa_bf16.toy", read(DCCC_EXAMPLES_DIR "/gqa_bf16.toy"), "gqa_bf16", b);
+  ASSERT_TRUE(b.entry);
+  EXPECT_NE(b.cu.find("gqa_bf16__k0__d64("), std::string::npos) << "not the fused kernel";
+  for (int g : {1, 2, 4}) {
+    SCOPED_TRACE("G = " + std::to_string(g));
+    int checked = 0;
+    double worst = run(b, [](double s, int, int) { return s; }, checked, g);
+    std::printf("gqa_bf16, G = %d: %d outputs, max |err| = %.4g\n", g, checked, worst);
+    EXPECT_GT(checked, 5000);
+  }
 }
 
 }  // namespace

@@ -48,8 +48,10 @@ TEST(CudaEmit, AttentionRowMaximumIsFoldedByTheScoresKernel) {
   std::string cu = emit_cuda(*p.module);
   // Three kernels: row_max starts at -inf, the scores (a tensor-core
   // contraction, backend/gpu, whose epilogue folds each score into the row
-  // maximum with the atomic), the output with its row sum.
-  EXPECT_EQ(count(cu, "__global__ void"), 3u) << cu;
+  // maximum with the atomic), the output with its row sum -- besides the
+  // prologue's dcc__set_bytes (f_on_stream's scalar arguments).
+  EXPECT_EQ(count(cu, "__global__ void"), 4u) << cu;
+  EXPECT_EQ(count(cu, "__global__ void dcc__set_bytes("), 1u) << cu;
   EXPECT_EQ(count(cu, "dcc_red_fmax(&"), 1u) << cu;
   EXPECT_NE(cu.find("dcc_mma_tiles_tf32<"), std::string::npos) << cu;
 }
