@@ -67,6 +67,14 @@
 // run to the block's end rounded up to 16 (the copies' padding), so the
 // backend emits them in whole vectors; the lanes past the end are never
 // read. The CUDA target keeps one value of j a step (block 1).
+//
+// The pass's parts, each a file pair with one entry point: this file runs
+// them over the function's top level (online_reductions); ir/online_nest.h
+// takes a top-level assignment apart (parse_nest); ir/online_chain.h finds
+// a root's chain and checks it may be fused (Chain::analyse), with the
+// algebra of separation in ir/separate.h; ir/online_fuse.h builds the fused
+// loop (fuse_chain), with the row tiles and transposed copies of
+// ir/online_tile.h.
 #pragma once
 
 #include <cstdint>
