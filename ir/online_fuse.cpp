@@ -178,12 +178,16 @@ Stmt fuse_chain(Chain& c, int64_t block, std::string& note) {
   std::vector<Stmt> init, step, fin;
   // What the first block does differently (blocks only): no rescaling (the
   // sums so far are 0), and the root's block sums stored as they are (no
-  // zero fill, no rescaling pass); `pv_single` is that store with the
-  // root's final value when the first block is the only one, and
-  // `pv_either` (the root being its own accumulator) one store that is
-  // either, chosen by the number of blocks (one copy of the first block).
+  // zero fill, no rescaling pass); `pv_either` (the root being its own
+  // accumulator) is that store or, when the first block is the only one,
+  // the root's final value, chosen by the number of blocks. One copy of the
+  // first block either way: a root with an accumulator of its own (a bf16
+  // output summed in f32) stores the sums there and takes its final value
+  // after the blocks, as a longer row does (one pass over d more for a
+  // short row, where a copy of the first block per case doubled the code
+  // LLVM compiles).
   std::set<const StmtNode*> ratio_ifs;
-  Stmt pv_part, pv_first, pv_single, pv_either, root_init, root_fin;
+  Stmt pv_part, pv_first, pv_either, root_init, root_fin;
   std::vector<std::string> how;
   // The per-j scalars (a reduction over other indices, such as q k^T).
   for (const auto& p : c.producers) {
@@ -345,9 +349,6 @@ Stmt fuse_chain(Chain& c, int64_t block, std::string& note) {
           return build::store(out_acc, idx, combine(build::load(out_acc, idx), v));
         });
         pv_first = sums([&](const auto&, const std::vector<Expr>& idx, Expr v) { return build::store(out_acc, idx, v); });
-        pv_single = sums([&](const auto& sub, const std::vector<Expr>& idx, Expr v) {
-          return build::store(root.target, idx, substitute(value(mm, v, true), sub));
-        });
         if (out_acc == root.target)
           pv_either = sums([&](const auto& sub, const std::vector<Expr>& idx, Expr v) {
             return build::store(root.target, idx,
@@ -386,9 +387,10 @@ Stmt fuse_chain(Chain& c, int64_t block, std::string& note) {
   std::vector<Stmt> row = init;
   if (blocked) {
     // The first block on its own (j.o = 0), then the others. With a root
-    // indexed beyond the rows (d), a row of at most one block (short
-    // sequences) stores the root's final value from the block's sums
-    // directly: the materialised form's own loop, no pass over d after it.
+    // indexed beyond the rows (d) that is its own accumulator, a row of at
+    // most one block (short sequences) stores the root's final value from
+    // the block's sums directly: the materialised form's own loop, no pass
+    // over d after it.
     Expr blocks = build::binary(BinOp::Div, build::binary(BinOp::Add, c.extent, build::int_imm(block - 1)), jb);
     auto first = [&](const Stmt& pv) {
       std::vector<Stmt> out;
@@ -414,13 +416,9 @@ Stmt fuse_chain(Chain& c, int64_t block, std::string& note) {
       row.push_back(build::if_then_else(build::binary(BinOp::LT, jb, c.extent), build::seq(more)));
       for (const auto& st : fin)
         if (st != root_fin) row.push_back(st);
-    } else if (pv_single) {
-      std::erase(row, root_init);
-      std::vector<Stmt> one = first(pv_single);
-      for (const auto& st : fin)
-        if (st != root_fin) one.push_back(st);
-      row.push_back(build::if_then_else(build::binary(BinOp::LE, c.extent, jb), build::seq(one), build::seq(later)));
     } else {
+      // The first block stores the root's accumulator whole: no zero fill.
+      if (root_init) std::erase(row, root_init);
       row.insert(row.end(), later.begin(), later.end());
     }
   } else {

@@ -60,7 +60,9 @@
 // The first block runs on its own, with nothing to rescale: its sums are
 // stored as they are, and a row of one block (short sequences) stores the
 // root's final value (`/ row_sum`) straight from the block's sums, no pass
-// over d after it. A later block's weighted sums (d) are rescaled and added
+// over d after it, when the root is its own accumulator (an f32 output; a
+// bf16 one sums into an f32 tensor and takes its value after the blocks,
+// one copy of the first block either way). A later block's weighted sums (d) are rescaled and added
 // in the store of their own reduction nest (out[d] = out[d] * ratio + sum,
 // ir/flat_reduction.h), not in a pass of their own. The loops that fill the
 // block rows from the transposed copies (the scores, their exponentials)
