@@ -472,6 +472,35 @@ bool touches(const Stmt& s, const BufferNode* b) {
   return found;
 }
 
+namespace {
+
+/// True when every execution of `s` stores `b` before anything in it reads
+/// `b`: a store that does not read it, a sequence whose first use of `b` is
+/// such a statement, or an if whose condition does not read `b` and whose
+/// two branches both are. A loop is not (it may run no iteration).
+bool stored_first(const Stmt& s, const BufferNode* b) {
+  if (!s) return false;
+  switch (s->kind) {
+    case StmtKind::Store: {
+      if (s->buffer.get() != b || loads_from(s->value, b)) return false;
+      for (const auto& a : s->args)
+        if (loads_from(a, b)) return false;
+      return true;
+    }
+    case StmtKind::Seq:
+      for (const auto& c : s->body)
+        if (touches(c, b)) return stored_first(c, b);
+      return false;
+    case StmtKind::IfThenElse:
+      return !loads_from(s->value, b) && s->body.size() == 2 && stored_first(s->body[0], b) &&
+             stored_first(s->body[1], b);
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 bool written_before_read(const Stmt& s, const BufferNode* b) {
   if (!s || !touches(s, b)) return true;
   switch (s->kind) {
@@ -484,14 +513,16 @@ bool written_before_read(const Stmt& s, const BufferNode* b) {
       for (const auto& c : s->body)
         if (!written_before_read(c, b)) return false;
       return true;
-    case StmtKind::Seq: {
-      std::vector<const Stmt*> using_items;
-      for (const auto& c : s->body)
-        if (touches(c, b)) using_items.push_back(&c);
-      if (using_items.size() == 1) return written_before_read(*using_items[0], b);
-      const Stmt& first = *using_items[0];
-      return first->kind == StmtKind::Store && first->buffer.get() == b && !loads_from(first->value, b);
-    }
+    case StmtKind::Seq:
+      // In order: a use that reads no value of `b` from before it (a loop
+      // whose every iteration stores `b` first) leaves the next use as the
+      // first again; one that surely stores `b` first covers all after it.
+      for (const auto& c : s->body) {
+        if (!touches(c, b)) continue;
+        if (stored_first(c, b)) return true;
+        if (!written_before_read(c, b)) return false;
+      }
+      return true;
     case StmtKind::Print:
     case StmtKind::Assert:  // only reads: touching b means reading it first
       return false;

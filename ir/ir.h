@@ -337,10 +337,15 @@ void own_exprs(const StmtNode& s, const std::function<void(const ExprNode&)>& fn
 bool loads_from(const Expr& e, const BufferNode* b);
 /// True when `s` loads from or stores to `b` (or prints it whole).
 bool touches(const Stmt& s, const BufferNode* b);
-/// True when every execution of `s` stores scalar `b` before reading it (or
-/// never touches it): all uses lie in one sequence whose first use is a
-/// store that does not read `b`. A scalar written before read in a loop body
-/// is private to each iteration (a `reduce` accumulator).
+/// True when no execution of `s` reads a value of scalar `b` stored before
+/// `s` began (or `s` never touches it): in a sequence, each use in turn
+/// either surely stores `b` before reading it (a store that does not read
+/// it; a sequence or both branches of an if that do), which covers the uses
+/// after it, or reads no earlier value itself (a loop whose body stores `b`
+/// first, as each of a block's per-row reduction loops does). A scalar
+/// written before read in a loop body is private to each iteration (a
+/// `reduce` accumulator); one a loop that may run no iteration leaves for
+/// a later use is not.
 bool written_before_read(const Stmt& s, const BufferNode* b);
 /// True when `s` touches `b` outside the subtree rooted at `inner`.
 bool touches_outside(const Stmt& s, const StmtNode* inner, const BufferNode* b);

@@ -12,10 +12,12 @@
 //     with the loop variable itself as first index, so iterations write
 //     disjoint elements and read only their own (an input is never stored);
 //   - every scalar it stores to (a `reduce` accumulator) is private to an
-//     iteration: all its uses lie in one sequence of statements inside the
-//     loop whose first use stores it without reading it, and the scalar is
-//     used nowhere outside the loop; results (Output scalars) are never
-//     stored inside a parallel loop.
+//     iteration: no iteration reads a value of it stored before the
+//     iteration began (ir/ir.h, written_before_read: each use in turn
+//     stores it first or is a loop whose every iteration does, as each of
+//     the online form's per-row reduction loops over a block), and the
+//     scalar is used nowhere outside the loop; results (Output scalars) are
+//     never stored inside a parallel loop.
 // Reduction loops are never marked: they sit inside the left-side nest, and
 // only outermost loops are candidates. Runs before storage lowering, on
 // multi-index accesses (storage lowering keeps the marks).

@@ -60,13 +60,23 @@
 // The first block runs on its own, with nothing to rescale: its sums are
 // stored as they are, and a row of one block (short sequences) stores the
 // root's final value (`/ row_sum`) straight from the block's sums, no pass
-// over d after it. A later block's weighted sums (d) are rescaled and added
+// over d after it, when the root is its own accumulator (an f32 output; a
+// bf16 one sums into an f32 tensor and takes its value after the blocks,
+// one copy of the first block either way). A later block's weighted sums (d) are rescaled and added
 // in the store of their own reduction nest (out[d] = out[d] * ratio + sum,
 // ir/flat_reduction.h), not in a pass of their own. The loops that fill the
 // block rows from the transposed copies (the scores, their exponentials)
 // run to the block's end rounded up to 16 (the copies' padding), so the
 // backend emits them in whole vectors; the lanes past the end are never
 // read. The CUDA target keeps one value of j a step (block 1).
+//
+// The pass's parts, each a file pair with one entry point: this file runs
+// them over the function's top level (online_reductions); ir/online_nest.h
+// takes a top-level assignment apart (parse_nest); ir/online_chain.h finds
+// a root's chain and checks it may be fused (Chain::analyse), with the
+// algebra of separation in ir/separate.h; ir/online_fuse.h builds the fused
+// loop (fuse_chain), with the row tiles and transposed copies of
+// ir/online_tile.h.
 #pragma once
 
 #include <cstdint>
