@@ -14,32 +14,9 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "tests/unit/backend/half_bits.h"
 
 namespace dccc::backend::testing {
-
-// 16-bit conversions written here, independently of the backends'.
-inline uint16_t to_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-}
-inline double from_bf16(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-inline uint16_t to_f16(float f) {
-  _Float16 h = static_cast<_Float16>(f);
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-inline double from_f16(uint16_t b) {
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return static_cast<double>(h);
-}
 
 /// Typed storage of one buffer, values read back as double.
 struct Buf {

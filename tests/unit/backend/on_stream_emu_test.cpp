@@ -30,29 +30,14 @@
 #include "backend/abi/c_abi.h"
 #include "dccrt.h"
 #include "tests/unit/backend/cuda_emu_build.h"
+#include "tests/unit/backend/half_bits.h"
 
 namespace dccc::backend {
 namespace {
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-uint16_t to_bf16(double v) {
-  float f = static_cast<float>(v);
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-}
-double from_bf16(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+using testing::from_bf16;
+using testing::to_bf16;
+std::string read(const std::string& path) { return testing::read_text(path); }
 
 // examples/mha_bf16.h's structs (the test checks the header declares them so).
 struct PackedQueries {
