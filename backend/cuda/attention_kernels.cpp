@@ -14,11 +14,7 @@ namespace dccc::backend::cudagen {
 
 std::optional<gpu::AttentionKernel> FuncEmitter::plan_attention(const ir::Stmt& item, const std::string& name,
                                                                 std::string* why) {
-  for (const auto& m : f_.gpu_mappings)
-    if (item->kind == StmtKind::For && !m.blocks.empty() && m.blocks[0] == item->var) {
-      if (why) *why = "a schedule maps it with gpu_blocks / gpu_threads";
-      return std::nullopt;
-    }
+  if (schedule_maps(item, why)) return std::nullopt;
   if (nan_free_max_.empty()) find_nan_free_maxima();
   gpu::AttentionOptions o;
   o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s, nan_free_max_); };
@@ -26,22 +22,8 @@ std::optional<gpu::AttentionKernel> FuncEmitter::plan_attention(const ir::Stmt& 
 }
 
 void FuncEmitter::emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k) {
-  struct Text : gpu::AttnDeviceText {
-    FuncEmitter& e;
-    explicit Text(FuncEmitter& fe) : e(fe) {}
-    std::string var(const ir::Var& v) override { return e.var(v); }
-    std::string expr(const ir::Expr& x) override { return e.expr(x); }
-    std::string stmts(const std::vector<ir::Stmt>& ss, int depth) override {
-      std::string out;
-      for (const auto& s : ss) e.stmt(s, depth, out);
-      return out;
-    }
-    std::string buffer(const BufferNode* b) override { return e.buf_ptr(b); }
-    std::string scalar(const BufferNode* b) override { return e.scalar_ref(b); }
-    std::string declare(const BufferNode* b) override {
-      return fmt::format("{} {} = 0;", cudagen::value_type(b->type), e.scalar_ref(b));
-    }
-    std::string args_type() override { return e.f_.name + "__args"; }
+  struct Text : PieceText<gpu::AttnDeviceText> {
+    using PieceText::PieceText;
     void bind(const ir::ExprNode* x, const std::string& text) override { e.override_[x] = text; }
     void bind_divisor(const ir::ExprNode* x, const std::string& name) override { e.divisor_[x] = name; }
     void unbind_all() override {

@@ -177,12 +177,17 @@ namespace dccc::backend::cudagen {
   throw CudaUnsupported(at, what + " on the CUDA target");
 }
 
-std::optional<gpu::Kernel> FuncEmitter::plan_mma(const ir::Stmt& item, const std::string& name, std::string* why) {
+bool FuncEmitter::schedule_maps(const ir::Stmt& item, std::string* why) const {
   for (const auto& m : f_.gpu_mappings)
     if (item->kind == StmtKind::For && !m.blocks.empty() && m.blocks[0] == item->var) {
       if (why) *why = "a schedule maps it with gpu_blocks / gpu_threads";
-      return std::nullopt;
+      return true;
     }
+  return false;
+}
+
+std::optional<gpu::Kernel> FuncEmitter::plan_mma(const ir::Stmt& item, const std::string& name, std::string* why) {
+  if (schedule_maps(item, why)) return std::nullopt;
   if (nan_free_max_.empty()) find_nan_free_maxima();
   gpu::PlanOptions o;
   o.fp32 = options_.fp32;
@@ -191,24 +196,7 @@ std::optional<gpu::Kernel> FuncEmitter::plan_mma(const ir::Stmt& item, const std
 }
 
 void FuncEmitter::emit_mma_kernel(Launch& l, const gpu::Kernel& k) {
-  // Vloop pieces in device code, as the other kernels print them.
-  struct Text : gpu::DeviceText {
-    FuncEmitter& e;
-    explicit Text(FuncEmitter& fe) : e(fe) {}
-    std::string var(const ir::Var& v) override { return e.var(v); }
-    std::string expr(const ir::Expr& x) override { return e.expr(x); }
-    std::string stmts(const std::vector<ir::Stmt>& ss, int depth) override {
-      std::string out;
-      for (const auto& s : ss) e.stmt(s, depth, out);
-      return out;
-    }
-    std::string buffer(const BufferNode* b) override { return e.buf_ptr(b); }
-    std::string scalar(const BufferNode* b) override { return e.scalar_ref(b); }
-    std::string declare(const BufferNode* b) override {
-      return fmt::format("{} {} = 0;", value_type(b->type), e.scalar_ref(b));
-    }
-    std::string args_type() override { return e.f_.name + "__args"; }
-  } text(*this);
+  PieceText<gpu::DeviceText> text(*this);
   private_.clear();
   private_.insert(k.epilogue.acc);
   for (const auto* b : k.epilogue.locals) private_.insert(b);

@@ -211,6 +211,30 @@ class FuncEmitter {
   void emit_warp_rows_kernel(const Launch& l, const WarpPlan& w);
   void emit_mma_kernel(Launch& l, const gpu::Kernel& k);  // cuda_codegen.cpp
   void emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k);  // attention_kernels.cpp
+  /// True (with `why`) when a schedule maps `item` with gpu_blocks /
+  /// gpu_threads, which the GPU planners then leave alone.
+  bool schedule_maps(const ir::Stmt& item, std::string* why) const;
+
+  /// Vloop pieces in device code as the other kernels print them, for a GPU
+  /// planner's printer (Base: gpu::DeviceText or gpu::AttnDeviceText).
+  template <class Base>
+  struct PieceText : Base {
+    FuncEmitter& e;
+    explicit PieceText(FuncEmitter& fe) : e(fe) {}
+    std::string var(const ir::Var& v) override { return e.var(v); }
+    std::string expr(const ir::Expr& x) override { return e.expr(x); }
+    std::string stmts(const std::vector<ir::Stmt>& ss, int depth) override {
+      std::string out;
+      for (const auto& s : ss) e.stmt(s, depth, out);
+      return out;
+    }
+    std::string buffer(const BufferNode* b) override { return e.buf_ptr(b); }
+    std::string scalar(const BufferNode* b) override { return e.scalar_ref(b); }
+    std::string declare(const BufferNode* b) override {
+      return fmt::format("{} {} = 0;", cudagen::value_type(b->type), e.scalar_ref(b));
+    }
+    std::string args_type() override { return e.f_.name + "__args"; }
+  };
 
   // ---- Contraction kernels (tiled_kernels.cpp) ----
   void emit_tiled_kernel(const Launch& l, const TilePlan& plan);
