@@ -4,7 +4,10 @@
 // lengths are non-negative, every index lies in its range, the `where`
 // constraints hold), is this goal always true? Array reads become
 // uninterpreted functions. Syntactic cases are settled without calling Z3,
-// and answers are cached, so checking stays fast on large programs.
+// facts that share no variable, size or array with the goal are left out
+// of its query, variables get names numbered per query (so Z3 sees the
+// same query on every run), and answers are cached, so checking stays
+// fast on large programs.
 #pragma once
 
 #include <functional>
@@ -51,6 +54,9 @@ class Prover {
   int solver_calls() const { return solver_calls_; }
 
  private:
+  /// One Z3 query (after the syntactic shortcuts), cached by key.
+  ProofResult solve(const std::vector<Fact>& facts, const SymPtr& goal);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int solver_calls_ = 0;

@@ -230,5 +230,44 @@ TEST(Prover, TimeoutGivesUnknownNotAProof) {
   EXPECT_EQ(r, ProofResult::Unknown);
 }
 
+TEST(Prover, UnrelatedFactsDoNotStopANonlinearProof) {
+  // GQA's K/V head index: h / (H / KH) < KH for h < H, KH >= 1 and
+  // H % KH == 0, beside the bounds of the other indices of the statement
+  // (i < q.seqlen[b], j < kv.seqlen[b], d < D, b < B). With those bounds in
+  // the query Z3's nonlinear search ran from 0.1 s to over a minute,
+  // depending only on the names of the variables; the prover leaves out
+  // facts that share no symbol with the goal.
+  Prover p;
+  IndexVarPtr h = index_var("h"), i = index_var("i"), j = index_var("j"), d = index_var("d"),
+              b = index_var("b");
+  SymPtr H = sym::size("H"), KH = sym::size("KH");
+  std::vector<Fact> facts;
+  facts.push_back(plain(sym::le(sym::constant(1), KH)));
+  facts.push_back(plain(sym::eq(sym::op(SymKind::Mod, {H, KH}), sym::constant(0))));
+  in_range(facts, i, sym::read("q.seqlen", {sym::var(b)}));
+  in_range(facts, d, sym::size("D"));
+  in_range(facts, h, H);
+  in_range(facts, j, sym::read("kv.seqlen", {sym::var(b)}));
+  in_range(facts, b, sym::size("B"));
+  SymPtr head = sym::op(SymKind::Div, {sym::var(h), sym::op(SymKind::Div, {H, KH})});
+  EXPECT_EQ(p.prove(facts, sym::lt(head, KH)), ProofResult::Proved);
+  // Without the divisibility fact it does not hold (H = 3, KH = 2, h = 2).
+  facts.erase(facts.begin() + 1);
+  EXPECT_EQ(p.prove(facts, sym::lt(head, KH)), ProofResult::Refuted);
+}
+
+TEST(Prover, LeftOutFactsThatContradictEachOtherStillProveEverything) {
+  // Inside a loop over an empty range (i < 0) every goal holds vacuously,
+  // also one about other variables: leaving the unrelated facts out must
+  // not turn that into a refutation.
+  Prover p;
+  IndexVarPtr i = index_var("i");
+  std::vector<Fact> facts;
+  in_range(facts, i, sym::constant(0));
+  SymPtr n = sym::size("N");
+  EXPECT_EQ(p.prove(facts, sym::lt(sym::constant(5), n)), ProofResult::Proved);
+  EXPECT_EQ(p.prove({}, sym::lt(sym::constant(5), n)), ProofResult::Refuted);
+}
+
 }  // namespace
 }  // namespace dccc
