@@ -24,6 +24,11 @@ BUILD_DIR="${2:-$ROOT/$DEFAULT_DIR}"
 TARGETS=("${@:3}")
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$PWD/$BUILD_DIR" ;; esac
 JOBS="${DCCC_JOBS:-2}"
+# ccache hashes paths under the checkout relative to it (and not the build
+# folder), so a clone in another folder, such as CI's clean clone, reuses
+# the objects compiled in this one.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 
 cd "$ROOT"
 echo "build: configuring preset \`$PRESET\` in $BUILD_DIR"
