@@ -200,10 +200,10 @@ Stmt tile_rows(const Stmt& body, const Var& v, const Expr& extent, LoopKind kind
       ok &= !mentions(s.extent, v) && s.loop == LoopKind::Serial;
       loops.push_back(&s);
     }
+    // The copies' own scalars are those the body writes; a scalar it only
+    // reads (the scale or window a caller passed, set before the loop) is
+    // shared, as a fresh copy of it would never be set.
     if (s.kind == StmtKind::Store) note(s.buffer);
-    own_exprs(s, [&](const ExprNode& x) {
-      if (x.kind == ExprKind::Load && x.buffer->kind == BufferKind::Scalar) note(x.buffer);
-    });
   });
   if (!ok) return nullptr;
   Expr t = build::int_imm(tile, extent->type);

@@ -54,6 +54,12 @@ class Verifier {
     }
     stmt(f_.prelude);
     stmt(f_.body);
+    // A scalar local read but never written holds garbage (the LLVM
+    // backend's alloca, the CUDA backend's register): a pass that renamed
+    // a scalar in some statements and not in the one that sets it.
+    for (const auto& b : f_.buffers)
+      if (b->kind == BufferKind::Scalar && read_.count(b.get()) && !written_.count(b.get()))
+        fail(fmt::format("scalar `{}` is read but never written", b->name));
     return std::move(problems_);
   }
 
@@ -87,7 +93,10 @@ class Verifier {
         if (std::find(scope_.begin(), scope_.end(), e->var.get()) == scope_.end())
           fail(fmt::format("variable `{}` is used outside the loop that binds it ({})", e->var->name, where));
         return;
-      case ExprKind::Load: access(e->buffer.get(), e->args, e->flat, "a load from"); return;
+      case ExprKind::Load:
+        read_.insert(e->buffer.get());
+        access(e->buffer.get(), e->args, e->flat, "a load from");
+        return;
       case ExprKind::Select:
         if (e->args.size() != 3) fail("a select without three operands");
         else if (e->args[0]->type != Scalar::Bool) fail("a select whose condition is not a boolean");
@@ -120,6 +129,7 @@ class Verifier {
         scope_.pop_back();
         return;
       case StmtKind::Store:
+        written_.insert(s->buffer.get());
         access(s->buffer.get(), s->args, s->flat, "a store to");
         expr(s->value, "the value stored to `" + s->buffer->name + "`");
         if (s->value && s->buffer->type == Scalar::Bool && s->value->type != Scalar::Bool)
@@ -136,6 +146,7 @@ class Verifier {
         return;
       case StmtKind::Print:
         if (s->buffer && !owned_.count(s->buffer.get())) fail("a print of a buffer not in the function");
+        if (s->buffer) read_.insert(s->buffer.get());
         for (const auto& a : s->args) expr(a, "a printed value");
         return;
     }
@@ -144,6 +155,7 @@ class Verifier {
   const Func& f_;
   std::string pass_;
   std::set<const BufferNode*> owned_;
+  std::set<const BufferNode*> read_, written_;
   std::vector<const VarNode*> scope_;
   std::vector<std::string> problems_;
 };

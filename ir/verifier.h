@@ -6,7 +6,8 @@
 // - a Load/Store has one index per dimension (or, once storage-lowered,
 //   one flat offset for a tensor and none for a scalar);
 // - loop extents and indices are integers; conditions are booleans;
-// - a Store's value can be converted to the buffer's element type.
+// - a Store's value can be converted to the buffer's element type;
+// - no scalar local is read without being written somewhere.
 // dccc runs it after every pass in debug builds (and always under
 // --verify-each); tests run it on purpose-built broken IR.
 #pragma once
