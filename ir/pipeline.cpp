@@ -210,7 +210,7 @@ bool included(const PassDef& p, const PipelineOptions& o) {
     case When::StorageLowering: return o.storage_lowering;
     case When::Simplify: return o.storage_lowering && o.simplify;
     case When::CpuLowered: return o.target == Target::Cpu && o.storage_lowering;
-    case When::Online: return o.online_reductions || (o.target == Target::Cuda && !o.materialize);
+    case When::Online: return o.online_reductions || !o.materialize;
   }
   return false;
 }

@@ -52,14 +52,16 @@ struct PipelineOptions {
   /// Off (`--no-simplify`): no simplify-indices after storage lowering.
   bool simplify = true;
   /// On (`--online-reductions`): the online-reductions pass derives the
-  /// one-pass (flash-attention) form of dependent reduction chains. Off by
-  /// default until its loops are tiled: on the CPU the one-key-at-a-time
-  /// form is 3-6x slower than the materialised one (bench/RESULTS.md).
-  bool online_reductions = false;
-  /// On (`--materialize`): the online-reductions pass does not run on the
-  /// CUDA target either, where it runs by default on functions without f32
+  /// one-pass (flash-attention) form of dependent reduction chains on every
+  /// function, f32 ones on the CUDA target included. Without it the pass
+  /// runs by default on the CPU (blocks of 128 keys, rows in tiles: not
+  /// slower than the materialised form by wall clock at 1 and 2 threads,
+  /// bench/RESULTS.md) and on the CUDA target on functions without f32
   /// inputs (the fused attention kernel, backend/gpu/plan_attention.h,
   /// takes its output; ir/pipeline.cpp).
+  bool online_reductions = false;
+  /// On (`--materialize`, `--no-online-reductions`): the online-reductions
+  /// pass does not run (unless --online-reductions asks for it).
   bool materialize = false;
   /// Values of j a step of the fused loop (`--online-block=N`); 0: the
   /// target's (the CPU's kCpuOnlineBlock, with rows in tiles; CUDA 1).

@@ -180,12 +180,12 @@ options:
   --online-reductions
                      derive the one-pass (flash-attention) form of dependent
                      reductions: no O(s^2) scores in memory (docs/vloop.md;
-                     on by default on the CUDA target for programs without
-                     f32 inputs (the fused attention kernel, bf16 / f16);
-                     off by default on the CPU until a quiet-machine
-                     wall-clock run confirms its speed (bench/RESULTS.md)
-  --materialize      CUDA target: do not derive the one-pass form (the
-                     scores are stored, as on the CPU by default)
+                     on by default on the CPU, and on the CUDA target for
+                     programs without f32 inputs (the fused attention
+                     kernel, bf16 / f16); this forces it there too
+  --materialize, --no-online-reductions
+                     do not derive the one-pass form: the chain runs as
+                     written, its [s, s] scores stored
   --online-block=N   keys a step of the fused loop (default: 128 on the CPU,
                      with query rows in tiles of 4; 1 on CUDA; 1: one key a step)
   --no-simplify      skip the Z3-backed index simplification, bound-check
@@ -370,7 +370,7 @@ int parse_args(int argc, char** argv, Options& o) {
       o.simplify = false;
     } else if (a == "--online-reductions") {
       o.online_reductions = true;
-    } else if (a == "--materialize") {
+    } else if (a == "--materialize" || a == "--no-online-reductions") {
       o.materialize = true;
     } else if (a.rfind("--online-block=", 0) == 0) {
       try {
