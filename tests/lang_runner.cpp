@@ -30,7 +30,9 @@
 // optionally followed by :COL, or @:COL (a column on the comment's line), or
 // @FILE.toy:LINE[:COL], a diagnostic in another file (an imported module;
 // FILE is relative to the test file's folder). `RUN:` also takes -IDIR
-// (relative to the test's folder). Files under a folder named `mods` are
+// (relative to the test's folder), and `RUN: run --materialize` runs every
+// engine on the reductions as written (the JIT's default online form may
+// sum in another order than the interpreters, docs/vloop.md). Files under a folder named `mods` are
 // modules the tests import, not tests (tests/CMakeLists.txt skips them).
 //
 // The test fails on: an unknown directive, a file with no expectation, an
@@ -201,7 +203,7 @@ void parse_comment(std::string_view comment, int line_no, TestSpec& spec) {
     spec.has_run = true;
     spec.mode = mode;
     for (std::string arg; in >> arg;) {
-      if (mode == "lib" && arg == "--target=cuda") {
+      if ((mode == "lib" && arg == "--target=cuda") || (mode == "run" && arg == "--materialize")) {
         spec.extra_args.push_back(arg);
         continue;
       }
@@ -209,7 +211,9 @@ void parse_comment(std::string_view comment, int line_no, TestSpec& spec) {
         spec.include_dirs.push_back(arg.substr(2));
         continue;
       }
-      if (!starts_with(arg, "-D")) return problem("RUN accepts only -DNAME=VALUE and -IDIR arguments, not `" + arg + "`");
+      if (!starts_with(arg, "-D"))
+        return problem("RUN accepts only -DNAME=VALUE and -IDIR arguments (and --materialize with run, --target=cuda with lib), not `" +
+                       arg + "`");
       spec.extra_args.push_back(arg);
     }
     return;
