@@ -1,9 +1,13 @@
 // A CPU stand-in for the CUDA runtime, just enough to run the CUDA source
 // that backend/cuda emits (the kernels and their host launchers) with a
 // C++ compiler, for cuda_emu_test.cpp: every CUDA thread of a block is a
-// std::thread, blocks run one after another (so `__shared__` arrays can be
-// function statics), `__syncthreads` is a block-wide std::barrier and
-// `__shfl_xor_sync` exchanges through a warp-wide one. Device memory is host
+// fiber (ucontext) of the launching thread, blocks run one after another (so
+// `__shared__` arrays can be function statics), `__syncthreads` is a
+// block-wide barrier and `__shfl_xor_sync` exchanges through a warp-wide
+// one; a fiber that waits at a barrier hands over to the next (fibers, not
+// a std::thread each: 128 threads spinning at barriers on a two-core CI
+// machine ran the tests several times slower than their CPU time and slowed
+// every test beside them). Device memory is host
 // memory; streams, events and memory pools do nothing. Launches are written
 // `dcc_emu_launch(K, grid, block, args)` (the test rewrites `K<<<grid,
 // block>>>(args)`). Not a model of the GPU's memory ordering or timing:
@@ -21,15 +25,17 @@
 
 #define DCC_EMU 1
 
+#include <sys/mman.h>
+#include <ucontext.h>
+
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <cstdio>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #define __global__
@@ -56,16 +62,66 @@ inline thread_local dim3 blockDim, gridDim;
 
 namespace dcc_emu {
 constexpr unsigned kFragRegs = 64;  // a lane's A and B registers for one dcc_emu_mma_tiles
+
+/// The fibers of one launch: all on the launching thread, run in turn by
+/// `run_block`; `yield` goes back to it.
+struct Fibers {
+  std::vector<ucontext_t> ctx;
+  std::vector<char*> stacks;
+  std::vector<bool> done;
+  ucontext_t scheduler;
+  unsigned current = 0;
+  uint64_t progress = 0;  // barrier releases and finished fibers: a deadlock shows as none
+};
+inline thread_local Fibers* fibers = nullptr;
+inline void yield() { swapcontext(&fibers->ctx[fibers->current], &fibers->scheduler); }
+// getcontext returns twice: kept out of the launcher's loops (-Wclobbered).
+[[gnu::noinline]] inline void start_fiber(Fibers& f, unsigned t, size_t stack_bytes, void (*body)()) {
+  f.done[t] = false;
+  getcontext(&f.ctx[t]);
+  f.ctx[t].uc_stack.ss_sp = f.stacks[t];
+  f.ctx[t].uc_stack.ss_size = stack_bytes;
+  f.ctx[t].uc_link = &f.scheduler;
+  makecontext(&f.ctx[t], body, 0);
+}
+[[gnu::noinline]] inline void resume_fiber(Fibers& f, unsigned t) {
+  f.current = t;
+  swapcontext(&f.scheduler, &f.ctx[t]);
+}
+
+/// A barrier of `expected` fibers; one that returns early drops out.
+struct Barrier {
+  unsigned expected = 0, arrived = 0;
+  uint64_t generation = 0;
+  void release() {
+    arrived = 0;
+    ++generation;
+    ++fibers->progress;
+  }
+  void arrive_and_wait() {
+    uint64_t g = generation;
+    if (++arrived == expected) {
+      release();
+      return;
+    }
+    while (generation == g) yield();
+  }
+  void arrive_and_drop() {
+    --expected;
+    if (arrived > 0 && arrived == expected) release();
+  }
+};
+
 struct Block {
-  std::unique_ptr<std::barrier<>> all;
-  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  Barrier all;
+  std::vector<Barrier> warps;
   std::vector<uint64_t> lanes;  // shuffle values, one per thread
   std::vector<uint32_t> frags;  // mma operand registers, kFragRegs per thread
 };
 inline thread_local Block* block = nullptr;
 }  // namespace dcc_emu
 
-inline void __syncthreads() { dcc_emu::block->all->arrive_and_wait(); }
+inline void __syncthreads() { dcc_emu::block->all.arrive_and_wait(); }
 
 template <typename T>
 T __shfl_xor_sync(unsigned, T v, int off) {
@@ -75,9 +131,9 @@ T __shfl_xor_sync(unsigned, T v, int off) {
   uint64_t bits = 0;
   std::memcpy(&bits, &v, sizeof(T));
   b.lanes[t] = bits;
-  b.warps[t / 32]->arrive_and_wait();
+  b.warps[t / 32].arrive_and_wait();
   uint64_t other = b.lanes[base + (lane ^ static_cast<unsigned>(off))];
-  b.warps[t / 32]->arrive_and_wait();
+  b.warps[t / 32].arrive_and_wait();
   T r;
   std::memcpy(&r, &other, sizeof(T));
   return r;
@@ -159,7 +215,7 @@ inline void dcc_emu_mma_tiles(dcc_emu_mma_kind kind, float* acc, const uint32_t*
   const unsigned nregs = static_cast<unsigned>(4 * fm + 2 * fn);
   if (nregs > dcc_emu::kFragRegs) std::abort();
   for (unsigned r = 0; r < nregs; ++r) blk.frags[dcc_emu::kFragRegs * t + r] = r < 4u * fm ? a[r] : b[r - 4 * fm];
-  blk.warps[t / 32]->arrive_and_wait();
+  blk.warps[t / 32].arrive_and_wait();
   const bool tf32 = kind == dcc_emu_mma_kind::tf32;
   const int K = tf32 ? 8 : 16, block = tf32 ? 4 : 8;
   auto reg = [&](unsigned l, unsigned r) { return blk.frags[dcc_emu::kFragRegs * (base + l) + r]; };
@@ -186,7 +242,7 @@ inline void dcc_emu_mma_tiles(dcc_emu_mma_kind kind, float* acc, const uint32_t*
         }
         out[at] = d;
       }
-  blk.warps[t / 32]->arrive_and_wait();
+  blk.warps[t / 32].arrive_and_wait();
   for (size_t at = 0; at < out.size(); ++at) acc[at] = out[at];
 }
 
@@ -201,7 +257,7 @@ inline void dcc_emu_ldmatrix_x4(uint32_t* r, const uint16_t* p, bool trans) {
   unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
   if ((reinterpret_cast<uintptr_t>(p) & 15) != 0) std::abort();  // rows must be 16-byte aligned
   b.lanes[t] = reinterpret_cast<uintptr_t>(p);
-  b.warps[t / 32]->arrive_and_wait();
+  b.warps[t / 32].arrive_and_wait();
   auto row = [&](unsigned q, unsigned i) { return reinterpret_cast<const uint16_t*>(b.lanes[base + 8 * q + i]); };
   for (unsigned q = 0; q < 4; ++q) {
     uint16_t lo, hi;
@@ -214,7 +270,7 @@ inline void dcc_emu_ldmatrix_x4(uint32_t* r, const uint16_t* p, bool trans) {
     }
     r[q] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
   }
-  b.warps[t / 32]->arrive_and_wait();
+  b.warps[t / 32].arrive_and_wait();
 }
 
 inline int atomicCAS(int* p, int cmp, int val) {
@@ -338,41 +394,64 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
         }
     return;
   }
-  // One team of n threads for the whole grid (creating threads per block
-  // cost most of the emulation's time): each thread runs its part of every
-  // block in turn; `gate` holds the team at the end of a block until all
-  // of it is done and gives the next block fresh barriers (a thread that
-  // returns early drops out of the block's barriers, not the team's).
-  auto fresh = [n] {
-    auto b = std::make_unique<dcc_emu::Block>();
-    b->all = std::make_unique<std::barrier<>>(n);
-    for (unsigned w = 0; w < (n + 31) / 32; ++w)
-      b->warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n - 32 * w)));
-    b->lanes.assign(n, 0);
-    b->frags.assign(dcc_emu::kFragRegs * n, 0);
-    return b;
+  // One fiber per thread, on a stack of its own (mapped once per launch,
+  // touched only as far as the kernel's frame goes); the blocks in turn.
+  // Each fiber runs until it finishes or waits at a barrier, then the
+  // next; a round in which no barrier opens and no fiber finishes is a
+  // deadlock (a barrier some thread never reaches), reported, not hung.
+  constexpr size_t kStack = 1 << 20;
+  dcc_emu::Fibers f;
+  f.ctx.resize(n);
+  f.done.assign(n, false);
+  for (unsigned t = 0; t < n; ++t) {
+    void* p = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    f.stacks.push_back(static_cast<char*>(p));
+  }
+  dcc_emu::Fibers* saved = dcc_emu::fibers;
+  dcc_emu::fibers = &f;
+  blockDim = block;
+  gridDim = grid;
+  static thread_local void (*entry_kernel)(Args);
+  static thread_local Args* entry_args;
+  entry_kernel = kernel;
+  entry_args = &a;
+  auto body = +[] {
+    dcc_emu::Fibers& fs = *dcc_emu::fibers;
+    unsigned t = fs.current;
+    entry_kernel(*entry_args);
+    dcc_emu::block->warps[t / 32].arrive_and_drop();
+    dcc_emu::block->all.arrive_and_drop();
+    fs.done[t] = true;
+    ++fs.progress;
+    // Returning ends the fiber: uc_link resumes the scheduler.
   };
-  std::unique_ptr<dcc_emu::Block> current = fresh();
-  auto next_block = [&]() noexcept { current = fresh(); };
-  std::barrier gate(n, next_block);
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (unsigned t = 0; t < n; ++t)
-    threads.emplace_back([&, t] {
-      threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-      blockDim = block;
-      gridDim = grid;
-      for (unsigned bz = 0; bz < grid.z; ++bz)
-        for (unsigned by = 0; by < grid.y; ++by)
-          for (unsigned bx = 0; bx < grid.x; ++bx) {
-            dcc_emu::Block& b = *current;
-            dcc_emu::block = &b;
-            blockIdx = uint3{bx, by, bz};
-            kernel(a);
-            b.warps[t / 32]->arrive_and_drop();
-            b.all->arrive_and_drop();
-            gate.arrive_and_wait();
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx) {
+        dcc_emu::Block b;
+        b.all.expected = n;
+        for (unsigned w = 0; w < (n + 31) / 32; ++w) b.warps.push_back(dcc_emu::Barrier{std::min(32u, n - 32 * w)});
+        b.lanes.assign(n, 0);
+        b.frags.assign(dcc_emu::kFragRegs * n, 0);
+        dcc_emu::block = &b;
+        blockIdx = uint3{bx, by, bz};
+        for (unsigned t = 0; t < n; ++t) dcc_emu::start_fiber(f, t, kStack, body);
+        for (unsigned left = n; left > 0;) {
+          uint64_t before = f.progress;
+          for (unsigned t = 0; t < n; ++t) {
+            if (f.done[t]) continue;
+            threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+            dcc_emu::resume_fiber(f, t);
+            if (f.done[t]) --left;
           }
-    });
-  for (auto& th : threads) th.join();
+          if (left > 0 && f.progress == before) {
+            std::fprintf(stderr, "dcc_emu_launch: deadlock: %u threads of block (%u, %u, %u) wait at a barrier\n", left,
+                         bx, by, bz);
+            std::abort();
+          }
+        }
+      }
+  for (char* p : f.stacks) munmap(p, kStack);
+  dcc_emu::fibers = saved;
 }
