@@ -179,7 +179,7 @@ TEST(CudaEmu, DirectivesOnSeqsMatchCpuBackend) {
 // The standard library on the CUDA target: std/nn.toy and std/attention.toy
 // compiled as libraries (every instance exported), and std/ragged.toy
 // through tests/stdlib/ragged_lib.toy (all but the slicing functions and
-// concat_rows, which the CUDA target does not compile yet), each function against the LLVM backend
+// concat_rows: RaggedSlicesMatchCpuBackend), each function against the LLVM backend
 // and the float64 reference interpreter on the differential patterns
 // (zero lengths, B = 1, one long sequence). The f32 and f64 instances: the
 // 16-bit ones round every intermediate value, beyond this harness's
