@@ -89,6 +89,11 @@ HostPlan plan_host_steps(const ir::Func& f, const std::function<LaunchReads(size
       for (const BufferNode* b : loads)
         if (!stores.count(b)) needs.insert(b);
     } else {
+      // Its kernel reads offsets on the device: filled and uploaded by now.
+      for (const BufferNode* b : loads)
+        if (b->kind == BufferKind::Aux && !known.count(b))
+          unsupported(at, "a kernel that reads offsets of extents computed by the program itself (`" + b->name +
+                              "`) before they are computed");
       LaunchReads r = launch(k);
       for (const auto& e : r.exprs) loads_of(e, needs);
       if (r.tile_list)

@@ -20,6 +20,7 @@
 #include <regex>
 #include <set>
 
+#include "runtime/include/dccrt.h"
 #include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/cuda_scheduled.h"
 #include "tests/unit/backend/schedule_support.h"
@@ -314,6 +315,59 @@ TEST(CudaEmu, RaggedSlicesMatchCpuBackend) {
   // in f32 and f64.
   EXPECT_EQ(functions, 8 * 2);
   EXPECT_GT(compared, 1000);
+}
+
+// A length the function computes that comes out negative (here n[b] =
+// x.seqlen[b] - max(k, 0) with k past a sequence's end): its offsets would
+// overlap, so the launcher, which copies n to the host to size y, fails the
+// call with the error a negative argument length gets, before the kernels
+// that write y and the result run (the result keeps what it held).
+TEST(CudaEmu, NegativeComputedLengthIsAnError) {
+  const char* text =
+      "type Seqs = coupling { data: [b: B][seqlen[b], D]f32, seqlen: [B]i32 }\n"
+      "fn f(x: Seqs, k: i32) [B, D]f32 {\n"
+      "    let s: i32 = max(k, 0);\n"
+      "    let n: [B]i32;\n"
+      "    n[b] = x.seqlen[b] - s;\n"
+      "    let y: [b: B][n[b], D]f32;\n"
+      "    y[b][i, d] = x.data[b][i + s, d];\n"
+      "    let r: [B, D]f32;\n"
+      "    r[b, d] = reduce(+, select(j == 0, y[b][j, d], 0.0));\n"
+      "    return r;\n"
+      "}\n";
+  auto dir = temp_dir("negative");
+  Program gpu = compile("negative.toy", text, false, /*cuda_passes=*/true);
+  ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
+  std::string log;
+  void* lib = testing::build_emulated(testing::emulated(emit_cuda(*gpu.module)), dir, "negative", log);
+  ASSERT_NE(lib, nullptr) << log;
+  auto run = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, "f__cuda_host"));
+  auto last_error = reinterpret_cast<const char* (*)()>(dlsym(lib, "dcc_last_error"));
+  ASSERT_TRUE(run && last_error);
+  // B = 2, D = 1: sequences of 3 and 1 rows; buffers x.seqlen, x.data, k, r.
+  int32_t seqlen[] = {3, 1};
+  float data[] = {1, 2, 3, 4};
+  for (int32_t k : {1, 2}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    float r[] = {7, 7};
+    void* bufs[] = {seqlen, data, &k, r, nullptr};
+    const int64_t sizes[] = {2, 1, 0};
+    int32_t st = run(sizes, bufs);
+    if (k == 1) {  // n = [2, 0]: y = [[2, 3], []]
+      ASSERT_EQ(st, 0) << last_error();
+      EXPECT_EQ(r[0], 2.0f);
+      EXPECT_EQ(r[1], 0.0f);
+      continue;
+    }
+    // n = [1, -1]
+    EXPECT_EQ(st, DCC_ERR_NEGATIVE_LENGTH);
+    EXPECT_NE(std::string(last_error()).find("f: `n`[1] is -1, a length the function computes; lengths must be >= 0"),
+              std::string::npos)
+        << last_error();
+    EXPECT_EQ(r[0], 7.0f);
+    EXPECT_EQ(r[1], 7.0f);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // An inlined call's `where` on the CUDA target: a kernel of checks alone
