@@ -31,6 +31,15 @@ void touched(const ir::Stmt& s, Known& stores, Known& loads) {
 
 SourceRange where(const BufferNode* b, const ir::Func& f) { return b->at.valid() ? b->at : f.at; }
 
+/// The members of `s` in Func::buffers order (the generated code's order
+/// must not depend on addresses).
+std::vector<const BufferNode*> in_order(const ir::Func& f, const Known& s) {
+  std::vector<const BufferNode*> out;
+  for (const auto& b : f.buffers)
+    if (s.count(b.get())) out.push_back(b.get());
+  return out;
+}
+
 }  // namespace
 
 HostPlan plan_host_steps(const ir::Func& f, const std::function<LaunchReads(size_t)>& launch,
@@ -59,7 +68,7 @@ HostPlan plan_host_steps(const ir::Func& f, const std::function<LaunchReads(size
   if (f.prelude) {
     Known st, ld;
     touched(f.prelude, st, ld);
-    for (const BufferNode* b : ld)
+    for (const BufferNode* b : in_order(f, ld))
       if (!known.count(b) && !st.count(b))
         unsupported(where(b, f), "extents computed by the program itself (`" + b->name + "`) in the prelude");
   }
@@ -86,23 +95,23 @@ HostPlan plan_host_steps(const ir::Func& f, const std::function<LaunchReads(size
     SourceRange at = ir::statement_location(items[k]).valid() ? ir::statement_location(items[k]) : f.at;
     if (aux_only) {
       step.on_host = true;
-      for (const BufferNode* b : loads)
+      for (const BufferNode* b : in_order(f, loads))
         if (!stores.count(b)) needs.insert(b);
     } else {
       // Its kernel reads offsets on the device: filled and uploaded by now.
-      for (const BufferNode* b : loads)
+      for (const BufferNode* b : in_order(f, loads))
         if (b->kind == BufferKind::Aux && !known.count(b))
           unsupported(at, "a kernel that reads offsets of extents computed by the program itself (`" + b->name +
                               "`) before they are computed");
       LaunchReads r = launch(k);
       for (const auto& e : r.exprs) loads_of(e, needs);
       if (r.tile_list)
-        for (const BufferNode* b : needs)
+        for (const BufferNode* b : in_order(f, needs))
           if (!known.count(b) || plan.fetched.count(b))
             unsupported(at, "a tensor-core kernel whose tiles depend on extents computed by the program itself (`" +
                                 b->name + "`)");
     }
-    for (const BufferNode* b : needs) {
+    for (const BufferNode* b : in_order(f, needs)) {
       if (known.count(b)) continue;
       if (b->kind == BufferKind::Aux)
         unsupported(where(b, f), "extents computed by the program itself (`" + b->name + "`), read before the statement "
@@ -117,7 +126,7 @@ HostPlan plan_host_steps(const ir::Func& f, const std::function<LaunchReads(size
     }
     // Locals sized by values known only now, allocated before their first
     // statement (the fetches above come first).
-    for (const BufferNode* b : plan.deferred) {
+    for (const BufferNode* b : in_order(f, plan.deferred)) {
       if (allocated.count(b) || !(stores.count(b) || loads.count(b))) continue;
       if (!host_known(b->total))
         unsupported(where(b, f), "the size of `" + b->name + "`, which reads extents computed by the program itself "
@@ -128,7 +137,7 @@ HostPlan plan_host_steps(const ir::Func& f, const std::function<LaunchReads(size
     // A kernel that writes a fetched value makes the host copy stale: fetch
     // it again when the host reads it next. An on_host statement's arrays
     // are the host's, and uploaded after it.
-    for (const BufferNode* b : stores) {
+    for (const BufferNode* b : in_order(f, stores)) {
       if (step.on_host) {
         step.upload.push_back(b);
         plan.body_aux.insert(b);
