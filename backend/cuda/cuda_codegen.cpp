@@ -222,9 +222,11 @@ void FuncEmitter::run() {
   find_nan_free_maxima();
   out_ += fmt::format("// ---- {} ----\nstruct {}__args {{\n  int64_t s[{}];\n  void* p[{}];\n  int* err;\n}};\n\n",
                       f_.name, f_.name, std::max<size_t>(1, f_.sizes.size()), std::max<size_t>(1, f_.buffers.size()));
-  std::vector<ir::Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<ir::Stmt>{f_.body};
-  std::vector<Launch> launches;
-  for (size_t k = 0; k < items.size(); ++k) {
+  std::vector<ir::Stmt> items = ir::items_of(f_.body);
+  std::vector<Launch> launches(items.size());
+  // The planner asks for each statement's kernel in order (those it does
+  // not run on the host), to know what its launch reads on the host.
+  auto make_kernel = [&](size_t k) -> LaunchReads {
     if (SourceRange at = ir::statement_location(items[k]); !options_.line_file.empty() && at.valid()) {
       // The statement's file: the root's, or an imported one's.
       std::string path = at.file ? std::filesystem::absolute(at.file->name()).lexically_normal().string() : options_.line_file;
@@ -244,9 +246,12 @@ void FuncEmitter::run() {
     if (asserts && other)
       unsupported(ir::statement_location(items[k]).valid() ? ir::statement_location(items[k]) : f_.at,
                   "the `where` of an inlined call checked in a kernel that also computes");
-    launches.push_back(emit_kernel(items[k], static_cast<int>(k)));
-    launches.back().checks = asserts;
-  }
+    launches[k] = emit_kernel(items[k], static_cast<int>(k));
+    launches[k].checks = asserts;
+    return launch_reads(launches[k]);
+  };
+  plan_ = plan_host_steps(f_, make_kernel, [&](const BufferNode* b) { return in_memory_.count(b) > 0; });
+  for (size_t k = 0; k < items.size(); ++k) launches[k].on_host = plan_.steps[k].on_host;
   for (const auto& m : f_.gpu_mappings) {
     bool used = false;
     for (const auto& l : launches) used |= l.mapping == &m;

@@ -15,6 +15,9 @@
 //   tiled_kernels.cpp   contraction kernels: register tiles, block tiles
 //   device_code.cpp     expressions and statements as device code
 //   host_code.cpp       f__cuda (prelude, uploads, launches) and f__cuda_host
+//   host_steps.cpp      decisions: what the launcher does around each
+//                       statement (host copies of what kernels compute,
+//                       statements run on the host, late allocations)
 #pragma once
 
 #include <fmt/format.h>
@@ -31,6 +34,7 @@
 
 #include "backend/abi/c_emit.h"
 #include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/host_steps.h"
 #include "backend/gpu/kernel_ir.h"
 #include "ir/ir.h"
 
@@ -101,6 +105,8 @@ class FuncEmitter {
  private:
   struct Launch {
     std::string kernel;
+    /// The statement runs on the host (HostStep::on_host): no kernel.
+    bool on_host = false;
     bool parallel = false;
     ir::Stmt outer;                  // the loop on blockIdx.y (or on x when `inner` is empty)
     std::vector<ir::Stmt> inner;     // loops flattened over threads
@@ -269,6 +275,9 @@ class FuncEmitter {
 
   // ---- Host code (host_code.cpp) ----
   void check_host_computable();
+  LaunchReads launch_reads(const Launch& l) const;
+  std::string fetch(const BufferNode* b);
+  std::string allocate_local(const BufferNode* b);
   std::string size_decls() const;
   void emit_launcher(const std::vector<Launch>& launches);
   std::string assert_errors(const std::string& pad) const;
@@ -315,6 +324,8 @@ class FuncEmitter {
   std::map<std::string, std::string> hoisted_;           // loads made once per outer iteration
   std::string outer_prefix_;                              // their declarations
   std::set<const BufferNode*> host_len_;
+  /// What the launcher does around each statement (host_steps.h).
+  HostPlan plan_;
   /// Input arrays the host code reads (lengths): a tile list's cache key.
   std::set<const BufferNode*> key_arrays_;
 };

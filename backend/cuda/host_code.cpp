@@ -8,25 +8,95 @@
 
 namespace dccc::backend::cudagen {
 
-/// Every extent and total must be computable on the host: from sizes,
-/// input length arrays and aux arrays (not from arrays the body computes).
+/// The input length arrays the host code reads (a tile list's cache key)
+/// and the integer input arrays the wrapper passes host copies of. Which
+/// values the host needs that kernels compute, and when, is the host
+/// plan's (host_steps.h).
 void FuncEmitter::check_host_computable() {
-  auto host_ok = [&](const ir::ExprNode& x) {
-    if (x.kind == ExprKind::Load && x.buffer->kind != BufferKind::Input && x.buffer->kind != BufferKind::Aux)
-      unsupported(x.buffer->at.valid() ? x.buffer->at : f_.at,
-                  "extents computed by the program itself (`" + x.buffer->name + "`)");
-    // The length arrays the host code reads: a tile list's cache key.
+  auto host_read = [&](const ir::ExprNode& x) {
     if (x.kind == ExprKind::Load && x.buffer->kind == BufferKind::Input && !x.buffer->dims.empty())
       key_arrays_.insert(x.buffer.get());
   };
-  for (const auto& b : f_.buffers) ir::each_expr(b->total, host_ok);
-  ir::each_stmt(f_.prelude, [&](const ir::StmtNode& s) { ir::own_exprs(s, host_ok); });
+  for (const auto& b : f_.buffers) ir::each_expr(b->total, host_read);
+  ir::each_stmt(f_.prelude, [&](const ir::StmtNode& s) { ir::own_exprs(s, host_read); });
   ir::each_stmt(f_.body, [&](const ir::StmtNode& s) {
-    if (s.kind == StmtKind::For) ir::each_expr(s.extent, host_ok);
+    if (s.kind == StmtKind::For) ir::each_expr(s.extent, host_read);
   });
   // The wrapper passes host copies of every integer input array.
   for (const auto& b : f_.buffers)
     if (b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) host_len_.insert(b.get());
+}
+
+/// What launch `l` evaluates on the host (the launch code below).
+LaunchReads FuncEmitter::launch_reads(const Launch& l) const {
+  LaunchReads r;
+  if (l.attn) {
+    r.tile_list = true;
+    for (const auto& x : l.attn->batch) r.exprs.push_back(x.extent);
+    r.exprs.push_back(l.attn->rows);
+    r.exprs.push_back(l.attn->keys);
+    for (const auto& s : l.attn->scalars) r.exprs.push_back(s.value);
+  } else if (l.mma) {
+    r.tile_list = true;
+    for (const auto& x : l.mma->tiles.batch) r.exprs.push_back(x.extent);
+    r.exprs.push_back(l.mma->tiles.rows);
+    r.exprs.push_back(l.mma->tiles.cols);
+  } else if (!l.parallel) {
+  } else if (!l.ranges.empty()) {
+    r.exprs.push_back(l.outer->extent);
+    for (const auto& [cond, inner] : l.ranges) {
+      if (cond) r.exprs.push_back(cond);
+      for (const auto& in : inner) r.exprs.push_back(in->extent);
+    }
+  } else if (l.mapping) {
+    for (size_t k = 0; k < l.blocks.size() && k < 2; ++k) r.exprs.push_back(l.blocks[k]->extent);
+    for (const auto& g : l.grid_guards) r.exprs.push_back(g);
+  } else {
+    r.exprs.push_back(l.outer->extent);
+    for (const auto& in : l.inner) r.exprs.push_back(in->extent);
+  }
+  return r;
+}
+
+/// Copies device buffer `b` (computed by the kernels before) to a host
+/// copy in its `hp` slot, waiting on the stream, and checks it when it
+/// shapes a buffer (HostPlan::lengths) as the wrapper checks the lengths
+/// it is given. From here on, host code reads it there.
+std::string FuncEmitter::fetch(const BufferNode* b) {
+  const int k = slot_.at(b);
+  const std::string t = c_type(b->type), fn = f_.name;
+  std::string o = fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
+  o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n", fn, b->name);
+  o += fmt::format("    hp[{0}] = std::malloc((size_t)n * sizeof({1}) + 1);\n    host_owned.push_back(hp[{0}]);\n", k, t);
+  o += fmt::format("    if (!hp[{}]) {{ st = dcc_set_error(DCC_ERR_OUT_OF_MEMORY, \"{}: cannot allocate a host copy of `{}`\"); goto done; }}\n", k, fn, b->name);
+  // The wait: the kernels before have written it.
+  o += fmt::format("    cudaError_t e = cudaMemcpyAsync(hp[{0}], a.p[{0}], (size_t)n * sizeof({1}), cudaMemcpyDeviceToHost, strm);\n", k, t);
+  o += "    if (e == cudaSuccess) e = cudaStreamSynchronize(strm);\n";
+  o += fmt::format("    if (e != cudaSuccess) {{ st = dcc_cuda_fail(e, \"copying `{}` to the host\"); goto done; }}\n", b->name);
+  if (plan_.lengths.count(b)) {
+    o += fmt::format("    for (int64_t i = 0; i < n; ++i)\n      if (((const {0}*)hp[{1}])[i] < 0) {{\n", t, k);
+    o += "        char msg[256];\n";
+    o += fmt::format("        std::snprintf(msg, sizeof msg, \"{}: `{}`[%lld] is %lld, a length the function computes; lengths must be >= 0\", "
+                     "(long long)i, (long long)((const {}*)hp[{}])[i]);\n", fn, b->name, t, k);
+    o += "        st = dcc_set_error(DCC_ERR_NEGATIVE_LENGTH, msg);\n        goto done;\n      }\n";
+  }
+  o += "  }\n";
+  host_.buffers[b] = b->dims.empty() ? fmt::format("(*(const {}*)hp[{}])", t, k) : fmt::format("((const {}*)hp[{}])", t, k);
+  return o;
+}
+
+/// Allocates local or scalar `b` on the device: its size from the host
+/// values at this point, checked as the CPU target checks it.
+std::string FuncEmitter::allocate_local(const BufferNode* b) {
+  const int k = slot_.at(b);
+  std::string o = fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
+  o += fmt::format("    if (ovf || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",
+                   f_.name, b->name);
+  o += fmt::format("    if (n < 0) {{ st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the extents of `{}` give a negative size\"); goto done; }}\n",
+                   f_.name, b->name);
+  o += fmt::format("    if (!dalloc((size_t)n * sizeof({}), &a.p[{}]{})) {{ st = DCC_ERR_CUDA; goto done; }}\n  }}\n",
+                   c_type(b->type), k, b->zero_fill ? "" : ", false");
+  return o;
 }
 
 /// The sizes by name (`s_B`), as host code refers to them.
@@ -152,6 +222,12 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
   if (checks)
     o += fmt::format("  if (async) return dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}_on_stream: `{}` checks the `where` of an "
                      "inlined call on the device and waits for it; call {} instead\");\n", fn, fn, fn);
+  if (plan_.waits())
+    o += fmt::format("  if (async) return dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}_on_stream: `{}` computes extents on the "
+                     "device that the host reads (a wait); call {} instead\");\n", fn, fn, fn);
+  // Aux arrays the body fills are computed here on every call: the
+  // wrapper's (the cache's) are not used.
+  if (!plan_.body_aux.empty()) o += "  aux_dev = nullptr;\n  aux_host = nullptr;\n";
   bool any_aux = false;
   for (const auto& b : f_.buffers) any_aux |= b->kind == BufferKind::Aux;
   if (any_aux)
@@ -233,20 +309,23 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
     host_.stmt(f_.prelude, 2, o);
     o += fmt::format("  }}\n  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
   }
+  // (Those the body fills are uploaded once it has: upload_aux.)
+  auto upload_aux = [&](const BufferNode* b, const std::string& pad) {
+    int k = slot_.at(b);
+    o += fmt::format("{}{{\n{}  const int64_t n = {};\n", pad, pad, host_.expr(b->total));
+    o += fmt::format("{}  if (!dalloc((size_t)n * 8, &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n", pad, k);
+    o += fmt::format("{}  if (n > 0 && cudaMemcpy(a.p[{}], hp[{}], (size_t)n * 8, cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n{}}}\n",
+                     pad, k, k, pad);
+  };
   for (const auto& b : f_.buffers)
-    if (b->kind == BufferKind::Aux) {
-      int k = slot_.at(b.get());
-      o += fmt::format("  {{\n    const int64_t n = {};\n", host_.expr(b->total));
-      o += fmt::format("    if (!dalloc((size_t)n * 8, &a.p[{}])) {{ st = DCC_ERR_CUDA; goto done; }}\n", k);
-      o += fmt::format("    if (n > 0 && cudaMemcpy(a.p[{}], hp[{}], (size_t)n * 8, cudaMemcpyHostToDevice) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaMemcpy\"); goto done; }}\n  }}\n",
-                       k, k);
-    }
+    if (b->kind == BufferKind::Aux && !plan_.body_aux.count(b.get())) upload_aux(b.get(), "  ");
   o += "  }\n";
   for (const auto& b : f_.buffers) {
     int k = slot_.at(b.get());
     // A scalar that every kernel keeps in registers needs no memory.
     if (b->kind == BufferKind::Scalar && b->dims.empty() && !in_memory_.count(b.get())) continue;
     if (b->kind == BufferKind::Local && in_registers_.count(b.get())) continue;
+    if (plan_.deferred.count(b.get())) continue;  // allocated at its statement (below)
     if (b->kind == BufferKind::Local || b->kind == BufferKind::Scalar) {
       o += fmt::format("  {{\n    ovf = 0;\n    const int64_t n = {};\n", b->dims.empty() ? "(int64_t)1" : host_.expr(b->total));
       o += fmt::format("    if (ovf || n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / 8) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the size of `{}` overflows\"); goto done; }}\n",
@@ -255,8 +334,24 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
                        c_type(b->type), k, b->zero_fill ? "" : ", false");
     }
   }
-  // The kernels, in statement order on the default stream.
-  for (const auto& l : launches) {
+  const std::vector<ir::Stmt> items = ir::items_of(f_.body);
+  // The kernels, in statement order on the default stream; around each,
+  // what the host plan says (host_steps.h).
+  for (size_t step = 0; step < launches.size(); ++step) {
+    const Launch& l = launches[step];
+    const HostStep& hs = plan_.steps.at(step);
+    for (const BufferNode* b : hs.fetch) o += fetch(b);
+    for (const BufferNode* b : hs.allocate)
+      if (!(b->kind == BufferKind::Scalar && !in_memory_.count(b)) && !in_registers_.count(b)) o += allocate_local(b);
+    if (l.on_host) {
+      // Offsets of lengths the kernels computed: the prelude's code, on the
+      // host, then uploaded.
+      o += "  ovf = 0;\n  {\n";
+      host_.stmt(items.at(step), 2, o);
+      o += fmt::format("  }}\n  if (ovf) {{ st = dcc_set_error(DCC_ERR_OVERFLOW, \"{}: the lengths make an offset overflow\"); goto done; }}\n", fn);
+      for (const BufferNode* b : hs.upload) upload_aux(b, "  ");
+      continue;
+    }
     o += "  {\n    ovf = 0;\n    prof.start();\n";
     if (l.attn) {
       o += attention_launch(l);

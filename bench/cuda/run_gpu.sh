@@ -174,8 +174,10 @@ if [[ $mode != bench-only ]]; then
     python3 -m pytest tests/python -q -rs -p no:cacheprovider 2>&1 | tee "$results/python_test.txt"
   [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
   # The standard library on the GPU (issue 20): tests/stdlib/*_diff.py
-  # --target=cuda compiles std/nn.toy, std/attention.toy and
-  # tests/stdlib/ragged_lib.toy here with the shipped driver and nvcc, and
+  # --target=cuda compiles std/nn.toy, std/attention.toy,
+  # tests/stdlib/ragged_lib.toy and tests/stdlib/ragged_slices_lib.toy
+  # (take_rows, slice_rows, slice_rows_each, concat_rows: lengths a kernel
+  # computes, copied to the host) here with the shipped driver and nvcc, and
   # runs every function on random ragged inputs (zero lengths, B = 1) with
   # CUDA tensors against float64 NumPy; each must print its OK line (a skip,
   # exit 77, is a failure here: this machine has a GPU).

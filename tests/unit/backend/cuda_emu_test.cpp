@@ -16,9 +16,11 @@
 #include <filesystem>
 #include <fstream>
 #include <cctype>
+#include <random>
 #include <regex>
 #include <set>
 
+#include "runtime/include/dccrt.h"
 #include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/cuda_scheduled.h"
 #include "tests/unit/backend/schedule_support.h"
@@ -178,7 +180,7 @@ TEST(CudaEmu, DirectivesOnSeqsMatchCpuBackend) {
 // The standard library on the CUDA target: std/nn.toy and std/attention.toy
 // compiled as libraries (every instance exported), and std/ragged.toy
 // through tests/stdlib/ragged_lib.toy (all but the slicing functions and
-// concat_rows, which the CUDA target does not compile yet), each function against the LLVM backend
+// concat_rows: RaggedSlicesMatchCpuBackend), each function against the LLVM backend
 // and the float64 reference interpreter on the differential patterns
 // (zero lengths, B = 1, one long sequence). The f32 and f64 instances: the
 // 16-bit ones round every intermediate value, beyond this harness's
@@ -215,6 +217,157 @@ TEST(CudaEmu, StdlibMatchesCpuBackend) {
   // (attention has no f64).
   EXPECT_EQ(functions, 11 * 2 + 5 + 6 * 2);
   EXPECT_GT(compared, 10000);
+}
+
+// std/ragged.toy's take_rows, slice_rows, slice_rows_each and concat_rows
+// through tests/stdlib/ragged_slices_lib.toy: their lengths are computed by
+// a kernel, and the launcher copies them to the host, computes the offsets
+// of the tensor they shape there and allocates it (backend/cuda/host_steps.h).
+// Each wrapper (rows inside x's extents, and `_len`: the lengths) against
+// the float64 interpreter and the LLVM backend, on hand-picked arguments:
+// empty sequences, B = 1, counts and starts negative, zero and past the end.
+TEST(CudaEmu, RaggedSlicesMatchCpuBackend) {
+  auto dir = temp_dir("slices");
+  std::filesystem::path file(DCCC_SOURCE_DIR "/tests/stdlib/ragged_slices_lib.toy");
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string root = file.parent_path().string();
+  Program cpu = testing::compile(file.filename().string(), text.str(), false, false, root);
+  Program gpu = testing::compile(file.filename().string(), text.str(), false, true, root);
+  ASSERT_TRUE(cpu.module) << testing::diagnostics(cpu);
+  ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
+  std::string cu = emit_cuda(*gpu.module);
+  // slice_rows keeps its sliced rows in a tensor shaped by the lengths a
+  // kernel computed: the launcher waits for them (the others need no wait).
+  EXPECT_NE(cu.find("copying `ragged.slice_rows__f32.n` to the host"), std::string::npos);
+  std::string error, log;
+  auto jit = JitProgram::compile(*cpu.module, error);
+  ASSERT_TRUE(jit) << error;
+  void* lib = testing::build_emulated(testing::emulated(cu), dir, "slices", log);
+  ASSERT_NE(lib, nullptr) << log;
+  auto last_error = reinterpret_cast<const char* (*)()>(dlsym(lib, "dcc_last_error"));
+  ASSERT_NE(last_error, nullptr);
+  struct Case {
+    std::vector<int> lens, zlens;
+    int k, start, count;
+    std::vector<int> starts, counts;
+  };
+  const Case cases[] = {
+      {{3, 0, 5, 2}, {1, 0, 0, 4}, 2, 1, 3, {0, 2, 7, -1}, {2, 9, 1, 1}},
+      {{4}, {3}, -3, -2, 10, {5}, {-1}},
+      {{6}, {0}, 100, 4, -5, {2}, {3}},
+      {{0, 0, 0}, {0, 2, 0}, 7, 0, 0, {0, 1, -4}, {3, 0, 2}},
+      {{6, 1, 0, 3, 2}, {0, 0, 5, 1, 0}, 0, 9, 2, {1, 0, 0, 3, 9}, {2, 5, 1, -2, 1}},
+      {{2, 7, 1}, {2, 0, 3}, 5, 6, 1, {-3, 6, 0}, {4, 1, 0}},
+  };
+  int functions = 0, compared = 0;
+  for (const auto& f : cpu.module->funcs) {
+    const std::string& n = f.name;
+    if (n.find('.') != std::string::npos || n == "main") continue;
+    if (n.size() < 5 || (n.substr(n.size() - 5) != "__f32" && n.substr(n.size() - 5) != "__f64")) continue;
+    auto run = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, (n + "__cuda_host").c_str()));
+    ASSERT_NE(run, nullptr) << n;
+    testing::Kernel llvm = jit->kernel(n);
+    ++functions;
+    for (size_t c = 0; c < std::size(cases); ++c) {
+      const Case& cs = cases[c];
+      SCOPED_TRACE(n + " case " + std::to_string(c));
+      std::map<std::string, int64_t> sizes{{"B", static_cast<int64_t>(cs.lens.size())}, {"D", 3}};
+      std::mt19937 rng(7 + static_cast<unsigned>(c));
+      auto inputs = ir::Interpreter::make_inputs(f, sizes, [&](const ir::BufferNode* b, int64_t k) -> double {
+        const std::string& bn = b->name;
+        if (bn == "x.seqlen") return cs.lens.at(k);
+        if (bn == "z.seqlen") return cs.zlens.at(k);
+        if (bn == "k") return cs.k;
+        if (bn == "start") return b->dims.empty() ? cs.start : cs.starts.at(k);
+        if (bn == "count") return b->dims.empty() ? cs.count : cs.counts.at(k);
+        EXPECT_TRUE(is_float(b->type)) << bn;
+        return static_cast<float>(std::uniform_real_distribution<double>(-2.0, 2.0)(rng));
+      });
+      std::ostringstream sink;
+      ir::Interpreter ref(sink);
+      ref.set_float64_reference(true);
+      ref.run(f, sizes, inputs);
+      std::vector<int64_t> size_values;
+      for (const auto& sz : f.sizes) size_values.push_back(sizes.at(sz.name));
+      size_values.push_back(0);
+      std::vector<void*> p1, p2;
+      std::vector<testing::HostBuffer> h1 = testing::host_buffers(f, inputs, ref, p1);
+      std::vector<testing::HostBuffer> h2 = testing::host_buffers(f, inputs, ref, p2);
+      ASSERT_EQ(llvm(size_values.data(), p1.data()), 0);
+      ASSERT_EQ(run(size_values.data(), p2.data()), 0) << last_error();
+      size_t slot = 0;
+      for (const auto& b : f.buffers) {
+        if (b->kind != ir::BufferKind::Input && b->kind != ir::BufferKind::Output) continue;
+        size_t this_slot = slot++;
+        if (b->kind != ir::BufferKind::Output) continue;
+        std::vector<double> want = ref.packed(b.get());
+        for (size_t k = 0; k < want.size(); ++k, ++compared) {
+          EXPECT_NEAR(h1[this_slot].get(k), want[k], 1e-6) << "llvm " << b->name << "[" << k << "]";
+          EXPECT_NEAR(h2[this_slot].get(k), want[k], 1e-6) << "cuda-emu " << b->name << "[" << k << "]";
+        }
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
+  // take_rows, slice_rows, slice_rows_each, concat_rows and their `_len`,
+  // in f32 and f64.
+  EXPECT_EQ(functions, 8 * 2);
+  EXPECT_GT(compared, 1000);
+}
+
+// A length the function computes that comes out negative (here n[b] =
+// x.seqlen[b] - max(k, 0) with k past a sequence's end): its offsets would
+// overlap, so the launcher, which copies n to the host to size y, fails the
+// call with the error a negative argument length gets, before the kernels
+// that write y and the result run (the result keeps what it held).
+TEST(CudaEmu, NegativeComputedLengthIsAnError) {
+  const char* text =
+      "type Seqs = coupling { data: [b: B][seqlen[b], D]f32, seqlen: [B]i32 }\n"
+      "fn f(x: Seqs, k: i32) [B, D]f32 {\n"
+      "    let s: i32 = max(k, 0);\n"
+      "    let n: [B]i32;\n"
+      "    n[b] = x.seqlen[b] - s;\n"
+      "    let y: [b: B][n[b], D]f32;\n"
+      "    y[b][i, d] = x.data[b][i + s, d];\n"
+      "    let r: [B, D]f32;\n"
+      "    r[b, d] = reduce(+, select(j == 0, y[b][j, d], 0.0));\n"
+      "    return r;\n"
+      "}\n";
+  auto dir = temp_dir("negative");
+  Program gpu = compile("negative.toy", text, false, /*cuda_passes=*/true);
+  ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
+  std::string log;
+  void* lib = testing::build_emulated(testing::emulated(emit_cuda(*gpu.module)), dir, "negative", log);
+  ASSERT_NE(lib, nullptr) << log;
+  auto run = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, "f__cuda_host"));
+  auto last_error = reinterpret_cast<const char* (*)()>(dlsym(lib, "dcc_last_error"));
+  ASSERT_TRUE(run && last_error);
+  // B = 2, D = 1: sequences of 3 and 1 rows; buffers x.seqlen, x.data, k, r.
+  int32_t seqlen[] = {3, 1};
+  float data[] = {1, 2, 3, 4};
+  for (int32_t k : {1, 2}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    float r[] = {7, 7};
+    void* bufs[] = {seqlen, data, &k, r, nullptr};
+    const int64_t sizes[] = {2, 1, 0};
+    int32_t st = run(sizes, bufs);
+    if (k == 1) {  // n = [2, 0]: y = [[2, 3], []]
+      ASSERT_EQ(st, 0) << last_error();
+      EXPECT_EQ(r[0], 2.0f);
+      EXPECT_EQ(r[1], 0.0f);
+      continue;
+    }
+    // n = [1, -1]
+    EXPECT_EQ(st, DCC_ERR_NEGATIVE_LENGTH);
+    EXPECT_NE(std::string(last_error()).find("f: `n`[1] is -1, a length the function computes; lengths must be >= 0"),
+              std::string::npos)
+        << last_error();
+    EXPECT_EQ(r[0], 7.0f);
+    EXPECT_EQ(r[1], 7.0f);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // An inlined call's `where` on the CUDA target: a kernel of checks alone
