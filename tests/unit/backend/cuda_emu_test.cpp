@@ -177,6 +177,17 @@ TEST(CudaEmu, DirectivesOnSeqsMatchCpuBackend) {
 }
 
 
+/// A library source file compiled for the CPU and for the CUDA target
+/// (imports resolved against its folder).
+std::pair<Program, Program> compile_both(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string root = file.parent_path().string();
+  return {testing::compile(file.filename().string(), text.str(), false, false, root),
+          testing::compile(file.filename().string(), text.str(), false, true, root)};
+}
+
 // The standard library on the CUDA target: std/nn.toy and std/attention.toy
 // compiled as libraries (every instance exported), and std/ragged.toy
 // through tests/stdlib/ragged_lib.toy (all but the slicing functions and
@@ -194,12 +205,7 @@ TEST(CudaEmu, StdlibMatchesCpuBackend) {
                            DCCC_SOURCE_DIR "/tests/stdlib/ragged_lib.toy"}) {
     SCOPED_TRACE(path);
     std::filesystem::path file(path);
-    std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string root = file.parent_path().string();
-    Program cpu = testing::compile(file.filename().string(), text.str(), false, false, root);
-    Program gpu = testing::compile(file.filename().string(), text.str(), false, true, root);
+    auto [cpu, gpu] = compile_both(file);
     ASSERT_TRUE(cpu.module) << testing::diagnostics(cpu);
     ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
     auto keep = [&](const std::string& name) {
@@ -229,12 +235,7 @@ TEST(CudaEmu, StdlibMatchesCpuBackend) {
 TEST(CudaEmu, RaggedSlicesMatchCpuBackend) {
   auto dir = temp_dir("slices");
   std::filesystem::path file(DCCC_SOURCE_DIR "/tests/stdlib/ragged_slices_lib.toy");
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string root = file.parent_path().string();
-  Program cpu = testing::compile(file.filename().string(), text.str(), false, false, root);
-  Program gpu = testing::compile(file.filename().string(), text.str(), false, true, root);
+  auto [cpu, gpu] = compile_both(file);
   ASSERT_TRUE(cpu.module) << testing::diagnostics(cpu);
   ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
   std::string cu = emit_cuda(*gpu.module);
