@@ -92,6 +92,33 @@ bool apply_schedules(Module& m, RunState& s) {
 }
 
 /// The names `materialize` keeps stored and the tensors whose assignments
+/// Whether `after` (the online-reductions pass run on `before`) has a
+/// derived key loop, and every key loop it derived -- a loop of `after`
+/// whose body starts `acc = 0; for ...` and that `before` has not --
+/// starts with a score contraction over ONE loop `acc = 0; for r { acc =
+/// acc + x }`, the form the fused attention kernel reads. Otherwise `why`.
+bool derived_loops_fusable(const Func& before, const Func& after, std::string& why) {
+  std::set<const StmtNode*> old;
+  each_stmt(before.body, [&](const StmtNode& s) { old.insert(&s); });
+  int derived = 0;
+  bool ok = true;
+  each_stmt(after.body, [&](const StmtNode& s) {
+    if (s.kind != StmtKind::For || old.count(&s) || s.body.empty()) return;
+    std::vector<Stmt> items = items_of(s.body[0]);
+    if (items.size() < 2 || items[0]->kind != StmtKind::Store || !items[0]->buffer->dims.empty() ||
+        items[0]->value->kind != ExprKind::FloatImm || items[0]->value->float_value != 0 || items[1]->kind != StmtKind::For)
+      return;
+    ++derived;
+    Stmt inner = unwrap(items[1]->body[0]);
+    if (!inner || inner->kind != StmtKind::Store || inner->buffer != items[0]->buffer) {
+      ok = false;
+      why = "a derived key loop's score sums over more than one loop (the fused attention kernel takes one)";
+    }
+  });
+  if (derived == 0 && why.empty()) why = "no derived loop starts with a score contraction (no fused attention kernel)";
+  return derived > 0 && ok;
+}
+
 /// other directives name, per function: online reductions leave them alone.
 bool online_reductions_all(Module& m, RunState& s) {
   for (auto& f : m.funcs) {
@@ -103,25 +130,46 @@ bool online_reductions_all(Module& m, RunState& s) {
         for (const auto& l : d.loops) (d.kind == DirectiveKind::Materialize ? keep : scheduled).insert(l.tensor);
     }
     // On the CUDA target the pass runs by default where the fused attention
-    // kernel (backend/gpu/plan_attention.h) can take its result: 16-bit
-    // operands. f32 programs keep their stored scores (tensor-core QK^T)
-    // unless --online-reductions asks, until the fused kernel has an f32 path.
-    if (!s.options.online_reductions && s.options.target == Target::Cuda) {
+    // kernel (backend/gpu/plan_attention.h) can take its result: the derived
+    // one-pass key loops start with a score contraction over one loop, and
+    // f32 operands reach the tensor cores (not --fp32-math=ieee). Elsewhere
+    // the one-key-a-step CUDA loop would be slower than the stored scores
+    // (bench/RESULTS.md), so the function keeps them.
+    const bool cuda_default = !s.options.online_reductions && s.options.target == Target::Cuda;
+    if (cuda_default && !s.options.cuda_fp32_tensor_cores) {
       bool wide = false;
       for (const auto& b : f.buffers)
         if (b->kind == BufferKind::Input && !b->dims.empty() && (b->type == Scalar::F32 || b->type == Scalar::F64)) wide = true;
       if (wide) {
         if (s.options.explain)
           s.result.explain += "fn " + f.name + ": online reductions not derived by default on the CUDA target: an f32 "
-                              "input (the fused attention kernel takes bf16 / f16; --online-reductions forces it)\n";
+                              "input with --fp32-math=ieee (the fused attention kernel runs on tensor cores; "
+                              "--online-reductions forces it)\n";
         continue;
       }
     }
     int64_t block = s.options.online_block > 0 ? s.options.online_block
                     : s.options.target == Target::Cpu ? kCpuOnlineBlock
                                                       : 1;
-    online_reductions(f, keep, scheduled, block,
-                      s.options.explain ? &s.result.explain : nullptr);
+    if (!cuda_default) {
+      online_reductions(f, keep, scheduled, block, s.options.explain ? &s.result.explain : nullptr);
+      continue;
+    }
+    // The pass rebuilds the body and buffer lists (new nodes only), so a
+    // copy of the function can try it and be kept or dropped.
+    Func trial = f;
+    std::string note;
+    online_reductions(trial, keep, scheduled, block, s.options.explain ? &note : nullptr);
+    std::string why;
+    if (trial.body == f.body) {  // nothing derived: the pass's reasons stand
+      s.result.explain += note;
+    } else if (derived_loops_fusable(f, trial, why)) {
+      f = std::move(trial);
+      s.result.explain += note;
+    } else if (s.options.explain) {
+      s.result.explain += "fn " + f.name + ": online reductions not derived by default on the CUDA target: " + why +
+                          " (--online-reductions forces it)\n";
+    }
   }
   return true;
 }

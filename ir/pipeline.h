@@ -63,6 +63,10 @@ struct PipelineOptions {
   /// On (`--materialize`, `--no-online-reductions`): the online-reductions
   /// pass does not run (unless --online-reductions asks for it).
   bool materialize = false;
+  /// CUDA target: f32 contractions run on the tensor cores (`--fp32-math`
+  /// 3xtf32 or tf32, not ieee), so the fused attention kernel takes f32
+  /// attention and the online form is derived for it by default.
+  bool cuda_fp32_tensor_cores = true;
   /// Values of j a step of the fused loop (`--online-block=N`); 0: the
   /// target's (the CPU's kCpuOnlineBlock, with rows in tiles; CUDA 1).
   int64_t online_block = 0;

@@ -58,7 +58,10 @@ done
 cp "$ROOT/bench/cuda/bench_fused.py" "$ROOT/bench/cuda/kernel_times.sh" "$OUT/"
 sed -e 's/\]f32/]bf16/g' "$ROOT/examples/mha_causal.toy" > "$OUT/mha_causal_bf16.toy"
 "$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal_bf16.so" "$OUT/mha_causal_bf16.toy"
-for toy in "$ROOT/examples/mha_bf16.toy" "$OUT/mha_causal_bf16.toy" "$ROOT/examples/gqa_bf16.toy"; do
+# f32 (bench_fused.py --dtype f32): mha.so above and mha_causal.so, 3xTF32.
+"$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal.so" "$ROOT/examples/mha_causal.toy"
+for toy in "$ROOT/examples/mha_bf16.toy" "$OUT/mha_causal_bf16.toy" "$ROOT/examples/gqa_bf16.toy" \
+           "$ROOT/examples/mha.toy" "$ROOT/examples/mha_causal.toy"; do
   [[ "$("$BUILD/tools/dccc" --target=cuda --explain "$toy")" == *"fused attention"* ]] ||
     { echo "gpu_bundle: $toy is not built as the fused attention kernel"; exit 1; }
 done

@@ -509,6 +509,7 @@ dccc::ir::PipelineOptions pipeline_options(const Options& o, const std::vector<d
   p.simplify = o.simplify;
   p.online_reductions = o.online_reductions;
   p.materialize = o.materialize;
+  p.cuda_fp32_tensor_cores = o.cuda.fp32 != dccc::gpu::Fp32Math::Ieee;
   p.online_block = o.online_block;
   p.from_ir_text = o.from_vloop;
   p.default_pad = o.default_pad;

@@ -17,6 +17,7 @@ std::optional<gpu::AttentionKernel> FuncEmitter::plan_attention(const ir::Stmt& 
   if (schedule_maps(item, why)) return std::nullopt;
   if (nan_free_max_.empty()) find_nan_free_maxima();
   gpu::AttentionOptions o;
+  o.fp32 = options_.fp32;
   o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s, nan_free_max_); };
   return gpu::plan_attention(f_, item, name, o, why);
 }

@@ -119,7 +119,7 @@ std::string attention_instances(const AttentionKernel& k) {
   return o;
 }
 int attention_smem_bytes(const AttentionKernel& k, int dp) {
-  return k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * 2;  // K and V, 16-bit
+  return k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
 }
 
 }  // namespace dccc::gpu

@@ -264,6 +264,8 @@ struct AttentionKernel {
   ir::Expr rows, keys;            // M and N of a batch entry (batch variables only)
   Elem elem = Elem::BF16;         // Q, K, V in memory
   MmaShape shape = MmaShape::M16N8K16_BF16;
+  /// f32 operands (shape M16N8K8_TF32): 3xTF32 or one TF32 product.
+  Fp32Math fp32 = Fp32Math::Split3xTf32;
   /// Scalars per block (TileScalar): for Q (by row i and d), K and V (by key
   /// j and d): base, row stride, d stride; QD (the score reduction's length)
   /// and VD (the output columns').

@@ -208,8 +208,8 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   if (ir::mentions(la->args[0], j) || !ir::mentions(lb->args[0], j)) return no("the score's factors are not q (no j) and k (j)");
   auto et = elem_of(la->buffer->type);
   if (!et || la->buffer->type != lb->buffer->type) return no("q and k have different or non-float types");
-  if (*et == Elem::F32)
-    return no("f32 attention: the fused kernel is written for bf16 / f16 operands (f32 keeps backend/cuda's kernels)");
+  if (*et == Elem::F32 && options.fp32 == Fp32Math::Ieee)
+    return no("f32 attention with --fp32-math=ieee: no tensor cores (backend/cuda's kernels)");
   int row = -1;
   for (int k = 0; k < static_cast<int>(loops.size()); ++k) {
     const ir::Var& lv = loops[k]->var;
@@ -222,7 +222,16 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   AttentionKernel k;
   k.name = name;
   k.elem = *et;
-  k.shape = *et == Elem::BF16 ? MmaShape::M16N8K16_BF16 : MmaShape::M16N8K16_F16;
+  k.shape = *et == Elem::BF16 ? MmaShape::M16N8K16_BF16 : *et == Elem::F16 ? MmaShape::M16N8K16_F16 : MmaShape::M16N8K8_TF32;
+  if (*et == Elem::F32) {
+    // f32: 4-byte lines padded by 4 elements (16 bytes: rows stay aligned
+    // for cp.async, and a lane's fragment reads fall in 32 different banks);
+    // twice the shared memory and Q's registers of 16 bits, so head dims 64
+    // and 128 fit two blocks an SM.
+    k.fp32 = options.fp32;
+    k.pad = 4;
+    k.min_blocks = {3, 2, 2, 1};
+  }
   k.row_var = loops[row]->var;
   k.key_var = j;
   k.rows = loops[row]->extent;
@@ -672,9 +681,15 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
                               "(16 a warp) of one batch entry and streams keys a tile at a time through {} shared-memory "
                               "stages (cp.async)",
                               i->name, j->name, k.batch.size(), k.warps, k.tile_m, k.stages),
-                  fmt::format("S = Q K^T and O += P V on mma.sync {} (f32 accumulators); Q fragments loaded once into "
-                              "registers; P converted in registers from the S fragments",
-                              mma_name(k.shape)),
+                  k.elem == Elem::F32
+                      ? fmt::format("S = Q K^T and O += P V on mma.sync {} with {} (f32 accumulators; each key tile's "
+                                    "P V summed in a fresh fragment and added in f32); Q fragments loaded once into "
+                                    "registers; P taken in registers from the S fragments, V's keys paired to match",
+                                    mma_name(k.shape), k.fp32 == Fp32Math::Tf32 ? "one TF32 product (--fp32-math=tf32)"
+                                                                                : "3xTF32 (big and small tf32 parts)")
+                      : fmt::format("S = Q K^T and O += P V on mma.sync {} (f32 accumulators); Q fragments loaded once "
+                                    "into registers; P converted in registers from the S fragments",
+                                    mma_name(k.shape)),
                   "the key loop's body runs a tile at a time: element values on the S fragments, folds reduced over the "
                   "tile's keys with quad shuffles, row statements once a tile (valid: every rescale telescopes)",
                   "head dims instantiated: 32, 64, 128, 256 (a launch takes the smallest >= the head dim; larger: an "

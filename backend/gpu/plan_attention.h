@@ -10,9 +10,10 @@
 //       <row statements>  for d { T[.., d] = 0 }
 //       for j { acc = 0; for r { acc = acc + Q(i, r) * K(j, r) };  <body> }
 //       <statements after: loops over d reading T, row statements>
-//     with Q indexed by i and not j, K by j and not i, both 16-bit (bf16 or
-//     f16; f32 attention keeps backend/cuda's kernels), strides and extents
-//     depending on the batch only;
+//     with Q indexed by i and not j, K by j and not i, of one type: bf16 or
+//     f16 (m16n8k16), or f32 (m16n8k8 on tf32 parts: 3xTF32 by default,
+//     one TF32 product with --fp32-math=tf32; --fp32-math=ieee keeps
+//     backend/cuda's kernels), strides and extents depending on the batch only;
 //   - <body> is, in any order the data flow allows: scalar statements per
 //     (i, j) element (the scale, masks, caps, casts: they read j or an
 //     element value), folds `a = max(a, x)` / `min` / `a = a [* c] + x` of
@@ -41,6 +42,9 @@ namespace dccc::gpu {
 struct AttentionOptions {
   /// Whether a loop's iterations may run in parallel (backend/cuda's is_parallel_loop).
   std::function<bool(const ir::Stmt&)> parallel;
+  /// How f32 operands reach the tensor cores (`--fp32-math`): 3xTF32 (the
+  /// default) or TF32; Ieee declines f32 attention (backend/cuda's kernels).
+  Fp32Math fp32 = Fp32Math::Split3xTf32;
 };
 
 /// The fused kernel named `name` for statement `item` of `f`, or nullopt

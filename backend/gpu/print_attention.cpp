@@ -121,6 +121,10 @@ struct Printer {
         }
         out += "    float p[NT][4];\n";
         out += element_loop(fmt::format("          p[nt][e] = {};\n", d.expr(k.pv_p)), "          p[nt][e] = 0.0f;\n", true);
+        if (k.elem == Elem::F32) {
+          pv_f32();
+          return;
+        }
         out += "    const uint16_t* vs = Vs + stage * (BN * LINE);\n";
         out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
         out += fmt::format("      uint32_t pa[1][4] = {{{0}(p[2 * kc][0], p[2 * kc][1]), {0}(p[2 * kc][2], p[2 * kc][3]),\n"
@@ -138,7 +142,81 @@ struct Printer {
     }
   }
 
+  // f32 operands on m16n8k8 tf32 MMAs (3xTF32: a = a_big + a_small with
+  // both parts tf32, a b ~ a_small b_big + a_big b_small + a_big b_big).
+  bool split() const { return k.fp32 == Fp32Math::Split3xTf32; }
+  /// Fragment registers `big` (and `small`) of the f32 values `x` (n of them).
+  std::string split_regs(const std::string& big, const std::string& small, const std::string& x, int n,
+                         const std::string& pad) {
+    std::string o = fmt::format("{}uint32_t {}[1][{}]{};\n", pad, big, n, split() ? fmt::format(", {}[1][{}]", small, n) : "");
+    for (int r = 0; r < n; ++r) {
+      o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}]);\n", pad, big, r, x, r);
+      if (split()) o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}] - __uint_as_float({}[0][{}]));\n", pad, small, r, x, r, big, r);
+    }
+    return o;
+  }
+  /// The tf32 MMAs of acc (FM x FN tiles) += A B, from the parts A_b / A_s, B_b / B_s.
+  std::string mmas_tf32(const std::string& fm, const std::string& fn, const std::string& acc, const std::string& ab,
+                        const std::string& as, const std::string& bb, const std::string& bs, const std::string& pad) {
+    std::string o;
+    if (split()) {
+      o += fmt::format("{}dcc_mma_tiles_tf32<{}, {}>({}, {}, {});\n", pad, fm, fn, acc, as, bb);
+      o += fmt::format("{}dcc_mma_tiles_tf32<{}, {}>({}, {}, {});\n", pad, fm, fn, acc, ab, bs);
+    }
+    return o + fmt::format("{}dcc_mma_tiles_tf32<{}, {}>({}, {}, {});\n", pad, fm, fn, acc, ab, bb);
+  }
+  /// S = Q K^T for f32: K-steps of 8 (d); B reg jj of key tile nt holds
+  /// K[key 8 nt + gid][d 8 kq + tig + 4 jj], read from shared memory (lines
+  /// of DP + 4 floats: the warp's 32 reads fall in 32 banks) and split just
+  /// before its MMAs (few registers live: Q's and S's fragments dominate).
+  void s_f32() {
+    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n";
+    out += split_regs("qb", "qs", "qf[kq]", 4, "      ");
+    out += "#pragma unroll\n      for (int nt = 0; nt < NT; ++nt) {\n";
+    out += "        const float k0 = ks[(8 * nt + gid) * LINE + 8 * kq + tig], k1 = ks[(8 * nt + gid) * LINE + 8 * kq + tig + 4];\n";
+    out += "        const float kx[2] = {k0, k1};\n";
+    out += split_regs2("kb", "kl", "kx", "        ");
+    out += mmas_tf32("1", "1", "reinterpret_cast<float (*)[1][4]>(&s[0][nt][0])", "qb", "qs", "kb", "kl", "        ");
+    out += "      }\n    }\n";
+  }
+  /// B-fragment registers (one n-tile: [1][2]) of two f32 values.
+  std::string split_regs2(const std::string& big, const std::string& small, const std::string& x, const std::string& pad) {
+    std::string o = fmt::format("{}uint32_t {}[1][2]{};\n", pad, big, split() ? fmt::format(", {}[1][2]", small) : "");
+    for (int r = 0; r < 2; ++r) {
+      o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}]);\n", pad, big, r, x, r);
+      if (split()) o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}] - __uint_as_float({}[0][{}]));\n", pad, small, r, x, r, big, r);
+    }
+    return o;
+  }
+  /// O = O c + P V for f32, P's K-step kc being key tile kc of S: A reg r of
+  /// an m16n8k8 tile holds (row gid + 8 (r & 1), k tig + 4 (r >> 1)), and the
+  /// lane's S values are keys 2 tig, 2 tig + 1; so k slot tig stands for key
+  /// 2 tig and slot tig + 4 for key 2 tig + 1 (a sum over keys in any order),
+  /// and V's B reg jj holds V[key 8 kc + 2 tig + jj][column 8 dt + gid]. P's
+  /// tf32 parts are made once a tile; per output column tile dt the tile's
+  /// products are summed in a fresh fragment, then added to O in f32 (the
+  /// tensor core truncates its sums: one tile's worth of error, not N's).
+  void pv_f32() {
+    out += "    const float* vs = Vs + stage * (BN * LINE);\n";
+    out += "    uint32_t pb[NT][4]" + std::string(split() ? ", ps[NT][4]" : "") + ";\n";
+    out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n";
+    out += "      const float pr[4] = {p[kc][0], p[kc][2], p[kc][1], p[kc][3]};\n";
+    out += "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n        pb[kc][r] = dcc_tf32(pr[r]);\n";
+    if (split()) out += "        ps[kc][r] = dcc_tf32(pr[r] - __uint_as_float(pb[kc][r]));\n";
+    out += "      }\n    }\n";
+    out += "#pragma unroll\n    for (int dt = 0; dt < DT; ++dt) {\n      float part[1][1][4] = {{{0.0f, 0.0f, 0.0f, 0.0f}}};\n";
+    out += "#pragma unroll\n      for (int kc = 0; kc < NT; ++kc) {\n";
+    out += "        const float vx[2] = {vs[(8 * kc + 2 * tig) * LINE + 8 * dt + gid], vs[(8 * kc + 2 * tig + 1) * LINE + 8 * dt + gid]};\n";
+    out += split_regs2("vb", "vl", "vx", "        ");
+    out += mmas_tf32("1", "1", "part", "&pb[kc]", "&ps[kc]", "vb", "vl", "        ");
+    out += "      }\n";
+    out += "      for (int e = 0; e < 4; ++e) o[0][dt][e] += part[0][0][e];\n    }\n";
+    out += "    }\n";
+  }
+
   std::string body() {
+    const bool f32 = k.elem == Elem::F32;
+    const char* st = f32 ? "float" : "uint16_t";
     const int w = static_cast<int>(k.batch.size()) + 1;
     std::string args = d.args_type();
     out += fmt::format("template <int DP, int BN>\n__device__ __forceinline__ void {}__body(const {}__launch& launch, char* smem) {{\n", k.name, k.name);
@@ -152,18 +230,27 @@ struct Printer {
       if (inv.divisor)
         out += fmt::format("  const float {0}_k = dcc_div16_k({0}), {0}_r = __frcp_rn({0} * {0}_k);  // dividing by {0}\n", inv.name);
     }
-    out += "  constexpr int LINE = DP + " + std::to_string(k.pad) + ", NT = BN / 8, DT = DP / 8, KQ = DP / 16;\n";
-    out += fmt::format("  uint16_t* Ks = reinterpret_cast<uint16_t*>(smem);\n  uint16_t* Vs = Ks + {} * BN * LINE;\n", k.stages);
+    out += fmt::format("  constexpr int LINE = DP + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
+                       k.pad, f32 ? 8 : 16, f32 ? 4 : 8);
+    out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem);\n  {0}* Vs = Ks + {1} * BN * LINE;\n", st, k.stages);
     out += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = warp * 16;\n";
-    out += fmt::format("  const uint16_t* Qp = (const uint16_t*){};\n", d.buffer(k.q));
-    out += fmt::format("  const uint16_t* Kp = (const uint16_t*){};\n", d.buffer(k.k));
-    out += fmt::format("  const uint16_t* Vp = (const uint16_t*){};\n", d.buffer(k.v));
+    out += fmt::format("  const {0}* Qp = (const {0}*){1};\n", st, d.buffer(k.q));
+    out += fmt::format("  const {0}* Kp = (const {0}*){1};\n", st, d.buffer(k.k));
+    out += fmt::format("  const {0}* Vp = (const {0}*){1};\n", st, d.buffer(k.v));
+    if (f32) {
+      // Q fragments, once (f32; split into tf32 parts as used): reg r of
+      // k-step kq holds row gid + 8 (r & 1), d 8 kq + tig + 4 (r >> 1).
+      out += "  float qf[KQ][4];\n#pragma unroll\n  for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n";
+      out += "      const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n      const int64_t c = 8 * kq + tig + 4 * (r >> 1);\n";
+      out += "      qf[kq][r] = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : 0.0f;\n    }\n";
+    } else {
     // Q fragments, once: reg r of k-step kq holds row gid + 8 (r & 1), d 16 kq + 2 tig + 8 (r >> 1) + {0, 1}.
     out += "  uint32_t qf[KQ][4];\n#pragma unroll\n  for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n";
     out += "      const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n      const int64_t c = 16 * kq + 2 * tig + 8 * (r >> 1);\n";
     out += "      const uint16_t lo = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : (uint16_t)0;\n";
     out += "      const uint16_t hi = row < t_M && c + 1 < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + 1) * t_Q_ds] : (uint16_t)0;\n";
     out += "      qf[kq][r] = dcc_pack16(lo, hi);\n    }\n";
+    }
     out += "  float o[1][DT][4];\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n    for (int e = 0; e < 4; ++e) o[0][dt][e] = 0.0f;\n";
     for (const auto* b : k.row_scalars) out += fmt::format("  {} w_{}[2] = {{0, 0}};\n", d.value_type(b), d.scalar(b));
     if (!k.pre.empty()) out += row_loop(d.stmts(k.pre, 3), "  ");
@@ -188,23 +275,23 @@ struct Printer {
     out += "    return true;\n  };\n";
     out += "  auto next_needed = [&](int64_t kt) { while (kt < nkt && !needed(kt)) ++kt; return kt; };\n";
     // K and V tiles: 16 bytes a cp.async when aligned, else element by element; zeros outside.
-    out += "  const bool vec = t_K_ds == 1 && t_V_ds == 1 && t_K_rs % 8 == 0 && t_V_rs % 8 == 0 && t_K_base % 8 == 0 && "
-           "t_V_base % 8 == 0 && t_QD % 8 == 0 && t_VD % 8 == 0 && (uintptr_t)Kp % 16 == 0 && (uintptr_t)Vp % 16 == 0;\n";
-    out += "  auto copy_kv = [&](int64_t kt, int st) {\n    uint16_t* ks = Ks + st * (BN * LINE);\n    uint16_t* vs = Vs + st * (BN * LINE);\n";
+    out += "  const bool vec = t_K_ds == 1 && t_V_ds == 1 && t_K_rs % VE == 0 && t_V_rs % VE == 0 && t_K_base % VE == 0 && "
+           "t_V_base % VE == 0 && t_QD % VE == 0 && t_VD % VE == 0 && (uintptr_t)Kp % 16 == 0 && (uintptr_t)Vp % 16 == 0;\n";
+    out += fmt::format("  auto copy_kv = [&](int64_t kt, int st) {{\n    {0}* ks = Ks + st * (BN * LINE);\n    {0}* vs = Vs + st * (BN * LINE);\n", st);
     out += "    const int64_t j0 = kt * BN;\n    if (vec) {\n";
     // A fixed number of 16-byte chunks a thread (unrolled): the thread
     // count is the kernel's, so line and column are shifts of threadIdx.x.
-    out += fmt::format("#pragma unroll\n      for (int it = 0; it < (BN * (DP / 8) + {0} - 1) / {0}; ++it) {{\n"
-                       "        const int u = (int)threadIdx.x + it * {0};\n        if (u >= BN * (DP / 8)) break;\n",
+    out += fmt::format("#pragma unroll\n      for (int it = 0; it < (BN * (DP / VE) + {0} - 1) / {0}; ++it) {{\n"
+                       "        const int u = (int)threadIdx.x + it * {0};\n        if (u >= BN * (DP / VE)) break;\n",
                        k.warps * 32);
-    out += "        const int r = u / (DP / 8), c = (u % (DP / 8)) * 8;\n        const int64_t key = j0 + r;\n";
+    out += "        const int r = u / (DP / VE), c = (u % (DP / VE)) * VE;\n        const int64_t key = j0 + r;\n";
     out += "        const bool okk = key < t_N && c < t_QD, okv = key < t_N && c < t_VD;\n";
     out += "        dcc_cp_async16(&ks[r * LINE + c], &Kp[okk ? t_K_base + key * t_K_rs + c : 0], okk);\n";
     out += "        dcc_cp_async16(&vs[r * LINE + c], &Vp[okv ? t_V_base + key * t_V_rs + c : 0], okv);\n      }\n    } else {\n";
     out += fmt::format("      for (int u = threadIdx.x; u < BN * DP; u += {}) {{\n", k.warps * 32);
     out += "        const int r = u / DP, c = u % DP;\n        const int64_t key = j0 + r;\n";
-    out += "        ks[r * LINE + c] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : (uint16_t)0;\n";
-    out += "        vs[r * LINE + c] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : (uint16_t)0;\n";
+    out += fmt::format("        ks[r * LINE + c] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : ({})0;\n", st);
+    out += fmt::format("        vs[r * LINE + c] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : ({})0;\n", st);
     out += "      }\n    }\n  };\n";
     out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
     out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
@@ -212,7 +299,10 @@ struct Printer {
     out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
     // S = Q K^T: B reg jj of n-tile nt holds K[key 8 nt + gid][d 16 kq + 2 tig + 8 jj + {0, 1}].
     out += "    float s[1][NT][4];\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[0][nt][e] = 0.0f;\n";
-    out += "    const uint16_t* ks = Ks + stage * (BN * LINE);\n";
+    out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE);\n", st);
+    if (f32) {
+      s_f32();
+    } else {
     // K's B fragments, two key tiles an ldmatrix.x4: matrix q is keys
     // 16 j2 + 8 (q >> 1) .. + 7, d 16 kq + 8 (q & 1) .. + 7.
     out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n      uint32_t kf[NT][2];\n";
@@ -220,6 +310,7 @@ struct Printer {
     out += "        dcc_ldmatrix_x4(r, &ks[(16 * j2 + (lane & 7) + 8 * (lane >> 4)) * LINE + 16 * kq + 8 * ((lane >> 3) & 1)]);\n";
     out += "        kf[2 * j2][0] = r[0];\n        kf[2 * j2][1] = r[1];\n        kf[2 * j2 + 1][0] = r[2];\n        kf[2 * j2 + 1][1] = r[3];\n      }\n";
     out += fmt::format("      {}<1, NT>(s, &qf[kq], kf);\n    }}\n", mma_fn(k.elem));
+    }
     // The body twice: every key of the tile inside, or the last tile's.
     // Element values live for one tile (declared there: nothing carries
     // them across tiles); the partial tile's skipped elements stay 0.
@@ -307,7 +398,12 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   o += "\n";
   o += fmt::format("  shared: K and V [{} stages][key][d], line head dim + {}, cp.async 16B when aligned, else by element\n",
                    k.stages, k.pad);
-  o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
+  if (k.elem == Elem::F32)
+    o += fmt::format("  mma: {} ({}) for S = Q K^T and O += P V (a fresh fragment a key tile, added in f32); K and V "
+                     "fragments by 32-bit shared loads, V's keys paired to P's accumulator layout\n",
+                     mma_name(k.shape), fp32_math_name(k.fp32));
+  else
+    o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
   if (k.index32) o += "  indices: row and key in 32 bits (i32 lengths)\n";
   o += k.guard_rows   ? "  checks: every element checks its row and key\n"
         : k.guard_keys ? "  checks: full key tiles none; the partial last key tile its keys\n"

@@ -49,7 +49,8 @@ struct Built {
 
 /// `fn` of `source` through the CUDA passes with online reductions, emitted
 /// and built against cuda_emu.h.
-void build(const std::string& name, const std::string& source, const std::string& fn, Built& b) {
+void build(const std::string& name, const std::string& source, const std::string& fn, Built& b,
+           gpu::Fp32Math fp32 = gpu::Fp32Math::Split3xTf32) {
   Program& p = b.keep;
   ASSERT_TRUE(testing::front_end(p, name, source)) << testing::diagnostics(p);
   ir::PipelineOptions o;
@@ -61,7 +62,9 @@ void build(const std::string& name, const std::string& source, const std::string
   for (const auto& f : p.module->funcs)
     if (f.name == fn) b.func = &f;
   ASSERT_NE(b.func, nullptr);
-  b.cu = emit_cuda(*p.module, {});
+  CudaOptions co;
+  co.fp32 = fp32;
+  b.cu = emit_cuda(*p.module, co);
   auto dir = std::filesystem::temp_directory_path() / ("dccc-attn-emu-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   static int serial = 0;
@@ -111,8 +114,27 @@ std::vector<Case> cases(int groups = 0) {
   return out;
 }
 
-/// Runs every case; returns the largest error.
-double run(const Built& b, const Mod& mod, int& checked, int groups = 0) {
+/// A tensor of bf16 (16-bit storage) or f32 elements.
+struct Data {
+  bool f32 = false;
+  std::vector<uint16_t> h;
+  std::vector<float> f;
+  Data(bool is_f32, size_t n, uint16_t fill16, float fill32) : f32(is_f32) {
+    if (f32) f.assign(std::max<size_t>(n, 1), fill32);
+    else h.assign(std::max<size_t>(n, 1), fill16);
+  }
+  void* ptr() { return f32 ? static_cast<void*>(f.data()) : static_cast<void*>(h.data()); }
+  size_t size() const { return f32 ? f.size() : h.size(); }
+  void set(size_t i, double v) {
+    if (f32) f[i] = static_cast<float>(v);
+    else h[i] = to_bf16(v);
+  }
+  double operator[](size_t i) const { return f32 ? f[i] : from_bf16(h[i]); }
+};
+
+/// Runs every case; returns the largest error. `tol`: the bound on an
+/// output's error (bf16 programs 0.02, see the top; f32 ones tighter).
+double run(const Built& b, const Mod& mod, int& checked, int groups = 0, bool f32 = false, double tol = 0.02) {
   double worst = 0;
   for (const Case& c : cases(groups)) {
     const size_t Bn = c.ql.size();
@@ -124,14 +146,14 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0) {
     }
     std::mt19937 rng(static_cast<unsigned>(Bn * 31 + D));
     std::uniform_real_distribution<double> dist(-1.0, 1.0);
-    std::vector<uint16_t> q(std::max<size_t>(qo.back(), 1)), k(std::max<size_t>(ko.back(), 1)),
-        v(std::max<size_t>(ko.back(), 1)), out(std::max<size_t>(qo.back(), 1), 0x7FC0);  // NaN until written
-    for (auto& x : q) x = to_bf16(2 * dist(rng));
-    for (auto& x : k) x = to_bf16(2 * dist(rng));
-    for (auto& x : v) x = to_bf16(dist(rng));
+    Data q(f32, qo.back(), 0, 0), k(f32, ko.back(), 0, 0), v(f32, ko.back(), 0, 0),
+        out(f32, qo.back(), 0x7FC0, NAN);  // NaN until written
+    for (size_t x = 0; x < q.size(); ++x) q.set(x, 2 * dist(rng));
+    for (size_t x = 0; x < k.size(); ++x) k.set(x, 2 * dist(rng));
+    for (size_t x = 0; x < v.size(); ++x) v.set(x, dist(rng));
     std::vector<int32_t> ql = c.ql, kl = c.kl;
-    std::map<std::string, void*> bufs{{"q.seqlen", ql.data()}, {"kv.seqlen", kl.data()}, {"q.data", q.data()},
-                                      {"kv.k", k.data()},      {"kv.v", v.data()},       {"out.data", out.data()}};
+    std::map<std::string, void*> bufs{{"q.seqlen", ql.data()}, {"kv.seqlen", kl.data()}, {"q.data", q.ptr()},
+                                      {"kv.k", k.ptr()},      {"kv.v", v.ptr()},       {"out.data", out.ptr()}};
     std::vector<void*> ptrs;
     for (const auto& buf : b.func->buffers) {
       if (buf->kind != ir::BufferKind::Input && buf->kind != ir::BufferKind::Output) continue;
@@ -153,8 +175,7 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0) {
           for (int j = 0; j < c.kl[x]; ++j) {
             double dot = 0;
             for (int d = 0; d < D; ++d)
-              dot += from_bf16(q[qo[x] + (static_cast<size_t>(i) * H + h) * D + d]) *
-                     from_bf16(k[ko[x] + (static_cast<size_t>(j) * KH + h / G) * D + d]);
+              dot += q[qo[x] + (static_cast<size_t>(i) * H + h) * D + d] * k[ko[x] + (static_cast<size_t>(j) * KH + h / G) * D + d];
             s[j] = mod(dot / std::sqrt(static_cast<double>(D)), i, j);
             m = std::max(m, s[j]);
           }
@@ -163,16 +184,16 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0) {
           for (int j = 0; j < c.kl[x]; ++j) {
             double p = m == -INFINITY ? 0 : std::exp(s[j] - m);
             sum += p;
-            for (int d = 0; d < D; ++d) ref[d] += p * from_bf16(v[ko[x] + (static_cast<size_t>(j) * KH + h / G) * D + d]);
+            for (int d = 0; d < D; ++d) ref[d] += p * v[ko[x] + (static_cast<size_t>(j) * KH + h / G) * D + d];
           }
           for (int d = 0; d < D; ++d) {
             double r = sum == 0 ? 0 : ref[d] / sum;
-            double got = from_bf16(out[qo[x] + (static_cast<size_t>(i) * H + h) * D + d]);
+            double got = out[qo[x] + (static_cast<size_t>(i) * H + h) * D + d];
             EXPECT_FALSE(std::isnan(got)) << "b " << x << " i " << i << " h " << h << " d " << d;
             if (sum == 0) {
               EXPECT_EQ(got, 0.0) << "a row with no unmasked key gives 0";
             }
-            EXPECT_LE(std::fabs(got - r), 0.02) << "b " << x << " (q " << c.ql[x] << ", kv " << c.kl[x] << ", D " << D
+            EXPECT_LE(std::fabs(got - r), tol) << "b " << x << " (q " << c.ql[x] << ", kv " << c.kl[x] << ", D " << D
                                                 << ") i " << i << " h " << h << " d " << d << ": " << got << " vs " << r;
             worst = std::max(worst, std::fabs(got - r));
             ++checked;
@@ -229,6 +250,42 @@ TEST(AttentionEmu, WindowBf16) {
 TEST(AttentionEmu, SoftcapBf16) {
   check("mha_softcap.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_softcap.toy"), "mha_softcap",
         [](double s, int, int) { return 30 * std::tanh(s / 30); }, false);
+}
+
+// f32 inputs (examples/mha.toy and the f32 mha_causal, mha_window,
+// mha_softcap as written): the same fused kernel on m16n8k8 tf32 MMAs.
+// 3xTF32 (the default) is within 1e-5 of float64 (f32-level: the scores'
+// sums of 64-128 products of values in [-2, 2] carry about 2^-22 relative
+// error a product); one TF32 product (--fp32-math=tf32) within 0.02.
+void check_f32(const std::string& file, const std::string& fn, const Mod& mod, bool skips_tiles,
+               gpu::Fp32Math fp32, double tol) {
+  SCOPED_TRACE(fn + " " + gpu::fp32_math_name(fp32));
+  Built b;
+  build(file, read(std::string(DCCC_EXAMPLES_DIR "/") + file), fn, b, fp32);
+  ASSERT_TRUE(b.entry);
+  EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
+  EXPECT_NE(b.cu.find("dcc_mma_tiles_tf32<1, 1>(part, &pb[kc], vb);"), std::string::npos) << "P V is not on the tensor cores";
+  EXPECT_EQ(b.cu.find("dcc_mma_tiles_tf32<1, 1>(reinterpret_cast<float (*)[1][4]>(&s[0][nt][0]), qs, kb);") != std::string::npos, fp32 == gpu::Fp32Math::Split3xTf32)
+      << "3xTF32 products exactly when asked";
+  EXPECT_EQ(b.cu.find("if (!any) return false;") != std::string::npos, skips_tiles);
+  int checked = 0;
+  double worst = run(b, mod, checked, 0, true, tol);
+  std::printf("%s (f32, %s): %d outputs, max |err| = %.4g\n", fn.c_str(), gpu::fp32_math_name(fp32), checked, worst);
+  EXPECT_GT(checked, 10000);
+}
+
+TEST(AttentionEmu, MhaF32) {
+  check_f32("mha.toy", "mha", [](double s, int, int) { return s; }, false, gpu::Fp32Math::Split3xTf32, 1e-5);
+  check_f32("mha.toy", "mha", [](double s, int, int) { return s; }, false, gpu::Fp32Math::Tf32, 5e-3);
+}
+
+TEST(AttentionEmu, CausalWindowSoftcapF32) {
+  check_f32("mha_causal.toy", "mha_causal", [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true,
+            gpu::Fp32Math::Split3xTf32, 1e-5);
+  check_f32("mha_window.toy", "mha_window", [](double s, int i, int j) { return j <= i && i - j < 4 ? s : -INFINITY; },
+            true, gpu::Fp32Math::Split3xTf32, 1e-5);
+  check_f32("mha_softcap.toy", "mha_softcap", [](double s, int, int) { return 30 * std::tanh(s / 30); }, false,
+            gpu::Fp32Math::Split3xTf32, 1e-5);
 }
 
 // Grouped-query attention (examples/gqa_bf16.toy): K/V head h / G for
