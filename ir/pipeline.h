@@ -56,9 +56,10 @@ struct PipelineOptions {
   /// function, f32 ones on the CUDA target included. Without it the pass
   /// runs by default on the CPU (blocks of 128 keys, rows in tiles: not
   /// slower than the materialised form by wall clock at 1 and 2 threads,
-  /// bench/RESULTS.md) and on the CUDA target on functions without f32
-  /// inputs (the fused attention kernel, backend/gpu/plan_attention.h,
-  /// takes its output; ir/pipeline.cpp).
+  /// bench/RESULTS.md) and on the CUDA target where the fused attention
+  /// kernel (backend/gpu/plan_attention.h) takes its output: every derived
+  /// key loop starts with a one-loop score contraction, and f32 inputs run
+  /// on tensor cores (ir/pipeline.cpp).
   bool online_reductions = false;
   /// On (`--materialize`, `--no-online-reductions`): the online-reductions
   /// pass does not run (unless --online-reductions asks for it).

@@ -169,6 +169,8 @@ struct Printer {
   /// K[key 8 nt + gid][d 8 kq + tig + 4 jj], read from shared memory (lines
   /// of DP + 4 floats: the warp's 32 reads fall in 32 banks) and split just
   /// before its MMAs (few registers live: Q's and S's fragments dominate).
+  /// Each K-step's three products go to a fresh fragment added to S with f32
+  /// adds (the tensor core truncates its sums; see pv_f32).
   void s_f32() {
     out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n";
     out += split_regs("qb", "qs", "qf[kq]", 4, "      ");
@@ -176,7 +178,9 @@ struct Printer {
     out += "        const float k0 = ks[(8 * nt + gid) * LINE + 8 * kq + tig], k1 = ks[(8 * nt + gid) * LINE + 8 * kq + tig + 4];\n";
     out += "        const float kx[2] = {k0, k1};\n";
     out += split_regs2("kb", "kl", "kx", "        ");
-    out += mmas_tf32("1", "1", "reinterpret_cast<float (*)[1][4]>(&s[0][nt][0])", "qb", "qs", "kb", "kl", "        ");
+    out += "        float part[1][1][4] = {{{0.0f, 0.0f, 0.0f, 0.0f}}};\n";
+    out += mmas_tf32("1", "1", "part", "qb", "qs", "kb", "kl", "        ");
+    out += "        for (int e = 0; e < 4; ++e) s[0][nt][e] += part[0][0][e];\n";
     out += "      }\n    }\n";
   }
   /// B-fragment registers (one n-tile: [1][2]) of two f32 values.

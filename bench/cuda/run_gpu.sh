@@ -137,7 +137,7 @@ if [[ $mode != bench-only ]]; then
   for so in mha mha_fused mha_remap; do
     [[ -f $so.so ]] || continue
     nvcc -std=c++17 -o /tmp/dccc-gpu/${so}_cuda_host mha_cuda_host.cu -I. ./$so.so -Xlinker -rpath -Xlinker "$PWD" &&
-      /tmp/dccc-gpu/${so}_cuda_host 2>&1 | tee "$results/cuda_host_$so.txt"
+      /tmp/dccc-gpu/${so}_cuda_host $([[ $so == mha ]] && echo --fused) 2>&1 | tee "$results/cuda_host_$so.txt"
     grep -q "mha cuda host check: OK" "$results/cuda_host_$so.txt" || status=1
   done
   # The CUDA hosts of the nested examples (the C wrapper copies nested
@@ -212,6 +212,12 @@ if [[ $mode != bench-only ]]; then
     python3 bench_fused.py --dir . --lengths 4096,0,1,17,300 --check-only 2>&1 | tee "$results/fused_check.txt"
     [[ ${PIPESTATUS[0]} -eq 0 && $(grep -c "check OK" "$results/fused_check.txt") -eq 4 ]] || status=1
   fi
+  # The same for f32 (mha.so, mha_causal.so: 3xTF32; bound 1e-3).
+  if [[ -f bench_fused.py && -f mha_causal.so ]]; then
+    python3 bench_fused.py --dir . --dtype f32 --lengths 4096,0,1,17,300 --check-only 2>&1 |
+      tee "$results/fused_check_f32.txt"
+    [[ ${PIPESTATUS[0]} -eq 0 && $(grep -c "check OK" "$results/fused_check_f32.txt") -eq 4 ]] || status=1
+  fi
 fi
 if [[ $mode != test-only ]]; then
   export PYTHONUNBUFFERED=1
@@ -220,6 +226,10 @@ if [[ $mode != test-only ]]; then
   # The fused bf16 kernel against FA2-varlen and cuDNN (B = 128, D = 64 and 128, full and causal).
   if [[ -f bench_fused.py && -f mha_causal_bf16.so ]]; then
     python3 bench_fused.py --dir . --seqlens seqlens --out "$results/bench_fused.txt" || status=1
+  fi
+  # The fused f32 kernel against _efficient_attention_forward varlen and SDPA's memory-efficient backend.
+  if [[ -f bench_fused.py && -f mha_causal.so ]]; then
+    python3 bench_fused.py --dir . --dtype f32 --seqlens seqlens --out "$results/bench_fused_f32.txt" || status=1
   fi
   python3 bench_gemm.py --dir . --seqlens seqlens --out "$results/bench_gemm.txt" || status=1
   # The long batches of bench/make_long_seqlens.py (issue 15: documents of
