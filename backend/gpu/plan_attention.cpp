@@ -226,11 +226,17 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   if (*et == Elem::F32) {
     // f32: 4-byte lines padded by 4 elements (16 bytes: rows stay aligned
     // for cp.async, and a lane's fragment reads fall in 32 different banks);
-    // twice the shared memory and Q's registers of 16 bits, so head dims 64
-    // and 128 fit two blocks an SM.
+    // twice the shared memory and Q's registers of 16 bits. Tiles measured
+    // on an H200 (bench/RESULTS.md, session 14; B = 128, full): head dim 64
+    // with 32 keys a tile at 3 blocks an SM (168 registers, a few spilled)
+    // against 64 keys at 2 (255 registers): race 2.709 -> 1.820 ms, cola
+    // 0.143 -> 0.103 ms (medians); head dim 128 with 16 keys at 2 blocks
+    // against 32 at 2: race 4.454 -> 3.961 ms, cola 0.191 -> 0.149 ms (32
+    // keys at 3 blocks spills 880 bytes: race 5.614 ms).
     k.fp32 = options.fp32;
     k.pad = 4;
-    k.min_blocks = {3, 2, 2, 1};
+    k.key_tiles = {64, 32, 16, 32};
+    k.min_blocks = {3, 3, 2, 1};
   }
   k.row_var = loops[row]->var;
   k.key_var = j;
