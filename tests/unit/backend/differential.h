@@ -25,6 +25,7 @@
 #include "ir/lower.h"
 #include "ir/pipeline.h"
 #include "typecheck/checker.h"
+#include "tests/unit/backend/half_bits.h"
 
 namespace dccc::backend::testing {
 
@@ -158,42 +159,6 @@ struct HostBuffer {
     }
     return 0;
   }
-  // 16-bit floats, rounded to nearest even, written independently of the
-  // backends' conversions.
-  static uint16_t to_bf16(float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, 4);
-    if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
-    return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
-  }
-  static double from_bf16(uint16_t h) {
-    uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-  static uint16_t to_f16(float f) {
-    // Exact for the values the tests generate (finite, |f| < 65504): scale
-    // to an integer significand and round half to even.
-    if (f == 0) return std::signbit(f) ? 0x8000 : 0;
-    int e;
-    double m = std::frexp(static_cast<double>(std::fabs(f)), &e);  // |f| = m * 2^e, m in [0.5, 1)
-    uint16_t sign = f < 0 ? 0x8000 : 0;
-    if (e - 1 < -14) {  // subnormal: units of 2^-24
-      double q = std::nearbyint(std::fabs(f) * 16777216.0);
-      return static_cast<uint16_t>(sign | static_cast<uint16_t>(q));
-    }
-    double q = std::nearbyint(m * 2048.0);  // 11 significant bits
-    if (q == 2048.0) q = 1024.0, ++e;
-    int exp = e - 1 + 15;
-    return static_cast<uint16_t>(sign | (exp << 10) | (static_cast<uint16_t>(q) & 0x3FF));
-  }
-  static double from_f16(uint16_t h) {
-    int exp = (h >> 10) & 0x1F, frac = h & 0x3FF;
-    double v = exp == 0 ? std::ldexp(frac, -24) : std::ldexp(1024 + frac, exp - 25);
-    if (exp == 31) v = frac ? NAN : INFINITY;
-    return (h & 0x8000) ? -v : v;
-  }
 };
 
 /// Host storage for `f`'s inputs and outputs, in Func::buffers order:
@@ -293,8 +258,8 @@ inline void run_differential(const ir::Func& f, const std::vector<Engine>& engin
       if (b->type == Scalar::Bool) return std::uniform_int_distribution<int>(0, 1)(rng);
       // Values the kernel sees exactly: rounded to the buffer's type.
       double v = std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
-      if (b->type == Scalar::BF16) return HostBuffer::from_bf16(HostBuffer::to_bf16(static_cast<float>(v)));
-      if (b->type == Scalar::F16) return HostBuffer::from_f16(HostBuffer::to_f16(static_cast<float>(v)));
+      if (b->type == Scalar::BF16) return from_bf16(to_bf16(static_cast<float>(v)));
+      if (b->type == Scalar::F16) return from_f16(to_f16(static_cast<float>(v)));
       return b->type == Scalar::F32 ? static_cast<float>(v) : v;
     };
     auto inputs = ir::Interpreter::make_inputs(f, sizes, gen);
