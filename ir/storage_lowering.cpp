@@ -55,6 +55,23 @@ class StorageLowerer {
     return false;
   }
 
+  /// The buffers `exprs` load, by their place in Func::buffers. A key
+  /// printed from a probe function names a buffer by its name alone, and
+  /// two buffers may share one (two inlined calls of `f` both have `f.n`,
+  /// which the whole function prints as `f.n` and `f.n.1`): without this,
+  /// the offsets of the second call's tensor would be the first call's.
+  std::string loads_key(const std::vector<Expr>& exprs) const {
+    std::string key;
+    for (const Expr& e : exprs)
+      each_expr(e, [&](const ExprNode& x) {
+        if (x.kind != ExprKind::Load) return;
+        size_t k = 0;
+        while (k < f_.buffers.size() && f_.buffers[k].get() != x.buffer.get()) ++k;
+        key += fmt::format(" #{}", k);
+      });
+    return key;
+  }
+
   static Expr mul(Expr a, Expr b) { return build::binary(BinOp::Mul, std::move(a), std::move(b)); }
   static Expr add(Expr a, Expr b) { return build::binary(BinOp::Add, std::move(a), std::move(b)); }
 
@@ -143,7 +160,7 @@ class StorageLowerer {
     Func tmp;
     tmp.buffers = {probe};
     tmp.body = build::store(probe, {build::var(yo), build::var(y)}, slice);
-    std::string key = print(tmp);
+    std::string key = print(tmp) + loads_key({outer_extent, extent, slice});
     auto it = nested_by_key_.find(key);
     if (it == nested_by_key_.end()) {
       size_t n = aux_by_key_.size() + nested_by_key_.size();
@@ -182,7 +199,7 @@ class StorageLowerer {
       probe->dims = {{y, extent}};
       one.buffers = {probe};
       one.body = build::store(probe, {build::var(y)}, e);
-      keyed.emplace_back(print(one), e);
+      keyed.emplace_back(print(one) + loads_key({extent, e}), e);
     }
     std::sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& z) { return x.first < z.first; });
     Expr canonical = keyed[0].second;
@@ -193,7 +210,7 @@ class StorageLowerer {
     probe->dims = {{y, extent}};
     tmp.buffers = {probe};
     tmp.body = build::store(probe, {build::var(y)}, canonical);
-    std::string key = print(tmp);
+    std::string key = print(tmp) + loads_key({extent, canonical});
     auto it = aux_by_key_.find(key);
     if (it != aux_by_key_.end()) return it->second;
 
