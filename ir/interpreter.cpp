@@ -195,16 +195,19 @@ void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes
 }
 
 void Interpreter::check_lengths(const BufferNode* b, std::set<const BufferNode*>& checked) {
-  std::set<const VarNode*> dim_vars;
-  for (const auto& d : b->dims) dim_vars.insert(d.var.get());
-  for (const auto& d : b->dims) {
-    bool ragged = false;
+  // The dimensions inside the first that sizes others: the slices its
+  // prefix array sums (ir/storage_lowering.cpp).
+  size_t first = b->dims.size();
+  for (size_t k = 0; k < b->dims.size() && first == b->dims.size(); ++k)
+    for (size_t j = k + 1; j < b->dims.size(); ++j)
+      each_expr(b->dims[j].extent, [&](const ExprNode& x) {
+        if (x.kind == ExprKind::VarRef && x.var == b->dims[k].var) first = k;
+      });
+  for (size_t j = first + 1; j < b->dims.size(); ++j) {
     std::vector<const BufferNode*> lengths;
-    each_expr(d.extent, [&](const ExprNode& x) {
-      if (x.kind == ExprKind::VarRef && dim_vars.count(x.var.get())) ragged = true;
+    each_expr(b->dims[j].extent, [&](const ExprNode& x) {
       if (x.kind == ExprKind::Load) lengths.push_back(x.buffer.get());
     });
-    if (!ragged) continue;
     for (const BufferNode* l : lengths) {
       if (l->kind != BufferKind::Local || !is_int(l->type) || l->dims.empty() || !checked.insert(l).second) continue;
       check_lengths(l, checked);  // a ragged length array's own lengths first
