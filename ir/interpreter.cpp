@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <sstream>
 
 namespace dccc::ir {
@@ -131,6 +132,7 @@ void Interpreter::check_in_bounds(const BufferNode* b, const Tuple& idx) {
 void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes,
                       const std::map<const BufferNode*, std::vector<double>>& inputs) {
   sizes_ = sizes;
+  fn_ = f.name;
   flat_ = f.storage_lowered;
   for (const auto& s : f.sizes)
     if (!sizes_.count(s.name)) throw InterpError("no value given for size `" + s.name + "`");
@@ -175,7 +177,54 @@ void Interpreter::run(const Func& f, const std::map<std::string, int64_t>& sizes
     }
   }
   run_checks(f);
-  exec(f.body);
+  // A length array the function computes is checked before the first
+  // statement that touches a tensor it shapes raggedly, as storage lowering
+  // checks it before summing its offsets (ir/storage_lowering.h).
+  std::set<const BufferNode*> checked;
+  for (const Stmt& item : items_of(f.body)) {
+    std::set<const BufferNode*> touched;
+    each_stmt(item, [&](const StmtNode& x) {
+      if (x.buffer) touched.insert(x.buffer.get());
+      own_exprs(x, [&](const ExprNode& e) {
+        if (e.kind == ExprKind::Load) touched.insert(e.buffer.get());
+      });
+    });
+    for (const BufferNode* b : touched) check_lengths(b, checked);
+    exec(item);
+  }
+}
+
+void Interpreter::check_lengths(const BufferNode* b, std::set<const BufferNode*>& checked) {
+  // The dimensions inside the first that sizes others: the slices its
+  // prefix array sums (ir/storage_lowering.cpp).
+  size_t first = b->dims.size();
+  for (size_t k = 0; k < b->dims.size() && first == b->dims.size(); ++k)
+    for (size_t j = k + 1; j < b->dims.size(); ++j)
+      each_expr(b->dims[j].extent, [&](const ExprNode& x) {
+        if (x.kind == ExprKind::VarRef && x.var == b->dims[k].var) first = k;
+      });
+  for (size_t j = first + 1; j < b->dims.size(); ++j) {
+    std::vector<const BufferNode*> lengths;
+    each_expr(b->dims[j].extent, [&](const ExprNode& x) {
+      if (x.kind == ExprKind::Load) lengths.push_back(x.buffer.get());
+    });
+    for (const BufferNode* l : lengths) {
+      if (l->kind != BufferKind::Local || !is_int(l->type) || l->dims.empty() || !checked.insert(l).second) continue;
+      check_lengths(l, checked);  // a ragged length array's own lengths first
+      auto space = index_space(l);
+      const auto& m = mem_[l];
+      for (size_t k = 0; k < space.size(); ++k) {
+        auto it = m.find(space[k]);
+        int64_t v = it == m.end() ? 0 : it->second.i;
+        if (v < 0) throw InterpError(negative_length(l->name, static_cast<int64_t>(k), v));
+      }
+    }
+  }
+}
+
+std::string Interpreter::negative_length(const std::string& name, int64_t index, int64_t value) const {
+  return fmt::format("{}: `{}`[{}] is {}, a length the function computes; lengths must be >= 0", fn_, name, index,
+                     value);
 }
 
 void Interpreter::run_checks(const Func& f) {
@@ -337,6 +386,13 @@ Interpreter::Value Interpreter::eval(const Expr& e) {
       }
       if (!is_float(t)) {
         int64_t x = a.i, y = b.i, r = 0;
+        bool ovf = false;
+        if (checked_ && e->type == Scalar::I64) {
+          if (e->binop == BinOp::Add) ovf = __builtin_add_overflow(x, y, &r);
+          if (e->binop == BinOp::Sub) ovf = __builtin_sub_overflow(x, y, &r);
+          if (e->binop == BinOp::Mul) ovf = __builtin_mul_overflow(x, y, &r);
+        }
+        if (ovf) throw InterpError(fn_ + ": the lengths make an offset overflow");
         switch (e->binop) {
           case BinOp::Add: r = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y)); break;
           case BinOp::Sub: r = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y)); break;
@@ -400,7 +456,11 @@ void Interpreter::exec(const Stmt& s) {
         for (const auto& a : s->args) idx.push_back(eval(a).i);
         check_in_bounds(s->buffer.get(), idx);
       }
+      // Offsets (aux arrays) are summed with overflow checks, as the
+      // backends sum them.
+      checked_ = s->buffer->kind == BufferKind::Aux;
       Value v = fused_step(*s) ? fma_step(*s) : eval(s->value);
+      checked_ = false;
       Scalar from = s->value->type, to = s->buffer->type;
       if (from != to)
         v = is_float(to) ? round_to(to, as_double(v, from)) : Value{0, saturate_to(to, from, v.f, as_int(v, from))};
@@ -412,8 +472,9 @@ void Interpreter::exec(const Stmt& s) {
       else if (s->body.size() > 1) exec(s->body[1]);
       return;
     case StmtKind::Assert:
-      if (!eval(s->value).i) throw InterpError("`where` constraint violated: " + s->text);
-      return;
+      if (eval(s->value).i) return;
+      if (s->length_check) throw InterpError(negative_length(s->text, eval(s->args[0]).i, eval(s->args[1]).i));
+      throw InterpError("`where` constraint violated: " + s->text);
     case StmtKind::Print:
       if (s->buffer) {
         print_buffer(s->buffer.get());

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -75,10 +76,17 @@ class Interpreter {
   std::string format(const Value& v, Scalar t) const;
 
   int64_t flat_offset(const Expr& offset, const BufferNode* b);
+  /// Unlowered IR: fails when a length array the function computes that
+  /// shapes `b` raggedly, and is not in `checked` yet, has an element < 0.
+  void check_lengths(const BufferNode* b, std::set<const BufferNode*>& checked);
+  /// The run-time error of a negative computed length (build::assert_length).
+  std::string negative_length(const std::string& name, int64_t index, int64_t value) const;
 
   std::ostream& out_;
   bool flat_ = false;  // running storage-lowered IR: tensors are keyed by offset
   bool exact_ = false;  // float64 reference mode
+  bool checked_ = false;  // evaluating a store to an aux array: i64 overflow is an error
+  std::string fn_;        // the function run, for messages
   std::map<std::string, int64_t> sizes_;
   std::map<const VarNode*, int64_t> env_;
   std::map<const BufferNode*, std::map<Tuple, Value>> mem_;

@@ -207,6 +207,15 @@ Stmt assert_that(Expr cond, std::string text) {
   s->text = std::move(text);
   return s;
 }
+Stmt assert_length(const Buffer& b, Expr index) {
+  Expr v = flat_load(b, index);
+  auto s = snode(StmtKind::Assert);
+  s->value = binary(BinOp::LE, int_imm(0, v->type), v);
+  s->text = b->name;
+  s->args = {std::move(index), std::move(v)};
+  s->length_check = true;
+  return s;
+}
 Expr flat_load(const Buffer& b, Expr offset) {
   auto e = std::make_shared<ExprNode>();
   e->kind = ExprKind::Load;

@@ -116,6 +116,10 @@ struct StmtNode {
   std::vector<Stmt> body;      // For, IfThenElse: body[0] then, body[1] else (optional); Seq: items
   std::string text;            // Print: text printed before the values; Assert: the
                                // constraint as written, for the run-time error
+                               // (length_check: the length array's name)
+  /// Assert: a computed length's check (build::assert_length), not a
+  /// `where`: args are {element index, element value} for the message.
+  bool length_check = false;
   bool newline = true;         // Print: end with a newline
   bool flat = false;           // Store: args[0] is a storage offset (after storage lowering)
   /// The source statement, for the back ends' [Unsupported] diagnostics
@@ -288,6 +292,13 @@ Stmt print(std::string label, std::vector<Expr> values);
 /// Stops the program with the run-time error "`where` constraint violated:
 /// TEXT" unless `cond` holds (a callee's `where`, checked at an inlined call).
 Stmt assert_that(Expr cond, std::string text);
+/// Stops the function with DCC_ERR_NEGATIVE_LENGTH, "FN: `NAME`[i] is v, a
+/// length the function computes; lengths must be >= 0", unless element
+/// `index` of length array `b` (flat, after storage lowering) is >= 0.
+/// Storage lowering checks each length the function computes before its
+/// offsets are summed (a negative one would make a tensor's rows overlap
+/// or leave its storage).
+Stmt assert_length(const Buffer& b, Expr index);
 Expr flat_load(const Buffer& b, Expr offset);
 /// `e` rounded up to a multiple of `k` (k >= 1): ((e + k - 1) / k) * k; `e`
 /// itself when k == 1 or e is a constant multiple of k.

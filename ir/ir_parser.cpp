@@ -511,11 +511,26 @@ class Parser {
     }
     if (word(t, "assert")) {
       // assert COND "the `where` constraint it checks";
+      // assert COND length "NAME" (INDEX, VALUE);
       s->kind = StmtKind::Assert;
       ++pos_;
       const Token& at = cur();
       s->value = expr();
       if (s->value->type != Scalar::Bool) invalid(at.range(), "an `assert` condition must be a `bool`");
+      if (is_word("length")) {
+        // assert COND length "NAME" (INDEX, VALUE); -- a computed length's check
+        ++pos_;
+        s->length_check = true;
+        if (cur().kind != Tok::String) expected("the length array's name in quotes");
+        s->text = toks_[pos_++].text;
+        expect("(");
+        s->args.push_back(expr());
+        expect(",");
+        s->args.push_back(expr());
+        expect(")");
+        expect(";");
+        return s;
+      }
       if (cur().kind != Tok::String) expected("the asserted constraint's text in quotes");
       s->text = toks_[pos_++].text;
       expect(";");

@@ -167,7 +167,11 @@ class Printer {
         out += pad + "}\n";
         return;
       case StmtKind::Assert:
-        out += fmt::format("{}assert {} \"{}\";\n", pad, expr(s->value), escape(s->text, '"'));
+        if (s->length_check && s->args.size() == 2)
+          out += fmt::format("{}assert {} length \"{}\" ({});\n", pad, expr(s->value), escape(s->text, '"'),
+                             list(s->args));
+        else
+          out += fmt::format("{}assert {} \"{}\";\n", pad, expr(s->value), escape(s->text, '"'));
         return;
       case StmtKind::Print:
         {

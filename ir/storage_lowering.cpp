@@ -55,6 +55,23 @@ class StorageLowerer {
     return false;
   }
 
+  /// The buffers `exprs` load, by their place in Func::buffers. A key
+  /// printed from a probe function names a buffer by its name alone, and
+  /// two buffers may share one (two inlined calls of `f` both have `f.n`,
+  /// which the whole function prints as `f.n` and `f.n.1`): without this,
+  /// the offsets of the second call's tensor would be the first call's.
+  std::string loads_key(const std::vector<Expr>& exprs) const {
+    std::string key;
+    for (const Expr& e : exprs)
+      each_expr(e, [&](const ExprNode& x) {
+        if (x.kind != ExprKind::Load) return;
+        size_t k = 0;
+        while (k < f_.buffers.size() && f_.buffers[k].get() != x.buffer.get()) ++k;
+        key += fmt::format(" #{}", k);
+      });
+    return key;
+  }
+
   static Expr mul(Expr a, Expr b) { return build::binary(BinOp::Mul, std::move(a), std::move(b)); }
   static Expr add(Expr a, Expr b) { return build::binary(BinOp::Add, std::move(a), std::move(b)); }
 
@@ -143,7 +160,7 @@ class StorageLowerer {
     Func tmp;
     tmp.buffers = {probe};
     tmp.body = build::store(probe, {build::var(yo), build::var(y)}, slice);
-    std::string key = print(tmp);
+    std::string key = print(tmp) + loads_key({outer_extent, extent, slice});
     auto it = nested_by_key_.find(key);
     if (it == nested_by_key_.end()) {
       size_t n = aux_by_key_.size() + nested_by_key_.size();
@@ -182,7 +199,7 @@ class StorageLowerer {
       probe->dims = {{y, extent}};
       one.buffers = {probe};
       one.body = build::store(probe, {build::var(y)}, e);
-      keyed.emplace_back(print(one), e);
+      keyed.emplace_back(print(one) + loads_key({extent, e}), e);
     }
     std::sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& z) { return x.first < z.first; });
     Expr canonical = keyed[0].second;
@@ -193,7 +210,7 @@ class StorageLowerer {
     probe->dims = {{y, extent}};
     tmp.buffers = {probe};
     tmp.body = build::store(probe, {build::var(y)}, canonical);
-    std::string key = print(tmp);
+    std::string key = print(tmp) + loads_key({extent, canonical});
     auto it = aux_by_key_.find(key);
     if (it != aux_by_key_.end()) return it->second;
 
@@ -266,7 +283,13 @@ class StorageLowerer {
   /// An aux array whose lengths are all inputs goes to the prelude; one
   /// that reads lengths the body computes is filled just before the first
   /// top-level statement that needs it (lengths are final by then: the
-  /// checker forbids assigning a length array after it shapes a tensor).
+  /// checker forbids assigning a length array after it shapes a tensor),
+  /// after a check that every element of each computed length array it
+  /// reads is >= 0 (length_checks): a negative length would make the
+  /// offsets step back, so that rows overlap or leave the tensor's storage.
+  /// The checker proves what it can about lengths the function computes
+  /// (an integer `let` extent) but not the elements of an array; the entry
+  /// checks cover the arguments' lengths only.
   void finish() {
     for (auto& b : f_.buffers)
       if (b->total) b->total = lower_expr(b->total);
@@ -297,7 +320,7 @@ class StorageLowerer {
     if (deferred.empty()) return;
     std::vector<Stmt> items = f_.body->kind == StmtKind::Seq ? f_.body->body : std::vector<Stmt>{f_.body};
     std::vector<Stmt> out;
-    std::set<const BufferNode*> done;
+    std::set<const BufferNode*> done, checked;
     // A fill goes before the first statement that needs it, after the
     // deferred fills it reads itself.
     std::function<void(size_t)> emit = [&](size_t k) {
@@ -310,6 +333,7 @@ class StorageLowerer {
         visit_loads(fill, [&](const BufferNode* b) { reads |= b == deferred[j].first.get(); });
         if (reads) emit(j);
       }
+      for (Stmt& check : length_checks(fill, checked)) out.push_back(std::move(check));
       out.push_back(fill);
     };
     for (const auto& item : items) {
@@ -321,6 +345,69 @@ class StorageLowerer {
       out.push_back(item);
     }
     f_.body = build::seq(out);
+  }
+
+  /// For each length array the function computes that `fill` reads and
+  /// `checked` does not hold yet (then added): `for x in 0 .. total {
+  /// assert 0 <= n@(x) length "n" (x, n@(x)); }`, one statement per array,
+  /// unless every value stored to it is plainly non-negative.
+  std::vector<Stmt> length_checks(const Stmt& fill, std::set<const BufferNode*>& checked) {
+    std::set<const BufferNode*> shaping;
+    for (const auto& b : f_.buffers)
+      for (const auto& d : b->dims)
+        each_expr(d.extent, [&](const ExprNode& x) {
+          if (x.kind == ExprKind::Load) shaping.insert(x.buffer.get());
+        });
+    std::vector<Stmt> out;
+    for (const auto& b : f_.buffers) {
+      const BufferNode* l = b.get();
+      if (checked.count(l) || !shaping.count(l) || !is_int(l->type) || l->dims.empty() || !l->total) continue;
+      if (l->kind == BufferKind::Input || l->kind == BufferKind::Aux) continue;  // entry-checked; offsets
+      bool reads = false;
+      visit_loads(fill, [&](const BufferNode* x) { reads |= x == l; });
+      if (!reads) continue;
+      checked.insert(l);
+      std::set<const BufferNode*> seen;
+      if (stores_nonneg(l, shaping, seen)) continue;
+      Var x = make_var("x");
+      out.push_back(build::for_loop(x, l->total, build::assert_length(b, build::var(x))));
+    }
+    return out;
+  }
+
+  /// Whether every store to `l` in the body stores a value that cannot be
+  /// negative: a literal >= 0, a size, `max(e, c)` with c non-negative, a
+  /// `select` or `min` of such values, a (widening) cast of one, or an
+  /// element of an argument's length array (checked on entry) or of another
+  /// such array. Sums and products may wrap, and count as unknown.
+  bool stores_nonneg(const BufferNode* l, const std::set<const BufferNode*>& shaping,
+                     std::set<const BufferNode*>& seen) {
+    if (!seen.insert(l).second) return true;  // a cycle: each store is judged on its own
+    std::function<bool(const Expr&)> nonneg = [&](const Expr& e) -> bool {
+      switch (e->kind) {
+        case ExprKind::IntImm: return e->int_value >= 0;
+        case ExprKind::SizeRef: return true;
+        case ExprKind::Cast:
+          // i64 -> i32 may wrap.
+          return is_int(e->type) && is_int(e->args[0]->type) &&
+                 (e->type == Scalar::I64 || e->args[0]->type != Scalar::I64) && nonneg(e->args[0]);
+        case ExprKind::Select: return nonneg(e->args[1]) && nonneg(e->args[2]);
+        case ExprKind::Binary:
+          if (e->binop == BinOp::Max) return nonneg(e->args[0]) || nonneg(e->args[1]);
+          if (e->binop == BinOp::Min) return nonneg(e->args[0]) && nonneg(e->args[1]);
+          return false;
+        case ExprKind::Load:
+          if (!is_int(e->type) || !shaping.count(e->buffer.get())) return false;
+          if (e->buffer->kind == BufferKind::Input) return true;
+          return e->buffer->kind == BufferKind::Local && stores_nonneg(e->buffer.get(), shaping, seen);
+        default: return false;
+      }
+    };
+    bool ok = true;
+    each_stmt(f_.body, [&](const StmtNode& x) {
+      if (x.kind == StmtKind::Store && x.buffer.get() == l && !nonneg(x.value)) ok = false;
+    });
+    return ok;
   }
 
   /// Top-level body statements that store only aux arrays and read only

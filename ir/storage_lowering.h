@@ -10,6 +10,15 @@
 // each once (the paper's "CoRa-Optimized"). A dimension with storage
 // padding p (BufferNode::pad, set by a schedule; only on dimensions that
 // size nothing) holds its extent rounded up to a multiple of p.
+//
+// A_d arrays of lengths the function computes itself (a local `n` in
+// `[b: B][n[b], D]`) are filled in the body, just before the first
+// statement that needs them, after a loop of `assert ... length "n"`
+// (build::assert_length) over every element of each such array, unless
+// every value stored to it is plainly non-negative: a negative length
+// would make the offsets step back, so that rows overlap or leave the
+// storage. The back ends sum offsets (stores to aux arrays) with
+// overflow checks.
 #pragma once
 
 #include "ir/ir.h"

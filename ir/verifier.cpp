@@ -143,6 +143,8 @@ class Verifier {
       case StmtKind::Assert:
         expr(s->value, "an assertion");
         if (s->value && s->value->type != Scalar::Bool) fail("an `assert` whose condition is not a boolean");
+        if (s->length_check && s->args.size() != 2) fail("a length check without its index and value");
+        for (const auto& a : s->args) expr(a, "a checked length");
         return;
       case StmtKind::Print:
         if (s->buffer && !owned_.count(s->buffer.get())) fail("a print of a buffer not in the function");

@@ -198,6 +198,10 @@ void CEmitter::stmt(const ir::Stmt& s, int depth, std::string& out) {
       else out += fmt::format("{}{}[{}] = {};\n", pad, b, expr(s->args[0]), expr(s->value));
       return;
     }
+    case StmtKind::Assert:
+      if (!s->length_check || !length_check) break;
+      out += length_check(expr(s->value), expr(s->args[0]), expr(s->args[1]), s->text, pad);
+      return;
     default: break;
   }
   throw BackendUnsupported(s->at.valid() ? s->at : at, std::string("an IR statement of kind ") + ir::kind_name(s->kind) +

@@ -5,6 +5,7 @@
 // launch code (backend/cuda), which compile it as C and as C++.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -81,9 +82,17 @@ class CEmitter {
   const CNames* names = nullptr;
   /// Where an [Unsupported] error points when nothing closer is known (the function).
   SourceRange at;
+  /// The C statements that fail the call when a computed length's check
+  /// (an Assert with length_check) fails, given its condition, index and
+  /// value as C expressions and the indentation; unset: such a check is
+  /// [Unsupported] (the C wrapper's code has none).
+  std::function<std::string(const std::string& cond, const std::string& index, const std::string& value,
+                            const std::string& name, const std::string& pad)>
+      length_check;
 
   std::string expr(const ir::Expr& e);
-  /// Seq, For and Store statements, indented by `depth` levels.
+  /// Seq, For and Store statements (and computed lengths' checks, with
+  /// length_check), indented by `depth` levels.
   void stmt(const ir::Stmt& s, int depth, std::string& out);
   std::string var(const ir::Var& v);
   std::string buffer(const ir::BufferNode* b);

@@ -87,7 +87,16 @@ class FuncEmitter {
       : f_(f), out_(out), options_(options), names_(f) {
     host_.names = &names_;
     host_.at = f.at;
+    host_.length_check = [this](const std::string& cond, const std::string& index, const std::string& value,
+                                const std::string& name, const std::string& pad) {
+      return length_check(cond, index, value, name, pad);
+    };
   }
+
+  /// A computed length's check on the host (an on_host statement of the
+  /// launcher; host_code.cpp), failing as a fetched length array's check.
+  std::string length_check(const std::string& cond, const std::string& index, const std::string& value,
+                           const std::string& name, const std::string& pad) const;
 
   /// Writes the function's kernels, launcher and host entry (cuda_codegen.cpp).
   void run();

@@ -85,6 +85,18 @@ std::string FuncEmitter::fetch(const BufferNode* b) {
   return o;
 }
 
+std::string FuncEmitter::length_check(const std::string& cond, const std::string& index, const std::string& value,
+                                      const std::string& name, const std::string& pad) const {
+  std::string text;  // a printf format in a C string literal
+  for (char c : f_.name + ": `" + name + "`")
+    text += c == '%' ? std::string("%%") : c == '"' || c == '\\' ? std::string("\\") + c : std::string(1, c);
+  std::string o = fmt::format("{}if (!({})) {{\n{}  char msg[256];\n", pad, cond, pad);
+  o += fmt::format("{}  std::snprintf(msg, sizeof msg, \"{}[%lld] is %lld, a length the function computes; lengths must be >= 0\", "
+                   "(long long)({}), (long long)({}));\n", pad, text, index, value);
+  o += fmt::format("{}  st = dcc_set_error(DCC_ERR_NEGATIVE_LENGTH, msg);\n{}  goto done;\n{}}}\n", pad, pad, pad);
+  return o;
+}
+
 /// Allocates local or scalar `b` on the device: its size from the host
 /// values at this point, checked as the CPU target checks it.
 std::string FuncEmitter::allocate_local(const BufferNode* b) {

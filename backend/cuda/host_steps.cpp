@@ -91,6 +91,14 @@ HostPlan plan_host_steps(const ir::Func& f, const std::function<LaunchReads(size
     bool aux_only = !stores.empty() && std::all_of(stores.begin(), stores.end(), [](const BufferNode* b) {
       return b->kind == BufferKind::Aux;
     });
+    // Computed lengths' checks (ir::build::assert_length) run on the host
+    // too, after the lengths' fetch (which checks them already).
+    bool checks = false, other = false;
+    ir::each_stmt(items[k], [&](const ir::StmtNode& x) {
+      if (x.kind == StmtKind::Assert && x.length_check) checks = true;
+      else if (x.kind != StmtKind::For && x.kind != StmtKind::Seq) other = true;
+    });
+    if (checks && !other) aux_only = true;
     Known needs;  // what the host reads for this statement
     SourceRange at = ir::statement_location(items[k]).valid() ? ir::statement_location(items[k]) : f.at;
     if (aux_only) {

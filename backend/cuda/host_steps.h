@@ -26,8 +26,9 @@ namespace dccc::backend::cudagen {
 
 /// What the launcher does for one top-level statement of the body.
 struct HostStep {
-  /// The statement fills aux arrays only: C code on the host (after the
-  /// fetches), its arrays then uploaded (`upload`); no kernel.
+  /// The statement fills aux arrays only, or checks computed lengths only
+  /// (ir::build::assert_length): C code on the host (after the fetches),
+  /// its arrays then uploaded (`upload`); no kernel.
   bool on_host = false;
   /// Before the statement: device arrays (or scalars) copied to their host
   /// copies, in this order, after the kernels before it have finished.

@@ -9,7 +9,9 @@
 // nothing when `buffers` is NULL: then the kernel computes the prelude
 // itself. Local tensors and aux arrays it computes are allocated inside
 // (dcc_alloc/dcc_free); accumulators live on the stack. The result is 0 on
-// success or a dcc_status (integer division by zero, allocation failure),
+// success or a dcc_status (integer division by zero, allocation failure, a
+// negative length the function computes, offsets that overflow: a store to
+// an aux array sums in i64 with overflow checks),
 // with the text available from dcc_last_error(). Float-to-integer casts
 // saturate, so no input makes the generated code undefined.
 //

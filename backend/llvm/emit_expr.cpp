@@ -244,6 +244,14 @@ llvm::Value* FuncEmitter::binary(const ir::Expr& e) {
   llvm::Value* a = emit(e->args[0]);
   llvm::Value* c = emit(e->args[1]);
   if (is_float(t)) return float_op(e->binop, a, c);
+  if (checked_ && e->type == Scalar::I64 && (e->binop == BinOp::Add || e->binop == BinOp::Sub || e->binop == BinOp::Mul)) {
+    auto id = e->binop == BinOp::Add   ? llvm::Intrinsic::sadd_with_overflow
+              : e->binop == BinOp::Sub ? llvm::Intrinsic::ssub_with_overflow
+                                       : llvm::Intrinsic::smul_with_overflow;
+    llvm::Value* r = b_.CreateBinaryIntrinsic(id, a, c);
+    fail_if(b_.CreateExtractValue(r, 1), kOverflow, f_.name + ": the lengths make an offset overflow");
+    return b_.CreateExtractValue(r, 0);
+  }
   switch (e->binop) {
     case BinOp::Add: return b_.CreateAdd(a, c);
     case BinOp::Sub: return b_.CreateSub(a, c);

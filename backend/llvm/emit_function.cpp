@@ -175,6 +175,37 @@ void FuncEmitter::fail_if(llvm::Value* cond, int status, const std::string& mess
   b_.SetInsertPoint(ok);
 }
 
+/// Assert `s` (ir::build::assert_length): unless the length is >= 0, fail
+/// with DCC_ERR_NEGATIVE_LENGTH and a message naming the array, the index
+/// and the value (formatted by snprintf; inside a parallel body, where the
+/// message must be a constant, without the index and value).
+void FuncEmitter::fail_negative_length(const ir::StmtNode& s) {
+  std::string name = s.text;
+  llvm::Value* bad = b_.CreateNot(emit(s.value));
+  if (message_) {
+    fail_if(bad, kNegativeLength, f_.name + ": `" + name + "` has an element < 0, a length the function computes; lengths must be >= 0");
+    return;
+  }
+  auto* fail = llvm::BasicBlock::Create(ctx_, "fail", fn_);
+  auto* ok = llvm::BasicBlock::Create(ctx_, "ok", fn_);
+  b_.CreateCondBr(bad, fail, ok, llvm::MDBuilder(ctx_).createBranchWeights(1, 1 << 20));
+  b_.SetInsertPoint(fail);
+  std::string format;  // printf's: `%` in the names doubled
+  for (char c : f_.name + ": `" + name + "`") format += c == '%' ? "%%" : std::string(1, c);
+  format += "[%lld] is %lld, a length the function computes; lengths must be >= 0";
+  auto* ptr = llvm::PointerType::getUnqual(ctx_);
+  auto* text = b_.CreateAlloca(llvm::ArrayType::get(b_.getInt8Ty(), 256), nullptr, "msg");
+  auto snprintf = mod_.getOrInsertFunction(
+      "snprintf", llvm::FunctionType::get(b_.getInt32Ty(), {ptr, b_.getInt64Ty(), ptr}, true));
+  llvm::Value* index = b_.CreateSExtOrTrunc(emit(s.args[0]), b_.getInt64Ty());
+  llvm::Value* value = b_.CreateSExtOrTrunc(emit(s.args[1]), b_.getInt64Ty());
+  b_.CreateCall(snprintf, {text, b_.getInt64(256), b_.CreateGlobalStringPtr(format), index, value});
+  b_.CreateCall(set_error_fn(), {b_.getInt32(kNegativeLength), text});
+  b_.CreateStore(b_.getInt32(kNegativeLength), status_);
+  b_.CreateBr(cleanup_);
+  b_.SetInsertPoint(ok);
+}
+
 llvm::FunctionCallee FuncEmitter::set_error_fn() {
   auto* ptr = llvm::PointerType::getUnqual(ctx_);
   return mod_.getOrInsertFunction("dcc_set_error",

@@ -46,7 +46,11 @@ void FuncEmitter::emit(const ir::Stmt& s) {
     }
     case StmtKind::Store: {
       llvm::Value* v = reduction_step(*s);
+      // Offsets (aux arrays) are summed with overflow checks: lengths the
+      // function computes may be large enough to wrap them.
+      checked_ = s->buffer->kind == BufferKind::Aux;
       if (!v) v = emit(s->value);
+      checked_ = false;
       v = cast(v, s->value->type, s->buffer->type);
       llvm::Value* addr = address(s->buffer.get(), s->args, s->flat);
       tag(b_.CreateStore(to_mem(v, s->buffer->type), addr), s->buffer.get());
@@ -68,7 +72,8 @@ void FuncEmitter::emit(const ir::Stmt& s) {
       return;
     }
     case StmtKind::Assert:
-      fail_if(b_.CreateNot(emit(s->value)), kInvalidArgument, "`where` constraint violated: " + s->text);
+      if (s->length_check) fail_negative_length(*s);
+      else fail_if(b_.CreateNot(emit(s->value)), kInvalidArgument, "`where` constraint violated: " + s->text);
       return;
     case StmtKind::Print: {
       if (s->buffer) throw EmitError{"print of a whole buffer was not expanded"};

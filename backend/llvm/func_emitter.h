@@ -48,6 +48,7 @@ using ir::UnOp;
 
 // dcc_status values (runtime/include/dccrt.h).
 constexpr int kInvalidArgument = 2;
+constexpr int kNegativeLength = 3;
 constexpr int kOverflow = 4;
 constexpr int kOutOfMemory = 6;
 
@@ -88,6 +89,7 @@ class FuncEmitter {
                   const std::function<void(const ir::Expr&)>& ex);
   void allocate(const BufferNode* buf);
   void fail_if(llvm::Value* cond, int status, const std::string& message);
+  void fail_negative_length(const ir::StmtNode& s);
   llvm::FunctionCallee set_error_fn();
 
   // ---- Parallel loops (emit_parallel.cpp) ----
@@ -157,6 +159,7 @@ class FuncEmitter {
   llvm::BasicBlock* cleanup_ = nullptr;
   llvm::AllocaInst* status_ = nullptr;
   llvm::AllocaInst* message_ = nullptr;  // inside a parallel body only: the failure's message
+  bool checked_ = false;  // emitting a store to an aux array: i64 +, -, * fail on overflow
   int parallel_count_ = 0;
   llvm::MDNode* tbaa_root_ = nullptr;
   std::map<std::string, llvm::Value*> sizes_;

@@ -219,7 +219,10 @@ TEST(IrParser, ParsedModulesComputeWhatTheOriginalsCompute) {
   }
   EXPECT_GE(mains, 60);
   EXPECT_GE(compared, 150) << skipped << " skipped";
-  EXPECT_LE(skipped, 30) << compared << " compared";
+  // Skipped: runs that stop with a run-time error, the same in both (a
+  // `where` violated, division by zero; tests/lang/run's runtime_*.toy,
+  // runtime_negative_computed_length.toy's `main` in both modes).
+  EXPECT_LE(skipped, 32) << compared << " compared";
   EXPECT_GT(zero_lengths, 20);  // zero-length sequences were exercised
 }
 

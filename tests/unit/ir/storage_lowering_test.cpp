@@ -150,3 +150,76 @@ fn tag(x: Causal) Causal {
 
 }  // namespace
 }  // namespace dccc::ir
+
+namespace dccc::ir {
+namespace {
+
+/// The computed lengths' checks (build::assert_length) of `f`, by array name.
+std::vector<std::string> length_checks(const Func& f) {
+  std::vector<std::string> out;
+  each_stmt(f.body, [&](const StmtNode& s) {
+    if (s.kind == StmtKind::Assert && s.length_check) out.push_back(s.text);
+  });
+  return out;
+}
+
+TEST(StorageLowering, ComputedLengthsAreCheckedUnlessPlainlyNonNegative) {
+  // n = seqlen - s may be negative: checked before its offsets are summed;
+  // m = max(min(seqlen, k), 0) (std/ragged.toy's take_rows) cannot be.
+  Lowered l = lower_source("t.toy", R"(
+type S = coupling { data: [b: B][seqlen[b], D]f32, seqlen: [B]i32 }
+fn drop(x: S, k: i32) [B, D]f32 {
+  let s: i32 = max(k, 0);
+  let n: [B]i32;
+  n[b] = x.seqlen[b] - s;
+  let y: [b: B][n[b], D]f32;
+  y[b][i, d] = x.data[b][i + s, d];
+  let r: [B, D]f32;
+  r[b, d] = reduce(+, select(j == 0, y[b][j, d], 0.0));
+  return r;
+}
+fn take(x: S, k: i32) [B, D]f32 {
+  let m: [B]i32;
+  m[b] = max(min(x.seqlen[b], k), 0);
+  let y: [b: B][m[b], D]f32;
+  y[b][i, d] = x.data[b][i, d];
+  let r: [B, D]f32;
+  r[b, d] = reduce(+, select(j == 0, y[b][j, d], 0.0));
+  return r;
+})");
+  ASSERT_TRUE(l.module);
+  ASSERT_EQ(l.module->funcs.size(), 2u);
+  Func& drop = l.module->funcs[0];
+  Func& take = l.module->funcs[1];
+  ASSERT_TRUE(lower_storage(drop, *l.diags));
+  ASSERT_TRUE(lower_storage(take, *l.diags));
+  EXPECT_EQ(length_checks(drop), std::vector<std::string>{"n"});
+  EXPECT_TRUE(length_checks(take).empty());
+  // The check runs before the statement that sums n's offsets.
+  std::vector<Stmt> items = items_of(drop.body);
+  size_t check = items.size(), fill = items.size();
+  for (size_t k = 0; k < items.size(); ++k) {
+    each_stmt(items[k], [&](const StmtNode& s) {
+      if (s.kind == StmtKind::Assert && s.length_check && check == items.size()) check = k;
+      if (s.kind == StmtKind::Store && s.buffer->kind == BufferKind::Aux && fill == items.size()) fill = k;
+    });
+  }
+  EXPECT_LT(check, fill);
+  // Lowered and interpreted: seqlen = [1, 3], k = 2 gives n = [-1, 1].
+  auto inputs = Interpreter::make_inputs(drop, {{"B", 2}, {"D", 1}}, [](const BufferNode* b, int64_t k) {
+    if (b->name == "x.seqlen") return k == 0 ? 1.0 : 3.0;
+    if (b->name == "k") return 2.0;
+    return 1.0;
+  });
+  std::ostringstream out;
+  Interpreter in(out);
+  try {
+    in.run(drop, {{"B", 2}, {"D", 1}}, inputs);
+    ADD_FAILURE() << "a negative computed length ran";
+  } catch (const InterpError& e) {
+    EXPECT_STREQ(e.what(), "drop: `n`[0] is -1, a length the function computes; lengths must be >= 0");
+  }
+}
+
+}  // namespace
+}  // namespace dccc::ir
