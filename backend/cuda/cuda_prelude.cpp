@@ -1,15 +1,16 @@
 // The CUDA code a --target=cuda library needs beside the kernels for its
-// prelude units' device copies (emit_cuda_prelude, backend/abi/c_abi.h).
+// prelude units' device copies (emit_cuda_prelude, backend/cuda/cuda_abi.h):
+// what the C wrapper's dcc__cuda_device and dcc__cuda_prelude calls
+// (cuda_abi.cpp) run.
 #include <fmt/format.h>
 
 #include <set>
 
-#include "backend/abi/c_abi.h"
 #include "backend/abi/prelude_units.h"
+#include "backend/cuda/cuda_abi.h"
 
 namespace dccc::backend {
 
-using cabi::gpu_prelude;
 using cabi::prelude_units;
 
 std::string emit_cuda_prelude(const ir::Module& m) {
