@@ -15,7 +15,7 @@ using cabi::prelude_units;
 
 std::string emit_cuda_prelude(const ir::Module& m) {
   std::string out = R"CU(
-// ---- Prelude units on the device (backend/abi/cuda_prelude.cpp) ----
+// ---- Prelude units on the device (backend/cuda/cuda_prelude.cpp) ----
 // The C wrapper keeps each prelude unit's host arrays in libdccrt's prelude
 // cache (or a held prelude) and, beside them, an entry holding a device copy,
 // made once per length pattern by dcc__cuda_prelude: the host arrays
