@@ -689,7 +689,7 @@ int run(const Options& o) {
   if (o.emit == "metadata") {
     dccc::ir::Module m = dccc::tools::library_module(*module);
     try {
-      dccc::backend::assign_c_names(m, o.target);
+      dccc::backend::assign_c_names(m, dccc::tools::device_abi(o.target));
     } catch (const dccc::backend::BackendUnsupported& e) {
       std::cerr << diags.render(diags.report(dccc::DiagKind::Unsupported, e.at, e.what()));
       errors_generated(diags.shown_error_count());

@@ -12,6 +12,7 @@
 
 #include "backend/abi/c_abi.h"
 #include "backend/abi/metadata.h"
+#include "backend/cuda/cuda_abi.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/aot.h"
 #include "support/diagnostic_format.h"
@@ -104,6 +105,10 @@ int link_cuda(const LibraryOptions& o, const fs::path& out, const fs::path& head
 
 }  // namespace
 
+const backend::DeviceAbi* device_abi(ir::Target target) {
+  return target == ir::Target::Cuda ? &backend::cuda_device_abi() : nullptr;
+}
+
 ir::Module library_module(const ir::Module& full) {
   ir::Module m;
   for (const auto& f : full.funcs)
@@ -168,7 +173,8 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
   try {
     // Valid, distinct C names for what the host sees, before any back end
     // prints one.
-    backend::assign_c_names(m, o.target);
+    const backend::DeviceAbi* device = device_abi(o.target);
+    backend::assign_c_names(m, device);
     if (cuda) {
       backend::CudaOptions kernels = o.cuda;
       kernels.line_file = o.lineinfo ? fs::absolute(o.source).lexically_normal().string() : "";
@@ -180,8 +186,8 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
     std::string guard = "DCCC_";
     for (char c : header.stem().string()) guard += std::isalnum(static_cast<unsigned char>(c)) ? std::toupper(c) : '_';
     guard += "_H";
-    std::ofstream(header) << backend::emit_header(m, fs::path(o.source).filename().string(), guard, o.target);
-    std::ofstream(tmp / "abi.c") << backend::emit_wrapper(m, header.filename().string(), o.target)
+    std::ofstream(header) << backend::emit_header(m, fs::path(o.source).filename().string(), guard, device);
+    std::ofstream(tmp / "abi.c") << backend::emit_wrapper(m, header.filename().string(), device)
                                  << backend::emit_metadata_symbol(backend::emit_metadata(m, metadata_context(o)));
   } catch (const backend::BackendUnsupported& e) {
     std::cerr << diags.render(diags.report(DiagKind::Unsupported, e.at, e.what()));

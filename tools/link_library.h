@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/abi/device_abi.h"
 #include "backend/abi/metadata.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "backend/llvm/target.h"
@@ -48,6 +49,10 @@ ir::Module library_module(const ir::Module& full);
 /// for (--cpu, `native` resolved to this machine's CPU name) or nvcc's
 /// architecture flags.
 backend::MetadataContext metadata_context(const LibraryOptions& o);
+
+/// What the C ABI writer (backend/abi/c_abi.h) is given for `target`: the
+/// CUDA backend's DeviceAbi (backend/cuda/cuda_abi.h), or nullptr (CPU).
+const backend::DeviceAbi* device_abi(ir::Target target);
 
 /// sm_80 and sm_90: the data-centre GPUs the CUDA target is tested on.
 std::vector<std::string> default_cuda_archs();

@@ -22,31 +22,24 @@
 
 #include <string>
 
+#include "backend/abi/device_abi.h"
 #include "ir/ir.h"
-#include "ir/pipeline.h"
 
 namespace dccc::backend {
 
-/// The header (`prog.h`). `guard` names the include guard.
-/// On the CUDA target it also declares FN_on_stream (docs/abi.md, "The CUDA target").
+/// The header (`prog.h`). `guard` names the include guard. With a device
+/// target (backend/abi/device_abi.h; nullptr: the CPU) it also declares
+/// FN_on_stream (docs/abi.md, "The CUDA target").
 std::string emit_header(const ir::Module& m, const std::string& source_name, const std::string& guard,
-                        ir::Target target = ir::Target::Cpu);
-
-/// Which kernels the wrapper calls: the LLVM CPU kernels (`f__kernel`) or
-/// the CUDA launchers (`f__cuda`, backend/cuda/cuda_codegen.h). On the CUDA
-/// target the pointers in the structs are device pointers: the wrapper
-/// copies every integer input array (the lengths) to the host before it
-/// checks them, and hands those copies to the launcher with the device
-/// pointers. (The one Target enum is ir/pipeline.h's.)
-using Target = ir::Target;
+                        const DeviceAbi* device = nullptr);
 
 /// The C wrapper (compiled into the .so), which includes `header_name`.
-/// CUDA code that the --target=cuda library needs beside the kernels (appended
-/// to emit_cuda's output): the prelude units' device copies, made by upload or
-/// (DCCC_CUDA_PRELUDE=gpu) by a GPU kernel, and their release.
-std::string emit_cuda_prelude(const ir::Module& m);
-
-std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Target target = Target::Cpu);
+/// Without `device` it calls the LLVM CPU kernels (`f__kernel`); with one,
+/// the target's launchers (`f__cuda`, backend/cuda/cuda_codegen.h), and
+/// the pointers in the structs are device pointers: the wrapper copies
+/// every integer input array (the lengths) to the host before it checks
+/// them, and hands those copies to the launcher with the device pointers.
+std::string emit_wrapper(const ir::Module& m, const std::string& header_name, const DeviceAbi* device = nullptr);
 
 /// Gives every name the host sees a valid C name (docs/abi.md, "Names"):
 /// functions, coupling types, parameters, fields and sizes that are C or C++
@@ -54,10 +47,12 @@ std::string emit_wrapper(const ir::Module& m, const std::string& header_name, Ta
 /// appended, as do names that two members of one struct, or two parameters
 /// of one function (`result` and `prelude` included), would share. Then it
 /// checks that no two global C names of the library coincide (functions,
-/// their `_meta`, `_prelude`, `_with_prelude`, `_on_stream` (CUDA) and internal `__` symbols,
-/// struct types) and throws BackendUnsupported at the later declaration if
-/// they do. Run on the library's module before emit_header, emit_wrapper,
-/// emit_cuda and the LLVM object, which then use the names as they are.
-void assign_c_names(ir::Module& m, Target target);
+/// their `_meta`, `_prelude`, `_with_prelude`, `_on_stream` (a device
+/// target) and internal `__` symbols, the device target's own (DeviceAbi's
+/// launcher, function_names and kernels), struct types) and throws
+/// BackendUnsupported at the later declaration if they do. Run on the
+/// library's module before emit_header, emit_wrapper, the device target's
+/// code and the LLVM object, which then use the names as they are.
+void assign_c_names(ir::Module& m, const DeviceAbi* device);
 
 }  // namespace dccc::backend

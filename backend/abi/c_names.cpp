@@ -35,7 +35,7 @@ void member_names(Param& p) {
 
 }  // namespace
 
-void assign_c_names(ir::Module& m, Target target) {
+void assign_c_names(ir::Module& m, const DeviceAbi* device) {
   struct Owner {
     std::string what;
     SourceRange at;
@@ -60,10 +60,11 @@ void assign_c_names(ir::Module& m, Target target) {
     claim(f.name + "_meta", "the size query of " + fn, f.at);
     claim(f.name + "_prelude", "the prelude function of " + fn, f.at);
     claim(f.name + "_with_prelude", "the held-prelude function of " + fn, f.at);
-    if (target == Target::Cuda) claim(f.name + "_on_stream", "the stream function of " + fn, f.at);
+    if (device) claim(f.name + "_on_stream", "the stream function of " + fn, f.at);
     claim(f.name + "__prepare", "the argument checks of " + fn, f.at);
-    claim(f.name + (target == Target::Cuda ? "__cuda" : "__kernel"), "the kernel of " + fn, f.at);
-    if (target == Target::Cuda) claim(f.name + "__args", "the kernel arguments of " + fn, f.at);
+    claim(f.name + (device ? device->launcher : "__kernel"), "the kernel of " + fn, f.at);
+    if (device)
+      for (const auto& [suffix, what] : device->function_names) claim(f.name + suffix, what + fn, f.at);
     // Not the other parameters of the C functions, nor a type a later
     // parameter's declaration names.
     std::set<std::string> params = types;
@@ -83,15 +84,17 @@ void assign_c_names(ir::Module& m, Target target) {
         member_names(p);
       }
   }
-  // CUDA kernels: `f__k0`, `f__k1`, ... (backend/cuda).
-  if (target == Target::Cuda)
-    for (const auto& f : m.funcs)
+  // The device target's kernels: `f__k0`, `f__k1`, ... (DeviceAbi::kernels).
+  if (device)
+    for (const auto& f : m.funcs) {
+      const std::string prefix = f.name + device->kernels;
       for (const auto& [name, owner] : globals)
-        if (name.rfind(f.name + "__k", 0) == 0 && name.size() > f.name.size() + 3 &&
-            std::all_of(name.begin() + static_cast<long>(f.name.size()) + 3, name.end(),
+        if (name.rfind(prefix, 0) == 0 && name.size() > prefix.size() &&
+            std::all_of(name.begin() + static_cast<long>(prefix.size()), name.end(),
                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
           throw BackendUnsupported(owner.at, fmt::format("the C name `{}` for both {} and a kernel of `{}` (rename one)",
                                                          name, owner.what, f.name));
+    }
 }
 
 }  // namespace dccc::backend

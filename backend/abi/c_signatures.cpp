@@ -130,10 +130,10 @@ std::string with_prelude_signature(const ir::Func& f, bool def) {
   return "dcc_status " + f.name + "_with_prelude(const dcc_prelude* prelude" + (params.empty() ? "" : ", ") + params + ")";
 }
 
-std::string on_stream_signature(const ir::Func& f, bool def) {
+std::string on_stream_signature(const ir::Func& f, const std::string& stream_param, bool def) {
   std::string params = param_list(f, true, def);
   return "dcc_status " + f.name + "_on_stream(const dcc_prelude* prelude, " + params + (params.empty() ? "" : ", ") +
-         "struct CUstream_st* dcc_stream)";
+         stream_param + ")";
 }
 
 }  // namespace dccc::backend::cabi

@@ -36,8 +36,8 @@ std::string prelude_signature(const ir::Func& f, bool def = false);
 std::string with_prelude_signature(const ir::Func& f, bool def = false);
 
 /// `dcc_status f_on_stream(const dcc_prelude* prelude, args..., result,
-/// struct CUstream_st* dcc_stream)` (CUDA target; `struct CUstream_st*` is
-/// cudaStream_t, declared so the header needs no CUDA header).
-std::string on_stream_signature(const ir::Func& f, bool def = false);
+/// STREAM_PARAM)` (a device target; its DeviceAbi::stream_param, on CUDA
+/// `struct CUstream_st* dcc_stream`).
+std::string on_stream_signature(const ir::Func& f, const std::string& stream_param, bool def = false);
 
 }  // namespace dccc::backend::cabi

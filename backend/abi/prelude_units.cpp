@@ -31,20 +31,6 @@ uint64_t fnv1a(const std::string& s) {
 
 }  // namespace
 
-const char* const kCudaPreludeDecls =
-    "/* The device copy of a prelude unit (defined with the CUDA code, see\n"
-    " * emit_cuda_prelude): dcc__cuda_prelude fills a cache entry with a device\n"
-    " * pointer -- the host arrays uploaded, or, with DCCC_CUDA_PRELUDE=gpu and\n"
-    " * `gpu` set, the unit computed by a GPU kernel from the device lengths --\n"
-    " * and dcc__cuda_prelude_release frees it with the entry. */\n"
-    "struct dcc__cuda_prelude_ctx {\n  const void* host;\n  size_t bytes;\n  const struct dcc__prelude_ctx* pc;\n"
-    "  const void* const* dev_l;\n"
-    "  int (*gpu)(const struct dcc__prelude_ctx* pc, const void* const* dev_l, void* dev_out);\n};\n"
-    "#define DCC__DEVICE_KIND UINT64_C(0x6465766963650001)\n"
-    "int64_t dcc__cuda_device(void);\n"
-    "dcc_status dcc__cuda_prelude(void* ctx, void* out, size_t out_bytes);\n"
-    "void dcc__cuda_prelude_release(void* buffer, size_t bytes);\n";
-
 /// The prelude's units, or an empty vector when the prelude cannot be cached
 /// (it touches buffers other than aux arrays and inputs, reads an aux array
 /// no unit fills, or has no aux array).
@@ -166,14 +152,6 @@ std::vector<PreludeUnit> prelude_units(const ir::Func& f) {
     u.kind = fnv1a(text);
   }
   return units;
-}
-
-/// Whether the GPU may compute the unit's device copy: every input an array
-/// (on the device), few enough of everything for the kernel's argument.
-bool gpu_prelude(const PreludeUnit& u) {
-  for (const auto& b : u.inputs)
-    if (b->dims.empty() || b->kind != BufferKind::Input) return false;  // an earlier unit's array is on the host
-  return u.inputs.size() <= kGpuPreludeMax && u.sizes.size() <= kGpuPreludeMax && u.aux.size() <= kGpuPreludeMax;
 }
 
 }  // namespace dccc::backend::cabi

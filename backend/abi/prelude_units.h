@@ -1,8 +1,10 @@
 // The prelude of a function split into the units that libdccrt's prelude
 // cache keeps as entries, each with a canonical C definition whose hash is
 // the entry's kind: units alike in any function of any library share one
-// entry. Used by the wrapper's FN__prepare (backend/abi/prepare.h) and, on
-// the CUDA target, by emit_cuda_prelude, which computes units on the GPU.
+// entry. Used by the wrapper's FN__prepare (backend/abi/prepare.h) and by a
+// device target's code for the units' device copies (on CUDA
+// emit_cuda_prelude, backend/cuda/cuda_abi.h, which computes units on the
+// GPU).
 #pragma once
 
 #include <cstddef>
@@ -13,13 +15,6 @@
 #include "ir/ir.h"
 
 namespace dccc::backend::cabi {
-
-/// Most sizes, inputs and arrays of a unit the GPU prelude kernel takes.
-constexpr size_t kGpuPreludeMax = 8;
-
-/// The CUDA target's device copies of prelude units: declarations shared by
-/// the C wrapper and the CUDA code (emit_cuda_prelude) that defines them.
-extern const char* const kCudaPreludeDecls;
 
 /// One piece of the prelude that the cache keeps as one entry: the prelude
 /// statements that fill some aux arrays (statements touching a common aux
@@ -42,9 +37,5 @@ struct PreludeUnit {
 /// (it touches buffers other than aux arrays and inputs, reads an aux array
 /// no unit fills, or has no aux array).
 std::vector<PreludeUnit> prelude_units(const ir::Func& f);
-
-/// Whether the GPU may compute the unit's device copy: every input an array
-/// (on the device), few enough of everything for the kernel's argument.
-bool gpu_prelude(const PreludeUnit& u);
 
 }  // namespace dccc::backend::cabi

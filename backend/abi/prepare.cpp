@@ -18,9 +18,9 @@ static std::string fn_on_stream_refusal(const ir::Func& f) {
          "wait; call " + f.name + " instead";
 }
 
-std::string emit_prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks,
+std::string emit_prepare(const ir::Func& f, const DeviceAbi* device, std::string& out, std::string& prelude_callbacks,
                          std::set<uint64_t>& emitted_units) {
-  Prepare p(f, target, out, prelude_callbacks, emitted_units);
+  Prepare p(f, device, out, prelude_callbacks, emitted_units);
   p.arguments();
   p.sizes();
   p.list_arguments();
@@ -33,14 +33,14 @@ std::string emit_prepare(const ir::Func& f, Target target, std::string& out, std
   p.result();
   p.call();
   // f_on_stream needs every prelude array from the cache or a held prelude.
-  if (target == Target::Cuda && f.prelude && !(p.cached && p.aux.size() == p.all_aux.size()))
+  if (device && f.prelude && !(p.cached && p.aux.size() == p.all_aux.size()))
     return fn_on_stream_refusal(f);
   return {};
 }
 
-Prepare::Prepare(const ir::Func& func, Target target, std::string& text, std::string& callbacks,
+Prepare::Prepare(const ir::Func& func, const DeviceAbi* target, std::string& text, std::string& callbacks,
                  std::set<uint64_t>& emitted)
-    : f(func), cuda(target == Target::Cuda), out(text), prelude_callbacks(callbacks), emitted_units(emitted),
+    : f(func), device(target), out(text), prelude_callbacks(callbacks), emitted_units(emitted),
       names(func), fn(func.name) {
   c.names = &names;
   c.at = f.at;
@@ -49,8 +49,8 @@ Prepare::Prepare(const ir::Func& func, Target target, std::string& text, std::st
 /// The signature, NULL checks, and the C names of every buffer.
 void Prepare::arguments() {
   for (const auto& p : f.params)
-    if (cuda && p.kind == Param::List)
-      throw BackendUnsupported(p.at, "a `list` parameter on the CUDA target (`" + p.name + "` of `" + f.name + "`)");
+    if (device && p.kind == Param::List)
+      throw BackendUnsupported(p.at, "a `list` parameter on the " + device->name + " target (`" + p.name + "` of `" + f.name + "`)");
   out += "static dcc_status " + fn + "__prepare(";
   {
     std::string sig = signature(f, "", true);
@@ -92,19 +92,19 @@ void Prepare::arguments() {
     if (b->kind == BufferKind::Aux) {
       c.buffers[b.get()] = "b_" + names.buf(b.get());
       out += fmt::format("  int64_t* b_{} = NULL;\n", names.buf(b.get()));
-      if (cuda) out += fmt::format("  int64_t* d_{} = NULL;\n", names.buf(b.get()));
+      if (device) out += fmt::format("  int64_t* d_{} = NULL;\n", names.buf(b.get()));
     } else if (b->kind == BufferKind::Scalar) {
       c.buffers[b.get()] = "b_" + names.buf(b.get());
       out += fmt::format("  int64_t b_{} = 0;\n", names.buf(b.get()));
     }
   }
-  // Host copies of integer input arrays (CUDA target), declared before the
+  // Host copies of integer input arrays (a device target), declared before the
   // first `goto done` so that the cleanup frees only what was set. With
   // run == 3 (f_on_stream) the host arrays are the caller's own, and
   // dl_NAME their device copies from the cache.
   host_arrays = on_stream_host_arrays(f);
   for (const auto& b : f.buffers)
-    if (cuda && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) {
+    if (device && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) {
       staged.push_back("h_" + names.buf(b.get()));
       out += fmt::format("  void* h_{} = NULL;\n", names.buf(b.get()));
       if (host_arrays.count(b.get())) out += fmt::format("  const void* dl_{} = NULL;\n", names.buf(b.get()));
@@ -172,7 +172,7 @@ void Prepare::inputs() {
   // Inputs: element counts, then lengths must be non-negative. Buffers whose
   // totals need the prelude are checked after it.
   lengths = length_buffers(f);
-  // The pointers the kernel gets (device pointers on the CUDA target), before
+  // The pointers the kernel gets (device pointers on a device target), before
   // `c.buffers` is pointed at host copies.
   kernel_ptrs = c.buffers;
   for (const auto& b : ir::input_buffers(f)) {
@@ -198,20 +198,20 @@ void Prepare::check_input(const Buffer& b) {
                           "(long long)" + len + ", (long long)" + total));
   out += fmt::format("    if (!{} && {} > 0) {{ {} goto done; }}\n", ptr, total,
                      fail("DCC_ERR_NULL_POINTER", quote(fn + ": " + param + "." + field + " is NULL")));
-  if (cuda && is_int(b->type)) {
+  if (device && is_int(b->type)) {
     // Integer arrays (lengths) live on the device: checks and the
     // prelude read a host copy.
     std::string h = "h_" + names.buf(b.get());
     // f_on_stream (run == 3): the length arrays are host arrays; other
     // integer arrays are not read on the host.
     out += host_arrays.count(b.get())
-               ? fmt::format("    if (run == 3 && {} > 0 && dcc__cuda_is_device({})) {{ {} goto done; }}\n", total, ptr,
+               ? fmt::format("    if (run == 3 && {} > 0 && {}({})) {{ {} goto done; }}\n", total, device->is_device, ptr,
                              fail("DCC_ERR_INVALID_ARGUMENT",
                                   quote(fn + "_on_stream: " + param + "." + field +
                                         " is device memory; the length arrays are host arrays here"))) +
                      fmt::format("    if (run == 3) {} = (void*){};\n    else {{\n", h, ptr)
                                       : std::string("    if (run != 3) {\n");
-    out += fmt::format("      {} = dcc__cuda_stage({}, (size_t){} * sizeof({}));\n", h, ptr, total, c_type(b->type));
+    out += fmt::format("      {} = {}({}, (size_t){} * sizeof({}));\n", h, device->stage, ptr, total, c_type(b->type));
     out += fmt::format("      if (!{}) {{ st = dcc_last_status(); goto done; }}\n    }}\n", h);
     ptr = fmt::format("(({}*){})", c_type(b->type), h);
     c.buffers[b.get()] = ptr;
@@ -305,7 +305,7 @@ void Prepare::result() {
 /// Packs list arguments and calls the kernel; `done:` frees what the wrapper owns.
 void Prepare::call() {
   out += "  if (!run) goto done;\n";
-  if (cuda) on_stream_lengths();
+  if (device) on_stream_lengths();
   // List arguments: pack the elements (libdccrt's dcc_pack).
   for (const auto& p : f.params) {
     if (p.kind != Param::List) continue;
@@ -326,8 +326,8 @@ void Prepare::call() {
   for (const auto& b : f.buffers) {
     if (b->kind != BufferKind::Input && b->kind != BufferKind::Output) continue;
     std::string e = kernel_ptrs.count(b.get()) ? kernel_ptrs.at(b.get()) : "NULL";
-    if (cuda && host_arrays.count(b.get())) e = fmt::format("(run == 3 ? dl_{} : (const void*){})", names.buf(b.get()), e);
-    host_views += (cuda && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) ? "h_" + names.buf(b.get()) + ", "
+    if (device && host_arrays.count(b.get())) e = fmt::format("(run == 3 ? dl_{} : (const void*){})", names.buf(b.get()), e);
+    host_views += (device && b->kind == BufferKind::Input && !b->dims.empty() && is_int(b->type)) ? "h_" + names.buf(b.get()) + ", "
                                                                                                   : std::string("NULL, ");
     if (b->dims.empty() && b->kind == BufferKind::Input) e = "(void*)&" + e;
     else if (b->dims.empty() && b->kind == BufferKind::Output) e = "(void*)result";
@@ -336,10 +336,10 @@ void Prepare::call() {
   }
   // The aux arrays computed (or taken from the cache) above: the kernel
   // does not compute the prelude again.
-  if (!cuda)
+  if (!device)
     for (const auto& b : aux) out += "(void*)b_" + names.buf(b.get()) + ", ";
   out += "NULL};\n";
-  if (cuda) {
+  if (device) {
     out += "    void* const host[] = {" + host_views + "NULL};\n";
     // Every aux array from the cache (or the held prelude): the launch code
     // neither computes nor uploads them.
@@ -350,9 +350,11 @@ void Prepare::call() {
         ah += "(void*)b_" + names.buf(b.get()) + ", ";
       }
       out += ad + "NULL};\n" + ah + "NULL};\n";
-      out += fmt::format("    if ({}__cuda(sizes, buffers, host, aux_dev, aux_host, held, stream, run == 3) != 0) st = dcc_last_status();\n  }}\n", fn);
+      out += fmt::format("    if ({}{}(sizes, buffers, host, aux_dev, aux_host, held, stream, run == 3) != 0) st = dcc_last_status();\n  }}\n",
+                         fn, device->launcher);
     } else {
-      out += fmt::format("    if ({}__cuda(sizes, buffers, host, NULL, NULL, held, stream, run == 3) != 0) st = dcc_last_status();\n  }}\n", fn);
+      out += fmt::format("    if ({}{}(sizes, buffers, host, NULL, NULL, held, stream, run == 3) != 0) st = dcc_last_status();\n  }}\n",
+                         fn, device->launcher);
     }
   } else {
     out += fmt::format("    if ({}__kernel(sizes, buffers) != 0) st = dcc_last_status();\n  }}\n", fn);
@@ -384,13 +386,13 @@ void Prepare::on_stream_lengths() {
            "      if (!key) { st = DCC_ERR_OUT_OF_MEMORY; goto done; }\n"
            "      int64_t w = cnt;\n      memcpy(key, &w, 8);\n";
     out += fmt::format("      if (bytes) memcpy(key + 8, h_{}, bytes);\n", n);
-    out += "      w = dcc__cuda_device();\n      memcpy(key + 8 + bytes, &w, 8);\n";
-    out += fmt::format("      struct dcc__cuda_prelude_ctx uc = {{h_{}, bytes, NULL, NULL, NULL}};\n      const void* e = NULL;\n", n);
+    out += fmt::format("      w = {}();\n      memcpy(key + 8 + bytes, &w, 8);\n", device->device);
+    out += fmt::format("      struct {} uc = {{h_{}, bytes, NULL, NULL, NULL}};\n      const void* e = NULL;\n", device->copy_ctx, n);
     // The kind: "lengths" and the element type, apart from every unit's.
     const std::string kind = fmt::format("UINT64_C({:#x})", 0x6c656e6774687300ull + static_cast<unsigned>(b->type));
-    out += fmt::format("      if (held) st = dcc_prelude_hold(held, {0}, key, bytes + 16, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &e);\n"
-                       "      else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0}, key, bytes + 16, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &e, &dcc__pins[{1}]);\n",
-                       kind, pin++);
+    out += fmt::format("      if (held) st = dcc_prelude_hold(held, {0}, key, bytes + 16, sizeof(void*), {2}, {3}, &uc, &e);\n"
+                       "      else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0}, key, bytes + 16, sizeof(void*), {2}, {3}, &uc, &e, &dcc__pins[{1}]);\n",
+                       kind, pin++, device->copy, device->release);
     out += "      dcc_free(key);\n      if (st != DCC_OK) goto done;\n";
     out += fmt::format("      dl_{} = *(void* const*)e;\n    }}\n", n);
   }

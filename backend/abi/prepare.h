@@ -6,8 +6,9 @@
 // held prelude (or computes it), fills the result's sizes, and with `run`
 // calls the kernel (docs/abi.md). run == 0: FN_meta; 1: FN or
 // FN_with_prelude (held set); 2: FN_prelude (fills `held`, stops after the
-// prelude); 3: FN_on_stream (CUDA: the length arrays are host arrays,
-// nothing waits; `stream` is a cudaStream_t). emit_wrapper
+// prelude); 3: FN_on_stream (a device target, backend/abi/device_abi.h:
+// the length arrays are host arrays, nothing waits; `stream` is the
+// target's stream, a cudaStream_t on CUDA). emit_wrapper
 // (backend/abi/c_abi.h) wraps it in the public functions.
 #pragma once
 
@@ -15,8 +16,8 @@
 #include <set>
 #include <string>
 
+#include "backend/abi/device_abi.h"
 #include "ir/ir.h"
-#include "ir/pipeline.h"
 
 namespace dccc::backend::cabi {
 
@@ -27,11 +28,12 @@ std::set<const ir::BufferNode*> on_stream_host_arrays(const ir::Func& f);
 
 /// Appends FN__prepare for `f` to `out`, and to `prelude_callbacks` the
 /// functions that compute the prelude units not yet in `emitted_units`
-/// (which it extends). Throws BackendUnsupported for what the C ABI cannot
-/// express (a `list` parameter on CUDA, a result size the body computes).
-/// Returns, on the CUDA target, why FN_on_stream must refuse every call
+/// (which it extends); `device`: the device target, or nullptr (the CPU).
+/// Throws BackendUnsupported for what the C ABI cannot express (a `list`
+/// parameter on a device target, a result size the body computes).
+/// Returns, on a device target, why FN_on_stream must refuse every call
 /// (its text, for dcc_last_error), or "" when it can run.
-std::string emit_prepare(const ir::Func& f, ir::Target target, std::string& out, std::string& prelude_callbacks,
-                  std::set<uint64_t>& emitted_units);
+std::string emit_prepare(const ir::Func& f, const DeviceAbi* device, std::string& out, std::string& prelude_callbacks,
+                         std::set<uint64_t>& emitted_units);
 
 }  // namespace dccc::backend::cabi

@@ -22,8 +22,8 @@ void Prepare::prelude_plan() {
   // is one entry: in the process-wide cache, or in the prelude a host holds
   // (`held`: filled when run == 2, by FN_prelude; looked up otherwise, by
   // FN_with_prelude), keyed by its sizes and the contents of its inputs.
-  // Units alike in any function share the entry. On the CUDA target the
-  // entry's device copy is a second entry of its own (kind ^ kDeviceKind,
+  // Units alike in any function share the entry. On a device target the
+  // entry's device copy is a second entry of its own (kind ^ DCC__DEVICE_KIND,
   // the key followed by the device number), made once per pattern.
   units = prelude_units(f);
   cached = f.prelude && !aux.empty() && !units.empty();
@@ -36,11 +36,11 @@ void Prepare::prelude_plan() {
   }
   // Entries from the cache stay pinned until `done` (another thread's call
   // cannot evict them while the kernel reads them): unit u's pin is u, or on
-  // CUDA 2u, and 2u + 1 for its device copy.
-  npins = cached ? units.size() * (cuda ? 2 : 1) : 0;
+  // a device target 2u, and 2u + 1 for its device copy.
+  npins = cached ? units.size() * (device ? 2 : 1) : 0;
   // Then f_on_stream's device copies of the host length arrays.
   length_pin0 = npins;
-  if (cuda) npins += host_arrays.size();
+  if (device) npins += host_arrays.size();
   if (npins > 0) out.insert(pins_at, fmt::format("  dcc_prelude_pin* dcc__pins[{}] = {{NULL}};\n", npins));
 }
 
@@ -65,13 +65,14 @@ void Prepare::cached_unit(const PreludeUnit& u, size_t upin) {
     prelude_callbacks += u.definition;
     prelude_callbacks += "  if (ovf) return dcc__fail(DCC_ERR_OVERFLOW, \"%s: the lengths make an offset overflow\", pc->fn);\n"
                          "  return DCC_OK;\n}\n\n";
-    if (cuda && gpu_prelude(u))
-      prelude_callbacks += fmt::format("int {}__gpu(const struct dcc__prelude_ctx* pc, const void* const* dev_l, void* dev_out);\n\n", name);
+    if (on_device(u))
+      prelude_callbacks += fmt::format("int {}{}(const struct dcc__prelude_ctx* pc, const void* const* dev_l, void* dev_out);\n\n",
+                                       name, device->unit_kernel);
   }
   out += fmt::format("  {{  /* prelude unit {:#x}:", u.kind);
   for (const auto& b : u.aux) out += " " + b->name;
   out += " */\n    ovf = 0;\n";
-  out += fmt::format("    int64_t key_bytes = INT64_C(8) * {};\n", u.sizes.size() + 1 + (cuda ? 1 : 0));
+  out += fmt::format("    int64_t key_bytes = INT64_C(8) * {};\n", u.sizes.size() + 1 + (device ? 1 : 0));
   for (const auto& b : u.inputs) {
     std::string n = b->dims.empty() ? "INT64_C(1)" : c.expr(b->total);
     out += fmt::format("    key_bytes = dcc__add(key_bytes, dcc__add(INT64_C(8), dcc__mul({}, (int64_t)sizeof({}), &ovf), &ovf), &ovf);\n",
@@ -112,14 +113,14 @@ void Prepare::cached_unit(const PreludeUnit& u, size_t upin) {
   out += fmt::format("    if (run == 2) st = dcc_prelude_hold(held, {0}, key, at, (size_t)elems * 8, {1}, NULL, &pc, &pre);\n"
                      "    else if (held) st = dcc_prelude_find(held, {0}, key, at, (size_t)elems * 8, &pre);\n"
                      "    else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0}, key, at, (size_t)elems * 8, {1}, NULL, &pc, &pre, &dcc__pins[{2}]);\n",
-                     kind, name, upin * (cuda ? 2 : 1));
-  if (cuda) {
+                     kind, name, upin * (device ? 2 : 1));
+  if (device) {
     // The device copy, keyed by the same bytes and the device number.
     out += "    const void* dpre = NULL;\n";
-    out += "    if (st == DCC_OK) {\n      w = dcc__cuda_device();\n      memcpy(key + at, &w, 8);\n      at += 8;\n";
-    // Device pointers of the inputs, for computing the copy on the GPU
-    // (DCCC_CUDA_PRELUDE=gpu) instead of uploading the host arrays.
-    bool gpu = gpu_prelude(u);
+    out += fmt::format("    if (st == DCC_OK) {{\n      w = {}();\n      memcpy(key + at, &w, 8);\n      at += 8;\n", device->device);
+    // Device pointers of the inputs, for computing the copy on the device
+    // (CUDA: DCCC_CUDA_PRELUDE=gpu) instead of uploading the host arrays.
+    bool gpu = on_device(u);
     std::string dl = "      const void* const pu_dl[] = {";
     for (const auto& b : u.inputs) {
       if (b->dims.empty() || !kernel_ptrs.count(b.get())) gpu = false;
@@ -127,13 +128,13 @@ void Prepare::cached_unit(const PreludeUnit& u, size_t upin) {
     }
     out += dl + "NULL};\n";
     // f_on_stream (run == 3) has the lengths on the host only: uploaded.
-    out += fmt::format("      struct dcc__cuda_prelude_ctx uc = {{pre, (size_t)elems * 8, &pc, pu_dl, {}}};\n",
-                       gpu ? "run == 3 ? NULL : " + name + "__gpu" : "NULL");
-    out += fmt::format("      if (run == 2) st = dcc_prelude_hold(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre);\n"
+    out += fmt::format("      struct {} uc = {{pre, (size_t)elems * 8, &pc, pu_dl, {}}};\n", device->copy_ctx,
+                       gpu ? "run == 3 ? NULL : " + name + device->unit_kernel : "NULL");
+    out += fmt::format("      if (run == 2) st = dcc_prelude_hold(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), {2}, {3}, &uc, &dpre);\n"
                        "      else if (held) st = dcc_prelude_find(held, {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), &dpre);\n"
-                       "      else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), dcc__cuda_prelude, dcc__cuda_prelude_release, &uc, &dpre, &dcc__pins[{1}]);\n"
+                       "      else st = dcc_prelude_acquire(dcc_default_prelude_cache(), {0} ^ DCC__DEVICE_KIND, key, at, sizeof(void*), {2}, {3}, &uc, &dpre, &dcc__pins[{1}]);\n"
                        "    }}\n",
-                       kind, upin * 2 + 1);
+                       kind, upin * 2 + 1, device->copy, device->release);
   }
   out += "    if (key != key_stack) dcc_free(key);\n";
   out += fmt::format("    if (st != DCC_OK) {{\n"
@@ -147,7 +148,7 @@ void Prepare::cached_unit(const PreludeUnit& u, size_t upin) {
     out += fmt::format("    b_{} = {};\n", names.buf(b.get()), prev);
     prev = fmt::format("b_{0} + n_{0}", names.buf(b.get()));
   }
-  if (cuda) {
+  if (device) {
     prev = "*(int64_t* const*)dpre";
     for (const auto& b : u.aux) {
       out += fmt::format("    d_{} = {};\n", names.buf(b.get()), prev);
@@ -155,6 +156,10 @@ void Prepare::cached_unit(const PreludeUnit& u, size_t upin) {
     }
   }
   out += "  }\n";
+}
+
+bool Prepare::on_device(const PreludeUnit& u) const {
+  return device && device->unit_on_device && device->unit_on_device(u);
 }
 
 void Prepare::alloc_aux(const Buffer& b) {

@@ -23,11 +23,10 @@ using ir::BufferNode;
 using ir::ExprKind;
 using ir::Param;
 using ir::StmtKind;
-using Target = ir::Target;
 
 /// The phases run in the order emit_prepare calls them; each appends to `out`.
 struct Prepare {
-  Prepare(const ir::Func& f, Target target, std::string& out, std::string& prelude_callbacks,
+  Prepare(const ir::Func& f, const DeviceAbi* device, std::string& out, std::string& prelude_callbacks,
           std::set<uint64_t>& emitted_units);
 
   // prepare.cpp
@@ -45,10 +44,12 @@ struct Prepare {
   void size_aux(const Buffer& b, const std::string& indent, bool declare);
   void cached_unit(const PreludeUnit& u, size_t upin);
   void alloc_aux(const Buffer& b);
+  /// Whether the device target computes unit u's device copy itself (DeviceAbi::unit_on_device).
+  bool on_device(const PreludeUnit& u) const;
   void computed_prelude();
 
   const ir::Func& f;
-  const bool cuda;
+  const DeviceAbi* const device;  // nullptr: the CPU target
   std::string& out;
   std::string& prelude_callbacks;
   std::set<uint64_t>& emitted_units;
@@ -57,9 +58,9 @@ struct Prepare {
   const std::string fn;
   size_t pins_at = 0;  // where the cache entries' pins are declared, once counted
   std::map<const BufferNode*, std::pair<std::string, std::string>> where;  // buffer -> (param, field)
-  std::vector<std::string> staged;  // CUDA: host copies of integer input arrays
+  std::vector<std::string> staged;  // device target: host copies of integer input arrays
   std::set<const BufferNode*> lengths;  // length_buffers(f)
-  /// The pointers the kernel gets (device pointers on the CUDA target),
+  /// The pointers the kernel gets (device pointers on a device target),
   /// before `c.buffers` is pointed at host copies.
   std::map<const BufferNode*, std::string> kernel_ptrs;
   std::vector<Buffer> later;  // inputs checked after the prelude (their totals read aux arrays)

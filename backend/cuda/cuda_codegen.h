@@ -40,7 +40,8 @@
 //     every kernel runs on `stream` (a cudaStream_t); flags & 1
 //     (f_on_stream) returns without waiting, and the scalar result's
 //     pointer is device memory. Returns 0 or a dcc_status, with
-//     dcc_last_error() set.
+//     dcc_last_error() set. The C wrapper (backend/abi) declares and calls
+//     it as cuda_abi.h's kCudaLauncher / kCudaLauncherParams tell it.
 //   int32_t f__cuda_host(const int64_t* sizes, void* const* host_buffers)
 //     the same on host memory (copies in, runs, copies out): the signature
 //     of the CPU backend's kernels, used by the differential tests.

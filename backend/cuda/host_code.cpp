@@ -1,6 +1,7 @@
 // FuncEmitter: the host side of a function -- f__cuda (the prelude and
 // sizes on the host, uploads, launches, error handling) and f__cuda_host
 // for the tests (backend/cuda/cuda_emitter.h).
+#include "backend/cuda/cuda_abi.h"
 #include "backend/cuda/cuda_emitter.h"
 #include "backend/gpu/print_cuda.h"
 
@@ -216,8 +217,8 @@ void FuncEmitter::emit_launcher(const std::vector<Launch>& launches) {
   // held: the held prelude (f_with_prelude, f_on_stream) that keeps the tile
   // lists, else the cache; stream: where every kernel runs; flags & 1
   // (f_on_stream): return without waiting (docs/abi.md, "The CUDA target").
-  o += fmt::format("extern \"C\" int32_t {}__cuda(const int64_t* sizes, void* const* dev, void* const* host, "
-                   "void* const* aux_dev, void* const* aux_host, void* held, void* stream, int flags) {{\n", fn);
+  // The parameters are the ones the C wrapper declares (cuda_abi.h).
+  o += fmt::format("extern \"C\" int32_t {}{}({}) {{\n", fn, kCudaLauncher, kCudaLauncherParams);
   o += "  cudaStream_t strm = (cudaStream_t)stream;\n  const bool async = (flags & 1) != 0;\n  (void)held;\n";
   o += fmt::format("  const int nb = {};\n", f_.buffers.size());
   o += "  std::vector<void*> hp(nb > 0 ? nb : 1, nullptr);   // host views: length arrays, aux arrays\n";
@@ -517,7 +518,7 @@ void FuncEmitter::emit_host_entry() {
     }
     ++slot;
   }
-  o += fmt::format("  st = {}__cuda(sizes, dev.data(), host.data(), nullptr, nullptr, nullptr, nullptr, 0);\n  if (st) goto done;\n", fn);
+  o += fmt::format("  st = {}{}(sizes, dev.data(), host.data(), nullptr, nullptr, nullptr, nullptr, 0);\n  if (st) goto done;\n", fn, kCudaLauncher);
   o += copy_back;
   o += "done:\n  for (void* p : owned) cudaFree(p);\n  for (void* p : host_owned) std::free(p);\n  return st;\n}\n\n";
   out_ += o;

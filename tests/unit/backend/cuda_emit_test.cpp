@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "backend/abi/c_abi.h"
+#include "backend/cuda/cuda_abi.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "tests/unit/backend/differential.h"
 
@@ -94,6 +96,27 @@ TEST(CudaEmit, OnlyWhatTheKernelsUseIsAllocatedPerCall) {
   EXPECT_NE(dc.find("dcc_idiv("), std::string::npos) << dc;
   EXPECT_NE(dc.find("dalloc(sizeof(int), (void**)&a.err)"), std::string::npos) << dc;
   EXPECT_NE(dc.find("\"integer division by zero\""), std::string::npos) << dc;
+}
+
+TEST(CudaEmit, TheKernelsNamesAreKeptFromTheLibrarysFunctions) {
+  // cuda_device_abi() tells assign_c_names the global names this backend
+  // defines per function beside the launcher: FN__args and FN__k0, ...
+  auto clash = [](const std::string& second) -> std::string {
+    const std::string body = "(x: [N]f32) -> [N]f32 {\n    let y: [N]f32;\n    y[i] = x[i];\n    return y;\n}\n";
+    Program p = compile("clash.toy", "fn g" + body + "fn " + second + body, false, true);
+    EXPECT_TRUE(p.module);
+    if (!p.module) return "";
+    try {
+      assign_c_names(*p.module, &cuda_device_abi());
+    } catch (const BackendUnsupported& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(clash("g__args"), "the C name `g__args` for both the kernel arguments of `g` and the function `g__args` (rename one)");
+  EXPECT_EQ(clash("g__k3"), "the C name `g__k3` for both the function `g__k3` and a kernel of `g` (rename one)");
+  EXPECT_EQ(clash("g__cuda"), "the C name `g__cuda` for both the kernel of `g` and the function `g__cuda` (rename one)");
+  EXPECT_EQ(clash("g__kernel"), "");
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include <sstream>
 
 #include "backend/abi/c_abi.h"
+#include "backend/cuda/cuda_abi.h"
 #include "dccrt.h"
 #include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/half_bits.h"
@@ -87,8 +88,8 @@ void build(Lib& l, const std::string& name = "mha_bf16") {
   o.online_reductions = true;
   testing::run_passes(p, o);
   ASSERT_TRUE(p.module) << testing::diagnostics(p);
-  assign_c_names(*p.module, ir::Target::Cuda);
-  l.header = emit_header(*p.module, name + ".toy", "EXAMPLE_H", ir::Target::Cuda);
+  assign_c_names(*p.module, &cuda_device_abi());
+  l.header = emit_header(*p.module, name + ".toy", "EXAMPLE_H", &cuda_device_abi());
   std::string cu = emit_cuda(*p.module, {}) + emit_cuda_prelude(*p.module);
   // The prelude units' GPU kernels (DCCC_CUDA_PRELUDE=gpu, not set here)
   // take three arguments: called directly, one thread.
@@ -96,7 +97,7 @@ void build(Lib& l, const std::string& name = "mha_bf16") {
   auto dir = std::filesystem::temp_directory_path() / ("dccc-on-stream-emu-" + std::to_string(getpid()) + "-" + name);
   std::filesystem::create_directories(dir);
   std::ofstream(dir / (name + ".h")) << l.header;
-  std::ofstream(dir / "abi.c") << emit_wrapper(*p.module, name + ".h", ir::Target::Cuda);
+  std::ofstream(dir / "abi.c") << emit_wrapper(*p.module, name + ".h", &cuda_device_abi());
   std::ofstream(dir / "kernels.cpp") << testing::emulated(cu);
   const std::string so = (dir / (name + ".so")).string();
   std::string cmd = "cc -std=c11 -O1 -fPIC -w -c -I" + dir.string() + " -I" DCCC_RUNTIME_INCLUDE " -o " + (dir / "abi.o").string() +

@@ -1,20 +1,21 @@
 // The CUDA code a --target=cuda library needs beside the kernels for its
-// prelude units' device copies (emit_cuda_prelude, backend/abi/c_abi.h).
+// prelude units' device copies (emit_cuda_prelude, backend/cuda/cuda_abi.h):
+// what the C wrapper's dcc__cuda_device and dcc__cuda_prelude calls
+// (cuda_abi.cpp) run.
 #include <fmt/format.h>
 
 #include <set>
 
-#include "backend/abi/c_abi.h"
 #include "backend/abi/prelude_units.h"
+#include "backend/cuda/cuda_abi.h"
 
 namespace dccc::backend {
 
-using cabi::gpu_prelude;
 using cabi::prelude_units;
 
 std::string emit_cuda_prelude(const ir::Module& m) {
   std::string out = R"CU(
-// ---- Prelude units on the device (backend/abi/cuda_prelude.cpp) ----
+// ---- Prelude units on the device (backend/cuda/cuda_prelude.cpp) ----
 // The C wrapper keeps each prelude unit's host arrays in libdccrt's prelude
 // cache (or a held prelude) and, beside them, an entry holding a device copy,
 // made once per length pattern by dcc__cuda_prelude: the host arrays
