@@ -180,9 +180,9 @@ options:
   --online-reductions
                      derive the one-pass (flash-attention) form of dependent
                      reductions: no O(s^2) scores in memory (docs/vloop.md;
-                     on by default on the CPU, and on the CUDA target for
-                     programs without f32 inputs (the fused attention
-                     kernel, bf16 / f16); this forces it there too
+                     on by default on the CPU, and on the CUDA target (the
+                     fused attention kernel) but for f32 inputs with
+                     --fp32-math=ieee; this forces it there too
   --materialize, --no-online-reductions
                      do not derive the one-pass form: the chain runs as
                      written, its [s, s] scores stored
