@@ -204,7 +204,7 @@ TEST(CudaEmu, MaterialisedAttentionMatchesCpuBackend) {
     testing::run_passes(gpu, o);
     ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
     std::string cu = emit_cuda(*gpu.module);
-    EXPECT_EQ(cu.find("fused attention"), std::string::npos);
+    EXPECT_EQ(cu.find(": fused attention (dccc --emit=kernel"), std::string::npos);  // print_attention.cpp's header
     // scores, row_max, row_sum, out (p is computed in its readers), and the prologue's dcc__set_bytes.
     size_t kernels = 0;
     for (size_t at = cu.find("__global__ void"); at != std::string::npos; at = cu.find("__global__ void", at + 1)) ++kernels;
