@@ -7,8 +7,6 @@
 #include "ir/expand_prints.h"
 #include "ir/fuse_elementwise.h"
 #include "ir/fuse_parallel_loops.h"
-#include "ir/fuse_row_max.h"
-#include "ir/fuse_row_sums.h"
 #include "ir/jam_reductions.h"
 #include "ir/mark_parallel.h"
 #include "ir/mark_written_first.h"
@@ -231,10 +229,6 @@ const PassDef kPasses[] = {
      When::Cpu, each_unlowered<fuse_parallel_loops>},
     {"fuse-elementwise", "CUDA: element-wise producers computed in their readers", When::Cuda,
      each_unlowered<fuse_elementwise>},
-    {"fuse-row-sums", "CUDA: a row sum summed in the contraction that divides by it", When::Cuda,
-     each_unlowered<fuse_row_sums>},
-    {"fuse-row-max", "CUDA: a row maximum folded in by the statement that writes the rows", When::Cuda,
-     each_unlowered<fuse_row_max>},
     {"storage-lowering", "flat offsets into packed storage, aux (prefix-sum) arrays and the prelude that fills them",
      When::StorageLowering, lower_all_storage},
     {"simplify-indices", "Z3-proved index rewrites, redundant bound checks dropped, invariant aux loads hoisted (CPU)",

@@ -15,10 +15,9 @@ namespace dccc::backend::cudagen {
 std::optional<gpu::AttentionKernel> FuncEmitter::plan_attention(const ir::Stmt& item, const std::string& name,
                                                                 std::string* why) {
   if (schedule_maps(item, why)) return std::nullopt;
-  if (nan_free_max_.empty()) find_nan_free_maxima();
   gpu::AttentionOptions o;
   o.fp32 = options_.fp32;
-  o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s, nan_free_max_); };
+  o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s); };
   return gpu::plan_attention(f_, item, name, o, why);
 }
 

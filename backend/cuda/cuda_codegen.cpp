@@ -24,38 +24,14 @@ using ir::BufferNode;
 using ir::ExprKind;
 using ir::StmtKind;
 
-/// `T@(o) = max(T@(o), e)` on a float tensor, e not reading T
-/// (ir/fuse_row_max.h). Where T's memory holds no NaN with the sign bit
-/// clear (FuncEmitter::nan_free_max_), dcc_red_fmax folds it in, so any
-/// number of threads may run it on one element.
-bool is_max_update(const ir::StmtNode& s) {
-  if (s.kind != StmtKind::Store || s.buffer->dims.empty() || !s.flat || s.args.size() != 1) return false;
-  if (s.buffer->type != Scalar::F32 && s.buffer->type != Scalar::F64) return false;
-  const ir::Expr& v = s.value;
-  if (v->kind != ExprKind::Binary || v->binop != BinOp::Max || v->type != s.buffer->type) return false;
-  const ir::Expr& a = v->args[0];
-  return a->kind == ExprKind::Load && a->buffer == s.buffer && a->flat && ir::same_expr(a->args[0], s.args[0]) &&
-         !ir::loads_from(v->args[1], s.buffer.get());
-}
-
-bool is_parallel_loop(const ir::Stmt& loop, const std::set<const BufferNode*>& foldable) {
+bool is_parallel_loop(const ir::Stmt& loop) {
   if (!loop || loop->kind != StmtKind::For) return false;
   bool ok = true;
-  std::set<const BufferNode*> scalars, max_updated, other_use;
+  std::set<const BufferNode*> scalars;
   ir::each_stmt(loop->body[0], [&](const ir::StmtNode& s) {
     if (s.kind == StmtKind::Print) ok = false;
-    // A tensor folded by max updates is touched by nothing else in the loop.
-    bool update = is_max_update(s) && foldable.count(s.buffer.get());
-    ir::own_exprs(s, [&](const ir::ExprNode& e) {
-      if (e.kind == ExprKind::Load && !(update && &e == s.value->args[0].get())) other_use.insert(e.buffer.get());
-    });
-    if (update) {
-      max_updated.insert(s.buffer.get());
-      return;
-    }
     if (s.kind != StmtKind::Store) return;
     const BufferNode* b = s.buffer.get();
-    other_use.insert(b);
     if (b->dims.empty()) {
       if (b->kind != BufferKind::Scalar) ok = false;  // a scalar result or input
       scalars.insert(b);
@@ -70,7 +46,6 @@ bool is_parallel_loop(const ir::Stmt& loop, const std::set<const BufferNode*>& f
   });
   // Every scalar it writes must be private to an iteration.
   for (const BufferNode* b : scalars) ok = ok && ir::written_before_read(loop->body[0], b);
-  for (const BufferNode* b : max_updated) ok = ok && !other_use.count(b);
   return ok;
 }
 
@@ -188,10 +163,9 @@ bool FuncEmitter::schedule_maps(const ir::Stmt& item, std::string* why) const {
 
 std::optional<gpu::Kernel> FuncEmitter::plan_mma(const ir::Stmt& item, const std::string& name, std::string* why) {
   if (schedule_maps(item, why)) return std::nullopt;
-  if (nan_free_max_.empty()) find_nan_free_maxima();
   gpu::PlanOptions o;
   o.fp32 = options_.fp32;
-  o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s, nan_free_max_); };
+  o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s); };
   return gpu::plan_contraction(f_, item, name, o, why);
 }
 
@@ -200,7 +174,6 @@ void FuncEmitter::emit_mma_kernel(Launch& l, const gpu::Kernel& k) {
   private_.clear();
   private_.insert(k.epilogue.acc);
   for (const auto* b : k.epilogue.locals) private_.insert(b);
-  for (const auto* b : k.epilogue.row_sums) private_.insert(b);
   hoisted_.clear();
   outer_prefix_.clear();
   l.parallel = true;
@@ -219,7 +192,6 @@ void FuncEmitter::run() {
     if (b->kind == BufferKind::Aux) host_.buffers[b] = fmt::format("((int64_t*)hp[{}])", k);
   }
   check_host_computable();
-  find_nan_free_maxima();
   out_ += fmt::format("// ---- {} ----\nstruct {}__args {{\n  int64_t s[{}];\n  void* p[{}];\n  int* err;\n}};\n\n",
                       f_.name, f_.name, std::max<size_t>(1, f_.sizes.size()), std::max<size_t>(1, f_.buffers.size()));
   std::vector<ir::Stmt> items = ir::items_of(f_.body);
@@ -258,7 +230,7 @@ void FuncEmitter::run() {
     if (!used)
       throw CudaUnsupported(m.at, fmt::format("a GPU mapping of loop `{}`, whose statement the CUDA target no longer "
                                               "runs as its own kernel (kernel fusion computes it elsewhere: an element-wise "
-                                              "local in its readers, a row sum or maximum in a neighbouring statement)",
+                                              "local in its readers)",
                                               m.blocks.empty() ? "?" : m.blocks[0]->name));
   }
   emit_launcher(launches);

@@ -48,7 +48,6 @@
 // plus `int dcc_cuda_device_count(void)` (0 when there is no usable GPU).
 #pragma once
 
-#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -95,10 +94,8 @@ std::string emit_kernel_ir(const ir::Module& m, const CudaOptions& options = {})
 std::string explain_kernels(const ir::Module& m, const CudaOptions& options = {});
 
 /// True when the loop `loop` (a For) may run its iterations in parallel:
-/// every tensor store in its body indexes with its variable, or is a max
-/// update `T@(o) = max(T@(o), e)` of a tensor in `foldable` that nothing
-/// else in the loop touches (folded in by an atomic), and every scalar it
-/// writes is assigned before it is read in each iteration.
-bool is_parallel_loop(const ir::Stmt& loop, const std::set<const ir::BufferNode*>& foldable = {});
+/// every tensor store in its body indexes with its variable, and every
+/// scalar it writes is assigned before it is read in each iteration.
+bool is_parallel_loop(const ir::Stmt& loop);
 
 }  // namespace dccc::backend

@@ -40,10 +40,6 @@
 
 namespace dccc::backend {
 
-/// `T@(o) = max(T@(o), e)` on a float tensor, e not reading T
-/// (ir/fuse_row_max.h); see cuda_codegen.cpp.
-bool is_max_update(const ir::StmtNode& s);
-
 namespace cudagen {
 
 using ir::BinOp;
@@ -182,15 +178,6 @@ class FuncEmitter {
     ir::Expr p, q;                        // the factors: p ignores Y, q ignores X
     ir::Stmt update;                      // acc = acc + [cast](p * q)
     bool p_r_fast = true, q_r_fast = true;  // unit stride along r (else along x or y)
-    /// Sums of a factor next to the product (ir/fuse_row_sums.h):
-    /// `s = s + p` (on_p) or `s = s + q`, each a private scalar. They add
-    /// the staged factor, once per x (or y), in r order like the loop.
-    struct Side {
-      ir::Stmt update;
-      ir::Expr term;
-      bool on_p;
-    };
-    std::vector<Side> sides;
   };
 
   /// A row reduction with a warp per row: the innermost parallel body is
@@ -216,7 +203,6 @@ class FuncEmitter {
   static ir::Expr coefficient(const ir::Expr& e, const ir::Var& v);
   static void flat_offsets(const ir::Expr& e, std::vector<ir::Expr>& out);
   static void flat_offsets(const ir::Stmt& st, std::vector<ir::Expr>& out);
-  void find_nan_free_maxima();
 
   // ---- Kernels (kernels.cpp) ----
   void hoist_outer_loads(const ir::Stmt& item);
@@ -263,8 +249,6 @@ class FuncEmitter {
                                                                       const std::string& w0, const std::string& name,
                                                                       std::string& decl);
   void emit_gemm_kernel(const Launch& l, const TilePlan& plan, const GemmPlan& g);
-  std::string row_max(const ir::StmtNode& st, const std::string& vx, const std::string& xf, const std::string& vy,
-                      const std::string& yf);
 
   // ---- Device code (device_code.cpp) ----
   std::string var(const ir::Var& v);
@@ -321,12 +305,6 @@ class FuncEmitter {
   /// division's).
   static constexpr int kFirstAssert = 3;
   std::vector<std::string> asserts_;
-  /// Local float tensors whose every store is a max update or a constant
-  /// that is not NaN: their memory never holds a NaN with the sign bit clear
-  /// (they start zero-filled, poisoned with 0xFF bytes, or at such a
-  /// constant, and fmax skips NaN), so a max update can fold into them
-  /// with an integer atomic that returns nothing (dcc_red_fmax).
-  std::set<const BufferNode*> nan_free_max_;
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
   std::map<const ir::ExprNode*, std::string> override_;  // expressions already in registers
   std::map<const ir::ExprNode*, std::string> divisor_;   // 16-bit divisions by NAME: NAME_k, NAME_r precomputed

@@ -311,23 +311,6 @@ __device__ __forceinline__ int64_t dcc_divmod(int64_t& t, int64_t n) {
   t = q;
   return r;
 }
-// `*p = fmax(*p, v)` made by any number of threads at once (a row maximum,
-// ir/fuse_row_max.h), where memory holds no NaN with the sign bit clear
-// (nan_free_max_ in the emitter): then the float order is the integer order
-// of the bits for v >= +0 and the reverse unsigned order for v <= -0, a NaN
-// with the sign bit set loses to every number either way, and +0 beats -0
-// (fmax may keep either). A maximum does not depend on the order, and fmax
-// skips NaN. An atomic whose result is unused waits for nothing.
-__device__ __forceinline__ void dcc_red_fmax(float* p, float v) {
-  if (v != v) return;
-  if (__float_as_int(v) >= 0) atomicMax((int*)p, __float_as_int(v));
-  else atomicMin((unsigned int*)p, __float_as_uint(v));
-}
-__device__ __forceinline__ void dcc_red_fmax(double* p, double v) {
-  if (v != v) return;
-  if (__double_as_longlong(v) >= 0) atomicMax((long long*)p, __double_as_longlong(v));
-  else atomicMin((unsigned long long*)p, (unsigned long long)__double_as_longlong(v));
-}
 template <typename T> __device__ __forceinline__ T dcc_imin(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ __forceinline__ T dcc_imax(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T dcc_iabs(T a) { return a < 0 ? (T)(0 - (typename std::make_unsigned<T>::type)a) : a; }

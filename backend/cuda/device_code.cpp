@@ -236,10 +236,7 @@ void FuncEmitter::stmt(const ir::Stmt& s, int depth, std::string& out) {
         else out += fmt::format("{}{} = {};\n", pad, scalar_ref(b), store_value(b->type, v));
       } else {
         if (!s->flat) unsupported(f_.at, "a store that was not storage-lowered");
-        if (is_max_update(*s) && nan_free_max_.count(b))
-          out += fmt::format("{}dcc_red_fmax(&{}[{}], {});\n", pad, buf_ptr(b), expr(s->args[0]), expr(s->value->args[1]));
-        else
-          out += fmt::format("{}{}[{}] = {};\n", pad, buf_ptr(b), expr(s->args[0]), store_value(b->type, v));
+        out += fmt::format("{}{}[{}] = {};\n", pad, buf_ptr(b), expr(s->args[0]), store_value(b->type, v));
       }
       return;
     }

@@ -123,12 +123,8 @@ bool FuncEmitter::unit_stride(const ir::Expr& e, const ir::Var& v) {
 
 std::optional<FuncEmitter::GemmPlan> FuncEmitter::plan_gemm(const Launch& l, const TilePlan& t) {
   if (t.nest->kind != StmtKind::For || only_loop(t.nest->body[0])) return std::nullopt;
-  // The product's update first, then any sums of one factor.
-  ir::Stmt body = ir::unwrap(t.nest->body[0]);
-  if (!body) return std::nullopt;
-  std::vector<ir::Stmt> items = ir::items_of(body);
-  if (items.empty()) return std::nullopt;
-  ir::Stmt st = items[0];
+  // The product's update alone.
+  ir::Stmt st = ir::unwrap(t.nest->body[0]);
   if (!st || st->kind != StmtKind::Store || !private_.count(st->buffer.get()) || !is_float(st->buffer->type))
     return std::nullopt;
   const ir::Expr& v = st->value;
@@ -151,21 +147,6 @@ std::optional<FuncEmitter::GemmPlan> FuncEmitter::plan_gemm(const Launch& l, con
   const ir::Var& vr = t.nest->var;
   g.p_r_fast = unit_stride(g.p, vr) || !unit_stride(g.p, vx);
   g.q_r_fast = unit_stride(g.q, vr) || !unit_stride(g.q, vy);
-  for (size_t k = 1; k < items.size(); ++k) {
-    const ir::Stmt& side = items[k];
-    if (side->kind != StmtKind::Store || !private_.count(side->buffer.get()) || side->buffer == st->buffer ||
-        !is_float(side->buffer->type) || side->value->kind != ExprKind::Binary || side->value->binop != BinOp::Add)
-      return std::nullopt;
-    const ir::Expr& a = side->value->args[0];
-    const ir::Expr& term = side->value->args[1];
-    if (a->kind != ExprKind::Load || a->buffer != side->buffer) return std::nullopt;
-    bool on_p = ir::same_expr(term, g.p);
-    if (!on_p && !ir::same_expr(term, g.q)) return std::nullopt;
-    for (const auto& other : items)
-      if (other != side && (ir::loads_from(other->value, side->buffer.get()) || other->buffer == side->buffer))
-        return std::nullopt;
-    g.sides.push_back({side, term, on_p});
-  }
   return g;
 }
 
@@ -228,7 +209,7 @@ ir::Stmt FuncEmitter::only_loop(const ir::Stmt& body) {
 /// iteration of the fused loop. The conditions must be host-computable
 /// (the launch is sized from the largest range).
 bool FuncEmitter::plan_ranges(const ir::Stmt& item, Launch& l) {
-  if (item->kind != StmtKind::For || !is_parallel_loop(item, nan_free_max_)) return false;
+  if (item->kind != StmtKind::For || !is_parallel_loop(item)) return false;
   ir::Stmt cur = ir::unwrap(item->body[0]);
   if (!cur || cur->kind != StmtKind::IfThenElse || cur->body.size() < 2 || !cur->body[1]) return false;
   auto host_ok = [](const ir::Expr& e) {
@@ -242,7 +223,7 @@ bool FuncEmitter::plan_ranges(const ir::Stmt& item, Launch& l) {
   auto nest = [&](const ir::Stmt& body) {
     std::vector<ir::Stmt> inner;
     ir::Stmt x = only_loop(body);
-    while (inner.size() < 3 && x && is_parallel_loop(x, nan_free_max_)) {
+    while (inner.size() < 3 && x && is_parallel_loop(x)) {
       bool ok = true;
       for (const auto& in : inner)
         if (ir::mentions(x->extent, in->var)) ok = false;
@@ -291,18 +272,6 @@ void FuncEmitter::flat_offsets(const ir::Stmt& st, std::vector<ir::Expr>& out) {
     for (const auto& a : x.args) flat_offsets(a, out);
     if (x.kind == StmtKind::Store && x.flat) out.push_back(x.args[0]);
   });
-}
-
-void FuncEmitter::find_nan_free_maxima() {
-  std::set<const BufferNode*> updated, other;
-  ir::each_stmt(f_.body, [&](const ir::StmtNode& s) {
-    if (s.kind != StmtKind::Store) return;
-    const BufferNode* b = s.buffer.get();
-    if (is_max_update(s)) updated.insert(b);
-    else if (s.value->kind != ExprKind::FloatImm || std::isnan(s.value->float_value) || s.value->type != b->type) other.insert(b);
-  });
-  for (const BufferNode* b : updated)
-    if (b->kind == BufferKind::Local && !other.count(b)) nan_free_max_.insert(b);
 }
 
 }  // namespace dccc::backend::cudagen

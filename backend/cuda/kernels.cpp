@@ -76,13 +76,13 @@ FuncEmitter::Launch FuncEmitter::emit_kernel(const ir::Stmt& item, int index) {
     emit_mma_kernel(l, *mma);
   } else if (plan_ranges(item, l)) {
     emit_ranges_kernel(item, l);
-  } else if (item->kind == StmtKind::For && is_parallel_loop(item, nan_free_max_)) {
+  } else if (item->kind == StmtKind::For && is_parallel_loop(item)) {
     l.parallel = true;
     l.outer = item;
     ir::Stmt cur = item;
     while (l.inner.size() < 3) {
       ir::Stmt next = only_loop(cur->body[0]);
-      if (!next || !is_parallel_loop(next, nan_free_max_)) break;
+      if (!next || !is_parallel_loop(next)) break;
       // Its extent may depend on the outer loop only, so the launch can size it.
       bool ok = true;
       for (const auto& in : l.inner)
@@ -184,7 +184,7 @@ void FuncEmitter::emit_mapped_kernel(const ir::Stmt& item, Launch& l) {
   for (size_t k = 0; k < m.blocks.size(); ++k) {
     if (!cur || cur->kind != StmtKind::For || cur->var != m.blocks[k])
       refuse(fmt::format("a GPU mapping of loop `{}`, which the passes after the schedule moved", m.blocks[k]->name));
-    if (!is_parallel_loop(cur, nan_free_max_))
+    if (!is_parallel_loop(cur))
       refuse(fmt::format("`gpu_blocks` over loop `{}`, whose iterations may store the same element or share a "
                          "scalar",
                          cur->var->name));
@@ -198,7 +198,7 @@ void FuncEmitter::emit_mapped_kernel(const ir::Stmt& item, Launch& l) {
   for (size_t k = 0; k < m.threads.size(); ++k) {
     if (!cur || cur->kind != StmtKind::For || cur->var != m.threads[k])
       refuse(fmt::format("a GPU mapping of loop `{}`, which the passes after the schedule moved", m.threads[k]->name));
-    if (!is_parallel_loop(cur, nan_free_max_))
+    if (!is_parallel_loop(cur))
       refuse(fmt::format("`gpu_threads` over loop `{}`, whose iterations may store the same element or share a "
                          "scalar",
                          cur->var->name));
@@ -214,7 +214,7 @@ void FuncEmitter::emit_mapped_kernel(const ir::Stmt& item, Launch& l) {
     cur = k + 1 < m.threads.size() ? through_guards(cur->body[0], thread_guards) : nullptr;
   }
   if (m.threads.empty()) {
-    while (l.inner.size() < 3 && cur && cur->kind == StmtKind::For && is_parallel_loop(cur, nan_free_max_)) {
+    while (l.inner.size() < 3 && cur && cur->kind == StmtKind::For && is_parallel_loop(cur)) {
       bool ok = true;
       for (const auto& in : l.inner)
         if (ir::mentions(cur->extent, in->var)) ok = false;

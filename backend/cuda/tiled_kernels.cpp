@@ -1,7 +1,6 @@
 // FuncEmitter: contraction kernels -- register tiles (kTile x kTile
 // outputs a thread) and shared-memory block tiles (GemmPlan), with their
-// offsets hoisted per tile and row maxima folded per block
-// (backend/cuda/cuda_emitter.h).
+// offsets hoisted per tile (backend/cuda/cuda_emitter.h).
 #include "backend/cuda/cuda_emitter.h"
 
 #include <fmt/format.h>
@@ -329,16 +328,6 @@ void FuncEmitter::emit_gemm_kernel(const Launch& l, const TilePlan& plan, const 
     stmt(g.update, 6, c);
     c += "          }\n        }\n";
     override_.clear();
-    // Sums of one factor: lane [dx][0] (or [0][dy]) adds each staged value.
-    for (const auto& side : g.sides) {
-      override_[side.term.get()] = side.on_p ? "pa[dx]" : "qb[dy]";
-      c += fmt::format("        {{\n          const int {} = 0;\n          #pragma unroll\n          for (int {} = 0; {} < {}; ++{}) {{\n",
-                       side.on_p ? "dy" : "dx", side.on_p ? "dx" : "dy", side.on_p ? "dx" : "dy", side.on_p ? rows : kTileY,
-                       side.on_p ? "dx" : "dy");
-      stmt(side.update, 6, c);
-      c += "          }\n        }\n";
-      override_.clear();
-    }
     c += "      }\n";
     return c;
   };
@@ -347,13 +336,6 @@ void FuncEmitter::emit_gemm_kernel(const Launch& l, const TilePlan& plan, const 
   else
     body += compute(kTileX);
   body += "      __syncthreads();\n    }\n";
-  // ... and every lane of the row (column) takes that sum.
-  for (const auto& side : g.sides) {
-    std::string r = "r_" + names_.buf(side.update->buffer.get());
-    body += fmt::format("    #pragma unroll\n    for (int dx = 0; dx < {}; ++dx) {{\n      #pragma unroll\n"
-                        "      for (int dy = 0; dy < {}; ++dy) {}[dx][dy] = {}[{}][{}];\n    }}\n",
-                        kTileX, kTileY, r, r, side.on_p ? "dx" : "0", side.on_p ? "0" : "dy");
-  }
   // The epilogue: offsets affine in x and y from the thread's first lane.
   std::vector<ir::Expr> post_offsets;
   for (const auto& st : plan.post) flat_offsets(st, post_offsets);
@@ -361,12 +343,7 @@ void FuncEmitter::emit_gemm_kernel(const Launch& l, const TilePlan& plan, const 
                                             "y0 + 4 * tx", "out_off", body))
     override_[node] = fmt::format(
         "((int64_t)((uint64_t){0}_b + (uint64_t){1} * (uint64_t){0}_u + (uint64_t){2} * (uint64_t){0}_w))", n, lane_x, lane_y);
-  for (const auto& st : plan.post) {
-    if (is_max_update(*st) && nan_free_max_.count(st->buffer.get()) && !ir::mentions(st->args[0], l.inner[plan.y]->var))
-      body += row_max(*st, vx, "x0 + 4 * ty + " + lane_x, vy, "y0 + 4 * tx + " + lane_y);
-    else
-      body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
-  }
+  for (const auto& st : plan.post) body += lanes(2, true, [&](std::string& o, int d) { stmt(st, d, o); });
   override_.clear();
   tiled_ = false;
   out_ += fmt::format(
@@ -379,38 +356,6 @@ void FuncEmitter::emit_gemm_kernel(const Launch& l, const TilePlan& plan, const 
       "    for (int64_t t = blockIdx.x; t < t_n; t += gridDim.x) {{\n{}    }}\n  }}\n}}\n\n",
       kGemmThreads, kGemmMinBlocks, l.kernel, f_.name, tp, kStep, kBlockX + 4, tq, kStep, kBlockY + 4, v0, expr(item->extent), v0, v0, v0, v0, extents,
       total, indent(body, 2));
-}
-
-/// A max update of a row (`st`, whose offset ignores y) in the contraction
-/// kernel's epilogue: each thread folds its lanes of a row, the kSide
-/// threads of a row (half a warp, adjacent tx) fold theirs by shuffles, and
-/// the thread with tx = 0 folds the result into memory: one atomic per
-/// row and block instead of one per element. NaN is fmax's identity.
-std::string FuncEmitter::row_max(const ir::StmtNode& st, const std::string& vx, const std::string& xf, const std::string& vy,
-                                 const std::string& yf) {
-  const bool dbl = st.buffer->type == Scalar::F64;
-  const char* t = dbl ? "double" : "float";
-  const char* fmax = dbl ? "fmax" : "fmaxf";
-  const char* nan = dbl ? "__longlong_as_double(0x7fffffffffffffffLL)" : "__int_as_float(0x7fffffff)";
-  std::string o = fmt::format("    {{\n      {} rm[{}];\n      #pragma unroll\n      for (int dx = 0; dx < {}; ++dx) rm[dx] = {};\n", t,
-                              kTileX, kTileX, nan);
-  o += tile_lanes(vx, xf, vy, yf, 3, true,
-                  [&](std::string& s, int d) {
-                    s += fmt::format("{}rm[dx] = {}(rm[dx], {});\n", std::string(d * 2, ' '), fmax, expr(st.value->args[1]));
-                  },
-                  kTileX, kTileY);
-  o += fmt::format("      #pragma unroll\n      for (int dx = 0; dx < {}; ++dx) {{\n        #pragma unroll\n"
-                   "        for (int m = {}; m > 0; m >>= 1) rm[dx] = {}(rm[dx], __shfl_xor_sync(0xffffffffu, rm[dx], m));\n      }}\n",
-                   kTileX, kSide / 2, fmax);
-  o += "      if (tx == 0) {\n";
-  o += tile_lanes(vx, xf, vy, yf, 4, true,
-                  [&](std::string& s, int d) {
-                    s += fmt::format("{}dcc_red_fmax(&{}[{}], rm[dx]);\n", std::string(d * 2, ' '), buf_ptr(st.buffer.get()),
-                                     expr(st.args[0]));
-                  },
-                  kTileX, 1);
-  o += "      }\n    }\n";
-  return o;
 }
 
 }  // namespace dccc::backend::cudagen

@@ -98,7 +98,6 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   ops("step", k.body);
   o += fmt::format("  epilogue: per element (row {}, col {}) in range: {} = acc, then\n", text.var(k.epilogue.row_var),
                    text.var(k.epilogue.col_var), text.buffer(k.epilogue.acc));
-  for (const auto* b : k.epilogue.row_sums) o += fmt::format("    {} = the row's sum over k of A (A times ones)\n", text.buffer(b));
   for (const auto* b : k.epilogue.locals) o += fmt::format("    (register per element: {})\n", text.buffer(b));
   for (const auto& s : k.epilogue.stmts) o += text.stmt(s, 2);
   for (const auto& n : k.notes) o += "  note: " + n + "\n";

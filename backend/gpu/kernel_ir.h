@@ -183,8 +183,8 @@ struct Mma {
 /// Per output element the warp holds (row < rows, col < cols): the
 /// accumulator's value is stored to `acc` (a private scalar of the vloop
 /// statement) and the statement's own statements after its reduction run
-/// with `row_var` and `col_var` bound (a scale, a cast, the store, and a
-/// row maximum folded in by an atomic where the CUDA passes fused one).
+/// with `row_var` and `col_var` bound (a scale, a mask, a cast, the store,
+/// a division by a row value).
 struct Epilogue {
   const ir::BufferNode* acc = nullptr;
   ir::Var row_var, col_var;
@@ -192,11 +192,6 @@ struct Epilogue {
   /// Other scalars the statements write before they read them (a fused
   /// statement's value, `scores_value`): registers of each element.
   std::vector<const ir::BufferNode*> locals;
-  /// Scalars holding the sum over k of A's element in the element's row
-  /// (attention's row sum beside PV), stored before `stmts` run: computed
-  /// on the tensor cores as A times a column of ones (one more MMA column
-  /// per warp row tile; with 3xTF32, big and small parts of A, ones exact).
-  std::vector<const ir::BufferNode*> row_sums;
 };
 
 /// A tiled MMA contraction kernel.

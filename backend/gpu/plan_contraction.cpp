@@ -103,51 +103,29 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   for (const auto& l : loops)
     if (!options.parallel || !options.parallel(l)) return no(fmt::format("loop `{}` is not parallel", l->var->name));
   std::vector<ir::Stmt> items = ir::items_of(loops.back()->body[0]);
-  // acc = 0; [s = 0;] for r { acc = acc + A * B; [s = s + A;] }; post...
-  // (s: a row sum of the factor A, which fuse-row-sums puts beside the
-  // product in attention's PV).
-  std::vector<const ir::BufferNode*> zeroed;
-  size_t at = 0;
-  for (; at < items.size(); ++at) {
-    const ir::Stmt& init = items[at];
-    if (init->kind != StmtKind::Store || !init->buffer->dims.empty() || init->buffer->kind != ir::BufferKind::Scalar ||
-        init->buffer->type != Scalar::F32 || init->value->kind != ExprKind::FloatImm || init->value->float_value != 0)
-      break;
-    zeroed.push_back(init->buffer.get());
-  }
+  // acc = 0; for r { acc = acc + A * B }; post...
   if (items.size() < 3) return no("the innermost body is not `acc = 0; for r { acc = acc + a * b }; ...`");
-  if (zeroed.empty()) return no("the accumulator is not an f32 scalar starting at 0");
-  if (at >= items.size() || items[at]->kind != StmtKind::For) return no("no reduction loop after the accumulator's start");
+  const ir::Stmt& init = items[0];
+  if (init->kind != StmtKind::Store || !init->buffer->dims.empty() || init->buffer->kind != ir::BufferKind::Scalar ||
+      init->buffer->type != Scalar::F32 || init->value->kind != ExprKind::FloatImm || init->value->float_value != 0)
+    return no("the accumulator is not an f32 scalar starting at 0");
+  const ir::BufferNode* acc = init->buffer.get();
+  const size_t at = 1;
+  if (items[at]->kind != StmtKind::For) return no("no reduction loop after the accumulator's start");
   const ir::Stmt& red = items[at];
   const ir::Var& r = red->var;
-  std::vector<ir::Stmt> updates = ir::items_of(red->body[0]);
-  if (updates.size() != zeroed.size()) return no("the reduction's body is not one update of each accumulator");
-  // Each update is `s = s + term` of its own accumulator.
-  ir::Expr prod;
-  const ir::BufferNode* acc = nullptr;
-  std::vector<std::pair<const ir::BufferNode*, ir::Expr>> sums;  // the other accumulators and their terms
-  for (const auto& u0 : updates) {
-    ir::Stmt update = ir::unwrap(u0);
-    if (!update || update->kind != StmtKind::Store || !update->buffer->dims.empty() ||
-        std::find(zeroed.begin(), zeroed.end(), update->buffer.get()) == zeroed.end())
-      return no("the reduction's body is not one update of the accumulator");
-    const ir::BufferNode* s0 = update->buffer.get();
-    const ir::Expr& v = update->value;
-    if (v->kind != ExprKind::Binary || v->binop != BinOp::Add) return no("the reduction is not a sum");
-    auto is_acc = [&](const ir::Expr& e) { return e->kind == ExprKind::Load && e->buffer.get() == s0; };
-    ir::Expr term = is_acc(v->args[0]) ? v->args[1] : is_acc(v->args[1]) ? v->args[0] : nullptr;
-    if (!term) return no("the reduction is not `acc = acc + term`");
-    for (const auto* z : zeroed)
-      if (ir::loads_from(term, z)) return no("the reduction is not `acc = acc + term`");
-    if (term->kind == ExprKind::Binary && term->binop == BinOp::Mul && !acc) {
-      acc = s0;
-      prod = term;
-    } else {
-      sums.push_back({s0, term});
-    }
-  }
-  if (!acc) return no("the summed term is not a product computed in f32 (16-bit factors must be widened first)");
-  if (prod->type != Scalar::F32)
+  ir::Stmt update = ir::unwrap(red->body[0]);
+  if (!update || update->kind != StmtKind::Store || update->buffer.get() != acc)
+    return no("the reduction's body is not one update of the accumulator");
+  const ir::Expr& v = update->value;
+  if (v->kind != ExprKind::Binary || v->binop != BinOp::Add) return no("the reduction is not a sum");
+  auto is_acc = [&](const ir::Expr& e) { return e->kind == ExprKind::Load && e->buffer.get() == acc; };
+  ir::Expr prod = is_acc(v->args[0]) ? v->args[1] : is_acc(v->args[1]) ? v->args[0] : nullptr;
+  if (!prod || ir::loads_from(prod, acc)) return no("the reduction is not `acc = acc + term`");
+  auto is_mul = [](const ir::Expr& e) { return e->kind == ExprKind::Binary && e->binop == BinOp::Mul; };
+  if (!is_mul(prod) && !(prod->kind == ExprKind::Cast && is_mul(prod->args[0])))
+    return no("the summed term is not a product");
+  if (!is_mul(prod) || prod->type != Scalar::F32)
     return no("the summed term is not a product computed in f32 (16-bit factors must be widened first)");
   auto p = factor(prod->args[0]), q = factor(prod->args[1]);
   if (!p) p = computed_factor(prod->args[0], r);
@@ -156,19 +134,6 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
     return no("a factor of the product is not a load (of f32, or of bf16 / f16 widened to f32) or an f32 function of "
               "one f32 load, the only part of it that depends on the reduced index");
   if (p->elem != q->elem) return no("the factors have different types");
-  // Other sums must be row sums of one factor, which becomes A.
-  std::vector<const ir::BufferNode*> row_sums;
-  ir::Expr pe = prod->args[0], qe = prod->args[1];
-  for (const auto& [s0, term] : sums) {
-    if (row_sums.empty() && ir::same_expr(term, qe) && !ir::same_expr(term, pe)) {
-      std::swap(p, q);
-      std::swap(pe, qe);
-    }
-    if (!ir::same_expr(term, pe) || p->elem != Elem::F32)
-      return no("a second sum in the reduction is not a row sum of an f32 factor");
-    row_sums.push_back(s0);
-  }
-  if (!row_sums.empty() && options.fp32 == Fp32Math::Ieee) return no("--fp32-math=ieee: f32 contractions keep the FMA kernel");
   std::vector<ir::Stmt> post(items.begin() + static_cast<std::ptrdiff_t>(at) + 1, items.end());
   // Element-wise: no loops; scalars other than acc are written before they
   // are read (private to an element; the nest's parallel check guarantees
@@ -353,11 +318,8 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   k.epilogue.col_var = vy;
   k.epilogue.stmts = post;
   k.epilogue.locals = locals;
-  k.epilogue.row_sums = row_sums;
   if (p->value)
     k.notes.push_back("operand A is computed from its element (and values of its row) as it is copied to shared memory");
-  if (!row_sums.empty())
-    k.notes.push_back("the row sums of A run on the tensor cores too, as A times a column of ones");
   k.notes.insert(k.notes.begin(),
                  fmt::format("contraction: {} rows x {} columns, reduced over {}, {} batch loop(s); a {}x{} block tile "
                              "of {} warps ({} x {}, {} x {} each), K-steps of {} in {} stages",

@@ -14,10 +14,8 @@
 // depend on the batch variables alone -- ragged M, N and K per batch entry
 // included (grouped GEMM, QK^T and PV per sequence and head). A factor may
 // also be an f32 expression of one f32 load and of values of its own row
-// (PV's exp(scores - row_max)), and the reduction may sum that factor into
-// other accumulators beside the product (the row sum of attention): row
-// sums of A, computed as A times a column of ones. Anything else is
-// declined, with the reason, and keeps backend/cuda's kernels.
+// (PV's exp(scores - row_max)). Anything else is declined, with the
+// reason, and keeps backend/cuda's kernels.
 #pragma once
 
 #include <functional>

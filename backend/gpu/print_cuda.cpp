@@ -250,7 +250,6 @@ std::string ldmatrix_step(const Kernel& k, const SharedBuffer& sa, const SharedB
   o += fmt::format("#pragma unroll\n    for (int kk = 0; kk < {}; kk += 16) {{\n", k.block_k);
   o += "      frags(kk);\n";
   o += fmt::format("      {}<{}, {}>({}, af, bf);\n", fn_name, fm, fn, target);
-  if (!k.epilogue.row_sums.empty()) o += fmt::format("      {}<{}, 1>(rs, af, ones);\n", fn_name, fm);
   o += "    }\n";
   return o;
 }
@@ -267,8 +266,6 @@ std::string mma_step(const Kernel& k) {
   const char* target = k.mma.step_partials ? "part" : "acc";
   if (k.mma.step_partials)
     o += fmt::format("    float part[{}][{}][4] = {{}};  // this K-step's sums, added to acc below\n", fm, fn);
-  if (k.mma.step_partials && !k.epilogue.row_sums.empty())
-    o += fmt::format("    float part_rs[{}][1][4] = {{}};\n", fm);
   auto A = [&](const std::string& r, const std::string& c) { return "as[" + smem_index(sa, r, c) + "]"; };
   auto B = [&](const std::string& n, const std::string& c) { return "bs[" + smem_index(sb, n, c) + "]"; };
   const bool ldm = k.mma.shape != MmaShape::M16N8K8_TF32 && k.a.ldmatrix && k.b.ldmatrix;
@@ -296,7 +293,6 @@ std::string mma_step(const Kernel& k) {
     else
       o += fmt::format("          bf[i][j] = dcc_pack16({}, {});\n        }}\n", B("n", "c"), B("n", "c + 1"));
     o += fmt::format("      {}<{}, {}>({}, af, bf);\n", fn_name, fm, fn, target);
-    if (!k.epilogue.row_sums.empty()) o += fmt::format("      {}<{}, 1>(rs, af, ones);\n", fn_name, fm);
   } else {
     // m16n8k8, tf32: A reg j holds (row gid + 8 (j & 1), k tig + 4 (j >> 1));
     // B reg j holds (k tig + 4 j, col gid).
@@ -320,22 +316,12 @@ std::string mma_step(const Kernel& k) {
       o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>({}, ab, bs2);\n", fm, fn, target);
     }
     o += fmt::format("      dcc_mma_tiles_tf32<{}, {}>({}, ab, bb);\n", fm, fn, target);
-    if (!k.epilogue.row_sums.empty()) {
-      // Row sums of A: A times ones (exact in tf32), big and small parts.
-      const char* rt = k.mma.step_partials ? "part_rs" : "rs";
-      if (split) o += fmt::format("      dcc_mma_tiles_tf32<{}, 1>({}, as2, ones);\n", fm, rt);
-      o += fmt::format("      dcc_mma_tiles_tf32<{}, 1>({}, ab, ones);\n", fm, rt);
-    }
   }
   if (!ldm) o += "    }\n";
   if (k.mma.step_partials)
     o += fmt::format("#pragma unroll\n    for (int i = 0; i < {}; ++i)\n#pragma unroll\n      for (int j = 0; j < {}; ++j)\n"
                      "#pragma unroll\n        for (int e = 0; e < 4; ++e) acc[i][j][e] += part[i][j][e];\n",
                      fm, fn);
-  if (k.mma.step_partials && !k.epilogue.row_sums.empty())
-    o += fmt::format("#pragma unroll\n    for (int i = 0; i < {}; ++i)\n"
-                     "#pragma unroll\n      for (int e = 0; e < 4; ++e) rs[i][0][e] += part_rs[i][0][e];\n",
-                     fm);
   return o;
 }
 
@@ -376,12 +362,6 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n"
                    "      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;\n",
                    fm, fn);
-  if (!k.epilogue.row_sums.empty()) {
-    // The row sums of A: A times a column of ones (1.0 in tf32, or two 1.0s in bf16 / f16).
-    const char* one = k.mma.shape == MmaShape::M16N8K8_TF32 ? "0x3F800000u"
-                      : k.mma.shape == MmaShape::M16N8K16_BF16 ? "0x3F803F80u" : "0x3C003C00u";
-    o += fmt::format("  float rs[{}][1][4] = {{}};\n  uint32_t ones[1][2] = {{{{{}, {}}}}};\n", fm, one, one);
-  }
   o += fmt::format("  const int64_t nk = ({} + {}) / {};\n", k.k_extent, k.block_k - 1, k.block_k);
   for (const auto& c : k.copies) o += copy_lambda(k, c, d);
   o += "  {\n";
@@ -392,7 +372,6 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   // Epilogue: element e of tile (i, j) is at row gid + 8 (e >> 1), column 2 tig + (e & 1).
   o += "  " + d.declare(k.epilogue.acc) + "\n";
   for (const auto* b : k.epilogue.locals) o += "  " + d.declare(b) + "\n";
-  for (const auto* b : k.epilogue.row_sums) o += "  " + d.declare(b) + "\n";
   o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n", fm, fn);
   o += "      for (int e = 0; e < 4; ++e) {\n";
   o += fmt::format("        const int64_t {} = m0 + wm0 + 16 * i + gid + 8 * (e >> 1);\n", d.var(k.epilogue.row_var));
@@ -400,7 +379,6 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   o += fmt::format("        if ({} >= {} || {} >= {}) continue;\n", d.var(k.epilogue.row_var), k.a.rows, d.var(k.epilogue.col_var),
                    k.b.rows);
   o += fmt::format("        {} = acc[i][j][e];\n", d.scalar(k.epilogue.acc));
-  for (const auto* b : k.epilogue.row_sums) o += fmt::format("        {} = rs[i][0][e];\n", d.scalar(b));
   o += d.stmts(k.epilogue.stmts, 4);
   o += "      }\n}\n\n";
   return o;

@@ -1,5 +1,5 @@
-// The CUDA emitter's text, without a GPU (label `unit`): which loops run
-// in parallel and how a row maximum is folded in. What the kernels compute
+// The CUDA emitter's text, without a GPU (label `unit`): which kernels
+// mha's chain as written gets and which loops run in parallel. What the kernels compute
 // is checked on a GPU by cuda_backend_test.cpp.
 #include <gtest/gtest.h>
 
@@ -44,25 +44,26 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
-TEST(CudaEmit, AttentionRowMaximumIsFoldedByTheScoresKernel) {
+TEST(CudaEmit, MaterialisedAttentionHasARowKernelPerReduction) {
   Program p = compile("mha.toy", mha_text(), /*cpu_passes=*/false, /*cuda_passes=*/true);
   ASSERT_TRUE(p.module);
   std::string cu = emit_cuda(*p.module);
-  // Three kernels: row_max starts at -inf, the scores (a tensor-core
-  // contraction, backend/gpu, whose epilogue folds each score into the row
-  // maximum with the atomic), the output with its row sum -- besides the
-  // prologue's dcc__set_bytes (f_on_stream's scalar arguments).
-  EXPECT_EQ(count(cu, "__global__ void"), 4u) << cu;
+  // Four kernels, one a statement but `p` (computed in its readers by
+  // fuse-elementwise): the scores and PV on the tensor cores, the row
+  // maximum and the row sum each a row kernel of its own -- besides the
+  // prologue's dcc__set_bytes (f_on_stream's scalar arguments). Nothing
+  // folds a row into memory with atomics, and no MMA sums a column of ones.
+  EXPECT_EQ(count(cu, "__global__ void"), 5u) << cu;
   EXPECT_EQ(count(cu, "__global__ void dcc__set_bytes("), 1u) << cu;
-  EXPECT_EQ(count(cu, "dcc_red_fmax(&"), 1u) << cu;
-  EXPECT_NE(cu.find("dcc_mma_tiles_tf32<"), std::string::npos) << cu;
+  EXPECT_EQ(count(cu, "dcc_mma_tiles_tf32<"), 6u) << cu;  // 3xTF32: three MMAs a step, in two kernels
+  EXPECT_EQ(cu.find("atomicM"), std::string::npos) << cu;
+  EXPECT_EQ(cu.find("uint32_t ones["), std::string::npos) << cu;
 }
 
-TEST(CudaEmit, MaxUpdatesOfATensorThatMayHoldNaNStaySerial) {
-  // A second store of a value that is not a constant may leave a NaN with
-  // the sign bit clear in row_max, which the integer atomic would not
-  // order like fmax: the loops around its max updates are not parallel,
-  // and the updates are plain stores.
+TEST(CudaEmit, MaxUpdatesOfOneElementInALoopStaySerial) {
+  // `row_max@(0) = max(row_max@(0), f32(j))` in a loop over j writes one
+  // element in every iteration: the loop is not parallel, and the update
+  // is a plain store (no kernel folds it in with an atomic).
   Program p = compile("mha.toy", mha_text(), /*cpu_passes=*/false, /*cuda_passes=*/true);
   ASSERT_TRUE(p.module);
   ir::Func& f = p.module->funcs[0];
@@ -70,11 +71,18 @@ TEST(CudaEmit, MaxUpdatesOfATensorThatMayHoldNaNStaySerial) {
   for (const auto& b : f.buffers)
     if (b->name == "row_max") row_max = b;
   ASSERT_TRUE(row_max);
+  ir::Var j = ir::make_var("jj");
+  ir::Expr zero = ir::build::int_imm(0);
+  ir::Stmt update = ir::build::flat_store(
+      row_max, zero,
+      ir::build::binary(ir::BinOp::Max, ir::build::flat_load(row_max, zero), ir::build::cast(Scalar::F32, ir::build::var(j))));
+  ir::Stmt loop = ir::build::for_loop(j, ir::build::size("H"), update, ir::LoopKind::Parallel);
+  EXPECT_FALSE(is_parallel_loop(loop));
   std::vector<ir::Stmt> items = ir::items_of(f.body);
-  items.push_back(ir::build::flat_store(row_max, ir::build::int_imm(0), ir::build::cast(Scalar::F32, ir::build::size("H"))));
+  items.push_back(loop);
   f.body = ir::build::seq(items);
   std::string cu = emit_cuda(*p.module);
-  EXPECT_EQ(count(cu, "dcc_red_fmax(&"), 0u) << cu;
+  EXPECT_EQ(cu.find("atomicM"), std::string::npos) << cu;
   EXPECT_NE(cu.find("= fmaxf("), std::string::npos) << cu;
 }
 

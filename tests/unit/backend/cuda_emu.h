@@ -278,17 +278,6 @@ inline int atomicCAS(int* p, int cmp, int val) {
   return cmp;
 }
 
-template <typename T>
-T dcc_emu_atomic(T* p, T v, bool max) {
-  T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-  while ((max ? v > old : v < old) && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-  }
-  return old;
-}
-inline int atomicMax(int* p, int v) { return dcc_emu_atomic(p, v, true); }
-inline long long atomicMax(long long* p, long long v) { return dcc_emu_atomic(p, v, true); }
-inline unsigned atomicMin(unsigned* p, unsigned v) { return dcc_emu_atomic(p, v, false); }
-inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) { return dcc_emu_atomic(p, v, false); }
 inline int32_t __float_as_int(float f) { int32_t v; std::memcpy(&v, &f, 4); return v; }
 inline long long __double_as_longlong(double d) { long long v; std::memcpy(&v, &d, 8); return v; }
 inline float __int_as_float(int32_t v) { float f; std::memcpy(&f, &v, 4); return f; }

@@ -177,6 +177,46 @@ TEST(CudaEmu, DirectivesOnSeqsMatchCpuBackend) {
 }
 
 
+// mha and mha_bf16 with their scores stored (--materialize: no online
+// reductions, so no fused attention kernel): the chain as written, a kernel
+// per statement -- for f32, QK^T and PV on the tensor cores (3xTF32), the
+// row maximum and the row sum row kernels of their own; for bf16,
+// backend/cuda's kernels throughout -- against the LLVM backend and the
+// float64 reference interpreter on the differential patterns.
+TEST(CudaEmu, MaterialisedAttentionMatchesCpuBackend) {
+  auto dir = temp_dir("materialised");
+  int functions = 0, compared = 0;
+  for (const char* stem : {"mha", "mha_bf16"}) {
+    SCOPED_TRACE(stem);
+    std::ifstream in(std::string(DCCC_EXAMPLES_DIR) + "/" + stem + ".toy");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string name = std::string(stem) + ".toy";
+    Program cpu = compile(name, text.str());
+    ASSERT_TRUE(cpu.module) << testing::diagnostics(cpu);
+    Program gpu;
+    ASSERT_TRUE(testing::front_end(gpu, name, text.str()));
+    ir::PipelineOptions o;
+    o.default_pad = 0;
+    o.simplify = false;
+    o.target = ir::Target::Cuda;
+    o.materialize = true;
+    testing::run_passes(gpu, o);
+    ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
+    std::string cu = emit_cuda(*gpu.module);
+    EXPECT_EQ(cu.find(": fused attention (dccc --emit=kernel"), std::string::npos);  // print_attention.cpp's header
+    // scores, row_max, row_sum, out (p is computed in its readers), and the prologue's dcc__set_bytes.
+    size_t kernels = 0;
+    for (size_t at = cu.find("__global__ void"); at != std::string::npos; at = cu.find("__global__ void", at + 1)) ++kernels;
+    EXPECT_EQ(kernels, 5u);
+    EXPECT_EQ(cu.find("dcc_mma_tiles_tf32<") != std::string::npos, std::string(stem) == "mha");
+    compare(cpu, gpu, dir, stem, functions, compared);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(functions, 2);
+  EXPECT_GT(compared, 1000);
+}
+
 /// A library source file compiled for the CPU and for the CUDA target
 /// (imports resolved against its folder).
 std::pair<Program, Program> compile_both(const std::filesystem::path& file) {
