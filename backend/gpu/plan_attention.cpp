@@ -611,6 +611,10 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     for (const auto& s : k.steps)
       if (s.kind == AttnStepKind::Element) visit(s.stmt->value, false);
       else if (s.kind == AttnStepKind::Fold) visit(s.term, false);
+      else if (s.kind == AttnStepKind::Row)  // the rescale's `F(r) = r / sqrt(D)` (mha_scale_after_max)
+        ir::each_stmt(s.stmt, [&](const ir::StmtNode& x) {
+          if (x.kind == StmtKind::Store || x.kind == StmtKind::IfThenElse) visit(x.value, false);
+        });
     visit(k.pv_p, false);
   }
   // Row divisors of the statements after the key loop (`/ row_sum`).
