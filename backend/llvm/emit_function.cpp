@@ -2,6 +2,8 @@
 // before first use, error exits and the cleanup that frees them (backend/llvm/func_emitter.h).
 #include "backend/llvm/func_emitter.h"
 
+#include <set>
+
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 
@@ -84,9 +86,13 @@ void FuncEmitter::run() {
   b_.SetInsertPoint(cleanup_);
   auto free_fn = mod_.getOrInsertFunction("dcc_free", llvm::FunctionType::get(b_.getVoidTy(), {ptr}, false));
   llvm::Value* keep = b_.CreateLoad(b_.getInt1Ty(), borrowed);
+  // Borrowed arrays are the prelude's (the caller's cache holds them); an
+  // aux array the body fills (offsets of lengths the function computes) is
+  // the kernel's own and freed here either way.
+  const std::set<const BufferNode*> prelude_aux(aux.begin(), aux.end());
   for (const auto& [buf, s] : in_order(slot_)) {
     llvm::Value* p = b_.CreateLoad(ptr, s);
-    if (buf->kind == BufferKind::Aux) p = b_.CreateSelect(keep, llvm::ConstantPointerNull::get(ptr), p);
+    if (prelude_aux.count(buf)) p = b_.CreateSelect(keep, llvm::ConstantPointerNull::get(ptr), p);
     b_.CreateCall(free_fn, {p});
   }
   b_.CreateRet(b_.CreateLoad(i32, status_));
