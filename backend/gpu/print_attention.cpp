@@ -177,20 +177,11 @@ struct Printer {
     out += "#pragma unroll\n      for (int nt = 0; nt < NT; ++nt) {\n";
     out += "        const float k0 = ks[(8 * nt + gid) * LINE + 8 * kq + tig], k1 = ks[(8 * nt + gid) * LINE + 8 * kq + tig + 4];\n";
     out += "        const float kx[2] = {k0, k1};\n";
-    out += split_regs2("kb", "kl", "kx", "        ");
+    out += split_regs("kb", "kl", "kx", 2, "        ");
     out += "        float part[1][1][4] = {{{0.0f, 0.0f, 0.0f, 0.0f}}};\n";
     out += mmas_tf32("1", "1", "part", "qb", "qs", "kb", "kl", "        ");
     out += "        for (int e = 0; e < 4; ++e) s[0][nt][e] += part[0][0][e];\n";
     out += "      }\n    }\n";
-  }
-  /// B-fragment registers (one n-tile: [1][2]) of two f32 values.
-  std::string split_regs2(const std::string& big, const std::string& small, const std::string& x, const std::string& pad) {
-    std::string o = fmt::format("{}uint32_t {}[1][2]{};\n", pad, big, split() ? fmt::format(", {}[1][2]", small) : "");
-    for (int r = 0; r < 2; ++r) {
-      o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}]);\n", pad, big, r, x, r);
-      if (split()) o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}] - __uint_as_float({}[0][{}]));\n", pad, small, r, x, r, big, r);
-    }
-    return o;
   }
   /// O = O c + P V for f32, P's K-step kc being key tile kc of S: A reg r of
   /// an m16n8k8 tile holds (row gid + 8 (r & 1), k tig + 4 (r >> 1)), and the
@@ -211,7 +202,7 @@ struct Printer {
     out += "#pragma unroll\n    for (int dt = 0; dt < DT; ++dt) {\n      float part[1][1][4] = {{{0.0f, 0.0f, 0.0f, 0.0f}}};\n";
     out += "#pragma unroll\n      for (int kc = 0; kc < NT; ++kc) {\n";
     out += "        const float vx[2] = {vs[(8 * kc + 2 * tig) * LINE + 8 * dt + gid], vs[(8 * kc + 2 * tig + 1) * LINE + 8 * dt + gid]};\n";
-    out += split_regs2("vb", "vl", "vx", "        ");
+    out += split_regs("vb", "vl", "vx", 2, "        ");
     out += mmas_tf32("1", "1", "part", "&pb[kc]", "&ps[kc]", "vb", "vl", "        ");
     out += "      }\n";
     out += "      for (int e = 0; e < 4; ++e) o[0][dt][e] += part[0][0][e];\n    }\n";
