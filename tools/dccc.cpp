@@ -124,6 +124,12 @@ options:
                      tensor-core products per step, about f32 accuracy (the
                      default); one TF32 product (10-bit mantissas, faster);
                      or plain f32 FMAs without tensor cores
+  --attention-tiles=M,W,N,B
+                     tuning experiments on the fused attention kernel of
+                     --target=cuda: every head dim takes M m16 tiles of
+                     query rows a warp (1 or 2; f32 always 1), W warps a
+                     block, N keys a tile, registers capped for B blocks an
+                     SM (--explain shows the choices)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -269,6 +275,16 @@ int parse_args(int argc, char** argv, Options& o) {
     } else if (a == "--version") {
       std::cout << "dccc " << DCCC_VERSION << "\n";
       return -1;
+    } else if (a.rfind("--attention-tiles=", 0) == 0) {
+      std::string v = a.substr(18);
+      int t[4];
+      char tail = 0;
+      if (std::sscanf(v.c_str(), "%d,%d,%d,%d%c", &t[0], &t[1], &t[2], &t[3], &tail) != 4 || t[0] < 1 || t[0] > 2 ||
+          t[1] < 1 || t[1] > 8 || t[2] < 16 || t[2] > 128 || t[2] % 16 != 0 || t[3] < 1 || t[3] > 4)
+        return usage_error("bad --attention-tiles `" + v +
+                           "`; expected M,W,N,B: m16 tiles a warp (1 or 2), warps a block (1-8), keys a tile "
+                           "(16-128, a multiple of 16), blocks an SM (1-4)");
+      o.cuda.attention = {t[0], t[1], t[2], t[3]};
     } else if (a == "--check") {
       o.emit.clear();
     } else if (a.rfind("--docs-name=", 0) == 0) {

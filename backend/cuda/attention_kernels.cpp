@@ -17,6 +17,7 @@ std::optional<gpu::AttentionKernel> FuncEmitter::plan_attention(const ir::Stmt& 
   if (schedule_maps(item, why)) return std::nullopt;
   gpu::AttentionOptions o;
   o.fp32 = options_.fp32;
+  o.tuning = options_.attention;
   o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s); };
   return gpu::plan_attention(f_, item, name, o, why);
 }
@@ -56,24 +57,35 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   };
   // Entries (key count, batch indices..., query tile), sorted by key count,
   // longest first: built on a miss of the prelude cache only (tile_list).
+  // First the largest head dim, which picks the instantiation and so the
+  // query tile; then the entries.
   std::string b = "      std::vector<std::pair<int64_t, std::vector<int32_t>>> ents;\n";
-  std::string pad = "      ";
-  for (const auto& x : k.batch) {
-    std::string v = host_.var(x.var);
-    b += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(x.extent));
-    pad += "  ";
-  }
-  b += fmt::format("{}const int64_t tm = ({} + {}) / {}, nk = {};\n", pad, host_.expr(k.rows), k.tile_m - 1, k.tile_m,
-                   host_.expr(k.keys));
-  b += fmt::format("{}dmax = std::max(dmax, std::max<int64_t>({}, {}));\n", pad, scalar("QD"), scalar("VD"));
-  b += fmt::format("{}if (tm > INT32_MAX) ovf = 1;\n", pad);
-  b += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt) {{\n{}  std::vector<int32_t> e;\n", pad, pad);
-  for (const auto& x : k.batch) b += fmt::format("{}  e.push_back((int32_t){});\n", pad, host_.var(x.var));
-  b += fmt::format("{0}  e.push_back((int32_t)mt);\n{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
-  for (size_t x = 0; x < k.batch.size(); ++x) {
-    pad.resize(pad.size() - 2);
-    b += pad + "}\n";
-  }
+  auto batch_loops = [&](const std::string& inner) {
+    std::string pad = "      ", o;
+    for (const auto& x : k.batch) {
+      std::string v = host_.var(x.var);
+      o += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(x.extent));
+      pad += "  ";
+    }
+    o += inner;
+    for (size_t x = 0; x < k.batch.size(); ++x) {
+      pad.resize(pad.size() - 2);
+      o += pad + "}\n";
+    }
+    return o;
+  };
+  std::string pad(6 + 2 * k.batch.size(), ' ');
+  b += batch_loops(fmt::format("{}dmax = std::max(dmax, std::max<int64_t>({}, {}));\n", pad, scalar("QD"), scalar("VD")));
+  std::string rows = "      const int64_t rows_a_tile = ";
+  for (int dp : k.head_dims) rows += fmt::format("dmax <= {} ? {} : ", dp, gpu::attention_tile_m(k, dp));
+  b += rows + fmt::format("{};\n", gpu::attention_tile_m(k, k.head_dims.back()));
+  std::string inner = fmt::format("{}const int64_t tm = ({} + rows_a_tile - 1) / rows_a_tile, nk = {};\n", pad,
+                                  host_.expr(k.rows), host_.expr(k.keys));
+  inner += fmt::format("{}if (tm > INT32_MAX) ovf = 1;\n", pad);
+  inner += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt) {{\n{}  std::vector<int32_t> e;\n", pad, pad);
+  for (const auto& x : k.batch) inner += fmt::format("{}  e.push_back((int32_t){});\n", pad, host_.var(x.var));
+  inner += fmt::format("{0}  e.push_back((int32_t)mt);\n{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
+  b += batch_loops(inner);
   b += "      std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) { return x.first > y.first; });\n";
   b += "      for (const auto& en : ents) tl.insert(tl.end(), en.second.begin(), en.second.end());\n";
   std::string o = tile_list(k.name, b, w);
@@ -87,7 +99,7 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
     o += fmt::format("{}if (dmax <= {}) {{\n", chain, dp);
     o += fmt::format("        if (cudaFuncSetAttribute({}__d{}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
                      k.name, dp, smem);
-    o += fmt::format("        {}__d{}<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n", k.name, dp, k.warps * 32, smem);
+    o += fmt::format("        {}__d{}<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n", k.name, dp, gpu::attention_warps(k, dp) * 32, smem);
     chain = "      } else ";
   }
   o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",

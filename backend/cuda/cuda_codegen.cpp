@@ -122,10 +122,9 @@ std::string explain_kernels(const ir::Module& m, const CudaOptions& options) {
     for (size_t k = 0; k < items.size(); ++k) {
       std::string name = fmt::format("{}__k{}", f.name, k), why, why_attn;
       if (auto a = fe.plan_attention(items[k], name, &why_attn)) {
-        out += fmt::format("kernel {}: fused attention (one kernel for the whole softmax chain): query tiles of {} rows "
-                           "({} warps x 16), {} shared-memory stages of K and V (cp.async), mma.sync {}; {}; schedule: "
+        out += fmt::format("kernel {}: fused attention (one kernel for the whole softmax chain): {} shared-memory stages of K and V (cp.async), mma.sync {}; {}; schedule: "
                            "one block per (batch entry, query tile), longest key sequence first; {}\n",
-                           name, a->tile_m, a->warps, a->stages, gpu::mma_name(a->shape), gpu::attention_instances(*a),
+                           name, a->stages, gpu::mma_name(a->shape), gpu::attention_instances(*a),
                            a->skip_conjuncts.empty() ? std::string("no key tile skipped")
                                                      : fmt::format("key tiles skipped by {} mask conjunct(s)", a->skip_conjuncts.size()));
       } else if (auto c = fe.plan_mma(items[k], name, &why)) {

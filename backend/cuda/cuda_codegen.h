@@ -68,6 +68,8 @@ struct CudaUnsupported : BackendUnsupported {
 struct CudaOptions {
   /// How f32 contractions use the tensor cores (`--fp32-math`).
   gpu::Fp32Math fp32 = gpu::Fp32Math::Split3xTf32;
+  /// `--attention-tiles`: tiles forced on the fused attention kernel.
+  gpu::AttentionTuning attention;
   /// Non-empty (`dccc -lineinfo`: the root `.toy` file's path): `#line N
   /// "FILE"` before each statement's kernel, N the line of the `.toy`
   /// statement it runs and FILE its file (line_file, or the imported file it

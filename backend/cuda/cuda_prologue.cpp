@@ -222,7 +222,18 @@ __device__ __forceinline__ uint16_t dcc_bf16_bits(float f) {
   return (uint16_t)((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 #endif
 }
-__device__ __forceinline__ float dcc_rbf16(float f) { return dcc_bf16_load(dcc_bf16_bits(f)); }
+// Rounded to bf16 and back to f32: on sm_80+ one cvt.rn.bf16x2.f32 with f
+// in the high half and 0 in the low half is already the f32 bit pattern
+// (one F2FP instruction; the cvt.rn.bf16.f32 and the shift back are two).
+__device__ __forceinline__ float dcc_rbf16(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(f), "f"(0.0f));
+  return __uint_as_float(r);
+#else
+  return dcc_bf16_load(dcc_bf16_bits(f));
+#endif
+}
 __device__ __forceinline__ float dcc_f16_load(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ uint16_t dcc_f16_bits(float f) { return __half_as_ushort(__float2half_rn(f)); }
 __device__ __forceinline__ float dcc_rf16(float f) { return __half2float(__float2half_rn(f)); }
@@ -241,18 +252,22 @@ __device__ __forceinline__ uint32_t dcc_pack_f16x2(float lo, float hi) {
   return (uint32_t)dcc_f16_bits(lo) | ((uint32_t)dcc_f16_bits(hi) << 16);
 }
 // exp and division whose result is rounded to bf16 or f16 (docs/cuda.md,
-// "16-bit results"): the hardware's ex2.approx (relative error below 2^-21,
-// plus |x| 2^-24 from scaling x by log2 e: under 2^-16 for every x whose exp
-// is finite and not zero) and a multiply by the correctly rounded reciprocal
+// "16-bit results"): the hardware's ex2.approx squared (relative error below
+// 2^-20, plus |x| 2^-24 from scaling x by log2 e / 2: under 2^-16 for every
+// x whose exp is finite and not zero) and a multiply by the correctly rounded reciprocal
 // (under 2^-22 in all), both far below the 16-bit rounding step (2^-8 bf16,
 // 2^-11 f16): the rounded result is the correctly rounded one or, when the
 // exact value lies that close to a rounding midpoint, its neighbour. The CPU
 // emulation computes them as the CPU target does.
 __device__ __forceinline__ float dcc_exp16(float x) {
 #if defined(__CUDA_ARCH__)
+  // 2^(y / 2) squared, y = x log2 e: the half exponent keeps the ftz
+  // ex2 (one MUFU instruction; without ftz it is four, with the rescale of
+  // subnormal results) normal down to results of 2^-252, and the square
+  // rounds a subnormal result correctly; overflow and underflow as exp's.
   float y;
-  asm("ex2.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x * 1.4426950408889634f));
-  return y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x * 0.72134752044448170f));
+  return y * y;
 #else
   return expf(x);
 #endif
@@ -263,13 +278,15 @@ __device__ __forceinline__ float dcc_div16_k(float b) {
   const float m = fabsf(b);
   return m > 0x1p126f ? 0x1p-4f : (m < 0x1p-126f ? 0x1p24f : 1.0f);
 }
-// With k and r = 1 / (b k) computed once (a divisor invariant in a kernel).
-__device__ __forceinline__ float dcc_fdiv16_pre(float a, float b, float k, float r) {
+// With k and r = 1 / (b k) computed once (a divisor invariant in a kernel);
+// nz: b is known not to be 0 (a compile-time constant where the caller
+// tested it once), so no 0 / 0 check.
+__device__ __forceinline__ float dcc_fdiv16_pre(float a, float b, float k, float r, bool nz = false) {
 #if defined(__CUDA_ARCH__)
   const float q = (a * k) * r;
-  return a == 0.0f && b == 0.0f ? 0.0f : q;
+  return !nz && a == 0.0f && b == 0.0f ? 0.0f : q;
 #else
-  (void)k, (void)r;
+  (void)k, (void)r, (void)nz;
   return (a == 0.0f && b == 0.0f) ? 0.0f : a / b;
 #endif
 }

@@ -186,7 +186,7 @@ std::string FuncEmitter::binary(const ir::Expr& e) {
       case BinOp::Mul: return fmt::format("(({}) * ({}))", a, c);
       case BinOp::Div:
         if (auto it = divisor_.find(e->args[1].get()); it != divisor_.end() && is_16bit(e->type))
-          return fmt::format("dcc_fdiv16_pre({0}, {1}, {2}_k, {2}_r)", a, c, it->second);
+          return fmt::format("dcc_fdiv16_pre({0}, {1}, {2}_k, {2}_r, {2}_nz)", a, c, it->second);
         return fmt::format("{}({}, {})", is_16bit(e->type) ? "dcc_fdiv16" : "dcc_fdiv", a, c);
       case BinOp::Mod: return fmt::format("{}({}, {})", dbl ? "fmod" : "fmodf", a, c);
       case BinOp::Min: return fmt::format("{}({}, {})", dbl ? "fmin" : "fminf", a, c);

@@ -110,11 +110,25 @@ int attention_tile_n(const AttentionKernel& k, int dp) {
     if (k.head_dims[x] == dp) return k.key_tiles[x];
   return k.tile_n;
 }
+int attention_m_tiles(const AttentionKernel& k, int dp) {
+  for (size_t x = 0; x < k.head_dims.size() && x < k.m_tiles.size(); ++x)
+    if (k.head_dims[x] == dp) return k.m_tiles[x];
+  return 1;
+}
+int attention_warps(const AttentionKernel& k, int dp) {
+  for (size_t x = 0; x < k.head_dims.size() && x < k.warps.size(); ++x)
+    if (k.head_dims[x] == dp) return k.warps[x];
+  return 4;
+}
+int attention_tile_m(const AttentionKernel& k, int dp) { return 16 * attention_m_tiles(k, dp) * attention_warps(k, dp); }
 std::string attention_instances(const AttentionKernel& k) {
   std::string o;
-  for (size_t x = 0; x < k.head_dims.size(); ++x)
-    o += fmt::format("{}head dim {}: keys {} a tile, {} block(s) an SM", x ? "; " : "", k.head_dims[x],
-                     attention_tile_n(k, k.head_dims[x]), x < k.min_blocks.size() ? k.min_blocks[x] : 1);
+  for (size_t x = 0; x < k.head_dims.size(); ++x) {
+    const int dp = k.head_dims[x];
+    o += fmt::format("{}head dim {}: {} query rows x {} keys a tile, {} warps of {} rows, {} block(s) an SM", x ? "; " : "",
+                     dp, attention_tile_m(k, dp), attention_tile_n(k, dp), attention_warps(k, dp), 16 * attention_m_tiles(k, dp),
+                     x < k.min_blocks.size() ? k.min_blocks[x] : 1);
+  }
   return o;
 }
 int attention_smem_bytes(const AttentionKernel& k, int dp) {

@@ -245,8 +245,17 @@ struct AttnStep {
   ir::BinOp op = ir::BinOp::Add;  // Fold: Add, Max or Min
 };
 
+/// Tile choices forced for every instantiation (`dccc --attention-tiles`,
+/// for tuning experiments); 0 keeps the planner's choice.
+struct AttentionTuning {
+  int m_tiles = 0;     // m16 tiles of query rows a warp
+  int warps = 0;       // warps a block
+  int key_tile = 0;    // keys a tile (a multiple of 16)
+  int min_blocks = 0;  // blocks an SM the registers are capped for
+};
+
 /// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)
-/// a block of `warps` warps (16 rows each) streams the keys in tiles of
+/// a block of warps (16 x m_tiles rows each) streams the keys in tiles of
 /// `tile_n` through shared memory (`stages` buffers, cp.async), computes
 /// S = Q K^T with mma.sync, runs the key loop's element-wise body, folds and
 /// row statements on the accumulator fragments in registers, and adds P V
@@ -277,7 +286,13 @@ struct AttentionKernel {
   /// time to fit 3 blocks (168 registers, 35 KB of shared memory each).
   std::vector<int> key_tiles{64, 64, 32, 32};
   std::vector<int> min_blocks{3, 3, 3, 1};
-  int tile_m = 64, tile_n = 64, warps = 4, stages = 2, pad = 8;
+  /// Per instantiation: the m16 tiles of query rows a warp owns (16 rows
+  /// each; each K and V fragment read from shared memory feeds that many
+  /// MMAs) and the warps of a block; their product x 16 is the query tile
+  /// (the host builds the tile list for the instantiation a launch takes).
+  std::vector<int> m_tiles{1, 1, 1, 1};
+  std::vector<int> warps{4, 4, 4, 4};
+  int tile_n = 64, stages = 2, pad = 8;
   /// Before the key loop: row statements (running results' starts).
   std::vector<ir::Stmt> pre;
   /// The key loop's body after the score contraction, in program order.
@@ -333,8 +348,12 @@ struct AttentionKernel {
 /// The text of `k` for `dccc --emit=kernel` (and --explain): one fact a line.
 std::string print_attention_kernel(const AttentionKernel& k, VloopText& text);
 
-/// Key-tile size and dynamic shared memory of the instantiation for head dim `dp`.
+/// Key-tile size, m16 tiles a warp, warps a block and dynamic shared memory
+/// of the instantiation for head dim `dp`.
 int attention_tile_n(const AttentionKernel& k, int dp);
+int attention_m_tiles(const AttentionKernel& k, int dp);
+int attention_warps(const AttentionKernel& k, int dp);
+int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_smem_bytes(const AttentionKernel& k, int dp);
 /// "head dim 32: keys 64 a tile, 3 block(s) an SM; ..." -- the choices per
 /// instantiation, for notes and --explain.

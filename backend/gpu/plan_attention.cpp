@@ -238,6 +238,18 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     k.key_tiles = {64, 32, 16, 32};
     k.min_blocks = {3, 3, 2, 1};
   }
+  // One m16 tile of query rows a warp: two (each K and V fragment feeding
+  // two MMAs; --attention-tiles=2,..) measured slower on an H200 in every
+  // configuration tried (bench/RESULTS.md, session 15): the kernel is bound
+  // by the issue of its element-wise instructions, and 32 rows a warp need
+  // about 240 registers (8 warps an SM instead of 12).
+  const AttentionTuning& tune = options.tuning;
+  for (size_t x = 0; x < k.head_dims.size(); ++x) {
+    if (tune.m_tiles) k.m_tiles[x] = *et == Elem::F32 ? 1 : tune.m_tiles;
+    if (tune.warps) k.warps[x] = tune.warps;
+    if (tune.key_tile) k.key_tiles[x] = tune.key_tile;
+    if (tune.min_blocks) k.min_blocks[x] = tune.min_blocks;
+  }
   k.row_var = loops[row]->var;
   k.key_var = j;
   k.rows = loops[row]->extent;
@@ -687,10 +699,10 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     skip_note = "no key tile is skipped: more than one mask condition";
   }
   k.notes.insert(k.notes.begin(),
-                 {fmt::format("fused attention: rows {}, keys {}, {} batch loop(s); a block of {} warps owns {} query rows "
-                              "(16 a warp) of one batch entry and streams keys a tile at a time through {} shared-memory "
+                 {fmt::format("fused attention: rows {}, keys {}, {} batch loop(s); a block owns a tile of query rows "
+                              "(per head dim below) of one batch entry and streams keys a tile at a time through {} shared-memory "
                               "stages (cp.async)",
-                              i->name, j->name, k.batch.size(), k.warps, k.tile_m, k.stages),
+                              i->name, j->name, k.batch.size(), k.stages),
                   k.elem == Elem::F32
                       ? fmt::format("S = Q K^T and O += P V on mma.sync {} with {} (f32 accumulators; each key tile's "
                                     "P V summed in a fresh fragment and added in f32); Q fragments loaded once into "

@@ -45,6 +45,7 @@ struct AttentionOptions {
   /// How f32 operands reach the tensor cores (`--fp32-math`): 3xTF32 (the
   /// default) or TF32; Ieee declines f32 attention (backend/cuda's kernels).
   Fp32Math fp32 = Fp32Math::Split3xTf32;
+  AttentionTuning tuning;
 };
 
 /// The fused kernel named `name` for statement `item` of `f`, or nullopt

@@ -34,25 +34,28 @@ struct Printer {
     return o;
   }
   std::string load_elems(const std::string& pad) {
-    std::string o = fmt::format("{}float {} = s[0][nt][e];\n", pad, d.scalar(k.score_acc));
-    for (const auto* b : k.element_scalars) o += fmt::format("{}{} {} = x_{}[nt][e];\n", pad, d.value_type(b), d.scalar(b), d.scalar(b));
+    std::string o = fmt::format("{}float {} = s[mt][nt][e];\n", pad, d.scalar(k.score_acc));
+    for (const auto* b : k.element_scalars) o += fmt::format("{}{} {} = x_{}[mt][nt][e];\n", pad, d.value_type(b), d.scalar(b), d.scalar(b));
     return o;
   }
   std::string row_of(const std::string& rr) { return fmt::format("m0 + wm0 + gid + 8 * ({})", rr); }
 
-  /// A loop over the lane's S elements with i and j bound; `body` runs for
+  /// A loop over the lane's S elements (m16 tile mt, n8 tile nt, register
+  /// e: row slot rr = 2 mt + (e >> 1)) with i and j bound; `body` runs for
   /// elements inside (M, N) with the scopes' scalars declared.
   /// Rows are checked when the kernel IR says so (guard_rows); keys in the
   /// partial tile (not full_) when guard_keys says so, and otherwise only
   /// where a value reaches a fold or P (`masked`: `kn`, the tile's keys
   /// inside, bounds the key's place in the tile).
   std::string element_loop(const std::string& body, const std::string& outside = "", bool masked = false) {
-    std::string o = "#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n";
+    std::string o = "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n"
+                    "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n";
     if (k.index32) {
-      o += fmt::format("        const int64_t {} = (int64_t)((uint32_t)m0 + (uint32_t)(wm0 + gid + 8 * (e >> 1)));\n", d.var(k.row_var));
+      o += fmt::format("        const int64_t {} = (int64_t)((uint32_t)m0 + (uint32_t)(wm0 + gid + 8 * (2 * mt + (e >> 1))));\n",
+                       d.var(k.row_var));
       o += fmt::format("        const int64_t {} = (int64_t)((uint32_t)n0 + (uint32_t)(8 * nt + 2 * tig + (e & 1)));\n", d.var(k.key_var));
     } else {
-      o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of("e >> 1"));
+      o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of("2 * mt + (e >> 1)"));
       o += fmt::format("        const int64_t {} = n0 + 8 * nt + 2 * tig + (e & 1);\n", d.var(k.key_var));
     }
     std::vector<std::string> checks;
@@ -62,16 +65,16 @@ struct Printer {
     std::string cond;
     for (const auto& c : checks) cond += (cond.empty() ? "" : " && ") + c;
     o += cond.empty() ? "        {\n" : fmt::format("        if ({}) {{\n", cond);
-    o += load_elems("          ") + load_rows("e >> 1", "          ") + body;
+    o += load_elems("          ") + load_rows("2 * mt + (e >> 1)", "          ") + body;
     o += "        }";
     o += outside.empty() || cond.empty() ? "\n" : " else {\n" + outside + "        }\n";
     return o + "      }\n";
   }
   std::string save_elem(const ir::BufferNode* b) {
-    return fmt::format("          x_{}[nt][e] = {};\n", d.scalar(b), d.scalar(b));
+    return fmt::format("          x_{}[mt][nt][e] = {};\n", d.scalar(b), d.scalar(b));
   }
   std::string row_loop(const std::string& body, const std::string& pad = "    ") {
-    std::string o = fmt::format("#pragma unroll\n{}for (int rr = 0; rr < 2; ++rr) {{\n", pad);
+    std::string o = fmt::format("#pragma unroll\n{}for (int rr = 0; rr < 2 * MT; ++rr) {{\n", pad);
     o += fmt::format("{}  const int64_t {} = {};\n", pad, d.var(k.row_var), row_of("rr"));
     o += fmt::format("{}  if ({} < t_M) {{\n", pad, d.var(k.row_var));
     o += load_rows("rr", pad + "    ") + body + store_rows("rr", pad + "    ");
@@ -99,10 +102,13 @@ struct Printer {
           return s.op == ir::BinOp::Max ? fmt::format("fmaxf({}, {})", a, b)
                  : s.op == ir::BinOp::Min ? fmt::format("fminf({}, {})", a, b) : fmt::format("{} + {}", a, b);
         };
-        out += fmt::format("    {{  // fold `{}` over the tile's keys\n    float red[2] = {{{}, {}}};\n", s.stmt->buffer->name, id, id);
-        out += element_loop(fmt::format("          red[e >> 1] = {};\n", combine("red[e >> 1]", "(float)(" + d.expr(s.term) + ")")),
+        out += fmt::format("    {{  // fold `{}` over the tile's keys\n    float red[2 * MT];\n"
+                           "#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) red[rr] = {};\n",
+                           s.stmt->buffer->name, id);
+        out += element_loop(fmt::format("          red[2 * mt + (e >> 1)] = {};\n",
+                                        combine("red[2 * mt + (e >> 1)]", "(float)(" + d.expr(s.term) + ")")),
                             "", true);
-        out += "    for (int rr = 0; rr < 2; ++rr) {\n";
+        out += "#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) {\n";
         out += fmt::format("      red[rr] = {};\n", combine("red[rr]", "__shfl_xor_sync(0xffffffffu, red[rr], 1)"));
         out += fmt::format("      red[rr] = {};\n    }}\n", combine("red[rr]", "__shfl_xor_sync(0xffffffffu, red[rr], 2)"));
         d.bind(s.term.get(), "red[rr]");
@@ -115,27 +121,36 @@ struct Printer {
       case AttnStepKind::Pv: {
         out += "    {  // O = O * c + P V\n";
         if (k.pv_scale) {
-          out += "    float c[2] = {1.0f, 1.0f};\n";
+          out += "    float c[2 * MT];\n#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) c[rr] = 1.0f;\n";
           out += row_loop(fmt::format("      c[rr] = {};\n", d.expr(k.pv_scale)));
-          out += "#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n      for (int e = 0; e < 4; ++e) o[0][dt][e] *= c[e >> 1];\n";
+          // A lane whose rows keep their max (every c 1, most tiles after
+          // the first few) skips the multiplies by 1.
+          out += "    bool rescale = false;\n#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) rescale = rescale || c[rr] != 1.0f;\n";
+          out += "    if (rescale) {\n#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n"
+                 "      for (int e = 0; e < 4; ++e) o[mt][dt][e] *= c[2 * mt + (e >> 1)];\n    }\n";
         }
-        out += "    float p[NT][4];\n";
-        out += element_loop(fmt::format("          p[nt][e] = {};\n", d.expr(k.pv_p)), "          p[nt][e] = 0.0f;\n", true);
+        out += "    float p[MT][NT][4];\n";
+        out += element_loop(fmt::format("          p[mt][nt][e] = {};\n", d.expr(k.pv_p)), "          p[mt][nt][e] = 0.0f;\n", true);
         if (k.elem == Elem::F32) {
           pv_f32();
           return;
         }
         out += "    const uint16_t* vs = Vs + stage * (BN * LINE);\n";
         out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
-        out += fmt::format("      uint32_t pa[1][4] = {{{0}(p[2 * kc][0], p[2 * kc][1]), {0}(p[2 * kc][2], p[2 * kc][3]),\n"
-                           "                           {0}(p[2 * kc + 1][0], p[2 * kc + 1][1]), {0}(p[2 * kc + 1][2], p[2 * kc + 1][3])}};\n",
+        out += fmt::format("      uint32_t pa[MT][4];\n#pragma unroll\n      for (int mt = 0; mt < MT; ++mt) {{\n"
+                           "        pa[mt][0] = {0}(p[mt][2 * kc][0], p[mt][2 * kc][1]);\n"
+                           "        pa[mt][1] = {0}(p[mt][2 * kc][2], p[mt][2 * kc][3]);\n"
+                           "        pa[mt][2] = {0}(p[mt][2 * kc + 1][0], p[mt][2 * kc + 1][1]);\n"
+                           "        pa[mt][3] = {0}(p[mt][2 * kc + 1][2], p[mt][2 * kc + 1][3]);\n      }}\n",
                            pack_fn(k.elem));
         // V's B fragments, two column tiles an ldmatrix.x4.trans: matrix q
         // is keys 16 kc + 8 (q & 1) .. + 7, columns 16 j2 + 8 (q >> 1) .. + 7.
         out += "#pragma unroll\n      for (int j2 = 0; j2 < DT / 2; ++j2) {\n        uint32_t r[4];\n";
         out += "        dcc_ldmatrix_x4_trans(r, &vs[(16 * kc + (lane & 7) + 8 * ((lane >> 3) & 1)) * LINE + 16 * j2 + 8 * (lane >> 4)]);\n";
         out += "        uint32_t vf[2][2] = {{r[0], r[1]}, {r[2], r[3]}};\n";
-        out += fmt::format("        {}<1, 2>(reinterpret_cast<float (*)[2][4]>(&o[0][2 * j2][0]), pa, vf);\n      }}\n    }}\n    }}\n",
+        out += fmt::format("#pragma unroll\n        for (int mt = 0; mt < MT; ++mt)\n"
+                           "          {}<1, 2>(reinterpret_cast<float (*)[2][4]>(&o[mt][2 * j2][0]), &pa[mt], vf);\n"
+                           "      }}\n    }}\n    }}\n",
                            mma_fn(k.elem));
         return;
       }
@@ -195,7 +210,7 @@ struct Printer {
     out += "    const float* vs = Vs + stage * (BN * LINE);\n";
     out += "    uint32_t pb[NT][4]" + std::string(split() ? ", ps[NT][4]" : "") + ";\n";
     out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n";
-    out += "      const float pr[4] = {p[kc][0], p[kc][2], p[kc][1], p[kc][3]};\n";
+    out += "      const float pr[4] = {p[0][kc][0], p[0][kc][2], p[0][kc][1], p[0][kc][3]};\n";
     out += "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n        pb[kc][r] = dcc_tf32(pr[r]);\n";
     if (split()) out += "        ps[kc][r] = dcc_tf32(pr[r] - __uint_as_float(pb[kc][r]));\n";
     out += "      }\n    }\n";
@@ -214,21 +229,26 @@ struct Printer {
     const char* st = f32 ? "float" : "uint16_t";
     const int w = static_cast<int>(k.batch.size()) + 1;
     std::string args = d.args_type();
-    out += fmt::format("template <int DP, int BN>\n__device__ __forceinline__ void {}__body(const {}__launch& launch, char* smem) {{\n", k.name, k.name);
+    // DP: head dim, BN: keys a tile, MT: m16 tiles of query rows a warp,
+    // WARPS: warps a block (WARPS x 16 MT = the query tile).
+    out += fmt::format("template <int DP, int BN, int MT, int WARPS>\n__device__ __forceinline__ void {}__body(const {}__launch& launch, char* smem) {{\n", k.name, k.name);
+    out += "  constexpr int TM = WARPS * 16 * MT;  // query rows a block\n";
+    if (f32) out += "  static_assert(MT == 1, \"f32: one m16 tile a warp\");\n";
     out += fmt::format("  const {}& a = launch.a;\n", args);
     out += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
     for (size_t x = 0; x < k.batch.size(); ++x) out += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.batch[x].var), x);
-    out += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {};\n", w - 1, k.tile_m);
+    out += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * TM;\n", w - 1);
     for (const auto& s : k.scalars) out += fmt::format("  const int64_t {} = {};\n", scalar_name(s.name), d.expr(s.value));
     for (const auto& inv : k.invariants) {
       out += fmt::format("  const auto {} = {};  // once a block\n", inv.name, d.expr(inv.value));
       if (inv.divisor)
-        out += fmt::format("  const float {0}_k = dcc_div16_k({0}), {0}_r = __frcp_rn({0} * {0}_k);  // dividing by {0}\n", inv.name);
+        out += fmt::format("  const float {0}_k = dcc_div16_k({0}), {0}_r = __frcp_rn({0} * {0}_k);  // dividing by {0}\n"
+                           "  constexpr bool {0}_nz = false;  // the key loop's copy for {0} != 0 says true\n", inv.name);
     }
     out += fmt::format("  constexpr int LINE = DP + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
                        k.pad, f32 ? 8 : 16, f32 ? 4 : 8);
     out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem);\n  {0}* Vs = Ks + {1} * BN * LINE;\n", st, k.stages);
-    out += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = warp * 16;\n";
+    out += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = warp * 16 * MT;\n";
     out += fmt::format("  const {0}* Qp = (const {0}*){1};\n", st, d.buffer(k.q));
     out += fmt::format("  const {0}* Kp = (const {0}*){1};\n", st, d.buffer(k.k));
     out += fmt::format("  const {0}* Vp = (const {0}*){1};\n", st, d.buffer(k.v));
@@ -239,22 +259,24 @@ struct Printer {
       out += "      const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n      const int64_t c = 8 * kq + tig + 4 * (r >> 1);\n";
       out += "      qf[kq][r] = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : 0.0f;\n    }\n";
     } else {
-    // Q fragments, once: reg r of k-step kq holds row gid + 8 (r & 1), d 16 kq + 2 tig + 8 (r >> 1) + {0, 1}.
-    out += "  uint32_t qf[KQ][4];\n#pragma unroll\n  for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n";
-    out += "      const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n      const int64_t c = 16 * kq + 2 * tig + 8 * (r >> 1);\n";
+    // Q fragments, once: reg r of k-step kq, m16 tile mt holds row
+    // 16 mt + gid + 8 (r & 1), d 16 kq + 2 tig + 8 (r >> 1) + {0, 1}.
+    out += "  uint32_t qf[KQ][MT][4];\n#pragma unroll\n  for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n"
+           "#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n";
+    out += "      const int64_t row = m0 + wm0 + 16 * mt + gid + 8 * (r & 1);\n      const int64_t c = 16 * kq + 2 * tig + 8 * (r >> 1);\n";
     out += "      const uint16_t lo = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : (uint16_t)0;\n";
     out += "      const uint16_t hi = row < t_M && c + 1 < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + 1) * t_Q_ds] : (uint16_t)0;\n";
-    out += "      qf[kq][r] = dcc_pack16(lo, hi);\n    }\n";
+    out += "      qf[kq][mt][r] = dcc_pack16(lo, hi);\n    }\n";
     }
-    out += "  float o[1][DT][4];\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n    for (int e = 0; e < 4; ++e) o[0][dt][e] = 0.0f;\n";
-    for (const auto* b : k.row_scalars) out += fmt::format("  {} w_{}[2] = {{0, 0}};\n", d.value_type(b), d.scalar(b));
+    out += "  float o[MT][DT][4];\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n"
+           "    for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;\n";
+    for (const auto* b : k.row_scalars) out += fmt::format("  {} w_{}[2 * MT] = {{}};\n", d.value_type(b), d.scalar(b));
     if (!k.pre.empty()) out += row_loop(d.stmts(k.pre, 3), "  ");
     // Which key tiles to run: a skip conjunct that holds at no corner of the box skips it.
     out += "  const int64_t nkt = (t_N + BN - 1) / BN;\n";
     out += "  auto needed = [&](int64_t kt) -> bool {\n";
     if (!k.skip_conjuncts.empty()) {
-      out += "    const int64_t i_lo = m0, i_hi = (m0 + " + std::to_string(k.tile_m) + " < t_M ? m0 + " +
-             std::to_string(k.tile_m) + " : t_M) - 1;\n";
+      out += "    const int64_t i_lo = m0, i_hi = (m0 + TM < t_M ? m0 + TM : t_M) - 1;\n";
       out += "    const int64_t j_lo = kt * BN, j_hi = (j_lo + BN < t_N ? j_lo + BN : t_N) - 1;\n    bool any;\n";
       for (const auto& c : k.skip_conjuncts) {
         out += "    any = false;\n";
@@ -273,56 +295,100 @@ struct Printer {
     out += "  const bool vec = t_K_ds == 1 && t_V_ds == 1 && t_K_rs % VE == 0 && t_V_rs % VE == 0 && t_K_base % VE == 0 && "
            "t_V_base % VE == 0 && t_QD % VE == 0 && t_VD % VE == 0 && (uintptr_t)Kp % 16 == 0 && (uintptr_t)Vp % 16 == 0;\n";
     out += fmt::format("  auto copy_kv = [&](int64_t kt, int st) {{\n    {0}* ks = Ks + st * (BN * LINE);\n    {0}* vs = Vs + st * (BN * LINE);\n", st);
-    out += "    const int64_t j0 = kt * BN;\n    if (vec) {\n";
-    // A fixed number of 16-byte chunks a thread (unrolled): the thread
-    // count is the kernel's, so line and column are shifts of threadIdx.x.
+    out += "    const int64_t j0 = kt * BN;\n    constexpr int CPL = DP / VE, THREADS = WARPS * 32;  // 16-byte chunks a line\n";
+    // When the block's threads cover whole lines, a thread copies one
+    // column c of lines r0, r0 + RS, ...: one address a tile, then a
+    // pointer step per line.
+    out += "    if constexpr (THREADS % CPL == 0) {\n      if (vec) {\n";
+    out += "        constexpr int RS = THREADS / CPL;\n";
+    out += "        const int r0 = (int)threadIdx.x / CPL, c = ((int)threadIdx.x % CPL) * VE;\n";
+    out += "        const int64_t left = t_N - j0 - r0;  // keys from the thread's first line on\n";
+    out += "        const bool ck = c < t_QD, cv = c < t_VD;\n";
+    out += "        const int64_t ksp = RS * t_K_rs, vsp = RS * t_V_rs;\n";
+    out += fmt::format("        const {0}* kp = Kp + (t_K_base + (j0 + r0) * t_K_rs + c);\n"
+                       "        const {0}* vp = Vp + (t_V_base + (j0 + r0) * t_V_rs + c);\n", st);
+    out += "#pragma unroll\n        for (int it = 0; it < (BN + RS - 1) / RS; ++it) {\n";
+    out += "          const int r = r0 + it * RS;\n          if (BN % RS != 0 && r >= BN) break;\n";
+    out += "          const bool okk = it * RS < left && ck, okv = it * RS < left && cv;\n";
+    out += "          dcc_cp_async16(&ks[r * LINE + c], okk ? kp : Kp, okk);\n";
+    out += "          dcc_cp_async16(&vs[r * LINE + c], okv ? vp : Vp, okv);\n";
+    out += "          kp += ksp;\n          vp += vsp;\n        }\n        return;\n      }\n    }\n";
+    out += "    if (vec) {\n";
+    // Otherwise a fixed number of 16-byte chunks a thread (unrolled).
     out += fmt::format("#pragma unroll\n      for (int it = 0; it < (BN * (DP / VE) + {0} - 1) / {0}; ++it) {{\n"
                        "        const int u = (int)threadIdx.x + it * {0};\n        if (u >= BN * (DP / VE)) break;\n",
-                       k.warps * 32);
+                       "(WARPS * 32)");
     out += "        const int r = u / (DP / VE), c = (u % (DP / VE)) * VE;\n        const int64_t key = j0 + r;\n";
     out += "        const bool okk = key < t_N && c < t_QD, okv = key < t_N && c < t_VD;\n";
     out += "        dcc_cp_async16(&ks[r * LINE + c], &Kp[okk ? t_K_base + key * t_K_rs + c : 0], okk);\n";
     out += "        dcc_cp_async16(&vs[r * LINE + c], &Vp[okv ? t_V_base + key * t_V_rs + c : 0], okv);\n      }\n    } else {\n";
-    out += fmt::format("      for (int u = threadIdx.x; u < BN * DP; u += {}) {{\n", k.warps * 32);
+    out += "      for (int u = threadIdx.x; u < BN * DP; u += WARPS * 32) {\n";
     out += "        const int r = u / DP, c = u % DP;\n        const int64_t key = j0 + r;\n";
     out += fmt::format("        ks[r * LINE + c] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : ({})0;\n", st);
     out += fmt::format("        vs[r * LINE + c] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : ({})0;\n", st);
     out += "      }\n    }\n  };\n";
     out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
-    out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
-    out += "    dcc_cp_async_wait<0>();\n    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
-    out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
-    // S = Q K^T: B reg jj of n-tile nt holds K[key 8 nt + gid][d 16 kq + 2 tig + 8 jj + {0, 1}].
-    out += "    float s[1][NT][4];\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[0][nt][e] = 0.0f;\n";
-    out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE);\n", st);
-    if (f32) {
-      s_f32();
-    } else {
-    // K's B fragments, two key tiles an ldmatrix.x4: matrix q is keys
-    // 16 j2 + 8 (q >> 1) .. + 7, d 16 kq + 8 (q & 1) .. + 7.
-    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n      uint32_t kf[NT][2];\n";
-    out += "#pragma unroll\n      for (int j2 = 0; j2 < NT / 2; ++j2) {\n        uint32_t r[4];\n";
-    out += "        dcc_ldmatrix_x4(r, &ks[(16 * j2 + (lane & 7) + 8 * (lane >> 4)) * LINE + 16 * kq + 8 * ((lane >> 3) & 1)]);\n";
-    out += "        kf[2 * j2][0] = r[0];\n        kf[2 * j2][1] = r[1];\n        kf[2 * j2 + 1][0] = r[2];\n        kf[2 * j2 + 1][1] = r[3];\n      }\n";
-    out += fmt::format("      {}<1, NT>(s, &qf[kq], kf);\n    }}\n", mma_fn(k.elem));
-    }
-    // The body twice: every key of the tile inside, or the last tile's.
-    // Element values live for one tile (declared there: nothing carries
-    // them across tiles); the partial tile's skipped elements stay 0.
-    auto elements = [&](bool zero) {
-      for (const auto* b : k.element_scalars)
-        out += fmt::format("    {} x_{}[NT][4]{};\n", d.value_type(b), d.scalar(b), zero ? " = {}" : "");
+    // The key loop; twice when the body divides by block invariants: once
+    // for blocks where none of them is 0 (NAME_nz true: the quotient needs
+    // no 0 / 0 check, two instructions an element fewer), once for the rest.
+    auto key_loop = [&]() {
+      out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
+      out += "    dcc_cp_async_wait<0>();\n    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
+      out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
+      // S = Q K^T: B reg jj of n-tile nt holds K[key 8 nt + gid][d 16 kq + 2 tig + 8 jj + {0, 1}].
+      // A warp whose rows all lie past the end (short sequences in a long
+      // query tile) only copies and meets the barriers.
+      out += "    if (m0 + wm0 < t_M) {\n";
+      out += "    float s[MT][NT][4];\n#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n"
+             "      for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;\n";
+      out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE);\n", st);
+      if (f32) {
+        s_f32();
+      } else {
+      // K's B fragments, two key tiles an ldmatrix.x4: matrix q is keys
+      // 16 j2 + 8 (q >> 1) .. + 7, d 16 kq + 8 (q & 1) .. + 7.
+      out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n      uint32_t kf[NT][2];\n";
+      out += "#pragma unroll\n      for (int j2 = 0; j2 < NT / 2; ++j2) {\n        uint32_t r[4];\n";
+      out += "        dcc_ldmatrix_x4(r, &ks[(16 * j2 + (lane & 7) + 8 * (lane >> 4)) * LINE + 16 * kq + 8 * ((lane >> 3) & 1)]);\n";
+      out += "        kf[2 * j2][0] = r[0];\n        kf[2 * j2][1] = r[1];\n        kf[2 * j2 + 1][0] = r[2];\n        kf[2 * j2 + 1][1] = r[3];\n      }\n";
+      out += fmt::format("      {}<MT, NT>(s, qf[kq], kf);\n    }}\n", mma_fn(k.elem));
+      }
+      // The body twice: every key of the tile inside, or the last tile's.
+      // Element values live for one tile (declared there: nothing carries
+      // them across tiles); the partial tile's skipped elements stay 0.
+      auto elements = [&](bool zero) {
+        for (const auto* b : k.element_scalars)
+          out += fmt::format("    {} x_{}[MT][NT][4]{};\n", d.value_type(b), d.scalar(b), zero ? " = {}" : "");
+      };
+      out += "    if (n0 + BN <= t_N) {\n";
+      full_ = true;
+      elements(false);
+      for (const auto& s : k.steps) step(s);
+      out += "    } else {\n      const int kn = (int)(t_N - n0);  // keys of the tile inside\n      (void)kn;\n";
+      full_ = false;
+      elements(true);
+      for (const auto& s : k.steps) step(s);
+      out += "    }\n    }  // the warp's rows\n";
+      out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
     };
-    out += "    if (n0 + BN <= t_N) {\n";
-    full_ = true;
-    elements(false);
-    for (const auto& s : k.steps) step(s);
-    out += "    } else {\n      const int kn = (int)(t_N - n0);  // keys of the tile inside\n      (void)kn;\n";
-    full_ = false;
-    elements(true);
-    for (const auto& s : k.steps) step(s);
-    out += "    }\n";
-    out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
+    std::vector<std::string> nz;
+    for (const auto& inv : k.invariants)
+      if (inv.divisor) nz.push_back(inv.name);
+    if (nz.empty()) {
+      key_loop();
+    } else {
+      std::string cond, yes, no;
+      for (const auto& n : nz) {
+        cond += (cond.empty() ? "" : " && ") + n + " != 0.0f";
+        yes += fmt::format("    constexpr bool {}_nz = true;\n", n);
+        no += fmt::format("    constexpr bool {}_nz = false;\n", n);
+      }
+      out += "  if (" + cond + ") {\n" + yes;
+      key_loop();
+      out += "  } else {\n" + no;
+      key_loop();
+      out += "  }\n";
+    }
     // After the key loop: loops over the output columns read O's registers.
     for (const auto& s : k.post) {
       if (s->kind != ir::StmtKind::For) {
@@ -331,23 +397,24 @@ struct Printer {
       }
       ir::each_stmt(s, [&](const ir::StmtNode& y) {
         ir::own_exprs(y, [&](const ir::ExprNode& e) {
-          if (e.kind == ir::ExprKind::Load && e.buffer.get() == k.out_acc) d.bind(&e, "o[0][dt][e]");
+          if (e.kind == ir::ExprKind::Load && e.buffer.get() == k.out_acc) d.bind(&e, "o[rr >> 1][dt][e]");
         });
       });
       // Row by row (one check, the row's index arithmetic and divisors
       // shared by its columns), then the lane's columns of that row.
-      out += "#pragma unroll\n  for (int rr = 0; rr < 2; ++rr) {\n";
+      out += "#pragma unroll\n  for (int rr = 0; rr < 2 * MT; ++rr) {\n";
       out += fmt::format("    const int64_t {} = {};\n", d.var(k.row_var), row_of("rr"));
       out += fmt::format("    if ({} < t_M) {{\n", d.var(k.row_var));
       out += load_rows("rr", "      ");
       int n = 0;
       for (const auto& [node, b] : k.post_divisors) {
         std::string dv = fmt::format("dv{}", n++);
-        out += fmt::format("      const float {0}_k = dcc_div16_k({1}), {0}_r = __frcp_rn({1} * {0}_k);\n", dv, d.scalar(b));
+        out += fmt::format("      const float {0}_k = dcc_div16_k({1}), {0}_r = __frcp_rn({1} * {0}_k);\n"
+                           "      constexpr bool {0}_nz = false;  // a row sum may be 0\n", dv, d.scalar(b));
         d.bind_divisor(node, dv);
       }
       out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
-      out += "          const int e = 2 * rr + c;\n";
+      out += "          const int e = 2 * (rr & 1) + c;\n";
       out += fmt::format("          const int64_t {} = 8 * dt + 2 * tig + c;\n", d.var(s->var));
       out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
       out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n    }\n  }\n";
@@ -367,11 +434,12 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   o += p.body();
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
-    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__d{}({}__launch launch) {{\n", k.warps * 32,
+    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__d{}({}__launch launch) {{\n", attention_warps(k, dp) * 32,
                      x < k.min_blocks.size() ? k.min_blocks[x] : 1, k.name, dp, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
                      attention_smem_bytes(k, dp));
-    o += fmt::format("  {}__body<{}, {}>(launch, smem);\n}}\n\n", k.name, dp, attention_tile_n(k, dp));
+    o += fmt::format("  {}__body<{}, {}, {}, {}>(launch, smem);\n}}\n\n", k.name, dp, attention_tile_n(k, dp),
+                     attention_m_tiles(k, dp), attention_warps(k, dp));
   }
   return o;
 }
@@ -382,10 +450,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   for (const auto& b : k.batch) o += text.var(b.var) + ", ";
   o += fmt::format("query tile), built by the host from the lengths, longest key sequence first\n");
   for (const auto& b : k.batch) o += fmt::format("    batch {} in 0 .. {}\n", text.var(b.var), text.expr(b.extent));
-  o += fmt::format("    rows {} in 0 .. {} (tile {}), keys {} in 0 .. {} (tiles per head dim below)\n", text.var(k.row_var),
-                   text.expr(k.rows), k.tile_m, text.var(k.key_var), text.expr(k.keys));
+  o += fmt::format("    rows {} in 0 .. {}, keys {} in 0 .. {} (tiles per head dim below)\n", text.var(k.row_var),
+                   text.expr(k.rows), text.var(k.key_var), text.expr(k.keys));
   o += "  instances: " + attention_instances(k) + "\n";
-  o += fmt::format("  block: {} threads = {} warps x 16 query rows\n", k.warps * 32, k.warps);
   for (const auto& s : k.scalars) o += fmt::format("  let {} = {}\n", s.name, text.expr(s.value));
   o += fmt::format("  operands: q {}, k {}, v {} ({}), head dims instantiated", text.buffer(k.q), text.buffer(k.k),
                    text.buffer(k.v), elem_name(k.elem));
@@ -406,7 +473,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   o += fmt::format("  score: {} per (row, key) from the contraction\n", text.buffer(k.score_acc));
   for (const auto& inv : k.invariants)
     o += fmt::format("  invariant {} = {} (once a block{})\n", inv.name, text.expr(inv.value),
-                     inv.divisor ? "; 16-bit divisions by it multiply by its scaled reciprocal" : "");
+                     inv.divisor ? "; 16-bit divisions by it multiply by its scaled reciprocal, with no 0 / 0 check in "
+                                 "the key loop's copy for blocks where it is not 0"
+                               : "");
   for (const auto& s : k.pre) o += "  before keys (per row): " + text.stmt(s, 0);
   for (const auto& s : k.steps) {
     switch (s.kind) {

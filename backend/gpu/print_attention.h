@@ -34,7 +34,7 @@ struct AttnDeviceText : DeviceText {
 
 /// `k` as CUDA C++: `struct NAME__launch { ARGS a; const int32_t* tiles; }`
 /// and `__global__ void NAME__dDP(NAME__launch)` for every DP of
-/// k.head_dims, launched with k.warps * 32 threads and
+/// k.head_dims, launched with attention_warps(k, DP) * 32 threads and
 /// attention_smem_bytes(k, DP) bytes of dynamic shared memory per tile-list
 /// entry (batch indices, then the query tile).
 std::string print_attention(const AttentionKernel& k, AttnDeviceText& d);

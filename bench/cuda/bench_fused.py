@@ -73,6 +73,9 @@ def parse_args(argv=None):
                     help="one batch of these lengths (e.g. 4096,0,1,17) instead of --batches / --B")
     ap.add_argument("--check-only", action="store_true", help="check against float64, time nothing")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f32"])
+    ap.add_argument("--variants", default="",
+                    help="NAME=DIR,...: more builds of the same libraries (e.g. other --attention-tiles), each "
+                         "checked and timed in the same interleaving; one more line per variant")
     a = ap.parse_args(argv)
     if a.lengths is not None:
         try:
@@ -84,6 +87,9 @@ def parse_args(argv=None):
     a.D = [int(x) for x in a.D.split(",")]
     a.B = [int(x) for x in a.B.split(",")]
     a.mask = a.mask.split(",")
+    a.variants = [tuple(v.split("=", 1)) for v in a.variants.split(",") if v]
+    if any(len(v) != 2 for v in a.variants):
+        ap.error("--variants takes NAME=DIR pairs, comma-separated")
     for m in a.mask:
         if m not in ("full", "causal"):
             ap.error(f"--mask takes full and causal, not {m!r}")
@@ -92,15 +98,16 @@ def parse_args(argv=None):
     return a
 
 
-def libraries(args):
+def libraries(args, folder=None):
     """(function, library) per mask, failing clearly when a library is missing."""
+    folder = folder or args.dir
     out = {}
     sos = ((("full", "mha_bf16.so", "mha_bf16"), ("causal", "mha_causal_bf16.so", "mha_causal")) if args.dtype == "bf16"
            else (("full", "mha.so", "mha"), ("causal", "mha_causal.so", "mha_causal")))
     for mask, so, fn in sos:
         if mask not in args.mask:
             continue
-        path = os.path.join(args.dir, so)
+        path = os.path.join(folder, so)
         if not os.path.exists(path):
             raise SystemExit(f"bench_fused: {path} is missing (scripts/gpu_bundle.sh builds it)")
         lib = ctypes.CDLL(os.path.abspath(path))
@@ -119,6 +126,7 @@ def main(argv=None):
         print("bench_fused: no CUDA GPU (run it on the GPU machine: build-gpu/run_gpu.sh)", file=sys.stderr)
         return 2
     libs = libraries(args)
+    variants = [(n, libraries(args, d)) for n, d in args.variants]
     f32 = args.dtype == "f32"
     dt = torch.float32 if f32 else torch.bfloat16
     p1, p2 = ("eff", "sdpa-eff") if f32 else ("fa2", "cudnn")
@@ -152,10 +160,13 @@ def main(argv=None):
                     kvs = PackedKV(k.data_ptr(), k.numel(), v.data_ptr(), v.numel(), seqlen.data_ptr(), batch, batch, H, D)
                     res = PackedQueries(out.data_ptr(), out.numel(), 0, 0, 0, 0, 0)
 
-                    def run_dccc():
-                        st = fn(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
-                        if st != 0:
-                            raise RuntimeError(f"status {st}: {lib.dcc_last_error().decode()}")
+                    def caller(fn, lib):
+                        def run():
+                            st = fn(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
+                            if st != 0:
+                                raise RuntimeError(f"status {st}: {lib.dcc_last_error().decode()}")
+                        return run
+                    run_dccc = caller(fn, lib)
 
                     def run_fa2():
                         if f32:
@@ -210,6 +221,17 @@ def main(argv=None):
                         lines.append(line)
                         continue
                     peers = {"dccc": run_dccc, p1: run_fa2, p2: run_cudnn}
+                    for vn, vl in variants:  # each checked like dccc, then timed with the others
+                        out.zero_()
+                        run_v = caller(*vl[mask])
+                        run_v()
+                        torch.cuda.synchronize()
+                        verr = (out.double() - ref).abs().max().item()
+                        if verr > (1e-3 if f32 else 5e-2) or math.isnan(verr):
+                            print(f"{name:>8} {batch:>4} {D:>4} {mask:>6}  variant {vn} wrong: max err {verr:.2e}", flush=True)
+                            failed = True
+                            continue
+                        peers["v:" + vn] = run_v
                     times = {p: [] for p in peers}
                     for p, f in list(peers.items()):  # warm-up; a peer that fails is dropped
                         try:
@@ -234,6 +256,14 @@ def main(argv=None):
                             f"{flops / med[p1] / 1e9:8.1f} {err:8.1e} {p1} {fa2_err:8.1e}")
                     print(line, flush=True)
                     lines.append(line)
+                    for vn, _ in variants:
+                        if "v:" + vn not in times or not times["v:" + vn]:
+                            continue
+                        vm = statistics.median(times["v:" + vn])
+                        line = (f"{name:>8} {batch:>4} {D:>4} {mask:>6}   variant {vn:>10}: min {min(times['v:' + vn]):.3f} "
+                                f"med {vm:.3f} ms, {p1}/variant {med[p1] / vm:.3f}, dccc/variant {med['dccc'] / vm:.3f}")
+                        print(line, flush=True)
+                        lines.append(line)
                     del qp, kp, vp, qt, kt, vt, keymask, ref
                     torch.cuda.empty_cache()
     if args.out:

@@ -50,7 +50,7 @@ struct Built {
 /// `fn` of `source` through the CUDA passes with online reductions, emitted
 /// and built against cuda_emu.h.
 void build(const std::string& name, const std::string& source, const std::string& fn, Built& b,
-           gpu::Fp32Math fp32 = gpu::Fp32Math::Split3xTf32) {
+           gpu::Fp32Math fp32 = gpu::Fp32Math::Split3xTf32, gpu::AttentionTuning tune = {}) {
   Program& p = b.keep;
   ASSERT_TRUE(testing::front_end(p, name, source)) << testing::diagnostics(p);
   ir::PipelineOptions o;
@@ -64,6 +64,7 @@ void build(const std::string& name, const std::string& source, const std::string
   ASSERT_NE(b.func, nullptr);
   CudaOptions co;
   co.fp32 = fp32;
+  co.attention = tune;
   b.cu = emit_cuda(*p.module, co);
   auto dir = std::filesystem::temp_directory_path() / ("dccc-attn-emu-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -221,10 +222,10 @@ std::string bf16_version(const std::string& path) {
 }
 
 void check(const std::string& file, const std::string& source, const std::string& fn, const Mod& mod,
-           bool skips_tiles) {
+           bool skips_tiles, gpu::AttentionTuning tune = {}) {
   SCOPED_TRACE(fn);
   Built b;
-  build(file, source, fn, b);
+  build(file, source, fn, b, gpu::Fp32Math::Split3xTf32, tune);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
   EXPECT_NE(b.cu.find("dcc_mma_tiles_bf16<1, 2>"), std::string::npos) << "P V is not on the tensor cores";
@@ -240,6 +241,20 @@ void check(const std::string& file, const std::string& source, const std::string
 
 TEST(AttentionEmu, MhaBf16) {
   check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false);
+}
+
+// Two m16 tiles of query rows a warp (--attention-tiles=2,2,32,2: 2 warps
+// of 32 rows, 32 keys a tile): each K and V fragment feeds two MMAs; the
+// row slots, folds, rescale and output loops run over both tiles.
+TEST(AttentionEmu, TwoTilesAWarpBf16) {
+  const gpu::AttentionTuning two{2, 2, 32, 2};
+  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
+        two);
+  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+        [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, two);
+  Built b;
+  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, two);
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 32, 2, 2>"), std::string::npos) << "not two m16 tiles a warp";
 }
 
 TEST(AttentionEmu, CausalBf16) {

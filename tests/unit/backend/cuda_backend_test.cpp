@@ -12,16 +12,20 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
 #include "backend/cuda/cuda_codegen.h"
+#include "backend/cuda/cuda_prologue.h"
 #include "backend/llvm/jit.h"
 #include "tests/unit/backend/cuda_scheduled.h"
 #include "tests/unit/backend/grouped_gemm_check.h"
+#include "tests/unit/backend/half_bits.h"
 
 namespace dccc::backend {
 namespace {
@@ -167,6 +171,101 @@ TEST(CudaBackend, ScheduledMatchCpuBackend) {
 // K = 4,096 and with M = 4,096. Tolerances per output element as in
 // mma_emu_test.cpp, with S = sum |a b|: 1e-5 S (bf16 output: + 2^-8 |ref|;
 // TF32: 2^-10 S).
+// The device's exp and division with 16-bit results (dcc_exp16, dcc_fdiv16;
+// docs/cuda.md "16-bit results") on every bf16 and every f16 input (exp)
+// and on 2^20 random pairs plus zeros, infinities and NaN (division): the
+// rounded result is the correctly rounded one of the float64 value or a
+// neighbour in the 16-bit type, 0 / 0 is 0, and NaN stays NaN.
+TEST(CudaBackend, Exp16AndDiv16WithinOneUnitOnEveryInput) {
+  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-math16-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string cu = std::string(kCudaPrologue) + R"CU(
+__global__ void math16(const float* x, const float* b, float* y, int n, int mode) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if (mode == 0) y[i] = dcc_rbf16(dcc_exp16(x[i]));
+  if (mode == 1) y[i] = dcc_rf16(dcc_exp16(x[i]));
+  if (mode == 2) y[i] = dcc_rbf16(dcc_fdiv16(x[i], b[i]));
+  if (mode == 3) y[i] = dcc_rf16(dcc_fdiv16(x[i], b[i]));
+}
+extern "C" int math16_run(const float* x, const float* b, float* y, int n, int mode) {
+  float *dx = nullptr, *db = nullptr, *dy = nullptr;
+  const size_t bytes = sizeof(float) * (size_t)n;
+  if (cudaMalloc(&dx, bytes) || cudaMalloc(&db, bytes) || cudaMalloc(&dy, bytes)) return 1;
+  cudaMemcpy(dx, x, bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b, bytes, cudaMemcpyHostToDevice);
+  math16<<<(n + 255) / 256, 256>>>(dx, db, dy, n, mode);
+  cudaMemcpy(y, dy, bytes, cudaMemcpyDeviceToHost);
+  cudaFree(dx), cudaFree(db), cudaFree(dy);
+  return cudaGetLastError() != cudaSuccess;
+}
+)CU";
+  std::string log;
+  void* lib = build(nvcc, cu, dir, "math16", log);
+  ASSERT_NE(lib, nullptr) << log;
+  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));
+  auto run = reinterpret_cast<int (*)(const float*, const float*, float*, int, int)>(dlsym(lib, "math16_run"));
+  ASSERT_TRUE(count && run);
+  if (count() == 0) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "no CUDA GPU on this machine";
+  }
+  for (int bf = 1; bf >= 0; --bf) {
+    SCOPED_TRACE(bf ? "bf16" : "f16");
+    auto bits = [&](double v) { return bf ? testing::to_bf16(static_cast<float>(v)) : testing::to_f16(static_cast<float>(v)); };
+    auto value = [&](uint16_t h) { return bf ? testing::from_bf16(h) : testing::from_f16(h); };
+    // Within one unit of the correctly rounded 16-bit value of r (the
+    // float64 result rounded once to f32 first: a double rounding is
+    // itself within one unit).
+    auto within = [&](double got, double r) {
+      if (std::isnan(r)) return std::isnan(got);
+      const uint16_t c = bits(r);
+      if (got == value(c)) return true;
+      const uint16_t mag = c & 0x7fff, sign = c & 0x8000;
+      for (int d : {-1, 1}) {
+        int m = mag + d;
+        if (m < 0) m = 1, d = 0;  // below +-0: the smallest subnormal of the other sign
+        const uint16_t n = static_cast<uint16_t>(m | (d == 0 ? sign ^ 0x8000 : sign));
+        if (got == value(n)) return true;
+      }
+      return false;
+    };
+    // exp of every 16-bit value.
+    std::vector<float> x(65536), b(65536, 1.0f), y(65536);
+    for (int h = 0; h < 65536; ++h) x[h] = static_cast<float>(value(static_cast<uint16_t>(h)));
+    ASSERT_EQ(run(x.data(), b.data(), y.data(), 65536, bf ? 0 : 1), 0);
+    int bad = 0;
+    for (int h = 0; h < 65536; ++h) {
+      const double r = std::exp(static_cast<double>(x[h]));
+      if (!within(y[h], r) && bad++ < 5) ADD_FAILURE() << "exp(" << x[h] << ") = " << y[h] << ", float64 " << r;
+    }
+    EXPECT_EQ(bad, 0);
+    // Division: random pairs over the whole range, then the special operands.
+    std::mt19937 gen(7);
+    const int n = 1 << 20;
+    std::vector<float> a(n), d(n), q(n);
+    const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, -3.0f};
+    for (int i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(value(static_cast<uint16_t>(gen())));
+      d[i] = static_cast<float>(value(static_cast<uint16_t>(gen())));
+      if (i % 64 == 0) a[i] = special[(i / 64) % 7];
+      if (i % 64 == 1) d[i] = special[(i / 64) % 7];
+      if (i % 64 == 2) a[i] = d[i] = 0.0f;
+    }
+    ASSERT_EQ(run(a.data(), d.data(), q.data(), n, bf ? 2 : 3), 0);
+    bad = 0;
+    for (int i = 0; i < n; ++i) {
+      const double r = a[i] == 0 && d[i] == 0 ? 0.0 : static_cast<double>(a[i]) / static_cast<double>(d[i]);
+      if (!within(q[i], r) && bad++ < 5) ADD_FAILURE() << a[i] << " / " << d[i] << " = " << q[i] << ", float64 " << r;
+    }
+    EXPECT_EQ(bad, 0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {
   if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
   std::string nvcc = find_nvcc();
