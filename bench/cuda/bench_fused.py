@@ -73,6 +73,9 @@ def parse_args(argv=None):
                     help="one batch of these lengths (e.g. 4096,0,1,17) instead of --batches / --B")
     ap.add_argument("--check-only", action="store_true", help="check against float64, time nothing")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f32"])
+    ap.add_argument("--flex", action="store_true",
+                    help="also time FlexAttention (torch.compile'd flex_attention over the packed batch with a "
+                         "document block mask; causal: and key <= query), one more line per configuration")
     ap.add_argument("--variants", default="",
                     help="NAME=DIR,...: more builds of the same libraries (e.g. other --attention-tiles), each "
                          "checked and timed in the same interleaving; one more line per variant")
@@ -96,6 +99,35 @@ def parse_args(argv=None):
     if any(d < 1 or d > 256 for d in a.D):
         ap.error("--D: head dims from 1 to 256 (the fused kernel's instantiations)")
     return a
+
+
+_flex = None
+
+
+def flex_peer(torch, q, k, v, seqlen, causal, ref):
+    """FlexAttention on the packed batch as one sequence of all tokens, [1, H, total, D] (the
+    transposes happen here, outside the timed call), with a document mask (a token sees the keys
+    of its own sequence; causal: at or before it); the block mask is made once. Returns the call
+    and its max error against the float64 reference."""
+    global _flex
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    if _flex is None:
+        _flex = torch.compile(flex_attention)
+    total = q.shape[0]
+    doc = torch.repeat_interleave(torch.arange(seqlen.numel(), device="cuda"), seqlen.long())
+
+    def mask_mod(b, h, qi, ki):
+        same = doc[qi] == doc[ki]
+        return same & (ki <= qi) if causal else same
+
+    bm = create_block_mask(mask_mod, None, None, total, total, device="cuda")
+    qf, kf, vf = (x.transpose(0, 1).unsqueeze(0).contiguous() for x in (q, k, v))
+
+    def run():
+        return _flex(qf, kf, vf, block_mask=bm)
+
+    got = run()[0].transpose(0, 1).double()
+    return run, (got - ref).abs().max().item()
 
 
 def libraries(args, folder=None):
@@ -221,6 +253,12 @@ def main(argv=None):
                         lines.append(line)
                         continue
                     peers = {"dccc": run_dccc, p1: run_fa2, p2: run_cudnn}
+                    if args.flex:
+                        try:
+                            run_flex, flex_err = flex_peer(torch, q, k, v, seqlen, causal, ref)
+                            peers["flex"] = run_flex
+                        except Exception as e:  # noqa: BLE001 (a torch without flex_attention, a failed compile)
+                            print(f"# {name} {D} {mask}: flex unavailable: {type(e).__name__}: {e}", flush=True)
                     for vn, vl in variants:  # each checked like dccc, then timed with the others
                         out.zero_()
                         run_v = caller(*vl[mask])
@@ -256,6 +294,12 @@ def main(argv=None):
                             f"{flops / med[p1] / 1e9:8.1f} {err:8.1e} {p1} {fa2_err:8.1e}")
                     print(line, flush=True)
                     lines.append(line)
+                    if times.get("flex"):
+                        fm = statistics.median(times["flex"])
+                        line = (f"{name:>8} {batch:>4} {D:>4} {mask:>6}   flex: min {min(times['flex']):.3f} med {fm:.3f} ms, "
+                                f"flex/dccc {fm / med['dccc']:.3f}, {flops / fm / 1e9:.1f} TF/s, max err {flex_err:.1e}")
+                        print(line, flush=True)
+                        lines.append(line)
                     for vn, _ in variants:
                         if "v:" + vn not in times or not times["v:" + vn]:
                             continue

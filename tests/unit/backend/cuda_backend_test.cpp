@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -175,7 +176,9 @@ TEST(CudaBackend, ScheduledMatchCpuBackend) {
 // docs/cuda.md "16-bit results") on every bf16 and every f16 input (exp)
 // and on 2^20 random pairs plus zeros, infinities and NaN (division): the
 // rounded result is the correctly rounded one of the float64 value or a
-// neighbour in the 16-bit type, 0 / 0 is 0, and NaN stays NaN.
+// neighbour in the 16-bit type, 0 / 0 is 0, and NaN stays NaN. And bf16
+// rounding itself (dcc_rbf16, one cvt.rn.bf16x2) on 2^22 random f32 bit
+// patterns: exactly the host's round-to-nearest-even (half_bits.h).
 TEST(CudaBackend, Exp16AndDiv16WithinOneUnitOnEveryInput) {
   if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
   std::string nvcc = find_nvcc();
@@ -190,6 +193,7 @@ __global__ void math16(const float* x, const float* b, float* y, int n, int mode
   if (mode == 1) y[i] = dcc_rf16(dcc_exp16(x[i]));
   if (mode == 2) y[i] = dcc_rbf16(dcc_fdiv16(x[i], b[i]));
   if (mode == 3) y[i] = dcc_rf16(dcc_fdiv16(x[i], b[i]));
+  if (mode == 4) y[i] = dcc_rbf16(x[i]);
 }
 extern "C" int math16_run(const float* x, const float* b, float* y, int n, int mode) {
   float *dx = nullptr, *db = nullptr, *dy = nullptr;
@@ -212,6 +216,23 @@ extern "C" int math16_run(const float* x, const float* b, float* y, int n, int m
   if (count() == 0) {
     std::filesystem::remove_all(dir);
     GTEST_SKIP() << "no CUDA GPU on this machine";
+  }
+  {
+    std::mt19937 gen(3);
+    const int n = 1 << 22;
+    std::vector<float> x(n), b(n, 1.0f), y(n);
+    for (int i = 0; i < n; ++i) {
+      const uint32_t u = static_cast<uint32_t>(gen());
+      std::memcpy(&x[i], &u, 4);
+    }
+    ASSERT_EQ(run(x.data(), b.data(), y.data(), n, 4), 0);
+    int bad = 0;
+    for (int i = 0; i < n; ++i) {
+      const double want = testing::from_bf16(testing::to_bf16(x[i]));
+      const bool ok = std::isnan(want) ? std::isnan(y[i]) : static_cast<double>(y[i]) == want;
+      if (!ok && bad++ < 5) ADD_FAILURE() << "bf16(" << x[i] << ") = " << y[i] << ", host " << want;
+    }
+    EXPECT_EQ(bad, 0);
   }
   for (int bf = 1; bf >= 0; --bf) {
     SCOPED_TRACE(bf ? "bf16" : "f16");
