@@ -178,6 +178,9 @@ NVCC
   usage_error "$toy" --target=cuda --cuda-arch=compute_90 -o "$tmp/x.so"
   usage_error "$toy" --target=cuda --cuda-arch=sm_75 -o "$tmp/x.so"  # tensor cores need sm_80
   usage_error "$toy" --target=cuda --cuda-arch= -o "$tmp/x.so"
+  usage_error "$toy" --target=cuda --attention-tiles=3,4,64,2 --emit=kernel  # m16 tiles a warp: 1 or 2
+  usage_error "$toy" --target=cuda --attention-tiles=1,4,40,2 --emit=kernel  # keys: a multiple of 16
+  usage_error "$toy" --target=cuda --attention-tiles=1,4,64 --emit=kernel
   ;;
 depfile)
   mkdir "$tmp/my dir"
