@@ -27,9 +27,11 @@ void FuncEmitter::emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k
     using PieceText::PieceText;
     void bind(const ir::ExprNode* x, const std::string& text) override { e.override_[x] = text; }
     void bind_divisor(const ir::ExprNode* x, const std::string& name) override { e.divisor_[x] = name; }
+    void bind_finite_sub(const ir::ExprNode* x) override { e.finite_sub_.insert(x); }
     void unbind_all() override {
       e.override_.clear();
       e.divisor_.clear();
+      e.finite_sub_.clear();
     }
     std::string value_type(const BufferNode* b) override { return cudagen::value_type(b->type); }
   } text(*this);

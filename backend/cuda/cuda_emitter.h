@@ -308,6 +308,7 @@ class FuncEmitter {
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
   std::map<const ir::ExprNode*, std::string> override_;  // expressions already in registers
   std::map<const ir::ExprNode*, std::string> divisor_;   // 16-bit divisions by NAME: NAME_k, NAME_r precomputed
+  std::set<const ir::ExprNode*> finite_sub_;              // float subtractions with an operand known finite: plain a - b
   std::map<std::string, std::string> hoisted_;           // loads made once per outer iteration
   std::string outer_prefix_;                              // their declarations
   std::set<const BufferNode*> host_len_;

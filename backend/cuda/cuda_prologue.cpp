@@ -279,12 +279,13 @@ __device__ __forceinline__ float dcc_div16_k(float b) {
   return m > 0x1p126f ? 0x1p-4f : (m < 0x1p-126f ? 0x1p24f : 1.0f);
 }
 // With k and r = 1 / (b k) computed once (a divisor invariant in a kernel);
-// nz: b is known not to be 0 (a compile-time constant where the caller
-// tested it once), so no 0 / 0 check.
+// nz: b is known not to be 0 and k to be 1 (a compile-time constant where
+// the caller tested both once), so one multiply and no 0 / 0 check.
 __device__ __forceinline__ float dcc_fdiv16_pre(float a, float b, float k, float r, bool nz = false) {
 #if defined(__CUDA_ARCH__)
+  if (nz) return a * r;
   const float q = (a * k) * r;
-  return !nz && a == 0.0f && b == 0.0f ? 0.0f : q;
+  return a == 0.0f && b == 0.0f ? 0.0f : q;
 #else
   (void)k, (void)r, (void)nz;
   return (a == 0.0f && b == 0.0f) ? 0.0f : a / b;

@@ -182,7 +182,9 @@ std::string FuncEmitter::binary(const ir::Expr& e) {
     switch (e->binop) {
       case BinOp::Add: return fmt::format("(({}) + ({}))", a, c);
       // The masked-value rules (ir/masked_arith.h).
-      case BinOp::Sub: return fmt::format("dcc_fsub({}, {})", a, c);
+      case BinOp::Sub:
+        if (finite_sub_.count(e.get())) return fmt::format("(({}) - ({}))", a, c);  // an operand is finite
+        return fmt::format("dcc_fsub({}, {})", a, c);
       case BinOp::Mul: return fmt::format("(({}) * ({}))", a, c);
       case BinOp::Div:
         if (auto it = divisor_.find(e->args[1].get()); it != divisor_.end() && is_16bit(e->type))

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <set>
 
 namespace dccc::gpu {
@@ -92,9 +94,44 @@ struct Printer {
   void step(const AttnStep& s) {
     bind_invariants();
     switch (s.kind) {
-      case AttnStepKind::Element:
-        out += element_loop(d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get()));
+      case AttnStepKind::Element: {
+        const std::string body = d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get());
+        // A float subtraction with a row value as an operand (x - m, the
+        // running max) follows the masked-value rule -inf - -inf = -inf: a
+        // compare an element. A lane whose rows' values are all finite
+        // needs none (with a finite operand the IEEE difference is the
+        // rule's), so the step is printed again for such lanes.
+        std::vector<const ir::ExprNode*> subs;
+        std::set<const ir::BufferNode*> rows;
+        ir::own_exprs(*s.stmt, [&](const ir::ExprNode& root) {
+          std::function<void(const ir::ExprNode&)> walk = [&](const ir::ExprNode& e) {
+            if (e.kind == ir::ExprKind::Binary && e.binop == ir::BinOp::Sub &&
+                (e.type == Scalar::F32 || e.type == Scalar::BF16 || e.type == Scalar::F16))
+              for (const auto& a : e.args)
+                if (a->kind == ir::ExprKind::Load && a->args.empty() &&
+                    std::find(k.row_scalars.begin(), k.row_scalars.end(), a->buffer.get()) != k.row_scalars.end()) {
+                  subs.push_back(&e);
+                  rows.insert(a->buffer.get());
+                }
+            for (const auto& a : e.args) walk(*a);
+          };
+          walk(root);
+        });
+        if (subs.empty()) {
+          out += element_loop(body);
+          return;
+        }
+        std::string fin;
+        for (const auto* b : rows) fin += fmt::format(" && fabsf((float)w_{}[rr]) < INFINITY", d.scalar(b));
+        for (const auto* e : subs) d.bind_finite_sub(e);
+        const std::string plain = d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get());
+        d.unbind_all();
+        bind_invariants();
+        out += "    bool fin = true;  // the lane's row values in the step's subtractions are finite\n";
+        out += "#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) fin = fin" + fin + ";\n";
+        out += "    if (fin) {\n" + element_loop(plain) + "    } else {\n" + element_loop(body) + "    }\n";
         return;
+      }
       case AttnStepKind::Row: out += row_loop(d.stmts({s.stmt}, 3)); return;
       case AttnStepKind::Fold: {
         const char* id = s.op == ir::BinOp::Max ? "-INFINITY" : s.op == ir::BinOp::Min ? "INFINITY" : "0.0f";
@@ -243,7 +280,7 @@ struct Printer {
       out += fmt::format("  const auto {} = {};  // once a block\n", inv.name, d.expr(inv.value));
       if (inv.divisor)
         out += fmt::format("  const float {0}_k = dcc_div16_k({0}), {0}_r = __frcp_rn({0} * {0}_k);  // dividing by {0}\n"
-                           "  constexpr bool {0}_nz = false;  // the key loop's copy for {0} != 0 says true\n", inv.name);
+                           "  constexpr bool {0}_nz = false;  // the key loop's copy for {0} != 0, {0}_k == 1 says true\n", inv.name);
     }
     out += fmt::format("  constexpr int LINE = DP + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
                        k.pad, f32 ? 8 : 16, f32 ? 4 : 8);
@@ -329,8 +366,9 @@ struct Printer {
     out += "      }\n    }\n  };\n";
     out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
     // The key loop; twice when the body divides by block invariants: once
-    // for blocks where none of them is 0 (NAME_nz true: the quotient needs
-    // no 0 / 0 check, two instructions an element fewer), once for the rest.
+    // for blocks where none of them is 0 and none needs a scaling k (NAME_nz
+    // true: the quotient is one multiply by the reciprocal, with no 0 / 0
+    // check: three instructions an element fewer), once for the rest.
     auto key_loop = [&]() {
       out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
       out += "    dcc_cp_async_wait<0>();\n    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
@@ -379,7 +417,7 @@ struct Printer {
     } else {
       std::string cond, yes, no;
       for (const auto& n : nz) {
-        cond += (cond.empty() ? "" : " && ") + n + " != 0.0f";
+        cond += (cond.empty() ? "" : " && ") + n + " != 0.0f && " + n + "_k == 1.0f";
         yes += fmt::format("    constexpr bool {}_nz = true;\n", n);
         no += fmt::format("    constexpr bool {}_nz = false;\n", n);
       }
@@ -473,8 +511,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   o += fmt::format("  score: {} per (row, key) from the contraction\n", text.buffer(k.score_acc));
   for (const auto& inv : k.invariants)
     o += fmt::format("  invariant {} = {} (once a block{})\n", inv.name, text.expr(inv.value),
-                     inv.divisor ? "; 16-bit divisions by it multiply by its scaled reciprocal, with no 0 / 0 check in "
-                                 "the key loop's copy for blocks where it is not 0"
+                     inv.divisor ? "; 16-bit divisions by it multiply by its scaled reciprocal, in "
+                                 "the key loop's copy for blocks where it is not 0 and needs no scaling by one multiply "
+                                 "with no 0 / 0 check"
                                : "");
   for (const auto& s : k.pre) o += "  before keys (per row): " + text.stmt(s, 0);
   for (const auto& s : k.steps) {

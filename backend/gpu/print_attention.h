@@ -28,7 +28,10 @@ struct AttnDeviceText : DeviceText {
   /// A 16-bit division by `divisor` multiplies by NAME_r after scaling by
   /// NAME_k (dcc_fdiv16_pre; declared by the printer once a block).
   virtual void bind_divisor(const ir::ExprNode* divisor, const std::string& name) = 0;
-  virtual void unbind_all() = 0;  // both kinds
+  /// A float subtraction one of whose operands is known finite: printed as
+  /// the IEEE difference, without the masked-value rule's -inf - -inf check.
+  virtual void bind_finite_sub(const ir::ExprNode* sub) = 0;
+  virtual void unbind_all() = 0;  // every kind
   virtual std::string value_type(const ir::BufferNode* b) = 0;  // `float`, `int64_t`, ...
 };
 
