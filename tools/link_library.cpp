@@ -196,7 +196,18 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
         std::cerr << diags.shown_error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
-  fs::copy_file(rt.header, out.parent_path() / "dccrt.h", fs::copy_options::overwrite_existing, ec);
+  // Copied under a name of this process and renamed into place (atomic):
+  // several dccc writing libraries into one folder at once (make -j) must
+  // never let one's C compile read another's half-written dccrt.h.
+  {
+    const fs::path part = out.parent_path() / (".dccrt.h." + std::to_string(getpid()));
+    fs::copy_file(rt.header, part, fs::copy_options::overwrite_existing, ec);
+    if (!ec) fs::rename(part, out.parent_path() / "dccrt.h", ec);
+    if (ec) {
+      std::error_code ignored;
+      fs::remove(part, ignored);
+    }
+  }
   if (ec) {
     std::cerr << "dccc: error: cannot write `" << (out.parent_path() / "dccrt.h").string() << "`: " << ec.message()
               << "\n";

@@ -243,6 +243,20 @@ runtime)
   "$tmp/static/sharing" "$tmp/static/A.so" "$tmp/static/B.so" separate || fail "static runtimes: cache counts"
   "$tmp/shared/sharing" "$tmp/shared/A.so" "$tmp/shared/B.so" shared || fail "the shared runtime: cache counts"
   usage_error "$toy" --runtime=dynamic -o "$tmp/x.so"
+  # Libraries written into one folder at once (make -j): each C compile
+  # reads a whole dccrt.h (copied in under a private name, then renamed).
+  mkdir -p "$tmp/par"
+  pids=()
+  for k in 1 2 3 4 5 6; do
+    "$DCCC" "$toy" -o "$tmp/par/lib$k.so" >"$tmp/par/$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for k in 1 2 3 4 5 6; do
+    wait "${pids[$((k - 1))]}" || fail "parallel -o into one folder: library $k failed: $(cat "$tmp/par/$k.log")"
+  done
+  hdr=$("$DCCC" --print-runtime | sed -n 's/^header: //p')
+  cmp -s "$tmp/par/dccrt.h" "$hdr" || fail "parallel -o: dccrt.h is not the runtime's ($hdr)"
+  if ls -a "$tmp/par" | grep -q '^\.dccrt'; then fail "parallel -o left a partial dccrt.h copy"; fi
   ;;
 json)
   # One object per line; every error of the text output, same place.
