@@ -6,6 +6,8 @@
 // for the head dim.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "backend/cuda/cuda_emitter.h"
 #include "backend/gpu/plan_attention.h"
 #include "backend/gpu/print_attention.h"
@@ -62,32 +64,35 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   // First the largest head dim, which picks the instantiation and so the
   // query tile; then the entries.
   std::string b = "      std::vector<std::pair<int64_t, std::vector<int32_t>>> ents;\n";
-  auto batch_loops = [&](const std::string& inner) {
+  // The loops over the batch entries around `inner(pad)`, pad its indent.
+  auto batch_loops = [&](const std::function<std::string(const std::string&)>& inner) {
     std::string pad = "      ", o;
     for (const auto& x : k.batch) {
       std::string v = host_.var(x.var);
       o += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(x.extent));
       pad += "  ";
     }
-    o += inner;
+    o += inner(pad);
     for (size_t x = 0; x < k.batch.size(); ++x) {
       pad.resize(pad.size() - 2);
       o += pad + "}\n";
     }
     return o;
   };
-  std::string pad(6 + 2 * k.batch.size(), ' ');
-  b += batch_loops(fmt::format("{}dmax = std::max(dmax, std::max<int64_t>({}, {}));\n", pad, scalar("QD"), scalar("VD")));
+  b += batch_loops([&](const std::string& pad) {
+    return fmt::format("{}dmax = std::max(dmax, std::max<int64_t>({}, {}));\n", pad, scalar("QD"), scalar("VD"));
+  });
   std::string rows = "      const int64_t rows_a_tile = ";
   for (int dp : k.head_dims) rows += fmt::format("dmax <= {} ? {} : ", dp, gpu::attention_tile_m(k, dp));
   b += rows + fmt::format("{};\n", gpu::attention_tile_m(k, k.head_dims.back()));
-  std::string inner = fmt::format("{}const int64_t tm = ({} + rows_a_tile - 1) / rows_a_tile, nk = {};\n", pad,
-                                  host_.expr(k.rows), host_.expr(k.keys));
-  inner += fmt::format("{}if (tm > INT32_MAX) ovf = 1;\n", pad);
-  inner += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt) {{\n{}  std::vector<int32_t> e;\n", pad, pad);
-  for (const auto& x : k.batch) inner += fmt::format("{}  e.push_back((int32_t){});\n", pad, host_.var(x.var));
-  inner += fmt::format("{0}  e.push_back((int32_t)mt);\n{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
-  b += batch_loops(inner);
+  b += batch_loops([&](const std::string& pad) {
+    std::string o = fmt::format("{}const int64_t tm = ({} + rows_a_tile - 1) / rows_a_tile, nk = {};\n", pad,
+                                host_.expr(k.rows), host_.expr(k.keys));
+    o += fmt::format("{}if (tm > INT32_MAX) ovf = 1;\n", pad);
+    o += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt) {{\n{}  std::vector<int32_t> e;\n", pad, pad);
+    for (const auto& x : k.batch) o += fmt::format("{}  e.push_back((int32_t){});\n", pad, host_.var(x.var));
+    return o + fmt::format("{0}  e.push_back((int32_t)mt);\n{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
+  });
   b += "      std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) { return x.first > y.first; });\n";
   b += "      for (const auto& en : ents) tl.insert(tl.end(), en.second.begin(), en.second.end());\n";
   std::string o = tile_list(k.name, b, w);

@@ -105,21 +105,18 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   return o;
 }
 
-int attention_tile_n(const AttentionKernel& k, int dp) {
-  for (size_t x = 0; x < k.head_dims.size() && x < k.key_tiles.size(); ++x)
-    if (k.head_dims[x] == dp) return k.key_tiles[x];
-  return k.tile_n;
+namespace {
+/// The entry of a per-instantiation vector (parallel to k.head_dims) for head dim `dp`.
+int per_instance(const AttentionKernel& k, const std::vector<int>& v, int dp, int fallback) {
+  for (size_t x = 0; x < k.head_dims.size() && x < v.size(); ++x)
+    if (k.head_dims[x] == dp) return v[x];
+  return fallback;
 }
-int attention_m_tiles(const AttentionKernel& k, int dp) {
-  for (size_t x = 0; x < k.head_dims.size() && x < k.m_tiles.size(); ++x)
-    if (k.head_dims[x] == dp) return k.m_tiles[x];
-  return 1;
-}
-int attention_warps(const AttentionKernel& k, int dp) {
-  for (size_t x = 0; x < k.head_dims.size() && x < k.warps.size(); ++x)
-    if (k.head_dims[x] == dp) return k.warps[x];
-  return 4;
-}
+}  // namespace
+
+int attention_tile_n(const AttentionKernel& k, int dp) { return per_instance(k, k.key_tiles, dp, k.tile_n); }
+int attention_m_tiles(const AttentionKernel& k, int dp) { return per_instance(k, k.m_tiles, dp, 1); }
+int attention_warps(const AttentionKernel& k, int dp) { return per_instance(k, k.warps, dp, 4); }
 int attention_tile_m(const AttentionKernel& k, int dp) { return 16 * attention_m_tiles(k, dp) * attention_warps(k, dp); }
 std::string attention_instances(const AttentionKernel& k) {
   std::string o;

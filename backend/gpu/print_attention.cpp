@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <functional>
 #include <set>
 
 namespace dccc::gpu {
 
 namespace {
+
+// The row slot (index of the lane's row arrays, 2 a m16 tile) of element e
+// of m16 tile mt in the element loops.
+constexpr const char* kRowSlot = "2 * mt + (e >> 1)";
 
 const char* pack_fn(Elem e) { return e == Elem::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2"; }
 const char* mma_fn(Elem e) { return e == Elem::BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16"; }
@@ -53,11 +56,11 @@ struct Printer {
     std::string o = "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n"
                     "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n";
     if (k.index32) {
-      o += fmt::format("        const int64_t {} = (int64_t)((uint32_t)m0 + (uint32_t)(wm0 + gid + 8 * (2 * mt + (e >> 1))));\n",
-                       d.var(k.row_var));
+      o += fmt::format("        const int64_t {} = (int64_t)((uint32_t)m0 + (uint32_t)(wm0 + gid + 8 * ({})));\n",
+                       d.var(k.row_var), kRowSlot);
       o += fmt::format("        const int64_t {} = (int64_t)((uint32_t)n0 + (uint32_t)(8 * nt + 2 * tig + (e & 1)));\n", d.var(k.key_var));
     } else {
-      o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of("2 * mt + (e >> 1)"));
+      o += fmt::format("        const int64_t {} = {};\n", d.var(k.row_var), row_of(kRowSlot));
       o += fmt::format("        const int64_t {} = n0 + 8 * nt + 2 * tig + (e & 1);\n", d.var(k.key_var));
     }
     std::vector<std::string> checks;
@@ -67,7 +70,7 @@ struct Printer {
     std::string cond;
     for (const auto& c : checks) cond += (cond.empty() ? "" : " && ") + c;
     o += cond.empty() ? "        {\n" : fmt::format("        if ({}) {{\n", cond);
-    o += load_elems("          ") + load_rows("2 * mt + (e >> 1)", "          ") + body;
+    o += load_elems("          ") + load_rows(kRowSlot, "          ") + body;
     o += "        }";
     o += outside.empty() || cond.empty() ? "\n" : " else {\n" + outside + "        }\n";
     return o + "      }\n";
@@ -95,7 +98,8 @@ struct Printer {
     bind_invariants();
     switch (s.kind) {
       case AttnStepKind::Element: {
-        const std::string body = d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get());
+        auto text = [&] { return d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get()); };
+        const std::string body = text();
         // A float subtraction with a row value as an operand (x - m, the
         // running max) follows the masked-value rule -inf - -inf = -inf: a
         // compare an element. A lane whose rows' values are all finite
@@ -103,19 +107,19 @@ struct Printer {
         // rule's), so the step is printed again for such lanes.
         std::vector<const ir::ExprNode*> subs;
         std::set<const ir::BufferNode*> rows;
+        auto visit = [&](const ir::ExprNode& e) {
+          if (e.kind == ir::ExprKind::Binary && e.binop == ir::BinOp::Sub &&
+              (e.type == Scalar::F32 || e.type == Scalar::BF16 || e.type == Scalar::F16))
+            for (const auto& a : e.args)
+              if (a->kind == ir::ExprKind::Load && a->args.empty() &&
+                  std::find(k.row_scalars.begin(), k.row_scalars.end(), a->buffer.get()) != k.row_scalars.end()) {
+                subs.push_back(&e);
+                rows.insert(a->buffer.get());
+              }
+        };
         ir::own_exprs(*s.stmt, [&](const ir::ExprNode& root) {
-          std::function<void(const ir::ExprNode&)> walk = [&](const ir::ExprNode& e) {
-            if (e.kind == ir::ExprKind::Binary && e.binop == ir::BinOp::Sub &&
-                (e.type == Scalar::F32 || e.type == Scalar::BF16 || e.type == Scalar::F16))
-              for (const auto& a : e.args)
-                if (a->kind == ir::ExprKind::Load && a->args.empty() &&
-                    std::find(k.row_scalars.begin(), k.row_scalars.end(), a->buffer.get()) != k.row_scalars.end()) {
-                  subs.push_back(&e);
-                  rows.insert(a->buffer.get());
-                }
-            for (const auto& a : e.args) walk(*a);
-          };
-          walk(root);
+          visit(root);
+          for (const auto& a : root.args) ir::each_expr(a, visit);
         });
         if (subs.empty()) {
           out += element_loop(body);
@@ -124,7 +128,7 @@ struct Printer {
         std::string fin;
         for (const auto* b : rows) fin += fmt::format(" && fabsf((float)w_{}[rr]) < INFINITY", d.scalar(b));
         for (const auto* e : subs) d.bind_finite_sub(e);
-        const std::string plain = d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get());
+        const std::string plain = text();
         d.unbind_all();
         bind_invariants();
         out += "    bool fin = true;  // the lane's row values in the step's subtractions are finite\n";
@@ -142,8 +146,8 @@ struct Printer {
         out += fmt::format("    {{  // fold `{}` over the tile's keys\n    float red[2 * MT];\n"
                            "#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) red[rr] = {};\n",
                            s.stmt->buffer->name, id);
-        out += element_loop(fmt::format("          red[2 * mt + (e >> 1)] = {};\n",
-                                        combine("red[2 * mt + (e >> 1)]", "(float)(" + d.expr(s.term) + ")")),
+        out += element_loop(fmt::format("          red[{}] = {};\n", kRowSlot,
+                                        combine(fmt::format("red[{}]", kRowSlot), "(float)(" + d.expr(s.term) + ")")),
                             "", true);
         out += "#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) {\n";
         out += fmt::format("      red[rr] = {};\n", combine("red[rr]", "__shfl_xor_sync(0xffffffffu, red[rr], 1)"));
@@ -164,7 +168,7 @@ struct Printer {
           // the first few) skips the multiplies by 1.
           out += "    bool rescale = false;\n#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) rescale = rescale || c[rr] != 1.0f;\n";
           out += "    if (rescale) {\n#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n"
-                 "      for (int e = 0; e < 4; ++e) o[mt][dt][e] *= c[2 * mt + (e >> 1)];\n    }\n";
+                 "      for (int e = 0; e < 4; ++e) o[mt][dt][e] *= c[" + std::string(kRowSlot) + "];\n    }\n";
         }
         out += "    float p[MT][NT][4];\n";
         out += element_loop(fmt::format("          p[mt][nt][e] = {};\n", d.expr(k.pv_p)), "          p[mt][nt][e] = 0.0f;\n", true);
@@ -352,14 +356,13 @@ struct Printer {
     out += "          kp += ksp;\n          vp += vsp;\n        }\n        return;\n      }\n    }\n";
     out += "    if (vec) {\n";
     // Otherwise a fixed number of 16-byte chunks a thread (unrolled).
-    out += fmt::format("#pragma unroll\n      for (int it = 0; it < (BN * (DP / VE) + {0} - 1) / {0}; ++it) {{\n"
-                       "        const int u = (int)threadIdx.x + it * {0};\n        if (u >= BN * (DP / VE)) break;\n",
-                       "(WARPS * 32)");
-    out += "        const int r = u / (DP / VE), c = (u % (DP / VE)) * VE;\n        const int64_t key = j0 + r;\n";
+    out += "#pragma unroll\n      for (int it = 0; it < (BN * CPL + THREADS - 1) / THREADS; ++it) {\n"
+           "        const int u = (int)threadIdx.x + it * THREADS;\n        if (u >= BN * CPL) break;\n";
+    out += "        const int r = u / CPL, c = (u % CPL) * VE;\n        const int64_t key = j0 + r;\n";
     out += "        const bool okk = key < t_N && c < t_QD, okv = key < t_N && c < t_VD;\n";
     out += "        dcc_cp_async16(&ks[r * LINE + c], &Kp[okk ? t_K_base + key * t_K_rs + c : 0], okk);\n";
     out += "        dcc_cp_async16(&vs[r * LINE + c], &Vp[okv ? t_V_base + key * t_V_rs + c : 0], okv);\n      }\n    } else {\n";
-    out += "      for (int u = threadIdx.x; u < BN * DP; u += WARPS * 32) {\n";
+    out += "      for (int u = threadIdx.x; u < BN * DP; u += THREADS) {\n";
     out += "        const int r = u / DP, c = u % DP;\n        const int64_t key = j0 + r;\n";
     out += fmt::format("        ks[r * LINE + c] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : ({})0;\n", st);
     out += fmt::format("        vs[r * LINE + c] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : ({})0;\n", st);
