@@ -90,11 +90,56 @@ bool apply_schedules(Module& m, RunState& s) {
 }
 
 /// The names `materialize` keeps stored and the tensors whose assignments
+/// Whether the perfect nest of serial loops `first` is one sum into `acc`
+/// over one loop, or over several whose every tensor reads them as its last
+/// indices, in order, over whole unpadded dimensions: after storage lowering
+/// such a nest collapses to one loop (ir/collapse_loops.h), the contraction
+/// index the fused attention kernel reads (`reduce(+, q[b][i, h, d] *
+/// k[b][j, h, d])` over h and d).
+bool contiguous_score(const Stmt& first, const BufferNode* acc) {
+  std::vector<const StmtNode*> loops;
+  Stmt cur = first;
+  while (cur && cur->kind == StmtKind::For && cur->loop == LoopKind::Serial && cur->body.size() == 1) {
+    loops.push_back(cur.get());
+    cur = unwrap(cur->body[0]);
+  }
+  if (loops.empty() || !cur || cur->kind != StmtKind::Store || cur->buffer.get() != acc) return false;
+  if (loops.size() == 1) return true;
+  for (size_t t = 1; t < loops.size(); ++t)
+    for (size_t u = 0; u < t; ++u)
+      if (mentions(loops[t]->extent, loops[u]->var)) return false;
+  bool ok = true;
+  each_expr(cur->value, [&](const ExprNode& x) {
+    if (x.kind != ExprKind::Load) return;
+    bool any = false;
+    for (const auto* l : loops)
+      for (const auto& a : x.args) any |= mentions(a, l->var);
+    if (!any) return;
+    const size_t n = loops.size(), m = x.args.size();
+    if (x.flat || m < n || x.buffer->dims.size() != m) {
+      ok = false;
+      return;
+    }
+    for (size_t t = 0; t < m; ++t) {
+      const Expr& idx = x.args[t];
+      if (t < m - n) {
+        for (const auto* l : loops) ok = ok && !mentions(idx, l->var);
+        continue;
+      }
+      const StmtNode* l = loops[t - (m - n)];
+      ok = ok && idx->kind == ExprKind::VarRef && idx->var == l->var && same_expr(x.buffer->dims[t].extent, l->extent) &&
+           (t >= x.buffer->pad.size() || x.buffer->pad[t] == 1);
+    }
+  });
+  return ok;
+}
+
 /// Whether `after` (the online-reductions pass run on `before`) has a
 /// derived key loop, and every key loop it derived -- a loop of `after`
 /// whose body starts `acc = 0; for ...` and that `before` has not --
-/// starts with a score contraction over ONE loop `acc = 0; for r { acc =
-/// acc + x }`, the form the fused attention kernel reads. Otherwise `why`.
+/// starts with a score contraction over one loop `acc = 0; for r { acc =
+/// acc + x }`, or a nest that collapses to one (contiguous_score), the form
+/// the fused attention kernel reads. Otherwise `why`.
 bool derived_loops_fusable(const Func& before, const Func& after, std::string& why) {
   std::set<const StmtNode*> old;
   each_stmt(before.body, [&](const StmtNode& s) { old.insert(&s); });
@@ -107,10 +152,10 @@ bool derived_loops_fusable(const Func& before, const Func& after, std::string& w
         items[0]->value->kind != ExprKind::FloatImm || items[0]->value->float_value != 0 || items[1]->kind != StmtKind::For)
       return;
     ++derived;
-    Stmt inner = unwrap(items[1]->body[0]);
-    if (!inner || inner->kind != StmtKind::Store || inner->buffer != items[0]->buffer) {
+    if (!contiguous_score(items[1], items[0]->buffer.get())) {
       ok = false;
-      why = "a derived key loop's score sums over more than one loop (the fused attention kernel takes one)";
+      why = "a derived key loop's score sums over several loops that are not the trailing dimensions of the "
+            "tensors it reads, in order (the fused attention kernel takes one contraction index)";
     }
   });
   if (derived == 0 && why.empty()) why = "no derived loop starts with a score contraction (no fused attention kernel)";
@@ -129,7 +174,7 @@ bool online_reductions_all(Module& m, RunState& s) {
     }
     // On the CUDA target the pass runs by default where the fused attention
     // kernel (backend/gpu/plan_attention.h) can take its result: the derived
-    // one-pass key loops start with a score contraction over one loop, and
+    // one-pass key loops start with a score contraction over one loop (or a nest that collapses to one), and
     // f32 operands reach the tensor cores (not --fp32-math=ieee). Elsewhere
     // the one-key-a-step CUDA loop would be slower than the stored scores
     // (bench/RESULTS.md), so the function keeps them.

@@ -84,7 +84,8 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   });
   std::string rows = "      const int64_t rows_a_tile = ";
   for (int dp : k.head_dims) rows += fmt::format("dmax <= {} ? {} : ", dp, gpu::attention_tile_m(k, dp));
-  b += rows + fmt::format("{};\n", gpu::attention_tile_m(k, k.head_dims.back()));
+  if (k.split) rows += fmt::format("dmax <= {} ? 16 : ", k.split * k.split_warps);
+  b += rows + fmt::format("{};\n", gpu::attention_tile_m(k, k.wide ? k.wide : k.head_dims.back()));
   b += batch_loops([&](const std::string& pad) {
     std::string o = fmt::format("{}const int64_t tm = ({} + rows_a_tile - 1) / rows_a_tile, nk = {};\n", pad,
                                 host_.expr(k.rows), host_.expr(k.keys));
@@ -109,8 +110,26 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
     o += fmt::format("        {}__d{}<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n", k.name, dp, gpu::attention_warps(k, dp) * 32, smem);
     chain = "      } else ";
   }
+  if (k.split) {
+    // Up to split x split_warps: warps sharing 16 rows (gpu::AttentionKernel::split).
+    const int smem = gpu::attention_split_smem_bytes(k);
+    o += fmt::format("      }} else if (dmax <= {}) {{\n", k.split * k.split_warps);
+    o += fmt::format("        if (cudaFuncSetAttribute({}__dx, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
+                     k.name, smem);
+    o += fmt::format("        {}__dx<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n", k.name, k.split_warps * 32, smem);
+  }
+  if (k.wide) {
+    // Larger head dims: the streaming instantiation, blockIdx.y over the
+    // output columns in chunks of k.wide (gpu::AttentionKernel::wide).
+    const int dp = k.wide, smem = gpu::attention_smem_bytes(k, dp);
+    o += fmt::format("      }} else if ((dmax + {0} - 1) / {0} <= 65535) {{\n", dp);
+    o += fmt::format("        if (cudaFuncSetAttribute({}__dw, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
+                     k.name, smem);
+    o += fmt::format("        {}__dw<<<dim3((unsigned)ntiles, (unsigned)((dmax + {} - 1) / {})), {}, {}, strm>>>(lp);\n", k.name, dp, dp,
+                     gpu::attention_warps(k, dp) * 32, smem);
+  }
   o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",
-                   f_.name, k.head_dims.back());
+                   f_.name, k.wide ? int64_t{65535} * k.wide : int64_t{k.head_dims.back()});
   return o;
 }
 

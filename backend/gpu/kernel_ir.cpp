@@ -117,6 +117,7 @@ int per_instance(const AttentionKernel& k, const std::vector<int>& v, int dp, in
 int attention_tile_n(const AttentionKernel& k, int dp) { return per_instance(k, k.key_tiles, dp, k.tile_n); }
 int attention_m_tiles(const AttentionKernel& k, int dp) { return per_instance(k, k.m_tiles, dp, 1); }
 int attention_warps(const AttentionKernel& k, int dp) { return per_instance(k, k.warps, dp, 4); }
+int attention_min_blocks(const AttentionKernel& k, int dp) { return per_instance(k, k.min_blocks, dp, 1); }
 int attention_tile_m(const AttentionKernel& k, int dp) { return 16 * attention_m_tiles(k, dp) * attention_warps(k, dp); }
 std::string attention_instances(const AttentionKernel& k) {
   std::string o;
@@ -126,7 +127,20 @@ std::string attention_instances(const AttentionKernel& k) {
                      dp, attention_tile_m(k, dp), attention_tile_n(k, dp), attention_warps(k, dp), 16 * attention_m_tiles(k, dp),
                      x < k.min_blocks.size() ? k.min_blocks[x] : 1);
   }
+  if (k.split)
+    o += fmt::format("; head dims {} .. {}: 16 query rows x {} keys a tile, {} warps sharing the rows ({} columns of the "
+                     "score and the output each, partial scores added through shared memory), 1 block an SM",
+                     k.head_dims.back() + 1, k.split * k.split_warps, k.split_key_tile, k.split_warps, k.split);
+  if (k.wide)
+    o += fmt::format("; larger: streamed, head dim {}'s tiles, the score in chunks of {} columns, the output's {} a block "
+                     "(blockIdx.y), each block recomputing the scores",
+                     k.wide, k.wide, k.wide);
   return o;
+}
+int attention_split_smem_bytes(const AttentionKernel& k) {
+  // K and V at split x split_warps (+ pad) a line, and the warps' partial scores.
+  return k.stages * 2 * k.split_key_tile * (k.split * k.split_warps + k.pad) * elem_bytes(k.elem) +
+         k.split_warps * 16 * k.split_key_tile * 4;
 }
 int attention_smem_bytes(const AttentionKernel& k, int dp) {
   return k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V

@@ -292,6 +292,23 @@ struct AttentionKernel {
   /// (the host builds the tile list for the instantiation a launch takes).
   std::vector<int> m_tiles{1, 1, 1, 1};
   std::vector<int> warps{4, 4, 4, 4};
+  /// Launches whose largest head dim exceeds head_dims.back() and is at
+  /// most split x split_warps (a score summed over several dimensions,
+  /// flash_attention.toy's (h, d) at H x D = 512) take the split
+  /// instantiation: a block of split_warps warps owns 16 query rows, warp w
+  /// multiplies columns w split .. (w + 1) split - 1 of Q and K (its Q
+  /// fragments loaded once) and adds P V to the same columns of the output;
+  /// the warps' partial scores are added through shared memory, so each
+  /// warp holds the whole S and runs the key loop's body on it. K's and V's
+  /// tiles are split x split_warps wide, split_key_tile keys a tile. 0: none.
+  int split = 64, split_warps = 8, split_key_tile = 32;
+  /// Larger launches take a streaming instantiation with the tiles of
+  /// head dim `wide`: the score's contraction in chunks of `wide` columns
+  /// (Q fragments loaded per chunk, K's chunks through the shared-memory
+  /// stages) and the output columns split over blockIdx.y in chunks of
+  /// `wide`, each block recomputing the scores of its rows (a row
+  /// statement after the key loop writes no tensor: the planner's rule).
+  int wide = 64;
   int tile_n = 64, stages = 2, pad = 8;
   /// Before the key loop: row statements (running results' starts).
   std::vector<ir::Stmt> pre;
@@ -353,6 +370,8 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text);
 int attention_tile_n(const AttentionKernel& k, int dp);
 int attention_m_tiles(const AttentionKernel& k, int dp);
 int attention_warps(const AttentionKernel& k, int dp);
+int attention_min_blocks(const AttentionKernel& k, int dp);  // blocks an SM its registers are capped for
+int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_smem_bytes(const AttentionKernel& k, int dp);
 /// "head dim 32: keys 64 a tile, 3 block(s) an SM; ..." -- the choices per

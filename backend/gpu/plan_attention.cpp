@@ -4,7 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "backend/gpu/affine.h"
+#include "ir/affine.h"
+#include "ir/collapse_loops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +20,7 @@ using ir::ExprKind;
 using ir::StmtKind;
 using ir::UnOp;
 
-using namespace affine;  // is_int, add, sub, mul, coefficient, fold, mentions_any (backend/gpu/affine.h)
+using namespace ir::affine;  // is_int, add, sub, mul, coefficient, fold, mentions_any (ir/affine.h)
 
 
 bool is_scalar(const ir::BufferNode* b) { return b->dims.empty() && b->kind == ir::BufferKind::Scalar; }
@@ -169,7 +170,11 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   if (loops.empty()) return no("not a loop nest");
   for (const auto& l : loops)
     if (!options.parallel || !options.parallel(l)) return no(fmt::format("loop `{}` is not parallel", l->var->name));
+  // The row body with its contiguous nests collapsed (ir/collapse_loops.h):
+  // a score summed over (h, d) and output columns (h, d) of a [.., H, D]
+  // layout read as one contraction index and one column index.
   std::vector<ir::Stmt> items = ir::items_of(loops.back()->body[0]);
+  for (auto& s : items) s = ir::collapse_loops(s);
   // The key loop: `acc = 0; for r { acc = acc + a * b }; ...` in its body.
   int kj = -1;
   for (int k = 0; k < static_cast<int>(items.size()); ++k) {
@@ -237,6 +242,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     k.pad = 4;
     k.key_tiles = {64, 32, 16, 32};
     k.min_blocks = {3, 3, 2, 1};
+    k.split_key_tile = 16;  // 140 KB of shared memory at 8 x 64 columns
   }
   // One m16 tile of query rows a warp: two (each K and V fragment feeding
   // two MMAs; --attention-tiles=2,..) measured slower on an H200 in every
@@ -714,8 +720,8 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
                                     mma_name(k.shape)),
                   "the key loop's body runs a tile at a time: element values on the S fragments, folds reduced over the "
                   "tile's keys with quad shuffles, row statements once a tile (valid: every rescale telescopes)",
-                  "head dims instantiated: 32, 64, 128, 256 (a launch takes the smallest >= the head dim; larger: an "
-                  "error at run time); " + attention_instances(k),
+                  "head dims instantiated: 32, 64, 128, 256 (a launch takes the smallest >= the head dim; larger: "
+                  "the split and streaming instantiations); " + attention_instances(k),
                   skip_note,
                   k.guard_rows ? "every element checks its query row and key (the body reads memory at the row's "
                                  "index or divides integers)"

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/gpu/affine.h"
+#include "ir/affine.h"
 
 #include <algorithm>
 #include <map>
@@ -84,7 +84,7 @@ std::optional<Factor> factor(const ir::Expr& e) {
 }
 
 
-using namespace affine;  // is_int, add, sub, mul, coefficient, fold, mentions_any
+using namespace ir::affine;  // is_int, add, sub, mul, coefficient, fold, mentions_any
 
 
 }  // namespace

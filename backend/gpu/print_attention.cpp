@@ -23,6 +23,13 @@ struct Printer {
   AttnDeviceText& d;
   std::string out;
   bool full_ = false;  // printing the key-tile body for a tile with every key inside
+  bool wide_ = false;  // printing the streaming body (AttentionKernel::wide)
+  bool split_ = false;  // printing the split body (AttentionKernel::split): warps share rows, split columns
+  /// Offset of the warp's columns of K, V and the output in the split body.
+  std::string warp_cols() const { return split_ ? " + warp * DP" : ""; }
+  /// The shared-memory stage V's tile is in: K's and V's together, or V's
+  /// own in the streaming body (K's stages alternate by chunk).
+  const char* vstage() const { return wide_ ? "vstage" : "stage"; }
 
   std::string scalar_name(const std::string& tile_scalar) const { return "t_" + tile_scalar; }
 
@@ -176,7 +183,7 @@ struct Printer {
           pv_f32();
           return;
         }
-        out += "    const uint16_t* vs = Vs + stage * (BN * LINE);\n";
+        out += fmt::format("    const uint16_t* vs = Vs + {} * (BN * LINE){};\n", vstage(), warp_cols());
         out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
         out += fmt::format("      uint32_t pa[MT][4];\n#pragma unroll\n      for (int mt = 0; mt < MT; ++mt) {{\n"
                            "        pa[mt][0] = {0}(p[mt][2 * kc][0], p[mt][2 * kc][1]);\n"
@@ -248,7 +255,7 @@ struct Printer {
   /// products are summed in a fresh fragment, then added to O in f32 (the
   /// tensor core truncates its sums: one tile's worth of error, not N's).
   void pv_f32() {
-    out += "    const float* vs = Vs + stage * (BN * LINE);\n";
+    out += fmt::format("    const float* vs = Vs + {} * (BN * LINE){};\n", vstage(), warp_cols());
     out += "    uint32_t pb[NT][4]" + std::string(split() ? ", ps[NT][4]" : "") + ";\n";
     out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n";
     out += "      const float pr[4] = {p[0][kc][0], p[0][kc][2], p[0][kc][1], p[0][kc][3]};\n";
@@ -265,6 +272,76 @@ struct Printer {
     out += "    }\n";
   }
 
+  /// The lane's Q fragments for the score's columns q0 + 0 .. DP - 1 (q0
+  /// empty: 0): once a block, or once a chunk in the streaming body.
+  std::string q_load(const std::string& q0, const std::string& pad) {
+    const std::string at = q0.empty() ? "" : q0 + " + ";
+    std::string o;
+    if (k.elem == Elem::F32) {
+      // f32 (split into tf32 parts as used): reg r of k-step kq holds row
+      // gid + 8 (r & 1), d 8 kq + tig + 4 (r >> 1).
+      o += "#pragma unroll\n" + pad + "for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n" + pad + "  for (int r = 0; r < 4; ++r) {\n";
+      o += pad + "    const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n" + pad + "    const int64_t c = " + at +
+           "8 * kq + tig + 4 * (r >> 1);\n";
+      o += pad + "    qf[kq][r] = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : 0.0f;\n" + pad + "  }\n";
+      return o;
+    }
+    // Reg r of k-step kq, m16 tile mt holds row 16 mt + gid + 8 (r & 1),
+    // d 16 kq + 2 tig + 8 (r >> 1) + {0, 1}.
+    o += "#pragma unroll\n" + pad + "for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n" + pad + "for (int mt = 0; mt < MT; ++mt)\n" +
+         "#pragma unroll\n" + pad + "  for (int r = 0; r < 4; ++r) {\n";
+    o += pad + "    const int64_t row = m0 + wm0 + 16 * mt + gid + 8 * (r & 1);\n" + pad + "    const int64_t c = " + at +
+         "16 * kq + 2 * tig + 8 * (r >> 1);\n";
+    o += pad + "    const uint16_t lo = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : (uint16_t)0;\n";
+    o += pad + "    const uint16_t hi = row < t_M && c + 1 < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + 1) * t_Q_ds] : (uint16_t)0;\n";
+    o += pad + "    qf[kq][mt][r] = dcc_pack16(lo, hi);\n" + pad + "  }\n";
+    return o;
+  }
+  /// S += Q K^T for 16-bit operands from the stage `ks`: K's B fragments,
+  /// two key tiles an ldmatrix.x4 (matrix q is keys 16 j2 + 8 (q >> 1) ..
+  /// + 7, d 16 kq + 8 (q & 1) .. + 7); B reg jj of n-tile nt holds
+  /// K[key 8 nt + gid][d 16 kq + 2 tig + 8 jj + {0, 1}].
+  void s_16() {
+    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n      uint32_t kf[NT][2];\n";
+    out += "#pragma unroll\n      for (int j2 = 0; j2 < NT / 2; ++j2) {\n        uint32_t r[4];\n";
+    out += "        dcc_ldmatrix_x4(r, &ks[(16 * j2 + (lane & 7) + 8 * (lane >> 4)) * LINE + 16 * kq + 8 * ((lane >> 3) & 1)]);\n";
+    out += "        kf[2 * j2][0] = r[0];\n        kf[2 * j2][1] = r[1];\n        kf[2 * j2 + 1][0] = r[2];\n        kf[2 * j2 + 1][1] = r[3];\n      }\n";
+    out += fmt::format("      {}<MT, NT>(s, qf[kq], kf);\n    }}\n", mma_fn(k.elem));
+  }
+  /// The streaming body's copy of one tile's columns col0 .. col0 + DP - 1
+  /// of K or V (columns at or past `ncols`, keys at or past N: zeros): 16
+  /// bytes a cp.async when aligned, else element by element.
+  void copy_part(const char* st) {
+    out += fmt::format("  auto copy_part = [&]({0}* dst, const {0}* P, int64_t base, int64_t rs, int64_t ds, int64_t col0, int64_t ncols, int64_t kt) {{\n", st);
+    out += "    const int64_t j0 = kt * BN;\n    constexpr int CPL = DP / VE, THREADS = WARPS * 32;  // 16-byte chunks a line\n";
+    out += "    if (vec) {\n#pragma unroll\n      for (int it = 0; it < (BN * CPL + THREADS - 1) / THREADS; ++it) {\n"
+           "        const int u = (int)threadIdx.x + it * THREADS;\n        if (u >= BN * CPL) break;\n";
+    out += "        const int r = u / CPL, c = (u % CPL) * VE;\n        const int64_t key = j0 + r;\n";
+    out += "        const bool ok = key < t_N && col0 + c < ncols;\n";
+    out += "        dcc_cp_async16(&dst[r * LINE + c], &P[ok ? base + key * rs + col0 + c : 0], ok);\n      }\n    } else {\n";
+    out += "      for (int u = threadIdx.x; u < BN * DP; u += THREADS) {\n";
+    out += "        const int r = u / DP, c = u % DP;\n        const int64_t key = j0 + r;\n";
+    out += fmt::format("        dst[r * LINE + c] = key < t_N && col0 + c < ncols ? P[base + key * rs + (col0 + c) * ds] : ({})0;\n", st);
+    out += "      }\n    }\n  };\n";
+  }
+
+  /// The split body's score: each warp's S holds the sum over its DP
+  /// columns; the warps' parts go through shared memory (after V's stages)
+  /// and each warp adds all of them, in warp order, so every warp holds the
+  /// same S (and computes the same row values and P).
+  void split_sum() {
+    out += "    {  // S: the warps' partial sums, added\n";
+    out += fmt::format("    float* red = reinterpret_cast<float*>(smem) + (2 * {} * BN * LINE * sizeof(*Ks)) / sizeof(float);\n", k.stages);
+    out += "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n"
+           "      for (int e = 0; e < 4; ++e)\n"
+           "        red[((warp * MT + mt) * 16 + gid + 8 * (e >> 1)) * BN + 8 * nt + 2 * tig + (e & 1)] = s[mt][nt][e];\n";
+    out += "    __syncthreads();\n";
+    out += "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n"
+           "      for (int e = 0; e < 4; ++e) {\n        float t = 0.0f;\n"
+           "#pragma unroll\n        for (int w = 0; w < WARPS; ++w) t += red[((w * MT + mt) * 16 + gid + 8 * (e >> 1)) * BN + 8 * nt + 2 * tig + (e & 1)];\n"
+           "        s[mt][nt][e] = t;\n      }\n    }\n";
+  }
+
   std::string body() {
     const bool f32 = k.elem == Elem::F32;
     const char* st = f32 ? "float" : "uint16_t";
@@ -272,8 +349,10 @@ struct Printer {
     std::string args = d.args_type();
     // DP: head dim, BN: keys a tile, MT: m16 tiles of query rows a warp,
     // WARPS: warps a block (WARPS x 16 MT = the query tile).
-    out += fmt::format("template <int DP, int BN, int MT, int WARPS>\n__device__ __forceinline__ void {}__body(const {}__launch& launch, char* smem) {{\n", k.name, k.name);
-    out += "  constexpr int TM = WARPS * 16 * MT;  // query rows a block\n";
+    out += fmt::format("template <int DP, int BN, int MT, int WARPS>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem) {{\n",
+                       k.name, wide_ ? "_wide" : split_ ? "_split" : "", k.name);
+    out += split_ ? "  constexpr int TM = 16 * MT;  // query rows a block (the warps share them)\n"
+                  : "  constexpr int TM = WARPS * 16 * MT;  // query rows a block\n";
     if (f32) out += "  static_assert(MT == 1, \"f32: one m16 tile a warp\");\n";
     out += fmt::format("  const {}& a = launch.a;\n", args);
     out += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
@@ -286,29 +365,23 @@ struct Printer {
         out += fmt::format("  const float {0}_k = dcc_div16_k({0}), {0}_r = __frcp_rn({0} * {0}_k);  // dividing by {0}\n"
                            "  constexpr bool {0}_nz = false;  // the key loop's copy for {0} != 0, {0}_k == 1 says true\n", inv.name);
     }
-    out += fmt::format("  constexpr int LINE = DP + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
+    if (wide_) {
+      out += "  // Streaming: this block's output columns c0 .. c0 + DP - 1; the score's in chunks of DP.\n";
+      out += "  const int64_t c0 = (int64_t)blockIdx.y * DP;\n  if (c0 > 0 && c0 >= t_VD) return;\n";
+    }
+    if (split_) out += "  // Split: the block's warps share its 16 x MT rows; warp w holds columns w DP .. w DP + DP - 1\n"
+                       "  // of the score's sum and of the output, K's and V's lines are WARPS DP wide.\n";
+    out += fmt::format("  constexpr int LW = {}DP;  // K's and V's line: elements copied\n", split_ ? "WARPS * " : "");
+    out += fmt::format("  constexpr int LINE = LW + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
                        k.pad, f32 ? 8 : 16, f32 ? 4 : 8);
     out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem);\n  {0}* Vs = Ks + {1} * BN * LINE;\n", st, k.stages);
-    out += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = warp * 16 * MT;\n";
+    out += fmt::format("  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = {};\n",
+                       split_ ? "0" : "warp * 16 * MT");
     out += fmt::format("  const {0}* Qp = (const {0}*){1};\n", st, d.buffer(k.q));
     out += fmt::format("  const {0}* Kp = (const {0}*){1};\n", st, d.buffer(k.k));
     out += fmt::format("  const {0}* Vp = (const {0}*){1};\n", st, d.buffer(k.v));
-    if (f32) {
-      // Q fragments, once (f32; split into tf32 parts as used): reg r of
-      // k-step kq holds row gid + 8 (r & 1), d 8 kq + tig + 4 (r >> 1).
-      out += "  float qf[KQ][4];\n#pragma unroll\n  for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n";
-      out += "      const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n      const int64_t c = 8 * kq + tig + 4 * (r >> 1);\n";
-      out += "      qf[kq][r] = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : 0.0f;\n    }\n";
-    } else {
-    // Q fragments, once: reg r of k-step kq, m16 tile mt holds row
-    // 16 mt + gid + 8 (r & 1), d 16 kq + 2 tig + 8 (r >> 1) + {0, 1}.
-    out += "  uint32_t qf[KQ][MT][4];\n#pragma unroll\n  for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n"
-           "#pragma unroll\n    for (int r = 0; r < 4; ++r) {\n";
-    out += "      const int64_t row = m0 + wm0 + 16 * mt + gid + 8 * (r & 1);\n      const int64_t c = 16 * kq + 2 * tig + 8 * (r >> 1);\n";
-    out += "      const uint16_t lo = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : (uint16_t)0;\n";
-    out += "      const uint16_t hi = row < t_M && c + 1 < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + 1) * t_Q_ds] : (uint16_t)0;\n";
-    out += "      qf[kq][mt][r] = dcc_pack16(lo, hi);\n    }\n";
-    }
+    out += f32 ? "  float qf[KQ][4];\n" : "  uint32_t qf[KQ][MT][4];\n";
+    if (!wide_) out += q_load(split_ ? "warp * DP" : "", "  ");
     out += "  float o[MT][DT][4];\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n"
            "    for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;\n";
     for (const auto* b : k.row_scalars) out += fmt::format("  {} w_{}[2 * MT] = {{}};\n", d.value_type(b), d.scalar(b));
@@ -335,8 +408,15 @@ struct Printer {
     // K and V tiles: 16 bytes a cp.async when aligned, else element by element; zeros outside.
     out += "  const bool vec = t_K_ds == 1 && t_V_ds == 1 && t_K_rs % VE == 0 && t_V_rs % VE == 0 && t_K_base % VE == 0 && "
            "t_V_base % VE == 0 && t_QD % VE == 0 && t_VD % VE == 0 && (uintptr_t)Kp % 16 == 0 && (uintptr_t)Vp % 16 == 0;\n";
+    if (wide_) {
+      copy_part(st);
+      out += "  int64_t kt = next_needed(0);\n  int stage = 0, vstage = 0;\n";
+      out += "  if (kt < nkt) {\n    copy_part(Ks, Kp, t_K_base, t_K_rs, t_K_ds, 0, t_QD, kt);\n"
+             "    copy_part(Vs, Vp, t_V_base, t_V_rs, t_V_ds, c0, t_VD, kt);\n  }\n  dcc_cp_async_commit();\n";
+      out += "  const int64_t nq = t_QD > DP ? (t_QD + DP - 1) / DP : 1;  // the score's chunks\n";
+    } else {
     out += fmt::format("  auto copy_kv = [&](int64_t kt, int st) {{\n    {0}* ks = Ks + st * (BN * LINE);\n    {0}* vs = Vs + st * (BN * LINE);\n", st);
-    out += "    const int64_t j0 = kt * BN;\n    constexpr int CPL = DP / VE, THREADS = WARPS * 32;  // 16-byte chunks a line\n";
+    out += "    const int64_t j0 = kt * BN;\n    constexpr int CPL = LW / VE, THREADS = WARPS * 32;  // 16-byte chunks a line\n";
     // When the block's threads cover whole lines, a thread copies one
     // column c of lines r0, r0 + RS, ...: one address a tile, then a
     // pointer step per line.
@@ -362,37 +442,48 @@ struct Printer {
     out += "        const bool okk = key < t_N && c < t_QD, okv = key < t_N && c < t_VD;\n";
     out += "        dcc_cp_async16(&ks[r * LINE + c], &Kp[okk ? t_K_base + key * t_K_rs + c : 0], okk);\n";
     out += "        dcc_cp_async16(&vs[r * LINE + c], &Vp[okv ? t_V_base + key * t_V_rs + c : 0], okv);\n      }\n    } else {\n";
-    out += "      for (int u = threadIdx.x; u < BN * DP; u += THREADS) {\n";
-    out += "        const int r = u / DP, c = u % DP;\n        const int64_t key = j0 + r;\n";
+    out += "      for (int u = threadIdx.x; u < BN * LW; u += THREADS) {\n";
+    out += "        const int r = u / LW, c = u % LW;\n        const int64_t key = j0 + r;\n";
     out += fmt::format("        ks[r * LINE + c] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : ({})0;\n", st);
     out += fmt::format("        vs[r * LINE + c] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : ({})0;\n", st);
     out += "      }\n    }\n  };\n";
     out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
+    }
     // The key loop; twice when the body divides by block invariants: once
     // for blocks where none of them is 0 and none needs a scaling k (NAME_nz
     // true: the quotient is one multiply by the reciprocal, with no 0 / 0
     // check: three instructions an element fewer), once for the rest.
+    const std::string s_zero = "    float s[MT][NT][4];\n#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n"
+                               "    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;\n";
     auto key_loop = [&]() {
       out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
+      if (wide_) {
+        // The score chunk by chunk: K's chunk qc + 1 (or the next tile's
+        // first, with that tile's V in V's other stage) is copied while
+        // chunk qc is multiplied.
+        out += s_zero;
+        out += "    for (int64_t qc = 0; qc < nq; ++qc) {\n";
+        out += "    dcc_cp_async_wait<0>();\n    __syncthreads();  // chunk qc is in; every warp is done with the other stage\n";
+        out += "    if (qc + 1 < nq) {\n      copy_part(Ks + (stage ^ 1) * (BN * LINE), Kp, t_K_base, t_K_rs, t_K_ds, (qc + 1) * DP, t_QD, kt);\n"
+               "    } else if (nxt < nkt) {\n      copy_part(Ks + (stage ^ 1) * (BN * LINE), Kp, t_K_base, t_K_rs, t_K_ds, 0, t_QD, nxt);\n"
+               "      copy_part(Vs + (vstage ^ 1) * (BN * LINE), Vp, t_V_base, t_V_rs, t_V_ds, c0, t_VD, nxt);\n    }\n";
+        out += "    dcc_cp_async_commit();\n    if (m0 + wm0 < t_M) {\n";
+        out += q_load("qc * DP", "    ");
+        out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE);\n", st);
+        if (f32) s_f32();
+        else s_16();
+        out += "    }\n    stage ^= 1;\n    }\n    const int64_t n0 = kt * BN;\n    if (m0 + wm0 < t_M) {\n";
+      } else {
       out += "    dcc_cp_async_wait<0>();\n    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
       out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
-      // S = Q K^T: B reg jj of n-tile nt holds K[key 8 nt + gid][d 16 kq + 2 tig + 8 jj + {0, 1}].
-      // A warp whose rows all lie past the end (short sequences in a long
-      // query tile) only copies and meets the barriers.
+      // S = Q K^T. A warp whose rows all lie past the end (short sequences
+      // in a long query tile) only copies and meets the barriers.
       out += "    if (m0 + wm0 < t_M) {\n";
-      out += "    float s[MT][NT][4];\n#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n"
-             "      for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;\n";
-      out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE);\n", st);
-      if (f32) {
-        s_f32();
-      } else {
-      // K's B fragments, two key tiles an ldmatrix.x4: matrix q is keys
-      // 16 j2 + 8 (q >> 1) .. + 7, d 16 kq + 8 (q & 1) .. + 7.
-      out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n      uint32_t kf[NT][2];\n";
-      out += "#pragma unroll\n      for (int j2 = 0; j2 < NT / 2; ++j2) {\n        uint32_t r[4];\n";
-      out += "        dcc_ldmatrix_x4(r, &ks[(16 * j2 + (lane & 7) + 8 * (lane >> 4)) * LINE + 16 * kq + 8 * ((lane >> 3) & 1)]);\n";
-      out += "        kf[2 * j2][0] = r[0];\n        kf[2 * j2][1] = r[1];\n        kf[2 * j2 + 1][0] = r[2];\n        kf[2 * j2 + 1][1] = r[3];\n      }\n";
-      out += fmt::format("      {}<MT, NT>(s, qf[kq], kf);\n    }}\n", mma_fn(k.elem));
+      out += s_zero;
+      out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE){};\n", st, warp_cols());
+      if (f32) s_f32();
+      else s_16();
+      if (split_) split_sum();
       }
       // The body twice: every key of the tile inside, or the last tile's.
       // Element values live for one tile (declared there: nothing carries
@@ -410,7 +501,7 @@ struct Printer {
       elements(true);
       for (const auto& s : k.steps) step(s);
       out += "    }\n    }  // the warp's rows\n";
-      out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
+      out += wide_ ? "    vstage ^= 1;\n    kt = nxt;\n  }\n" : "    stage ^= 1;\n    kt = nxt;\n  }\n";
     };
     std::vector<std::string> nz;
     for (const auto& inv : k.invariants)
@@ -456,7 +547,8 @@ struct Printer {
       }
       out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
       out += "          const int e = 2 * (rr & 1) + c;\n";
-      out += fmt::format("          const int64_t {} = 8 * dt + 2 * tig + c;\n", d.var(s->var));
+      out += fmt::format("          const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var),
+                         wide_ ? "c0 + " : split_ ? "warp * DP + " : "");
       out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
       out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n    }\n  }\n";
       d.unbind_all();
@@ -473,6 +565,16 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   std::string o = fmt::format("// {}: fused attention (dccc --emit=kernel shows its kernel IR)\n", k.name);
   o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
   o += p.body();
+  if (k.split) {
+    Printer w{k, d, ""};
+    w.split_ = true;
+    o += w.body();
+  }
+  if (k.wide) {
+    Printer w{k, d, ""};
+    w.wide_ = true;
+    o += w.body();
+  }
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
     o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__d{}({}__launch launch) {{\n", attention_warps(k, dp) * 32,
@@ -480,6 +582,24 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
                      attention_smem_bytes(k, dp));
     o += fmt::format("  {}__body<{}, {}, {}, {}>(launch, smem);\n}}\n\n", k.name, dp, attention_tile_n(k, dp),
+                     attention_m_tiles(k, dp), attention_warps(k, dp));
+  }
+  if (k.split) {
+    // The split instantiation (AttentionKernel::split): warps share 16 rows.
+    o += fmt::format("__global__ void __launch_bounds__({}, 1) {}__dx({}__launch launch) {{\n", k.split_warps * 32, k.name, k.name);
+    o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
+                     attention_split_smem_bytes(k));
+    o += fmt::format("  {}__body_split<{}, {}, 1, {}>(launch, smem);\n}}\n\n", k.name, k.split, k.split_key_tile, k.split_warps);
+  }
+  if (k.wide) {
+    // The streaming instantiation (AttentionKernel::wide): head dim
+    // `wide`'s tiles; blockIdx.y picks the output columns.
+    const int dp = k.wide;
+    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__dw({}__launch launch) {{\n", attention_warps(k, dp) * 32,
+                     attention_min_blocks(k, dp), k.name, k.name);
+    o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
+                     attention_smem_bytes(k, dp));
+    o += fmt::format("  {}__body_wide<{}, {}, {}, {}>(launch, smem);\n}}\n\n", k.name, dp, attention_tile_n(k, dp),
                      attention_m_tiles(k, dp), attention_warps(k, dp));
   }
   return o;

@@ -72,6 +72,9 @@ def parse_args(argv=None):
     ap.add_argument("--lengths", default=None,
                     help="one batch of these lengths (e.g. 4096,0,1,17) instead of --batches / --B")
     ap.add_argument("--check-only", action="store_true", help="check against float64, time nothing")
+    ap.add_argument("--dccc-only", action="store_true",
+                    help="with --check-only: no peer's error (under compute-sanitizer, and head dims over 256, "
+                         "which FlashAttention-2 refuses)")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "f32"])
     ap.add_argument("--flex", action="store_true",
                     help="also time FlexAttention (torch.compile'd flex_attention over the packed batch with a "
@@ -96,8 +99,8 @@ def parse_args(argv=None):
     for m in a.mask:
         if m not in ("full", "causal"):
             ap.error(f"--mask takes full and causal, not {m!r}")
-    if any(d < 1 or d > 256 for d in a.D):
-        ap.error("--D: head dims from 1 to 256 (the fused kernel's instantiations)")
+    if any(d < 1 for d in a.D):
+        ap.error("--D: head dims from 1 (above 256 the fused kernel's streaming instantiation)")
     return a
 
 
@@ -153,7 +156,11 @@ def libraries(args, folder=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    import torch
+    try:
+        import torch
+    except ImportError:
+        print("bench_fused: no CUDA GPU (no PyTorch here: run it on the GPU machine)", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("bench_fused: no CUDA GPU (run it on the GPU machine: build-gpu/run_gpu.sh)", file=sys.stderr)
         return 2
@@ -241,7 +248,7 @@ def main(argv=None):
                         continue
                     torch.cuda.synchronize()
                     err = (out.double() - ref).abs().max().item()
-                    fa2_err = (run_fa2().double() - ref).abs().max().item()
+                    fa2_err = math.nan if args.dccc_only else (run_fa2().double() - ref).abs().max().item()
                     if err > (1e-3 if f32 else 5e-2) or math.isnan(err):
                         print(f"{name:>8} {batch:>4} {D:>4} {mask:>6}  dccc wrong: max err {err:.2e} (fa2 {fa2_err:.2e})",
                               flush=True)

@@ -140,9 +140,9 @@ struct Data {
 /// Runs every case; returns the largest error. `tol`: the bound on an
 /// output's error (bf16 programs 0.02, see the top; f32 ones tighter).
 double run(const Built& b, const Mod& mod, int& checked, int groups = 0, bool f32 = false, double tol = 0.02,
-           bool few = false) {
+           bool few = false, const std::vector<Case>* only = nullptr) {
   double worst = 0;
-  for (const Case& c : cases(groups, few)) {
+  for (const Case& c : only ? *only : cases(groups, few)) {
     const size_t Bn = c.ql.size();
     const int H = c.H, D = c.D, G = c.G, KH = c.H / c.G;
     std::vector<size_t> qo{0}, ko{0};
@@ -325,6 +325,112 @@ TEST(AttentionEmu, GqaBf16) {
     std::printf("gqa_bf16, G = %d: %d outputs, max |err| = %.4g\n", g, checked, worst);
     EXPECT_GT(checked, 5000);
   }
+}
+
+// Head dims over 256: up to 512 the split instantiation (AttentionKernel::
+// split, `__dx`: 8 warps share 16 rows, 64 columns each, partial scores
+// added through shared memory), beyond it the streaming one (`__dw`: the
+// score in chunks of 64 columns, Q loaded a chunk at a time, the output
+// columns over blockIdx.y). mha_bf16 at head dims 320 and 600 (16-byte
+// copies), 300 and 516 (element copies, a partial last chunk), with empty
+// sequences, a query with no keys, and several key tiles.
+TEST(AttentionEmu, WideHeadDimBf16) {
+  Built b;
+  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b);
+  ASSERT_TRUE(b.entry);
+  EXPECT_NE(b.cu.find("mha_bf16__k0__dx("), std::string::npos) << "no split instantiation";
+  EXPECT_NE(b.cu.find("mha_bf16__k0__dw("), std::string::npos) << "no streaming instantiation";
+  const std::vector<Case> wide{{{0, 1, 17, 5, 3, 0}, {3, 0, 17, 9, 1, 0}, 1, 320},
+                               {{70, 19}, {130, 19}, 1, 300},
+                               {{0, 17, 3}, {3, 17, 0}, 1, 600},
+                               {{40}, {70}, 1, 516}};
+  int checked = 0;
+  double worst = run(b, [](double s, int, int) { return s; }, checked, 0, false, 0.02, false, &wide);
+  std::printf("mha_bf16, head dims 300 to 600: %d outputs, max |err| = %.4g\n", checked, worst);
+  EXPECT_GT(checked, 50000);
+}
+
+// The seed's examples/flash_attention.toy: one score per (i, j) summed over
+// every head and head dim, one K/V tensor (its keys are its values). Its
+// (h, d) loops collapse to one contraction index and one column index
+// (ir/collapse_loops.h), so it is one fused kernel: at H x D = 128 the
+// head-dim-128 instantiation, at 4 x 80 = 320 and 7 x 42 = 294 (element
+// copies) the split one, at 9 x 64 = 576 the streaming one, at 3 x 30 = 90
+// the element copies. Against float64 computed here; 3xTF32 keeps f32
+// accuracy (bound 1e-5: sums over up to 576 products of values up to 2).
+TEST(AttentionEmu, FlashAttentionF32) {
+  Built b;
+  build("flash_attention.toy", read(DCCC_EXAMPLES_DIR "/flash_attention.toy"), "flash_attention", b);
+  ASSERT_TRUE(b.entry);
+  EXPECT_NE(b.cu.find("flash_attention__k0__d128("), std::string::npos) << "not the fused kernel";
+  EXPECT_NE(b.cu.find("flash_attention__k0__dx("), std::string::npos) << "no split instantiation";
+  EXPECT_NE(b.cu.find("flash_attention__k0__dw("), std::string::npos) << "no streaming instantiation";
+  const std::vector<Case> all{{{0, 1, 17, 5, 3, 0}, {3, 0, 17, 9, 1, 0}, 4, 80},
+                              {{1}, {1}, 4, 80},
+                              {{40, 3}, {35, 0}, 7, 42},
+                              {{0, 20}, {5, 33}, 9, 64},
+                              {{70, 19}, {130, 19}, 2, 64},
+                              {{33, 2}, {40, 64}, 3, 30}};
+  double worst = 0;
+  int checked = 0;
+  for (const Case& c : all) {
+    const size_t Bn = c.ql.size();
+    const int H = c.H, D = c.D, W = H * D;
+    std::vector<size_t> qo{0}, ko{0};
+    for (size_t x = 0; x < Bn; ++x) {
+      qo.push_back(qo.back() + static_cast<size_t>(c.ql[x]) * W);
+      ko.push_back(ko.back() + static_cast<size_t>(c.kl[x]) * W);
+    }
+    std::mt19937 rng(static_cast<unsigned>(Bn * 17 + W));
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    std::vector<float> q(std::max<size_t>(qo.back(), 1)), kv(std::max<size_t>(ko.back(), 1)),
+        out(std::max<size_t>(qo.back(), 1), NAN);
+    for (auto& x : q) x = static_cast<float>(2 * dist(rng));
+    for (auto& x : kv) x = static_cast<float>(2 * dist(rng));
+    std::vector<int32_t> ql = c.ql, kl = c.kl;
+    std::map<std::string, void*> bufs{{"q.seqlen", ql.data()}, {"kv.seqlen", kl.data()}, {"q.data", q.data()},
+                                      {"kv.data", kv.data()},  {"output.data", out.data()}};
+    std::vector<void*> ptrs;
+    for (const auto& buf : b.func->buffers) {
+      if (buf->kind != ir::BufferKind::Input && buf->kind != ir::BufferKind::Output) continue;
+      ASSERT_TRUE(bufs.count(buf->name)) << buf->name;
+      ptrs.push_back(bufs[buf->name]);
+    }
+    ptrs.push_back(nullptr);
+    std::vector<int64_t> sizes;
+    for (const auto& sz : b.func->sizes) sizes.push_back(sz.name == "B" ? static_cast<int64_t>(Bn) : sz.name == "H" ? H : D);
+    sizes.push_back(0);
+    ASSERT_EQ(b.entry(sizes.data(), ptrs.data()), 0);
+    for (size_t x = 0; x < Bn; ++x)
+      for (int i = 0; i < c.ql[x]; ++i) {
+        std::vector<double> s(c.kl[x]);
+        double m = -INFINITY;
+        for (int j = 0; j < c.kl[x]; ++j) {
+          double dot = 0;
+          for (int r = 0; r < W; ++r) dot += double(q[qo[x] + static_cast<size_t>(i) * W + r]) * kv[ko[x] + static_cast<size_t>(j) * W + r];
+          s[j] = dot / std::sqrt(static_cast<double>(D));
+          m = std::max(m, s[j]);
+        }
+        double sum = 0;
+        std::vector<double> ref(W, 0.0);
+        for (int j = 0; j < c.kl[x]; ++j) {
+          const double p = std::exp(s[j] - m);
+          sum += p;
+          for (int r = 0; r < W; ++r) ref[r] += p * kv[ko[x] + static_cast<size_t>(j) * W + r];
+        }
+        for (int r = 0; r < W; ++r) {
+          const double want = sum == 0 ? 0 : ref[r] / sum;
+          const double got = out[qo[x] + static_cast<size_t>(i) * W + r];
+          EXPECT_LE(std::fabs(got - want), 1e-5) << "H " << H << " D " << D << " b " << x << " i " << i << " column " << r
+                                                 << ": " << got << " vs " << want;
+          if (!(std::fabs(got - want) <= 1e-5)) return;
+          worst = std::max(worst, std::fabs(got - want));
+          ++checked;
+        }
+      }
+  }
+  std::printf("flash_attention (f32): %d outputs, max |err| = %.4g\n", checked, worst);
+  EXPECT_GT(checked, 20000);
 }
 
 }  // namespace

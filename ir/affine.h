@@ -1,4 +1,4 @@
-// Affine pieces of vloop offsets shared by the GPU planners
+// Affine pieces of vloop offsets shared by ir/collapse_loops and the GPU planners
 // (plan_contraction.cpp, plan_attention.cpp): i64 sums and products folded
 // where a side is 0 or 1, and the coefficient of a variable.
 #pragma once
@@ -7,7 +7,7 @@
 
 #include "ir/ir.h"
 
-namespace dccc::gpu::affine {
+namespace dccc::ir::affine {
 
 using ir::BinOp;
 using ir::ExprKind;
@@ -59,4 +59,4 @@ inline bool mentions_any(const ir::Expr& e, const std::vector<ir::Var>& vars) {
   return false;
 }
 
-}  // namespace dccc::gpu::affine
+}  // namespace dccc::ir::affine
