@@ -130,6 +130,10 @@ options:
                      query rows a warp (1 or 2; f32 always 1), W warps a
                      block, N keys a tile, registers capped for B blocks an
                      SM (--explain shows the choices)
+  --attention-split=C,W,N
+                     likewise for head dims from 257 to C x W (a score
+                     summed over heads): W warps share 16 query rows, C
+                     columns each, N keys a tile
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -284,7 +288,22 @@ int parse_args(int argc, char** argv, Options& o) {
         return usage_error("bad --attention-tiles `" + v +
                            "`; expected M,W,N,B: m16 tiles a warp (1 or 2), warps a block (1-8), keys a tile "
                            "(16-128, a multiple of 16), blocks an SM (1-4)");
-      o.cuda.attention = {t[0], t[1], t[2], t[3]};
+      o.cuda.attention.m_tiles = t[0];
+      o.cuda.attention.warps = t[1];
+      o.cuda.attention.key_tile = t[2];
+      o.cuda.attention.min_blocks = t[3];
+    } else if (a.rfind("--attention-split=", 0) == 0) {
+      std::string v = a.substr(18);
+      int t[3];
+      char tail = 0;
+      if (std::sscanf(v.c_str(), "%d,%d,%d%c", &t[0], &t[1], &t[2], &tail) != 3 || (t[0] != 32 && t[0] != 64 && t[0] != 128) ||
+          t[1] < 2 || t[1] > 8 || t[2] < 16 || t[2] > 64 || t[2] % 16 != 0)
+        return usage_error("bad --attention-split `" + v +
+                           "`; expected C,W,N: columns a warp (32, 64 or 128), warps (2-8), keys a tile (16-64, a "
+                           "multiple of 16)");
+      o.cuda.attention.split_cols = t[0];
+      o.cuda.attention.split_warps = t[1];
+      o.cuda.attention.split_keys = t[2];
     } else if (a == "--check") {
       o.emit.clear();
     } else if (a.rfind("--docs-name=", 0) == 0) {

@@ -252,6 +252,9 @@ struct AttentionTuning {
   int warps = 0;       // warps a block
   int key_tile = 0;    // keys a tile (a multiple of 16)
   int min_blocks = 0;  // blocks an SM the registers are capped for
+  /// The split instantiation (AttentionKernel::split): columns a warp,
+  /// warps, keys a tile (`dccc --attention-split`); 0 keeps the planner's.
+  int split_cols = 0, split_warps = 0, split_keys = 0;
 };
 
 /// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)

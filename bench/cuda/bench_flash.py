@@ -72,6 +72,9 @@ def main(argv=None):
     ap.add_argument("--long", type=int, default=0, help="also one sequence of this many tokens")
     ap.add_argument("--out", default=None)
     ap.add_argument("--check-only", action="store_true", help="the check batch only (a GPU test)")
+    ap.add_argument("--variants", default="",
+                    help="NAME=DIR,...: other builds of fa.so (e.g. other tiles), each checked and timed in the same "
+                         "interleaving; one more line per variant")
     ap.add_argument("--dccc-only", action="store_true",
                     help="no peer (under compute-sanitizer: PyTorch's own kernels report racecheck hazards)")
     a = ap.parse_args(argv)
@@ -87,6 +90,15 @@ def main(argv=None):
     if fused is None:
         raise SystemExit(f"bench_flash: {a.dir}/fa.so is missing")
     stored = load(a.dir, "fa_materialized.so")
+    variants = []
+    for v in (x for x in a.variants.split(",") if x):
+        if "=" not in v:
+            ap.error("--variants takes NAME=DIR pairs, comma-separated")
+        n, d = v.split("=", 1)
+        lib = load(d, "fa.so")
+        if lib is None:
+            raise SystemExit(f"bench_flash: {d}/fa.so is missing")
+        variants.append((n, lib))
     H, D, W = a.H, a.D, a.H * a.D
     lines = [f"# device: {torch.cuda.get_device_name()}; torch {torch.__version__}; flash_attention.toy, f32, H = {H}, "
              f"D = {D} (scores over H x D = {W}); reps {a.reps} interleaved; ratios: peer median / fused median",
@@ -152,6 +164,8 @@ def main(argv=None):
             peers["stored"] = caller(stored)
         if not a.dccc_only:
             peers["eff"] = run_eff
+        for n, lib in variants:
+            peers["v:" + n] = caller(lib)
         errs = {}
         for p, f in list(peers.items()):
             try:
@@ -176,6 +190,11 @@ def main(argv=None):
             print(f"{name:>8}: fused wrong: max err {errs['fused']:.2e}", flush=True)
             failed = True
             continue
+        for n, _ in variants:
+            if "v:" + n in errs and not errs["v:" + n] <= 1e-3:
+                print(f"{name:>8}: variant {n} wrong: max err {errs['v:' + n]:.2e}", flush=True)
+                failed = True
+                del peers["v:" + n]
         if name == "check":
             line = f"{'check':>8} {batch:>5}  lengths {lens}: fused max err {errs['fused']:.1e}" + "".join(
                 f", {p} {errs[p]:.1e}" for p in errs if p != "fused")
@@ -201,6 +220,14 @@ def main(argv=None):
                 f"{med.get('eff', nan) / med['fused']:9.3f} {errs['fused']:9.1e} {errs.get('eff', nan):8.1e}")
         print(line, flush=True)
         lines.append(line)
+        for n, _ in variants:
+            if "v:" + n in med:
+                vm = med["v:" + n]
+                line = (f"{name:>8} {batch:>5}   variant {n}: min {min(times['v:' + n]):.3f} med {vm:.3f} ms, "
+                        f"fused/variant {med['fused'] / vm:.3f}, eff/variant {med.get('eff', nan) / vm:.3f}, "
+                        f"max err {errs['v:' + n]:.1e}")
+                print(line, flush=True)
+                lines.append(line)
         del q, kv, out
         torch.cuda.empty_cache()
     if a.out:
