@@ -181,6 +181,9 @@ NVCC
   usage_error "$toy" --target=cuda --attention-tiles=3,4,64,2 --emit=kernel  # m16 tiles a warp: 1 or 2
   usage_error "$toy" --target=cuda --attention-tiles=1,4,40,2 --emit=kernel  # keys: a multiple of 16
   usage_error "$toy" --target=cuda --attention-tiles=1,4,64 --emit=kernel
+  usage_error "$toy" --target=cuda --attention-split=100,4,16 --emit=kernel  # columns a warp: 32, 64 or 128
+  usage_error "$toy" --target=cuda --attention-split=64,9,16 --emit=kernel   # warps: 2-8
+  usage_error "$toy" --target=cuda --attention-split=64,8 --emit=kernel
   ;;
 depfile)
   mkdir "$tmp/my dir"
