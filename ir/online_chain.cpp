@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dccc::ir {
 namespace {
 
@@ -82,12 +84,18 @@ bool Chain::analyse(const std::set<std::string>& keep, const std::set<std::strin
   // A per-j producer is computed once per j for the whole row, outside
   // the root's loops over its other indices: it may not be indexed by one
   // (transformer_block's v = y . wv per key, indexed by d).
+  std::string beyond;
   for (const auto& p : producers)
     for (const auto& a : p.args)
       for (size_t k = rows; k < root.lhs.size(); ++k)
-        if (mentions(a, root.lhs[k]))
-          return refuse(fmt::format("`{}` (a reduction per j) is indexed by {}, an index of `{}` beyond the rows",
-                                    p.nest->target->name, root.lhs[k]->name, root.target->name));
+        if (mentions(a, root.lhs[k])) {
+          if (std::find(beyond_rows.begin(), beyond_rows.end(), p.nest->target.get()) == beyond_rows.end())
+            beyond_rows.push_back(p.nest->target.get());
+          if (beyond.empty())
+            beyond = fmt::format("`{}` (a reduction per j) is indexed by {}, an index of `{}` beyond the rows",
+                                 p.nest->target->name, root.lhs[k]->name, root.target->name);
+        }
+  if (!beyond.empty()) return refuse(beyond);
   // Per-j producers read only what stays stored.
   for (const auto& p : producers) {
     bool bad = false;

@@ -66,6 +66,15 @@ class Chain {
   std::map<const VarNode*, Expr> bind(const Nest& n, const std::vector<Expr>& args) const;
 
   std::string why;  // why the chain is not fused (empty: no chain at all)
+  /// When analyse refused because a reduction over other indices that the
+  /// chain reads at j is indexed beyond the rows (transformer_block's v =
+  /// y . wv, read as v[b][j, h, e]): those tensors. Recomputing one per j
+  /// for every such index would repeat its whole reduction; stored, as its
+  /// own statement computes it, the chain reads it like an input. The pass
+  /// retries with them kept (keep_stored).
+  std::vector<const BufferNode*> beyond_rows;
+  /// Tensor `t` stays stored: the chain reads it, never computes it.
+  void keep_stored(const BufferNode* t) { def_.erase(t); }
 
   // What analyse found (read by fuse_chain, ir/online_fuse.h).
   Func& f;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "ir/online_chain.h"
 #include "ir/online_fuse.h"
 #include "ir/online_nest.h"
@@ -21,8 +23,20 @@ void online_reductions(Func& f, const std::set<std::string>& keep, const std::se
     for (size_t r = items.size(); r-- > 0 && !changed;) {
       if (!nests[r] || !nests[r]->reduction || tried.count(nests[r]->target.get())) continue;
       tried.insert(nests[r]->target.get());
-      Chain c(f, items, nests, r);
-      if (!c.analyse(keep, scheduled)) {
+      // A reduction the chain would recompute per j at indices beyond the
+      // rows stays stored instead (Chain::beyond_rows): one more try
+      // without each such tensor, at most once per tensor.
+      std::vector<const BufferNode*> stored;
+      auto chain = std::make_unique<Chain>(f, items, nests, r);
+      bool ok = chain->analyse(keep, scheduled);
+      while (!ok && !chain->beyond_rows.empty() && stored.size() < items.size()) {
+        stored.insert(stored.end(), chain->beyond_rows.begin(), chain->beyond_rows.end());
+        chain = std::make_unique<Chain>(f, items, nests, r);
+        for (const auto* t : stored) chain->keep_stored(t);
+        ok = chain->analyse(keep, scheduled);
+      }
+      Chain& c = *chain;
+      if (!ok) {
         if (!c.why.empty())
           text += fmt::format("  `{}`: online reductions not applied: {}\n", nests[r]->target->name, c.why);
         continue;

@@ -234,6 +234,22 @@ class StorageLowerer {
     return a;
   }
 
+  /// Whether indices k and k + 1 of `idx` are `X / C` and `X % C` over a
+  /// dimension k + 1 of extent C (unpadded, sizing nothing): a split of X,
+  /// whose row-major place (X / C) C + X % C is X itself. Exact wherever the
+  /// access runs: the checker proved X % C within [0, C), so C > 0 there
+  /// (transformer_block's q[b][i, h, e] = rq[b][i, h, e / K, e % K]: q's
+  /// offset is then affine in e, a contraction the GPU planners read).
+  bool split_pair(const BufferNode& b, const std::vector<Expr>& idx, size_t k) const {
+    if (k + 1 >= idx.size() || has_dependents(b, k) || has_dependents(b, k + 1)) return false;
+    if (k + 1 < b.pad.size() && b.pad[k + 1] > 1) return false;
+    const Expr &q = idx[k], &r = idx[k + 1];
+    if (q->kind != ExprKind::Binary || q->binop != BinOp::Div || r->kind != ExprKind::Binary || r->binop != BinOp::Mod)
+      return false;
+    return same_expr(q->args[0], r->args[0]) && same_expr(q->args[1], r->args[1]) &&
+           same_expr(b.dims[k + 1].extent, q->args[1]);
+  }
+
   /// CoRa Algorithm 1: the flat offset of `idx` in `b`.
   Expr offset(const BufferNode& b, const std::vector<Expr>& idx) {
     std::map<const VarNode*, Expr> env;
@@ -241,8 +257,14 @@ class StorageLowerer {
     Expr off = build::int_imm(0);
     for (size_t k = 0; k < b.dims.size(); ++k) {
       Expr d;
-      if (has_dependents(b, k)) d = build::cast(Scalar::I64, prefix_at(prefix_for(b, k), env, idx[k]));
-      else d = mul(idx[k], size_from(b, k + 1, env));
+      if (has_dependents(b, k)) {
+        d = build::cast(Scalar::I64, prefix_at(prefix_for(b, k), env, idx[k]));
+      } else if (split_pair(b, idx, k)) {
+        d = mul(idx[k]->args[0], size_from(b, k + 2, env));
+        ++k;
+      } else {
+        d = mul(idx[k], size_from(b, k + 1, env));
+      }
       off = add(off, d);
     }
     return off;

@@ -9,7 +9,12 @@
 // the same definition are shared between buffers, so the prelude computes
 // each once (the paper's "CoRa-Optimized"). A dimension with storage
 // padding p (BufferNode::pad, set by a schedule; only on dimensions that
-// size nothing) holds its extent rounded up to a multiple of p.
+// size nothing) holds its extent rounded up to a multiple of p. Two
+// consecutive indices `X / C`, `X % C` over an unpadded dimension of extent
+// C contribute X * (size below them), the place of X itself: exact wherever
+// the access runs (the checker proved X % C in [0, C), so C > 0), and it
+// leaves the offset affine in X (a split head dim, `q[b][i, h, e / K, e % K]`,
+// is still a contraction index for the GPU planners).
 //
 // A_d arrays of lengths the function computes itself (a local `n` in
 // `[b: B][n[b], D]`) are filled in the body, just before the first
