@@ -31,20 +31,13 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_fused import read_lengths, time_interleaved  # noqa: E402 (the benchmark's own folder)
+
 
 class Packed(ctypes.Structure):  # PackedQueries and PackedKV have the same fields
     _fields_ = [("data", ctypes.c_void_p), ("data_len", ctypes.c_int64), ("seqlen", ctypes.c_void_p),
                 ("seqlen_len", ctypes.c_int64), ("B", ctypes.c_int64), ("H", ctypes.c_int64), ("D", ctypes.c_int64)]
-
-
-def read_lengths(path, batch):
-    for line in open(path):
-        if line.startswith("#") or ":" not in line:
-            continue
-        b, values = line.split(":", 1)
-        if int(b) == batch:
-            return [int(x) for x in values.split()]
-    return None
 
 
 def load(folder, so):
@@ -201,18 +194,10 @@ def main(argv=None):
             print(line, flush=True)
             lines.append(line)
             continue
-        times = {p: [] for p in peers}
-        for f in peers.values():
-            f()
-        torch.cuda.synchronize()
-        for _ in range(a.reps):
-            for p, f in peers.items():
-                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                e0.record()
-                f()
-                e1.record()
-                e1.synchronize()
-                times[p].append(e0.elapsed_time(e1))
+        times = time_interleaved(torch, peers, a.reps, name)
+        if "fused" not in times:
+            failed = True
+            continue
         med = {p: statistics.median(t) for p, t in times.items()}
         nan = float("nan")
         line = (f"{name:>8} {batch:>5} {min(times['fused']):9.3f} {med['fused']:9.3f} {med.get('stored', nan):10.3f} "

@@ -104,6 +104,30 @@ def parse_args(argv=None):
     return a
 
 
+def time_interleaved(torch, peers, reps, label):
+    """{name: [ms, ...]}: `reps` rounds, each calling every peer once in order (dccc, peer, ...),
+    each call timed with CUDA events after 3 warm-up calls; a peer whose warm-up fails is dropped
+    (and removed from `peers`) with a line saying why."""
+    for p, f in list(peers.items()):
+        try:
+            for _ in range(3):
+                f()
+        except Exception as e:  # noqa: BLE001 (cuDNN may refuse a shape)
+            print(f"# {label}: {p} unavailable: {type(e).__name__}: {e}", flush=True)
+            del peers[p]
+    torch.cuda.synchronize()
+    times = {p: [] for p in peers}
+    for _ in range(reps):
+        for p, f in peers.items():
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            f()
+            b.record()
+            b.synchronize()
+            times[p].append(a.elapsed_time(b))
+    return times
+
+
 _flex = None
 
 
@@ -277,23 +301,7 @@ def main(argv=None):
                             failed = True
                             continue
                         peers["v:" + vn] = run_v
-                    times = {p: [] for p in peers}
-                    for p, f in list(peers.items()):  # warm-up; a peer that fails is dropped
-                        try:
-                            for _ in range(3):
-                                f()
-                        except Exception as e:  # noqa: BLE001 (cuDNN may refuse a shape)
-                            print(f"# {name} {D} {mask}: {p} unavailable: {type(e).__name__}: {e}", flush=True)
-                            del peers[p]
-                    torch.cuda.synchronize()
-                    for _ in range(args.reps):
-                        for p, f in peers.items():
-                            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                            a.record()
-                            f()
-                            b.record()
-                            b.synchronize()
-                            times[p].append(a.elapsed_time(b))
+                    times = time_interleaved(torch, peers, args.reps, f"{name} {D} {mask}")
                     med = {p: statistics.median(times[p]) if times.get(p) else float("nan") for p in ("dccc", p1, p2)}
                     line = (f"{name:>8} {batch:>4} {D:>4} {mask:>6} {min(times['dccc']):9.3f} {med['dccc']:9.3f} "
                             f"{med[p1]:8.3f} {med[p2]:9.3f} {med[p1] / med['dccc']:8.3f} "
