@@ -89,7 +89,6 @@ bool apply_schedules(Module& m, RunState& s) {
   return s.diags.error_count() == errors;
 }
 
-/// The names `materialize` keeps stored and the tensors whose assignments
 /// Whether the perfect nest of serial loops `first` is one sum into `acc`
 /// over one loop, or over several whose every tensor reads them as its last
 /// indices, in order, over whole unpadded dimensions: after storage lowering
@@ -162,6 +161,7 @@ bool derived_loops_fusable(const Func& before, const Func& after, std::string& w
   return derived > 0 && ok;
 }
 
+/// The names `materialize` keeps stored and the tensors whose assignments
 /// other directives name, per function: online reductions leave them alone.
 bool online_reductions_all(Module& m, RunState& s) {
   for (auto& f : m.funcs) {

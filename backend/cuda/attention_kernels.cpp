@@ -101,33 +101,29 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   o += "    if (ntiles > 0) {\n";
   o += fmt::format("      {}__launch lp;\n      lp.a = a;\n", k.name);
   o += "      lp.tiles = (const int32_t*)tv->dev;\n";
+  // One branch per instantiation: under `cond`, its shared memory set and
+  // its kernel launched on `grid` blocks of `threads`.
   std::string chain = "      ";
-  for (int dp : k.head_dims) {
-    int smem = gpu::attention_smem_bytes(k, dp);
-    o += fmt::format("{}if (dmax <= {}) {{\n", chain, dp);
-    o += fmt::format("        if (cudaFuncSetAttribute({}__d{}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
-                     k.name, dp, smem);
-    o += fmt::format("        {}__d{}<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n", k.name, dp, gpu::attention_warps(k, dp) * 32, smem);
+  auto branch = [&](const std::string& cond, const std::string& suffix, const std::string& grid, int threads, int smem) {
+    o += fmt::format("{}if ({}) {{\n", chain, cond);
+    o += fmt::format("        if (cudaFuncSetAttribute({}__{}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
+                     k.name, suffix, smem);
+    o += fmt::format("        {}__{}<<<{}, {}, {}, strm>>>(lp);\n", k.name, suffix, grid, threads, smem);
     chain = "      } else ";
-  }
-  if (k.split) {
-    // Up to split x split_warps: warps sharing 16 rows (gpu::AttentionKernel::split).
-    const int smem = gpu::attention_split_smem_bytes(k);
-    o += fmt::format("      }} else if (dmax <= {}) {{\n", k.split * k.split_warps);
-    o += fmt::format("        if (cudaFuncSetAttribute({}__dx, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
-                     k.name, smem);
-    o += fmt::format("        {}__dx<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n", k.name, k.split_warps * 32, smem);
-  }
-  if (k.wide) {
-    // Larger head dims: the streaming instantiation, blockIdx.y over the
-    // output columns in chunks of k.wide (gpu::AttentionKernel::wide).
-    const int dp = k.wide, smem = gpu::attention_smem_bytes(k, dp);
-    o += fmt::format("      }} else if ((dmax + {0} - 1) / {0} <= 65535) {{\n", dp);
-    o += fmt::format("        if (cudaFuncSetAttribute({}__dw, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
-                     k.name, smem);
-    o += fmt::format("        {}__dw<<<dim3((unsigned)ntiles, (unsigned)((dmax + {} - 1) / {})), {}, {}, strm>>>(lp);\n", k.name, dp, dp,
-                     gpu::attention_warps(k, dp) * 32, smem);
-  }
+  };
+  for (int dp : k.head_dims)
+    branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "(unsigned)ntiles", gpu::attention_warps(k, dp) * 32,
+           gpu::attention_smem_bytes(k, dp));
+  // Up to split x split_warps: warps sharing 16 rows (gpu::AttentionKernel::split).
+  if (k.split)
+    branch(fmt::format("dmax <= {}", k.split * k.split_warps), "dx", "(unsigned)ntiles", k.split_warps * 32,
+           gpu::attention_split_smem_bytes(k));
+  // Larger head dims: the streaming instantiation, blockIdx.y over the
+  // output columns in chunks of k.wide (gpu::AttentionKernel::wide).
+  if (k.wide)
+    branch(fmt::format("(dmax + {0} - 1) / {0} <= 65535", k.wide), "dw",
+           fmt::format("dim3((unsigned)ntiles, (unsigned)((dmax + {0} - 1) / {0}))", k.wide),
+           gpu::attention_warps(k, k.wide) * 32, gpu::attention_smem_bytes(k, k.wide));
   o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",
                    f_.name, k.wide ? int64_t{65535} * k.wide : int64_t{k.head_dims.back()});
   return o;

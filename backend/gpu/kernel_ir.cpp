@@ -125,7 +125,7 @@ std::string attention_instances(const AttentionKernel& k) {
     const int dp = k.head_dims[x];
     o += fmt::format("{}head dim {}: {} query rows x {} keys a tile, {} warps of {} rows, {} block(s) an SM", x ? "; " : "",
                      dp, attention_tile_m(k, dp), attention_tile_n(k, dp), attention_warps(k, dp), 16 * attention_m_tiles(k, dp),
-                     x < k.min_blocks.size() ? k.min_blocks[x] : 1);
+                     attention_min_blocks(k, dp));
   }
   if (k.split)
     o += fmt::format("; head dims {} .. {}: 16 query rows x {} keys a tile, {} warps sharing the rows ({} columns of the "

@@ -565,43 +565,32 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   std::string o = fmt::format("// {}: fused attention (dccc --emit=kernel shows its kernel IR)\n", k.name);
   o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
   o += p.body();
-  if (k.split) {
+  for (bool split : {true, false}) {
+    if (split ? !k.split : !k.wide) continue;
     Printer w{k, d, ""};
-    w.split_ = true;
+    (split ? w.split_ : w.wide_) = true;
     o += w.body();
   }
-  if (k.wide) {
-    Printer w{k, d, ""};
-    w.wide_ = true;
-    o += w.body();
-  }
-  for (size_t x = 0; x < k.head_dims.size(); ++x) {
-    const int dp = k.head_dims[x];
-    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__d{}({}__launch launch) {{\n", attention_warps(k, dp) * 32,
-                     x < k.min_blocks.size() ? k.min_blocks[x] : 1, k.name, dp, k.name);
+  // One __global__ wrapper per instantiation: threads, blocks an SM, the
+  // dynamic shared memory and the body's template arguments.
+  auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, int bn, int mt, int warps, int blocks,
+                     int smem) {
+    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__{}({}__launch launch) {{\n", warps * 32, blocks, k.name,
+                     suffix, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
-                     attention_smem_bytes(k, dp));
-    o += fmt::format("  {}__body<{}, {}, {}, {}>(launch, smem);\n}}\n\n", k.name, dp, attention_tile_n(k, dp),
-                     attention_m_tiles(k, dp), attention_warps(k, dp));
-  }
-  if (k.split) {
-    // The split instantiation (AttentionKernel::split): warps share 16 rows.
-    o += fmt::format("__global__ void __launch_bounds__({}, 1) {}__dx({}__launch launch) {{\n", k.split_warps * 32, k.name, k.name);
-    o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
-                     attention_split_smem_bytes(k));
-    o += fmt::format("  {}__body_split<{}, {}, 1, {}>(launch, smem);\n}}\n\n", k.name, k.split, k.split_key_tile, k.split_warps);
-  }
-  if (k.wide) {
-    // The streaming instantiation (AttentionKernel::wide): head dim
-    // `wide`'s tiles; blockIdx.y picks the output columns.
-    const int dp = k.wide;
-    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__dw({}__launch launch) {{\n", attention_warps(k, dp) * 32,
-                     attention_min_blocks(k, dp), k.name, k.name);
-    o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
-                     attention_smem_bytes(k, dp));
-    o += fmt::format("  {}__body_wide<{}, {}, {}, {}>(launch, smem);\n}}\n\n", k.name, dp, attention_tile_n(k, dp),
-                     attention_m_tiles(k, dp), attention_warps(k, dp));
-  }
+                     smem);
+    o += fmt::format("  {}__body{}<{}, {}, {}, {}>(launch, smem);\n}}\n\n", k.name, body, dp, bn, mt, warps);
+  };
+  auto by_head_dim = [&](const std::string& suffix, const std::string& body, int dp) {
+    wrapper(suffix, body, dp, attention_tile_n(k, dp), attention_m_tiles(k, dp), attention_warps(k, dp),
+            attention_min_blocks(k, dp), attention_smem_bytes(k, dp));
+  };
+  for (int dp : k.head_dims) by_head_dim(fmt::format("d{}", dp), "", dp);
+  // The split instantiation (AttentionKernel::split): warps share 16 rows.
+  if (k.split) wrapper("dx", "_split", k.split, k.split_key_tile, 1, k.split_warps, 1, attention_split_smem_bytes(k));
+  // The streaming one (AttentionKernel::wide): head dim `wide`'s tiles;
+  // blockIdx.y picks the output columns.
+  if (k.wide) by_head_dim("dw", "_wide", k.wide);
   return o;
 }
 
