@@ -95,14 +95,20 @@ inline constexpr int64_t kCpuOnlineBlock = 128;
 /// Rows a tile of the CPU's fused loop (ir/online_tile.h).
 inline constexpr int64_t kCpuOnlineRows = 4;
 
+/// What online_reductions fused.
+struct OnlineFused {
+  int chains = 0;           // chains fused
+  int per_key_reduced = 0;  // of which some value per j is a reduction (a contraction: the scores q . k)
+};
+
 /// Fuses every chain of dependent reductions of `f` that qualifies (see
 /// above). `keep` names tensors a `materialize` directive keeps stored and
 /// `scheduled` the tensors whose assignments a directive names; chains
 /// touching either are left alone. `block` > 1 runs the fused loop over
 /// blocks of that many values of j (see above; 1: one value a step).
 /// Appends to `explain` (when not null) one line per chain fused or
-/// refused, saying which rewrite or which factor.
-void online_reductions(Func& f, const std::set<std::string>& keep, const std::set<std::string>& scheduled,
+/// refused, saying which rewrite or which factor. Returns what it fused.
+OnlineFused online_reductions(Func& f, const std::set<std::string>& keep, const std::set<std::string>& scheduled,
                        int64_t block, std::string* explain);
 
 }  // namespace dccc::ir

@@ -175,22 +175,11 @@ bool online_reductions_all(Module& m, RunState& s) {
     // On the CUDA target the pass runs by default where the fused attention
     // kernel (backend/gpu/plan_attention.h) can take its result: the derived
     // one-pass key loops start with a score contraction over one loop (or a nest that collapses to one), and
-    // f32 operands reach the tensor cores (not --fp32-math=ieee). Elsewhere
-    // the one-key-a-step CUDA loop would be slower than the stored scores
-    // (bench/RESULTS.md), so the function keeps them.
+    // f32 operands reach the tensor cores (not --fp32-math=ieee); or where
+    // no value per key is a reduction (nothing for tensor cores either way).
+    // Elsewhere the one-key-a-step CUDA loop would be slower than the stored
+    // scores (bench/RESULTS.md), so the function keeps them.
     const bool cuda_default = !s.options.online_reductions && s.options.target == Target::Cuda;
-    if (cuda_default && !s.options.cuda_fp32_tensor_cores) {
-      bool wide = false;
-      for (const auto& b : f.buffers)
-        if (b->kind == BufferKind::Input && !b->dims.empty() && (b->type == Scalar::F32 || b->type == Scalar::F64)) wide = true;
-      if (wide) {
-        if (s.options.explain)
-          s.result.explain += "fn " + f.name + ": online reductions not derived by default on the CUDA target: an f32 "
-                              "input with --fp32-math=ieee (the fused attention kernel runs on tensor cores; "
-                              "--online-reductions forces it)\n";
-        continue;
-      }
-    }
     int64_t block = s.options.online_block > 0 ? s.options.online_block
                     : s.options.target == Target::Cpu ? kCpuOnlineBlock
                                                       : 1;
@@ -202,10 +191,30 @@ bool online_reductions_all(Module& m, RunState& s) {
     // copy of the function can try it and be kept or dropped.
     Func trial = f;
     std::string note;
-    online_reductions(trial, keep, scheduled, block, s.options.explain ? &note : nullptr);
+    OnlineFused fused = online_reductions(trial, keep, scheduled, block, s.options.explain ? &note : nullptr);
     std::string why;
     if (trial.body == f.body) {  // nothing derived: the pass's reasons stand
       s.result.explain += note;
+    } else if (fused.chains > 0 && fused.per_key_reduced == 0) {
+      // Every derived key loop computes its per-key values element-wise
+      // (causal_attention.toy's x[i, h] * x[j, h]): nothing for tensor cores
+      // either way, and the one-pass loop does per key what the stored form's
+      // passes do, in one kernel and without the O(s^2) tensors.
+      f = std::move(trial);
+      s.result.explain += note;
+      if (s.options.explain)
+        s.result.explain += "fn " + f.name + ": derived on the CUDA target: the key loops' values are element-wise "
+                            "(no contraction for the fused attention kernel), one pass a row in backend/cuda's "
+                            "kernels instead of the stored scores\n";
+    } else if (!s.options.cuda_fp32_tensor_cores &&
+               std::any_of(f.buffers.begin(), f.buffers.end(), [](const Buffer& b) {
+                 return b->kind == BufferKind::Input && !b->dims.empty() &&
+                        (b->type == Scalar::F32 || b->type == Scalar::F64);
+               })) {
+      if (s.options.explain)
+        s.result.explain += "fn " + f.name + ": online reductions not derived by default on the CUDA target: an f32 "
+                            "input with --fp32-math=ieee (the fused attention kernel runs on tensor cores; "
+                            "--online-reductions forces it)\n";
     } else if (derived_loops_fusable(f, trial, why)) {
       f = std::move(trial);
       s.result.explain += note;
