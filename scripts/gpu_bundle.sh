@@ -60,7 +60,16 @@ sed -e 's/\]f32/]bf16/g' "$ROOT/examples/mha_causal.toy" > "$OUT/mha_causal_bf16
 "$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal_bf16.so" "$OUT/mha_causal_bf16.toy"
 # f32 (bench_fused.py --dtype f32): mha.so above and mha_causal.so, 3xTF32.
 "$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal.so" "$ROOT/examples/mha_causal.toy"
+# FlashAttention-2's precision (examples/mha_bf16_f32_scores.toy: f32 scores
+# and sums, P in bf16) under the names bench_fused.py calls, for
+# `bench_fused.py --variants f32s=f32_scores`.
+mkdir -p "$OUT/f32_scores"
+sed -e 's/fn mha_bf16_f32_scores(/fn mha_bf16(/' -e 's/fn mha_causal_bf16_f32_scores(/fn mha_causal(/' \
+  "$ROOT/examples/mha_bf16_f32_scores.toy" > "$OUT/f32_scores/mha_f32_scores.toy"
+"$BUILD/tools/dccc" --target=cuda -o "$OUT/f32_scores/mha_bf16.so" "$OUT/f32_scores/mha_f32_scores.toy"
+cp "$OUT/f32_scores/mha_bf16.so" "$OUT/f32_scores/mha_causal_bf16.so"
 for toy in "$ROOT/examples/mha_bf16.toy" "$OUT/mha_causal_bf16.toy" "$ROOT/examples/gqa_bf16.toy" \
+           "$OUT/f32_scores/mha_f32_scores.toy" \
            "$ROOT/examples/mha.toy" "$ROOT/examples/mha_causal.toy"; do
   [[ "$("$BUILD/tools/dccc" --target=cuda --explain "$toy")" == *"fused attention"* ]] ||
     { echo "gpu_bundle: $toy is not built as the fused attention kernel"; exit 1; }
@@ -95,6 +104,13 @@ for pair in mha:scores mha_bf16:scores flash_attention:scores mha_causal:scores 
   "$BUILD/tools/dccc" --target=cuda --online-reductions -o "$OUT/online/${ex}_cuda_online.so" "$ROOT/examples/$ex.toy"
   "$BUILD/tools/dccc" --target=cuda --schedule="schedule $fn { materialize($keep); }" \
     -o "$OUT/online/${ex}_cuda_materialised.so" "$ROOT/examples/$ex.toy"
+done
+# examples/mha_bf16_f32_scores.toy holds two functions, each checked by name.
+for fn in mha_bf16_f32_scores mha_causal_bf16_f32_scores; do
+  "$BUILD/tools/dccc" --target=cuda --online-reductions -o "$OUT/online/${fn}_cuda_online.so" \
+    "$ROOT/examples/mha_bf16_f32_scores.toy"
+  "$BUILD/tools/dccc" --target=cuda --schedule="schedule $fn { materialize(scores); }" \
+    -o "$OUT/online/${fn}_cuda_materialised.so" "$ROOT/examples/mha_bf16_f32_scores.toy"
 done
 cp "$ROOT/examples/host/causal_cuda_host.cu" "$ROOT/examples/host/causal_reference.h" \
    "$ROOT/examples/host/documents_cuda_host.cu" "$ROOT/examples/host/documents_reference.h" \

@@ -119,6 +119,22 @@ def make_mha_bf16(rng, lens):
     return [{"data": qb, "seqlen": ql}, {"k": kb, "v": vb, "seqlen": kl}], {}, {"data": out}
 
 
+def make_bf16_attention(mask=None):
+    """examples/mha_bf16_f32_scores.toy: bf16 inputs and output, the
+    attention of the inputs' bf16 values in float64 (masked: -inf scores)."""
+    def make(rng, lens, H=2, D=8):
+        ql = np.array(lens, np.int32)
+        kl = kv_lengths(rng, lens)
+        qb, kb, vb = to_bf16(rows(ql, H, D, rng)), to_bf16(rows(kl, H, D, rng)), to_bf16(rows(kl, H, D, rng))
+        qo, ko = offsets(ql), offsets(kl)
+        qf, kf, vf = (from_bf16(x).astype(np.float64) for x in (qb, kb, vb))
+        out = np.concatenate([masked_attention_ref(qf[qo[b]:qo[b + 1]], kf[ko[b]:ko[b + 1]], vf[ko[b]:ko[b + 1]],
+                                                   mask=mask)
+                              for b in range(len(lens))] or [np.zeros((0, H, D))])
+        return [{"data": qb, "seqlen": ql}, {"k": kb, "v": vb, "seqlen": kl}], {}, {"data": out.reshape(qf.shape)}
+    return make
+
+
 def make_gqa_bf16(rng, lens, H=4, G=2, D=4):
     """examples/gqa_bf16.toy: query head h attends with K/V head h // G, G = H // KH."""
     KH = H // G
@@ -503,6 +519,10 @@ CASES = {
     "mha": ("mha", make_mha, 1e-4, 1e-5),
     "mha_bf16": ("mha_bf16", make_mha_bf16, 0, 0.1),
     "gqa_bf16": ("gqa_bf16", make_gqa_bf16, 0, 0.1),
+    # f32 scores and sums, P and the output rounded to bf16 (FlashAttention-2's
+    # precision): within 1e-2 of float64 (mha_bf16 rounds every step: 0.1)
+    "mha_bf16_f32_scores": ("mha_bf16_f32_scores", make_bf16_attention(), 0, 1e-2),
+    "mha_causal_bf16_f32_scores": ("mha_bf16_f32_scores", make_bf16_attention(mask=lambda i, j: j <= i), 0, 1e-2),
     # examples/mha_generic.toy: mha<T: f32 | bf16>, one instance per type
     "mha__f32": ("mha_generic", make_mha, 1e-4, 1e-5),
     "mha__bf16": ("mha_generic", make_mha_bf16, 0, 0.1),
