@@ -134,6 +134,11 @@ options:
                      likewise for head dims from 257 to C x W (a score
                      summed over heads): W warps share 16 query rows, C
                      columns each, N keys a tile
+  --attention-grid=tiles|static|atomic
+                     likewise: one block per tile-list entry (the
+                     default), or a persistent grid (SMs x resident
+                     blocks) striding over the entries or taking the next
+                     from an atomic counter
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -304,6 +309,12 @@ int parse_args(int argc, char** argv, Options& o) {
       o.cuda.attention.split_cols = t[0];
       o.cuda.attention.split_warps = t[1];
       o.cuda.attention.split_keys = t[2];
+    } else if (a.rfind("--attention-grid=", 0) == 0) {
+      std::string v = a.substr(17);
+      if (v == "tiles") o.cuda.attention.grid = dccc::gpu::AttnGrid::Tiles;
+      else if (v == "static") o.cuda.attention.grid = dccc::gpu::AttnGrid::Static;
+      else if (v == "atomic") o.cuda.attention.grid = dccc::gpu::AttnGrid::Atomic;
+      else return usage_error("bad --attention-grid `" + v + "`; expected tiles, static or atomic");
     } else if (a == "--check") {
       o.emit.clear();
     } else if (a.rfind("--docs-name=", 0) == 0) {

@@ -100,29 +100,44 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   o += "    const int64_t ntiles = tv->ntiles, dmax = tv->dmax;\n";
   o += "    if (ntiles > 0) {\n";
   o += fmt::format("      {}__launch lp;\n      lp.a = a;\n", k.name);
-  o += "      lp.tiles = (const int32_t*)tv->dev;\n";
+  o += "      lp.tiles = (const int32_t*)tv->dev;\n      lp.ntiles = ntiles;\n      lp.counter = nullptr;\n";
   // One branch per instantiation: under `cond`, its shared memory set and
-  // its kernel launched on `grid` blocks of `threads`.
+  // its kernel launched on `grid` blocks of `threads` (a persistent grid:
+  // `blocks` = min(entries, SMs x the blocks an SM holds), gpu::AttnGrid).
   std::string chain = "      ";
   auto branch = [&](const std::string& cond, const std::string& suffix, const std::string& grid, int threads, int smem) {
+    const std::string kernel = fmt::format("{}__{}", k.name, suffix);
     o += fmt::format("{}if ({}) {{\n", chain, cond);
-    o += fmt::format("        if (cudaFuncSetAttribute({}__{}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
-                     k.name, suffix, smem);
-    o += fmt::format("        {}__{}<<<{}, {}, {}, strm>>>(lp);\n", k.name, suffix, grid, threads, smem);
+    o += fmt::format("        if (cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
+                     kernel, smem);
+    if (k.grid == gpu::AttnGrid::Tiles) {
+      o += fmt::format("        {}<<<{}, {}, {}, strm>>>(lp);\n", kernel, fmt::format(fmt::runtime(grid), "(unsigned)ntiles"), threads, smem);
+    } else {
+      o += "        int dev = 0, sms = 0, occ = 0;\n";
+      o += fmt::format("        cudaError_t ge = cudaGetDevice(&dev);\n"
+                       "        if (ge == cudaSuccess) ge = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);\n"
+                       "        if (ge == cudaSuccess) ge = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, {}, {}, {});\n"
+                       "        if (ge != cudaSuccess) {{ st = dcc_cuda_fail(ge, \"sizing the persistent grid\"); goto done; }}\n",
+                       kernel, threads, smem);
+      o += "        const int64_t blocks = std::min<int64_t>(ntiles, (int64_t)std::max(occ, 1) * std::max(sms, 1));\n";
+      if (k.grid == gpu::AttnGrid::Atomic)
+        o += "        if (!dalloc(sizeof(unsigned), (void**)&lp.counter)) { st = DCC_ERR_CUDA; goto done; }\n";
+      o += fmt::format("        {}<<<{}, {}, {}, strm>>>(lp);\n", kernel, fmt::format(fmt::runtime(grid), "(unsigned)blocks"), threads, smem);
+    }
     chain = "      } else ";
   };
   for (int dp : k.head_dims)
-    branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "(unsigned)ntiles", gpu::attention_warps(k, dp) * 32,
+    branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "{}", gpu::attention_warps(k, dp) * 32,
            gpu::attention_smem_bytes(k, dp));
   // Up to split x split_warps: warps sharing 16 rows (gpu::AttentionKernel::split).
   if (k.split)
-    branch(fmt::format("dmax <= {}", k.split * k.split_warps), "dx", "(unsigned)ntiles", k.split_warps * 32,
+    branch(fmt::format("dmax <= {}", k.split * k.split_warps), "dx", "{}", k.split_warps * 32,
            gpu::attention_split_smem_bytes(k));
   // Larger head dims: the streaming instantiation, blockIdx.y over the
   // output columns in chunks of k.wide (gpu::AttentionKernel::wide).
   if (k.wide)
     branch(fmt::format("(dmax + {0} - 1) / {0} <= 65535", k.wide), "dw",
-           fmt::format("dim3((unsigned)ntiles, (unsigned)((dmax + {0} - 1) / {0}))", k.wide),
+           fmt::format("dim3({{}}, (unsigned)((dmax + {0} - 1) / {0}))", k.wide),
            gpu::attention_warps(k, k.wide) * 32, gpu::attention_smem_bytes(k, k.wide));
   o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",
                    f_.name, k.wide ? int64_t{65535} * k.wide : int64_t{k.head_dims.back()});

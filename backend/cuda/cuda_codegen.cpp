@@ -123,8 +123,11 @@ std::string explain_kernels(const ir::Module& m, const CudaOptions& options) {
       std::string name = fmt::format("{}__k{}", f.name, k), why, why_attn;
       if (auto a = fe.plan_attention(items[k], name, &why_attn)) {
         out += fmt::format("kernel {}: fused attention (one kernel for the whole softmax chain): {} shared-memory stages of K and V (cp.async), mma.sync {}; {}; schedule: "
-                           "one block per (batch entry, query tile), longest key sequence first; {}\n",
+                           "{}{}, longest key sequence first; {}\n",
                            name, a->stages, gpu::mma_name(a->shape), gpu::attention_instances(*a),
+                           a->grid == gpu::AttnGrid::Tiles ? "one block per (batch entry, query tile)"
+                                                           : "(batch entry, query tile) entries on ",
+                           a->grid == gpu::AttnGrid::Tiles ? "" : gpu::attn_grid_name(a->grid),
                            a->skip_conjuncts.empty() ? std::string("no key tile skipped")
                                                      : fmt::format("key tiles skipped by {} mask conjunct(s)", a->skip_conjuncts.size()));
       } else if (auto c = fe.plan_mma(items[k], name, &why)) {

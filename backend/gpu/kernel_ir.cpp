@@ -16,6 +16,15 @@ const char* elem_name(Elem e) {
 
 int elem_bytes(Elem e) { return e == Elem::F32 ? 4 : 2; }
 
+const char* attn_grid_name(AttnGrid g) {
+  switch (g) {
+    case AttnGrid::Tiles: return "one block per tile-list entry";
+    case AttnGrid::Static: return "a persistent grid (SMs x resident blocks), block b taking entries b, b + grid, ...";
+    case AttnGrid::Atomic: return "a persistent grid (SMs x resident blocks), each block taking the next entry from an atomic counter";
+  }
+  return "?";
+}
+
 const char* fp32_math_name(Fp32Math m) {
   switch (m) {
     case Fp32Math::Split3xTf32: return "3xtf32";

@@ -247,6 +247,16 @@ struct AttnStep {
 
 /// Tile choices forced for every instantiation (`dccc --attention-tiles`,
 /// for tuning experiments); 0 keeps the planner's choice.
+/// How the fused attention kernel's blocks take the tile list's entries:
+/// Tiles: one block an entry (blockIdx.x; the hardware starts blocks in
+/// list order as earlier ones finish). Persistent grids of min(entries,
+/// SMs x resident blocks) blocks that loop over the list: Static, block b
+/// takes entries b, b + G, b + 2G, ...; Atomic, each block takes its first
+/// entry by blockIdx.x and then the next one a device counter hands out
+/// (atomicAdd; the launcher zeroes it on the stream before the launch).
+enum class AttnGrid { Tiles, Static, Atomic };
+const char* attn_grid_name(AttnGrid g);
+
 struct AttentionTuning {
   int m_tiles = 0;     // m16 tiles of query rows a warp
   int warps = 0;       // warps a block
@@ -255,6 +265,8 @@ struct AttentionTuning {
   /// The split instantiation (AttentionKernel::split): columns a warp,
   /// warps, keys a tile (`dccc --attention-split`); 0 keeps the planner's.
   int split_cols = 0, split_warps = 0, split_keys = 0;
+  /// How blocks find their tiles (AttentionKernel::grid, `dccc --attention-grid`).
+  AttnGrid grid = AttnGrid::Tiles;
 };
 
 /// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)
@@ -313,6 +325,8 @@ struct AttentionKernel {
   /// statement after the key loop writes no tensor: the planner's rule).
   int wide = 64;
   int tile_n = 64, stages = 2, pad = 8;
+  /// How blocks take the tile list's entries (AttnGrid).
+  AttnGrid grid = AttnGrid::Tiles;
   /// Before the key loop: row statements (running results' starts).
   std::vector<ir::Stmt> pre;
   /// The key loop's body after the score contraction, in program order.

@@ -256,6 +256,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     if (tune.key_tile) k.key_tiles[x] = tune.key_tile;
     if (tune.min_blocks) k.min_blocks[x] = tune.min_blocks;
   }
+  k.grid = tune.grid;
   if (tune.split_cols) {
     k.split = tune.split_cols;
     k.split_warps = tune.split_warps;

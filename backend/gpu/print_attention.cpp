@@ -349,13 +349,13 @@ struct Printer {
     std::string args = d.args_type();
     // DP: head dim, BN: keys a tile, MT: m16 tiles of query rows a warp,
     // WARPS: warps a block (WARPS x 16 MT = the query tile).
-    out += fmt::format("template <int DP, int BN, int MT, int WARPS>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem) {{\n",
+    out += fmt::format("template <int DP, int BN, int MT, int WARPS>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem, int64_t tile) {{\n",
                        k.name, wide_ ? "_wide" : split_ ? "_split" : "", k.name);
     out += split_ ? "  constexpr int TM = 16 * MT;  // query rows a block (the warps share them)\n"
                   : "  constexpr int TM = WARPS * 16 * MT;  // query rows a block\n";
     if (f32) out += "  static_assert(MT == 1, \"f32: one m16 tile a warp\");\n";
     out += fmt::format("  const {}& a = launch.a;\n", args);
-    out += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
+    out += fmt::format("  const int32_t* entry = launch.tiles + tile * {};\n", w);
     for (size_t x = 0; x < k.batch.size(); ++x) out += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.batch[x].var), x);
     out += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * TM;\n", w - 1);
     for (const auto& s : k.scalars) out += fmt::format("  const int64_t {} = {};\n", scalar_name(s.name), d.expr(s.value));
@@ -563,7 +563,8 @@ struct Printer {
 std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   Printer p{k, d, ""};
   std::string o = fmt::format("// {}: fused attention (dccc --emit=kernel shows its kernel IR)\n", k.name);
-  o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
+  o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n  int64_t ntiles;\n  unsigned* counter;  // AttnGrid::Atomic: zeroed before the launch\n}};\n\n",
+                   k.name, d.args_type());
   o += p.body();
   for (bool split : {true, false}) {
     if (split ? !k.split : !k.wide) continue;
@@ -579,7 +580,22 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
                      suffix, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
                      smem);
-    o += fmt::format("  {}__body{}<{}, {}, {}, {}>(launch, smem);\n}}\n\n", k.name, body, dp, bn, mt, warps);
+    const std::string call = fmt::format("{}__body{}<{}, {}, {}, {}>(launch, smem, ", k.name, body, dp, bn, mt, warps);
+    switch (k.grid) {
+      case AttnGrid::Tiles: o += "  " + call + "blockIdx.x);\n}\n\n"; break;
+      case AttnGrid::Static:
+        o += "  for (int64_t t = blockIdx.x; t < launch.ntiles; t += gridDim.x) {\n"
+             "    if (t != blockIdx.x) __syncthreads();  // the previous entry's last reads of shared memory\n"
+             "    " + call + "t);\n  }\n}\n\n";
+        break;
+      case AttnGrid::Atomic:
+        o += "  __shared__ int64_t next;\n  for (int64_t t = blockIdx.x; t < launch.ntiles; t = next) {\n"
+             "    " + call + "t);\n"
+             "    __syncthreads();  // shared memory and `next` free again\n"
+             "    if (threadIdx.x == 0) next = (int64_t)gridDim.x + atomicAdd(launch.counter, 1u);\n"
+             "    __syncthreads();\n  }\n}\n\n";
+        break;
+    }
   };
   auto by_head_dim = [&](const std::string& suffix, const std::string& body, int dp) {
     wrapper(suffix, body, dp, attention_tile_n(k, dp), attention_m_tiles(k, dp), attention_warps(k, dp),
@@ -596,7 +612,7 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
 
 std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   std::string o = fmt::format("kernel {} (fused attention) {{\n", k.name);
-  o += "  grid: one block per tile-list entry (";
+  o += fmt::format("  grid: {} (", attn_grid_name(k.grid));
   for (const auto& b : k.batch) o += text.var(b.var) + ", ";
   o += fmt::format("query tile), built by the host from the lengths, longest key sequence first\n");
   for (const auto& b : k.batch) o += fmt::format("    batch {} in 0 .. {}\n", text.var(b.var), text.expr(b.extent));

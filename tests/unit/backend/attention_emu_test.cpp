@@ -257,6 +257,28 @@ TEST(AttentionEmu, TwoTilesAWarpBf16) {
   EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 32, 2, 2>"), std::string::npos) << "not two m16 tiles a warp";
 }
 
+// Persistent grids (--attention-grid=static|atomic, gpu::AttnGrid): the
+// emulated device has 2 SMs of one block, so two blocks loop over every
+// tile-list entry (striding, or taking the next from the counter); each
+// entry's rows must come out once and right, empty sequences included.
+TEST(AttentionEmu, PersistentGridsBf16) {
+  for (auto g : {gpu::AttnGrid::Static, gpu::AttnGrid::Atomic}) {
+    SCOPED_TRACE(gpu::attn_grid_name(g));
+    gpu::AttentionTuning t;
+    t.grid = g;
+    check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; },
+          false, t);
+    check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+          [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, t);
+    Built b;
+    build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, t);
+    EXPECT_NE(b.cu.find(g == gpu::AttnGrid::Static ? "t += gridDim.x" : "atomicAdd(launch.counter, 1u)"),
+              std::string::npos)
+        << "not the persistent loop";
+    EXPECT_NE(b.cu.find("cudaOccupancyMaxActiveBlocksPerMultiprocessor"), std::string::npos) << "grid not sized";
+  }
+}
+
 TEST(AttentionEmu, CausalBf16) {
   check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true);
