@@ -13,8 +13,9 @@ keys are its values, so it is attention with one head of dim H x D = 512
   eff      torch.ops.aten._efficient_attention_forward with cu_seqlens on the
            same computation (q, k = v as [1, total, 1, H D], scale 1 / sqrt(D))
 
-Every result is checked against a float64 reference first (one sequence at a
-time); --long N also runs one sequence of N tokens (checked on 256 sampled
+dccc's libraries are called through flash_attention_on_stream with host
+lengths, without waiting (--entry wait: flash_attention). Every result is
+checked against a float64 reference first (one sequence at a time); --long N also runs one sequence of N tokens (checked on 256 sampled
 rows). Repetitions interleave the three (fused, stored, eff, fused, ...),
 each timed with CUDA events; prints min and median ms and the ratios of the
 medians (peer / fused: above 1, the fused kernel is faster).
@@ -48,8 +49,11 @@ def load(folder, so):
     f = lib.flash_attention
     f.argtypes = [ctypes.POINTER(Packed)] * 3
     f.restype = ctypes.c_int
+    fs = lib.flash_attention_on_stream
+    fs.argtypes = [ctypes.c_void_p] + [ctypes.POINTER(Packed)] * 3 + [ctypes.c_void_p]
+    fs.restype = ctypes.c_int
     lib.dcc_last_error.restype = ctypes.c_char_p
-    return f, lib
+    return f, fs, lib
 
 
 def main(argv=None):
@@ -65,6 +69,10 @@ def main(argv=None):
     ap.add_argument("--long", type=int, default=0, help="also one sequence of this many tokens")
     ap.add_argument("--out", default=None)
     ap.add_argument("--check-only", action="store_true", help="the check batch only (a GPU test)")
+    ap.add_argument("--entry", default="stream", choices=["stream", "wait"],
+                    help="stream (default): flash_attention_on_stream with host lengths on PyTorch's stream, no "
+                         "wait (as the peer gets a host max_seqlen); wait: flash_attention (device lengths copied to "
+                         "the host, returns after the kernels)")
     ap.add_argument("--variants", default="",
                     help="NAME=DIR,...: other builds of fa.so (e.g. other tiles), each checked and timed in the same "
                          "interleaving; one more line per variant")
@@ -120,12 +128,19 @@ def main(argv=None):
         qs = Packed(q.data_ptr(), q.numel(), seqlen.data_ptr(), batch, batch, H, D)
         kvs = Packed(kv.data_ptr(), kv.numel(), seqlen.data_ptr(), batch, batch, H, D)
         res = Packed(out.data_ptr(), out.numel(), 0, 0, 0, 0, 0)
+        host_lens = (ctypes.c_int32 * batch)(*lens)
+        qs_h = Packed(q.data_ptr(), q.numel(), ctypes.addressof(host_lens), batch, batch, H, D)
+        kvs_h = Packed(kv.data_ptr(), kv.numel(), ctypes.addressof(host_lens), batch, batch, H, D)
+        stream = torch.cuda.current_stream().cuda_stream
 
         def caller(fl):
-            fn, lib = fl
+            fn, fn_stream, lib = fl
 
             def run():
-                st = fn(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
+                if a.entry == "wait":
+                    st = fn(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
+                else:
+                    st = fn_stream(None, ctypes.byref(qs_h), ctypes.byref(kvs_h), ctypes.byref(res), stream)
                 if st != 0:
                     raise RuntimeError(f"status {st}: {lib.dcc_last_error().decode()}")
             return run

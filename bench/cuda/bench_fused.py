@@ -11,6 +11,12 @@ one run, H = 8, B = 128, head dims 64 and 128, non-causal and causal:
   cudnn    scaled_dot_product_attention on the padded batch, cuDNN backend
            (causal: is_causal with the lengths' padding; non-causal: key mask)
 
+dccc is called through FN_on_stream with the lengths in host memory, on
+PyTorch's stream, without waiting (--entry stream, the default: the hot
+path of docs/abi.md, as FlashAttention's varlen call gets a host
+max_seqlen); --entry wait times FN, which copies the device lengths to the
+host and waits for the kernels; --entry both times FN as a variant line.
+
 Every result is checked against a float64 reference first (one sequence at a
 time). Repetitions interleave dccc and the peers (dccc, fa2, cudnn, dccc,
 ...), each timed with CUDA events; prints min and median ms, the ratios
@@ -23,7 +29,7 @@ cu_seqlens (causal: custom_mask_type 1, top-left), and SDPA's
 memory-efficient backend on the padded batch.
 
 usage: bench_fused.py --dir DIR [--dtype bf16|f32] [--seqlens DIR] [--batches race,...] [--B 128]
-                      [--D 64,128] [--mask full,causal] [--reps 20] [--out FILE]
+                      [--D 64,128] [--mask full,causal] [--reps 20] [--out FILE] [--entry stream|wait|both]
        bench_fused.py --dir DIR --lengths 4096,0,1,17 --check-only   (a GPU test)
 Exits 2 with a message when there is no CUDA GPU.
 """
@@ -79,6 +85,12 @@ def parse_args(argv=None):
     ap.add_argument("--flex", action="store_true",
                     help="also time FlexAttention (torch.compile'd flex_attention over the packed batch with a "
                          "document block mask; causal: and key <= query), one more line per configuration")
+    ap.add_argument("--entry", default="stream", choices=["stream", "wait", "both"],
+                    help="dccc's entry point: stream (default): FN_on_stream with the lengths in host memory, on "
+                         "PyTorch's current stream, no wait (what FlashAttention's varlen call gets: device "
+                         "cu_seqlens and a host max_seqlen, computed before the timed call); wait: FN, which copies "
+                         "the device lengths to the host and returns after the kernels; both: FN_on_stream as dccc "
+                         "and FN as one more line (`variant wait`)")
     ap.add_argument("--variants", default="",
                     help="NAME=DIR,...: more builds of the same libraries (e.g. other --attention-tiles), each "
                          "checked and timed in the same interleaving; one more line per variant")
@@ -173,8 +185,12 @@ def libraries(args, folder=None):
         f = getattr(lib, fn)
         f.argtypes = [ctypes.POINTER(PackedQueries), ctypes.POINTER(PackedKV), ctypes.POINTER(PackedQueries)]
         f.restype = ctypes.c_int
+        fs = getattr(lib, fn + "_on_stream")
+        fs.argtypes = [ctypes.c_void_p, ctypes.POINTER(PackedQueries), ctypes.POINTER(PackedKV),
+                       ctypes.POINTER(PackedQueries), ctypes.c_void_p]
+        fs.restype = ctypes.c_int
         lib.dcc_last_error.restype = ctypes.c_char_p
-        out[mask] = (f, lib)
+        out[mask] = (f, fs, lib)
     return out
 
 
@@ -210,7 +226,7 @@ def main(argv=None):
                 continue
             for D in args.D:
                 for mask in args.mask:
-                    fn, lib = libs[mask]
+                    fn, fn_stream, lib = libs[mask]
                     causal = mask == "causal"
                     total, lmax = sum(lens), max(max(lens), 1)
                     torch.manual_seed(0)
@@ -223,13 +239,25 @@ def main(argv=None):
                     kvs = PackedKV(k.data_ptr(), k.numel(), v.data_ptr(), v.numel(), seqlen.data_ptr(), batch, batch, H, D)
                     res = PackedQueries(out.data_ptr(), out.numel(), 0, 0, 0, 0, 0)
 
-                    def caller(fn, lib):
+                    # The stream entry's structs: the same device data, the lengths in host memory.
+                    host_lens = (ctypes.c_int32 * batch)(*lens)
+                    qs_h = PackedQueries(q.data_ptr(), q.numel(), ctypes.addressof(host_lens), batch, batch, H, D)
+                    kvs_h = PackedKV(k.data_ptr(), k.numel(), v.data_ptr(), v.numel(), ctypes.addressof(host_lens), batch,
+                                     batch, H, D)
+                    stream = torch.cuda.current_stream().cuda_stream
+
+                    def caller(fn, fn_stream, lib, entry=args.entry):
                         def run():
                             st = fn(ctypes.byref(qs), ctypes.byref(kvs), ctypes.byref(res))
                             if st != 0:
                                 raise RuntimeError(f"status {st}: {lib.dcc_last_error().decode()}")
-                        return run
-                    run_dccc = caller(fn, lib)
+
+                        def run_stream():
+                            st = fn_stream(None, ctypes.byref(qs_h), ctypes.byref(kvs_h), ctypes.byref(res), stream)
+                            if st != 0:
+                                raise RuntimeError(f"status {st}: {lib.dcc_last_error().decode()}")
+                        return run if entry == "wait" else run_stream
+                    run_dccc = caller(fn, fn_stream, lib)
 
                     def run_fa2():
                         if f32:
@@ -290,9 +318,11 @@ def main(argv=None):
                             peers["flex"] = run_flex
                         except Exception as e:  # noqa: BLE001 (a torch without flex_attention, a failed compile)
                             print(f"# {name} {D} {mask}: flex unavailable: {type(e).__name__}: {e}", flush=True)
-                    for vn, vl in variants:  # each checked like dccc, then timed with the others
+                    more = [(vn, caller(*vl[mask])) for vn, vl in variants]
+                    if args.entry == "both":
+                        more.append(("wait", caller(fn, fn_stream, lib, "wait")))
+                    for vn, run_v in more:  # each checked like dccc, then timed with the others
                         out.zero_()
-                        run_v = caller(*vl[mask])
                         run_v()
                         torch.cuda.synchronize()
                         verr = (out.double() - ref).abs().max().item()
@@ -315,7 +345,7 @@ def main(argv=None):
                                 f"flex/dccc {fm / med['dccc']:.3f}, {flops / fm / 1e9:.1f} TF/s, max err {flex_err:.1e}")
                         print(line, flush=True)
                         lines.append(line)
-                    for vn, _ in variants:
+                    for vn, _ in more:
                         if "v:" + vn not in times or not times["v:" + vn]:
                             continue
                         vm = statistics.median(times["v:" + vn])
