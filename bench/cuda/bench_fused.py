@@ -91,6 +91,8 @@ def parse_args(argv=None):
                          "cu_seqlens and a host max_seqlen, computed before the timed call); wait: FN, which copies "
                          "the device lengths to the host and returns after the kernels; both: FN_on_stream as dccc "
                          "and FN as one more line (`variant wait`)")
+    ap.add_argument("--flush-l2", action="store_true",
+                    help="zero 256 MiB before every timed call (not timed): every peer starts with a cold L2 cache")
     ap.add_argument("--variants", default="",
                     help="NAME=DIR,...: more builds of the same libraries (e.g. other --attention-tiles), each "
                          "checked and timed in the same interleaving; one more line per variant")
@@ -116,10 +118,14 @@ def parse_args(argv=None):
     return a
 
 
-def time_interleaved(torch, peers, reps, label):
+def time_interleaved(torch, peers, reps, label, flush_l2=False):
     """{name: [ms, ...]}: `reps` rounds, each calling every peer once in order (dccc, peer, ...),
     each call timed with CUDA events after 3 warm-up calls; a peer whose warm-up fails is dropped
-    (and removed from `peers`) with a line saying why."""
+    (and removed from `peers`) with a line saying why. flush_l2: before each timed call (outside
+    the events) 256 MiB are zeroed, so every call starts with its inputs out of the L2 cache (else a
+    call right after one on the same inputs finds them there, and one after a call on other data
+    does not: an order effect on the short batches)."""
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda") if flush_l2 else None
     for p, f in list(peers.items()):
         try:
             for _ in range(3):
@@ -132,6 +138,8 @@ def time_interleaved(torch, peers, reps, label):
     for _ in range(reps):
         for p, f in peers.items():
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if flush is not None:
+                flush.zero_()
             a.record()
             f()
             b.record()
@@ -210,7 +218,8 @@ def main(argv=None):
     dt = torch.float32 if f32 else torch.bfloat16
     p1, p2 = ("eff", "sdpa-eff") if f32 else ("fa2", "cudnn")
     lines = [f"# device: {torch.cuda.get_device_name()}; torch {torch.__version__}; H = {H}; {args.dtype}; reps {args.reps} "
-             f"interleaved; ratios: peer median / dccc median",
+             f"interleaved; dccc entry {args.entry}{'; L2 flushed before each call' if args.flush_l2 else ''}; "
+             f"ratios: peer median / dccc median",
              f"{'batch':>8} {'B':>4} {'D':>4} {'mask':>6} {'dccc min':>9} {'dccc med':>9} {p1 + ' med':>8} "
              f"{p2 + ' med':>9} {p1 + '/dccc':>8} {p2 + '/dccc':>10} {'dccc TF/s':>9} {p1 + ' TF/s':>8} {'max err':>8}"]
     for l in lines:
@@ -331,7 +340,7 @@ def main(argv=None):
                             failed = True
                             continue
                         peers["v:" + vn] = run_v
-                    times = time_interleaved(torch, peers, args.reps, f"{name} {D} {mask}")
+                    times = time_interleaved(torch, peers, args.reps, f"{name} {D} {mask}", args.flush_l2)
                     med = {p: statistics.median(times[p]) if times.get(p) else float("nan") for p in ("dccc", p1, p2)}
                     line = (f"{name:>8} {batch:>4} {D:>4} {mask:>6} {min(times['dccc']):9.3f} {med['dccc']:9.3f} "
                             f"{med[p1]:8.3f} {med[p2]:9.3f} {med[p1] / med['dccc']:8.3f} "
