@@ -184,6 +184,7 @@ NVCC
   usage_error "$toy" --target=cuda --attention-split=100,4,16 --emit=kernel  # columns a warp: 32, 64 or 128
   usage_error "$toy" --target=cuda --attention-split=64,9,16 --emit=kernel   # warps: 2-8
   usage_error "$toy" --target=cuda --attention-split=64,8 --emit=kernel
+  usage_error "$toy" --target=cuda --attention-grid=dynamic --emit=kernel  # tiles, static or atomic
   ;;
 depfile)
   mkdir "$tmp/my dir"
