@@ -1,6 +1,8 @@
 #include "ir/ir.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 namespace dccc::ir {
@@ -85,6 +87,19 @@ std::shared_ptr<StmtNode> snode(StmtKind k) {
   return s;
 }
 }  // namespace
+
+Expr identity(BinOp op, Scalar t) {
+  if (is_float(t)) {
+    const double inf = std::numeric_limits<double>::infinity();
+    return float_imm(op == BinOp::Add ? 0.0 : op == BinOp::Mul ? 1.0 : op == BinOp::Max ? -inf : inf, t);
+  }
+  const bool i32 = t == Scalar::I32;
+  return int_imm(op == BinOp::Add   ? 0
+                 : op == BinOp::Mul ? 1
+                 : op == BinOp::Max ? (i32 ? INT32_MIN : INT64_MIN)
+                                    : (i32 ? INT32_MAX : INT64_MAX),
+                 t);
+}
 
 Expr round_up(Expr e, int64_t k) {
   if (k <= 1 || (e->kind == ExprKind::IntImm && e->int_value % k == 0)) return e;

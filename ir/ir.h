@@ -303,6 +303,10 @@ Expr flat_load(const Buffer& b, Expr offset);
 /// `e` rounded up to a multiple of `k` (k >= 1): ((e + k - 1) / k) * k; `e`
 /// itself when k == 1 or e is a constant multiple of k.
 Expr round_up(Expr e, int64_t k);
+/// The identity of reduction `op` (+, *, max, min) in type `t`: 0, 1, and for
+/// max / min the type's least / greatest value (-inf / inf for floats; i32's
+/// bounds for i32, i64's for the other integers). A `reduce` starts there.
+Expr identity(BinOp op, Scalar t);
 Stmt flat_store(const Buffer& b, Expr offset, Expr value);
 /// `s` with `at` set on it and on the statements inside it that have no
 /// location yet (a print or an inlined `where` check and the loops around

@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
-#include <limits>
 #include <map>
 #include <set>
 
@@ -162,21 +160,8 @@ Expr FuncLowerer::lower_reduce(const ast::Expr& e, Scalar t, const StmtInfo& inf
     sym::vars(b->extent, in_b);
     return std::find(in_b.begin(), in_b.end(), a->var) != in_b.end();
   });
-  Expr init;
-  BinOp op = BinOp::Add;
-  double inf = std::numeric_limits<double>::infinity();
-  auto imm = [&](double v) {
-    return is_float(acc_t) ? build::float_imm(v, acc_t)
-                           : build::int_imm(std::isinf(v) ? (v > 0 ? INT64_MAX : INT64_MIN) : static_cast<int64_t>(v), acc_t);
-  };
-  if (e.op == "+") init = imm(0);
-  else if (e.op == "*") init = imm(1), op = BinOp::Mul;
-  else if (e.op == "max") init = imm(-inf), op = BinOp::Max;
-  else init = imm(inf), op = BinOp::Min;
-  if (!is_float(acc_t) && acc_t == Scalar::I32) {
-    if (e.op == "max") init = build::int_imm(INT32_MIN, acc_t);
-    if (e.op == "min") init = build::int_imm(INT32_MAX, acc_t);
-  }
+  const BinOp op = e.op == "+" ? BinOp::Add : e.op == "*" ? BinOp::Mul : e.op == "max" ? BinOp::Max : BinOp::Min;
+  Expr init = build::identity(op, acc_t);
   pre.push_back(build::store(acc, {}, init));
   std::vector<Stmt> inner;
   Expr body = lower_expr(*e.operands[0], acc_t, info, inner);

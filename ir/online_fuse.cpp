@@ -92,16 +92,9 @@ Stmt fuse_chain(Chain& c, int64_t block, std::string& note) {
     });
     return safe;
   };
-  // The block accumulator's start: the operation's identity in its type
-  // (an integer max starts at the type's least value, not at i32(-inf)).
-  auto identity = [&](BinOp op, Scalar t) {
-    if (is_float(t)) return fimm(op == BinOp::Add ? 0.0 : op == BinOp::Max ? -INFINITY : INFINITY, t);
-    const bool i32 = t == Scalar::I32;
-    return build::int_imm(op == BinOp::Add ? 0
-                          : op == BinOp::Max ? (i32 ? INT32_MIN : INT64_MIN)
-                                             : (i32 ? INT32_MAX : INT64_MAX),
-                          t);
-  };
+  // A block accumulator starts at the operation's identity in its type
+  // (an integer max at the type's least value, not at i32(-inf)).
+  using build::identity;
   for (size_t m = 0; m + 1 < c.members.size(); ++m) {
     const Buffer& t = c.members[m].nest->target;
     c.members[m].cur = c.scalar(t->name + ".run", t->type);

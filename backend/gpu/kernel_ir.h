@@ -245,8 +245,6 @@ struct AttnStep {
   ir::BinOp op = ir::BinOp::Add;  // Fold: Add, Max or Min
 };
 
-/// Tile choices forced for every instantiation (`dccc --attention-tiles`,
-/// for tuning experiments); 0 keeps the planner's choice.
 /// How the fused attention kernel's blocks take the tile list's entries:
 /// Tiles: one block an entry (blockIdx.x; the hardware starts blocks in
 /// list order as earlier ones finish). Persistent grids of min(entries,
@@ -257,6 +255,8 @@ struct AttnStep {
 enum class AttnGrid { Tiles, Static, Atomic };
 const char* attn_grid_name(AttnGrid g);
 
+/// Tile choices forced for every instantiation (`dccc --attention-tiles`,
+/// for tuning experiments); 0 keeps the planner's choice.
 struct AttentionTuning {
   int m_tiles = 0;     // m16 tiles of query rows a warp
   int warps = 0;       // warps a block
