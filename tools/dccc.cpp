@@ -150,7 +150,7 @@ options:
                      library runs on any machine of its architecture;
                      --emit=llvm's default is native, as `dccc run` compiles
   --cuda-arch=LIST   the GPU architectures of --target=cuda, comma-separated
-                     (sm_80,sm_90, the default); the PTX of the last is
+                     (sm_80,sm_90a, the default); the PTX of the last is
                      embedded too, for newer GPUs
   -O0 -O1 -O2 -O3    LLVM's optimization pipeline for -o and --emit=llvm
                      (default -O3); -O is also nvcc's for --target=cuda

@@ -51,8 +51,10 @@ std::string find_nvcc() {
 }
 
 /// nvcc's -gencode flags: machine code for each architecture, and the PTX
-/// of the last (newest) one for GPUs that come later. DCCC_CUDA_ARCH, when
-/// set, replaces them (raw nvcc flags such as `-arch=sm_90`).
+/// of the last (newest) one for GPUs that come later -- without its `a`
+/// (sm_90a's PTX, with wgmma, loads on sm_90 only; compute_90's on any
+/// newer GPU). DCCC_CUDA_ARCH, when set, replaces them (raw nvcc flags such
+/// as `-arch=sm_90`).
 std::string gencode_flags(const std::vector<std::string>& archs) {
   if (const char* env = std::getenv("DCCC_CUDA_ARCH"); env && *env) return env;
   std::string out;
@@ -61,6 +63,7 @@ std::string gencode_flags(const std::vector<std::string>& archs) {
     out += "-gencode arch=compute_" + num + ",code=sm_" + num + " ";
   }
   std::string last = archs.back().substr(3);
+  if (!last.empty() && last.back() == 'a') last.pop_back();
   return out + "-gencode arch=compute_" + last + ",code=compute_" + last;
 }
 
@@ -130,7 +133,9 @@ backend::MetadataContext metadata_context(const LibraryOptions& o) {
   return c;
 }
 
-std::vector<std::string> default_cuda_archs() { return {"sm_80", "sm_90"}; }
+// sm_90a, not sm_90: the H100 / H200 code with wgmma (the fused attention's
+// head dims 64 and 128); compute_90 PTX for newer GPUs (gencode_flags).
+std::vector<std::string> default_cuda_archs() { return {"sm_80", "sm_90a"}; }
 
 bool valid_cuda_arch(const std::string& arch) {
   if (arch.size() < 5 || arch.rfind("sm_", 0) != 0) return false;

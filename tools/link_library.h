@@ -54,7 +54,8 @@ backend::MetadataContext metadata_context(const LibraryOptions& o);
 /// CUDA backend's DeviceAbi (backend/cuda/cuda_abi.h), or nullptr (CPU).
 const backend::DeviceAbi* device_abi(ir::Target target);
 
-/// sm_80 and sm_90: the data-centre GPUs the CUDA target is tested on.
+/// sm_80 and sm_90a: the data-centre GPUs the CUDA target is tested on
+/// (sm_90a: wgmma on H100 / H200).
 std::vector<std::string> default_cuda_archs();
 
 /// True when `arch` is `sm_NN` or `sm_NNa` (NN from 50 to 129).

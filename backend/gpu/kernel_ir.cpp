@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dccc::gpu {
 
 const char* elem_name(Elem e) {
@@ -151,8 +153,15 @@ int attention_split_smem_bytes(const AttentionKernel& k) {
   return k.stages * 2 * k.split_key_tile * (k.split * k.split_warps + k.pad) * elem_bytes(k.elem) +
          k.split_warps * 16 * k.split_key_tile * 4;
 }
+bool attention_wgmma(const AttentionKernel& k, int dp) {
+  return std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) != k.wgmma_dims.end();
+}
 int attention_smem_bytes(const AttentionKernel& k, int dp) {
-  return k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
+  const int padded = k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
+  if (!attention_wgmma(k, dp)) return padded;
+  // wgmma's tiles: unpadded 128-byte swizzled lines, from a 1024-byte
+  // boundary (the swizzle's period); the launch sizes for either build.
+  return std::max(padded, k.stages * 2 * attention_tile_n(k, dp) * dp * elem_bytes(k.elem) + 1024);
 }
 
 }  // namespace dccc::gpu

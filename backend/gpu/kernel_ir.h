@@ -325,6 +325,17 @@ struct AttentionKernel {
   /// statement after the key loop writes no tensor: the planner's rule).
   int wide = 64;
   int tile_n = 64, stages = 2, pad = 8;
+  /// Head dims whose instantiation, where the CUDA code is compiled for
+  /// sm_90a (a wgmma target: nvcc defines __CUDA_ARCH_FEAT_SM90_ALL), runs
+  /// S = Q K^T and O += P V as warpgroup MMAs (wgmma.mma_async m64nNk16, A
+  /// from registers: Q's and P's fragments as for mma.sync; B from shared
+  /// memory through a matrix descriptor: K K-major, V MN-major, both tiles
+  /// stored [key][d] in 128-byte swizzled lines, 64 columns a part). Needs
+  /// warpgroups of 16-row warps (warps a multiple of 4, one m16 tile each;
+  /// warpgroup g owns rows 64 g .. 64 g + 63), 16-bit
+  /// operands, head dim 64 or 128 and a key tile a multiple of 16; other
+  /// targets compile the same instantiation with mma.sync (docs/cuda.md).
+  std::vector<int> wgmma_dims;
   /// How blocks take the tile list's entries (AttnGrid).
   AttnGrid grid = AttnGrid::Tiles;
   /// Before the key loop: row statements (running results' starts).
@@ -391,6 +402,8 @@ int attention_min_blocks(const AttentionKernel& k, int dp);  // blocks an SM its
 int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_smem_bytes(const AttentionKernel& k, int dp);
+/// Whether head dim `dp`'s instantiation takes wgmma on sm_90a (AttentionKernel::wgmma_dims).
+bool attention_wgmma(const AttentionKernel& k, int dp);
 /// "head dim 32: keys 64 a tile, 3 block(s) an SM; ..." -- the choices per
 /// instantiation, for notes and --explain.
 std::string attention_instances(const AttentionKernel& k);

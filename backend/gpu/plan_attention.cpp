@@ -256,6 +256,16 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     if (tune.key_tile) k.key_tiles[x] = tune.key_tile;
     if (tune.min_blocks) k.min_blocks[x] = tune.min_blocks;
   }
+  // wgmma on sm_90a (AttentionKernel::wgmma_dims): warpgroups of 16-row
+  // warps (each its own 64 rows), 16-bit operands, head dims whose K and V lines are whole
+  // 128-byte swizzle rows (64 columns a part). It removes the ldmatrix and
+  // most MMA instructions from a kernel bound by issued instructions.
+  for (size_t x = 0; x < k.head_dims.size(); ++x) {
+    const int dp = k.head_dims[x];
+    if (*et != Elem::F32 && (dp == 64 || dp == 128) && k.warps[x] % 4 == 0 && k.m_tiles[x] == 1 && k.key_tiles[x] % 16 == 0 &&
+        k.key_tiles[x] <= 256)
+      k.wgmma_dims.push_back(dp);
+  }
   k.grid = tune.grid;
   if (tune.split_cols) {
     k.split = tune.split_cols;

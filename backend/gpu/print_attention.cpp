@@ -25,6 +25,7 @@ struct Printer {
   bool full_ = false;  // printing the key-tile body for a tile with every key inside
   bool wide_ = false;  // printing the streaming body (AttentionKernel::wide)
   bool split_ = false;  // printing the split body (AttentionKernel::split): warps share rows, split columns
+  bool wg_ = false;  // printing the wgmma form's key loop (wg_key_loop)
   /// Offset of the warp's columns of K, V and the output in the split body.
   std::string warp_cols() const { return split_ ? " + warp * DP" : ""; }
   /// The shared-memory stage V's tile is in: K's and V's together, or V's
@@ -183,26 +184,50 @@ struct Printer {
           pv_f32();
           return;
         }
-        out += fmt::format("    const uint16_t* vs = Vs + {} * (BN * LINE){};\n", vstage(), warp_cols());
-        out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
-        out += fmt::format("      uint32_t pa[MT][4];\n#pragma unroll\n      for (int mt = 0; mt < MT; ++mt) {{\n"
-                           "        pa[mt][0] = {0}(p[mt][2 * kc][0], p[mt][2 * kc][1]);\n"
-                           "        pa[mt][1] = {0}(p[mt][2 * kc][2], p[mt][2 * kc][3]);\n"
-                           "        pa[mt][2] = {0}(p[mt][2 * kc + 1][0], p[mt][2 * kc + 1][1]);\n"
-                           "        pa[mt][3] = {0}(p[mt][2 * kc + 1][2], p[mt][2 * kc + 1][3]);\n      }}\n",
-                           pack_fn(k.elem));
-        // V's B fragments, two column tiles an ldmatrix.x4.trans: matrix q
-        // is keys 16 kc + 8 (q & 1) .. + 7, columns 16 j2 + 8 (q >> 1) .. + 7.
-        out += "#pragma unroll\n      for (int j2 = 0; j2 < DT / 2; ++j2) {\n        uint32_t r[4];\n";
-        out += "        dcc_ldmatrix_x4_trans(r, &vs[(16 * kc + (lane & 7) + 8 * ((lane >> 3) & 1)) * LINE + 16 * j2 + 8 * (lane >> 4)]);\n";
-        out += "        uint32_t vf[2][2] = {{r[0], r[1]}, {r[2], r[3]}};\n";
-        out += fmt::format("#pragma unroll\n        for (int mt = 0; mt < MT; ++mt)\n"
-                           "          {}<1, 2>(reinterpret_cast<float (*)[2][4]>(&o[mt][2 * j2][0]), &pa[mt], vf);\n"
-                           "      }}\n    }}\n    }}\n",
-                           mma_fn(k.elem));
+        out += fmt::format("    const uint16_t* vs = Vs + {} * STAGE{};\n", vstage(), warp_cols());
+        if (wg_) {
+          // wgmma: V MN-major (transposed B) from the stage: k-step kc is
+          // lines 16 kc .. (2048 bytes a step), its 64-column parts BN
+          // lines apart (the leading byte offset), 8-line groups 1024 bytes
+          // (the stride byte offset); A = P's fragments, packed before the
+          // fence (registers an in-flight wgmma reads stay unchanged).
+          out += fmt::format("    {{\n      uint32_t pa[NT / 2][4];\n#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc) {{\n"
+                             "        pa[kc][0] = {0}(p[0][2 * kc][0], p[0][2 * kc][1]);\n"
+                             "        pa[kc][1] = {0}(p[0][2 * kc][2], p[0][2 * kc][3]);\n"
+                             "        pa[kc][2] = {0}(p[0][2 * kc + 1][0], p[0][2 * kc + 1][1]);\n"
+                             "        pa[kc][3] = {0}(p[0][2 * kc + 1][2], p[0][2 * kc + 1][3]);\n      }}\n",
+                             pack_fn(k.elem));
+          out += "      const uint32_t vb = dcc_smem_u32(vs);\n      dcc_wgmma_keep<DT * 4>(&o[0][0][0]);\n      dcc_wgmma_fence();\n";
+          out += fmt::format("#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc)\n"
+                             "        dcc_wgmma_{}<DP, 1>(&o[0][0][0], pa[kc], dcc_wgmma_desc(vb + kc * 2048, BN * 128, 1024));\n",
+                             elem_name(k.elem));
+          out += "      dcc_wgmma_commit();\n      dcc_wgmma_wait<0>();\n      dcc_wgmma_keep<DT * 4>(&o[0][0][0]);\n    }\n    }\n";
+          return;
+        }
+        pv_16_sync();
+        out += "    }\n";
         return;
       }
     }
+  }
+  /// O += P V on mma.sync: the key-step loop (the caller closes the P V block).
+  void pv_16_sync() {
+    out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
+    out += fmt::format("      uint32_t pa[MT][4];\n#pragma unroll\n      for (int mt = 0; mt < MT; ++mt) {{\n"
+                       "        pa[mt][0] = {0}(p[mt][2 * kc][0], p[mt][2 * kc][1]);\n"
+                       "        pa[mt][1] = {0}(p[mt][2 * kc][2], p[mt][2 * kc][3]);\n"
+                       "        pa[mt][2] = {0}(p[mt][2 * kc + 1][0], p[mt][2 * kc + 1][1]);\n"
+                       "        pa[mt][3] = {0}(p[mt][2 * kc + 1][2], p[mt][2 * kc + 1][3]);\n      }}\n",
+                       pack_fn(k.elem));
+    // V's B fragments, two column tiles an ldmatrix.x4.trans: matrix q
+    // is keys 16 kc + 8 (q & 1) .. + 7, columns 16 j2 + 8 (q >> 1) .. + 7.
+    out += "#pragma unroll\n      for (int j2 = 0; j2 < DT / 2; ++j2) {\n        uint32_t r[4];\n";
+    out += "        dcc_ldmatrix_x4_trans(r, &vs[(16 * kc + (lane & 7) + 8 * ((lane >> 3) & 1)) * LINE + 16 * j2 + 8 * (lane >> 4)]);\n";
+    out += "        uint32_t vf[2][2] = {{r[0], r[1]}, {r[2], r[3]}};\n";
+    out += fmt::format("#pragma unroll\n        for (int mt = 0; mt < MT; ++mt)\n"
+                       "          {}<1, 2>(reinterpret_cast<float (*)[2][4]>(&o[mt][2 * j2][0]), &pa[mt], vf);\n"
+                       "      }}\n    }}\n",
+                       mma_fn(k.elem));
   }
 
   // f32 operands on m16n8k8 tf32 MMAs (3xTF32: a = a_big + a_small with
@@ -342,6 +367,41 @@ struct Printer {
            "        s[mt][nt][e] = t;\n      }\n    }\n";
   }
 
+  /// S (acc, zeroed here) = Q K^T by wgmma from the K stage `ks` (K-major
+  /// B: the part of k-step kq, + 32 bytes a k-step inside its 128-byte
+  /// line; 8-line groups 1024 bytes apart), A = Q's fragments; waited for.
+  void wg_scores(const std::string& acc, const std::string& ks, const std::string& pad) {
+    out += fmt::format("{0}#pragma unroll\n{0}for (int nt = 0; nt < NT; ++nt)\n{0}  for (int e = 0; e < 4; ++e) {1}[0][nt][e] = 0.0f;\n", pad, acc);
+    out += fmt::format("{0}{{\n{0}const uint32_t kb = dcc_smem_u32({1});\n{0}dcc_wgmma_keep<NT * 4>(&{2}[0][0][0]);\n{0}dcc_wgmma_fence();\n",
+                       pad, ks, acc);
+    out += fmt::format("{0}#pragma unroll\n{0}for (int kq = 0; kq < KQ; ++kq)\n"
+                       "{0}  dcc_wgmma_{1}<BN, 0>(&{2}[0][0][0], qf[kq][0], dcc_wgmma_desc(kb + (kq >> 2) * (BN * 128) + (kq & 3) * 32, 16, 1024));\n",
+                       pad, elem_name(k.elem), acc);
+    out += fmt::format("{0}dcc_wgmma_commit();\n{0}dcc_wgmma_wait<0>();\n{0}dcc_wgmma_keep<NT * 4>(&{1}[0][0][0]);\n{0}}}\n", pad, acc);
+  }
+  /// The key loop of the wgmma form: as the mma.sync loop (two stages, the
+  /// next tile copied while this one is computed), with S waited for before
+  /// the element work. Pipelining S of the next tile under this tile's
+  /// element work (three stages, a second S in registers) was measured
+  /// slower on an H200: 0.75-0.90x (spills at 3 blocks an SM, or 2 blocks;
+  /// bench/RESULTS.md, session 18).
+  template <typename Body>
+  void wg_key_loop(const Body& tile_body) {
+    out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
+    out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
+    // wgmma reads shared memory through the async proxy: the copies'
+    // writes (generic proxy) are made visible to it before the barrier.
+    out += "    dcc_cp_async_wait<0>();\n    dcc_fence_proxy_async();\n"
+           "    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
+    out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
+    out += "    float s[MT][NT][4];\n";
+    wg_scores("s", "Ks + stage * STAGE", "    ");
+    wg_ = true;
+    tile_body();
+    wg_ = false;
+    out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
+  }
+
   std::string body() {
     const bool f32 = k.elem == Elem::F32;
     const char* st = f32 ? "float" : "uint16_t";
@@ -349,7 +409,9 @@ struct Printer {
     std::string args = d.args_type();
     // DP: head dim, BN: keys a tile, MT: m16 tiles of query rows a warp,
     // WARPS: warps a block (WARPS x 16 MT = the query tile).
-    out += fmt::format("template <int DP, int BN, int MT, int WARPS>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem, int64_t tile) {{\n",
+    // WG: S and P V on wgmma (AttentionKernel::wgmma_dims; the wrapper
+    // passes DCC_WGMMA, true when compiled for sm_90a).
+    out += fmt::format("template <int DP, int BN, int MT, int WARPS, bool WG>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem, int64_t tile) {{\n",
                        k.name, wide_ ? "_wide" : split_ ? "_split" : "", k.name);
     out += split_ ? "  constexpr int TM = 16 * MT;  // query rows a block (the warps share them)\n"
                   : "  constexpr int TM = WARPS * 16 * MT;  // query rows a block\n";
@@ -374,7 +436,17 @@ struct Printer {
     out += fmt::format("  constexpr int LW = {}DP;  // K's and V's line: elements copied\n", split_ ? "WARPS * " : "");
     out += fmt::format("  constexpr int LINE = LW + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
                        k.pad, f32 ? 8 : 16, f32 ? 4 : 8);
-    out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem);\n  {0}* Vs = Ks + {1} * BN * LINE;\n", st, k.stages);
+    if (f32 || wide_ || split_) out += "  static_assert(!WG, \"wgmma: the 16-bit one-warpgroup body only\");\n";
+    else out += "  static_assert(!WG || (MT == 1 && WARPS % 4 == 0 && DP % 64 == 0 && BN % 16 == 0), \"wgmma: warpgroups of 16-row warps\");\n";
+    // A stage of K or V: lines of LINE elements, or with wgmma 128-byte
+    // swizzled lines of 64 columns (the 16-byte chunk index XOR the line's
+    // index mod 8), columns 64 .. 127 in a second part after the first's BN
+    // lines (docs/cuda.md, "wgmma").
+    out += "  constexpr int STAGE = WG ? BN * DP : BN * LINE;  // elements a K or V stage\n";
+    out += "  auto kv_at = [](int r, int c) -> int {  // line r, column c of a stage\n"
+           "    if constexpr (WG) return (c >> 6) * (BN * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n"
+           "    else return r * LINE + c;\n  };\n  (void)kv_at;\n";
+    out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n  {0}* Vs = Ks + {1} * STAGE;\n", st, k.stages);
     out += fmt::format("  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = {};\n",
                        split_ ? "0" : "warp * 16 * MT");
     out += fmt::format("  const {0}* Qp = (const {0}*){1};\n", st, d.buffer(k.q));
@@ -415,7 +487,7 @@ struct Printer {
              "    copy_part(Vs, Vp, t_V_base, t_V_rs, t_V_ds, c0, t_VD, kt);\n  }\n  dcc_cp_async_commit();\n";
       out += "  const int64_t nq = t_QD > DP ? (t_QD + DP - 1) / DP : 1;  // the score's chunks\n";
     } else {
-    out += fmt::format("  auto copy_kv = [&](int64_t kt, int st) {{\n    {0}* ks = Ks + st * (BN * LINE);\n    {0}* vs = Vs + st * (BN * LINE);\n", st);
+    out += fmt::format("  auto copy_kv = [&](int64_t kt, int st) {{\n    {0}* ks = Ks + st * STAGE;\n    {0}* vs = Vs + st * STAGE;\n", st);
     out += "    const int64_t j0 = kt * BN;\n    constexpr int CPL = LW / VE, THREADS = WARPS * 32;  // 16-byte chunks a line\n";
     // When the block's threads cover whole lines, a thread copies one
     // column c of lines r0, r0 + RS, ...: one address a tile, then a
@@ -431,8 +503,8 @@ struct Printer {
     out += "#pragma unroll\n        for (int it = 0; it < (BN + RS - 1) / RS; ++it) {\n";
     out += "          const int r = r0 + it * RS;\n          if (BN % RS != 0 && r >= BN) break;\n";
     out += "          const bool okk = it * RS < left && ck, okv = it * RS < left && cv;\n";
-    out += "          dcc_cp_async16(&ks[r * LINE + c], okk ? kp : Kp, okk);\n";
-    out += "          dcc_cp_async16(&vs[r * LINE + c], okv ? vp : Vp, okv);\n";
+    out += "          dcc_cp_async16(&ks[kv_at(r, c)], okk ? kp : Kp, okk);\n";
+    out += "          dcc_cp_async16(&vs[kv_at(r, c)], okv ? vp : Vp, okv);\n";
     out += "          kp += ksp;\n          vp += vsp;\n        }\n        return;\n      }\n    }\n";
     out += "    if (vec) {\n";
     // Otherwise a fixed number of 16-byte chunks a thread (unrolled).
@@ -440,14 +512,13 @@ struct Printer {
            "        const int u = (int)threadIdx.x + it * THREADS;\n        if (u >= BN * CPL) break;\n";
     out += "        const int r = u / CPL, c = (u % CPL) * VE;\n        const int64_t key = j0 + r;\n";
     out += "        const bool okk = key < t_N && c < t_QD, okv = key < t_N && c < t_VD;\n";
-    out += "        dcc_cp_async16(&ks[r * LINE + c], &Kp[okk ? t_K_base + key * t_K_rs + c : 0], okk);\n";
-    out += "        dcc_cp_async16(&vs[r * LINE + c], &Vp[okv ? t_V_base + key * t_V_rs + c : 0], okv);\n      }\n    } else {\n";
+    out += "        dcc_cp_async16(&ks[kv_at(r, c)], &Kp[okk ? t_K_base + key * t_K_rs + c : 0], okk);\n";
+    out += "        dcc_cp_async16(&vs[kv_at(r, c)], &Vp[okv ? t_V_base + key * t_V_rs + c : 0], okv);\n      }\n    } else {\n";
     out += "      for (int u = threadIdx.x; u < BN * LW; u += THREADS) {\n";
     out += "        const int r = u / LW, c = u % LW;\n        const int64_t key = j0 + r;\n";
-    out += fmt::format("        ks[r * LINE + c] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : ({})0;\n", st);
-    out += fmt::format("        vs[r * LINE + c] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : ({})0;\n", st);
+    out += fmt::format("        ks[kv_at(r, c)] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : ({})0;\n", st);
+    out += fmt::format("        vs[kv_at(r, c)] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : ({})0;\n", st);
     out += "      }\n    }\n  };\n";
-    out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
     }
     // The key loop; twice when the body divides by block invariants: once
     // for blocks where none of them is 0 and none needs a scaling k (NAME_nz
@@ -455,7 +526,31 @@ struct Printer {
     // check: three instructions an element fewer), once for the rest.
     const std::string s_zero = "    float s[MT][NT][4];\n#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n"
                                "    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;\n";
+    // The body of one key tile: every key of the tile inside, or the last
+    // tile's. Element values live for one tile (declared there: nothing
+    // carries them across tiles); the partial tile's skipped elements stay 0.
+    auto tile_body = [&]() {
+      auto elements = [&](bool zero) {
+        for (const auto* b : k.element_scalars)
+          out += fmt::format("    {} x_{}[MT][NT][4]{};\n", d.value_type(b), d.scalar(b), zero ? " = {}" : "");
+      };
+      out += "    if (n0 + BN <= t_N) {\n";
+      full_ = true;
+      elements(false);
+      for (const auto& s : k.steps) step(s);
+      out += "    } else {\n      const int kn = (int)(t_N - n0);  // keys of the tile inside\n      (void)kn;\n";
+      full_ = false;
+      elements(true);
+      for (const auto& s : k.steps) step(s);
+      out += "    }\n";
+    };
     auto key_loop = [&]() {
+      if (!wide_ && !split_ && !f32) {
+        out += "  if constexpr (WG) {\n";
+        wg_key_loop(tile_body);
+        out += "  } else {\n";
+      }
+      if (!wide_) out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
       out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
       if (wide_) {
         // The score chunk by chunk: K's chunk qc + 1 (or the next tile's
@@ -477,31 +572,19 @@ struct Printer {
       out += "    dcc_cp_async_wait<0>();\n    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
       out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
       // S = Q K^T. A warp whose rows all lie past the end (short sequences
-      // in a long query tile) only copies and meets the barriers.
+      // in a long query tile) only copies and meets the barriers (not in
+      // the wgmma form, where every warp of the warpgroup issues the MMAs).
       out += "    if (m0 + wm0 < t_M) {\n";
       out += s_zero;
-      out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE){};\n", st, warp_cols());
+      out += fmt::format("    const {}* ks = Ks + stage * STAGE{};\n", st, warp_cols());
       if (f32) s_f32();
       else s_16();
       if (split_) split_sum();
       }
-      // The body twice: every key of the tile inside, or the last tile's.
-      // Element values live for one tile (declared there: nothing carries
-      // them across tiles); the partial tile's skipped elements stay 0.
-      auto elements = [&](bool zero) {
-        for (const auto* b : k.element_scalars)
-          out += fmt::format("    {} x_{}[MT][NT][4]{};\n", d.value_type(b), d.scalar(b), zero ? " = {}" : "");
-      };
-      out += "    if (n0 + BN <= t_N) {\n";
-      full_ = true;
-      elements(false);
-      for (const auto& s : k.steps) step(s);
-      out += "    } else {\n      const int kn = (int)(t_N - n0);  // keys of the tile inside\n      (void)kn;\n";
-      full_ = false;
-      elements(true);
-      for (const auto& s : k.steps) step(s);
-      out += "    }\n    }  // the warp's rows\n";
+      tile_body();
+      out += "    }  // the warp's rows\n";
       out += wide_ ? "    vstage ^= 1;\n    kt = nxt;\n  }\n" : "    stage ^= 1;\n    kt = nxt;\n  }\n";
+      if (!wide_ && !split_ && !f32) out += "  }\n";
     };
     std::vector<std::string> nz;
     for (const auto& inv : k.invariants)
@@ -560,11 +643,41 @@ struct Printer {
 
 }  // namespace
 
+std::string wgmma_function(Elem e, int n, bool trans_b) {
+  const char* t = elem_name(e);
+  const int regs = n / 2;  // f32 accumulators a thread: m64nN over 128 threads
+  std::string o = fmt::format("#ifndef DCC_WGMMA_{0}_N{1}_T{2}\n#define DCC_WGMMA_{0}_N{1}_T{2}\n", t, n, trans_b ? 1 : 0);
+  o += fmt::format("// d (m64n{1}, f32) += a (m64k16, {0} fragments in registers) b (k16n{1}, shared memory by\n"
+                   "// descriptor{2}); issued by the warpgroup, completed by dcc_wgmma_wait.\n",
+                   t, n, trans_b ? ", MN-major" : ", K-major");
+  o += fmt::format("template <>\n__device__ __forceinline__ void dcc_wgmma_{}<{}, {}>(float* d, const uint32_t* a, uint64_t desc) {{\n", t, n,
+                   trans_b ? 1 : 0);
+  o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma(dcc_emu_mma_kind::{}, d, a, desc, {}, {});\n", t, n, trans_b ? "true" : "false");
+  o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  std::string dl, outs;
+  for (int r = 0; r < regs; ++r) {
+    dl += fmt::format("{}%{}", r ? ", " : "", r);
+    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
+  }
+  o += fmt::format("  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n\"\n"
+                   "               \"wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}}, {{%{4}, %{5}, %{6}, %{7}}}, %{8}, p, 1, 1, {9};\\n}}\\n\"\n"
+                   "               : {10}\n               : \"r\"(1), \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc));\n",
+                   regs, n, t, dl, regs + 1, regs + 2, regs + 3, regs + 4, regs + 5, trans_b ? 1 : 0, outs);
+  o += "#else\n  (void)d; (void)a; (void)desc;\n#endif\n}\n#endif\n";
+  return o;
+}
+
 std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   Printer p{k, d, ""};
   std::string o = fmt::format("// {}: fused attention (dccc --emit=kernel shows its kernel IR)\n", k.name);
   o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n  int64_t ntiles;\n  unsigned* counter;  // AttnGrid::Atomic: zeroed before the launch\n}};\n\n",
                    k.name, d.args_type());
+  // The wgmma shapes the instantiations use (AttentionKernel::wgmma_dims):
+  // S's m64 x keys-a-tile (K K-major), O's m64 x head dim (V transposed).
+  for (int dp : k.wgmma_dims) {
+    o += wgmma_function(k.elem, attention_tile_n(k, dp), false);
+    o += wgmma_function(k.elem, dp, true);
+  }
   o += p.body();
   for (bool split : {true, false}) {
     if (split ? !k.split : !k.wide) continue;
@@ -575,12 +688,14 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // One __global__ wrapper per instantiation: threads, blocks an SM, the
   // dynamic shared memory and the body's template arguments.
   auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, int bn, int mt, int warps, int blocks,
-                     int smem) {
+                     int smem, bool wg) {
     o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__{}({}__launch launch) {{\n", warps * 32, blocks, k.name,
                      suffix, k.name);
-    o += fmt::format("#ifdef DCC_EMU\n  static __align__(16) char smem[{}];\n#else\n  extern __shared__ __align__(16) char smem[];\n#endif\n",
+    o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
+                     "  extern __shared__ __align__(16) char smem[];\n#endif\n",
                      smem);
-    const std::string call = fmt::format("{}__body{}<{}, {}, {}, {}>(launch, smem, ", k.name, body, dp, bn, mt, warps);
+    const std::string call = fmt::format("{}__body{}<{}, {}, {}, {}, {}>(launch, smem, ", k.name, body, dp, bn, mt, warps,
+                                         wg ? "DCC_WGMMA != 0" : "false");
     switch (k.grid) {
       case AttnGrid::Tiles: o += "  " + call + "blockIdx.x);\n}\n\n"; break;
       case AttnGrid::Static:
@@ -599,11 +714,11 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   };
   auto by_head_dim = [&](const std::string& suffix, const std::string& body, int dp) {
     wrapper(suffix, body, dp, attention_tile_n(k, dp), attention_m_tiles(k, dp), attention_warps(k, dp),
-            attention_min_blocks(k, dp), attention_smem_bytes(k, dp));
+            attention_min_blocks(k, dp), attention_smem_bytes(k, dp), body.empty() && attention_wgmma(k, dp));
   };
   for (int dp : k.head_dims) by_head_dim(fmt::format("d{}", dp), "", dp);
   // The split instantiation (AttentionKernel::split): warps share 16 rows.
-  if (k.split) wrapper("dx", "_split", k.split, k.split_key_tile, 1, k.split_warps, 1, attention_split_smem_bytes(k));
+  if (k.split) wrapper("dx", "_split", k.split, k.split_key_tile, 1, k.split_warps, 1, attention_split_smem_bytes(k), false);
   // The streaming one (AttentionKernel::wide): head dim `wide`'s tiles;
   // blockIdx.y picks the output columns.
   if (k.wide) by_head_dim("dw", "_wide", k.wide);
@@ -632,6 +747,13 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
                      mma_name(k.shape), fp32_math_name(k.fp32));
   else
     o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
+  if (!k.wgmma_dims.empty()) {
+    std::string dims;
+    for (int dp : k.wgmma_dims) dims += fmt::format("{}{} (S m64n{}k16, O m64n{}k16)", dims.empty() ? "" : ", ", dp, attention_tile_n(k, dp), dp);
+    o += "  wgmma on sm_90a, head dims " + dims +
+         ": A (Q, P) from registers, K (K-major) and V (MN-major) from 128-byte swizzled shared memory by descriptor, "
+         "a warpgroup's 64 rows each\n";
+  }
   if (k.index32) o += "  indices: row and key in 32 bits (i32 lengths)\n";
   o += k.guard_rows   ? "  checks: every element checks its row and key\n"
         : k.guard_keys ? "  checks: full key tiles none; the partial last key tile its keys\n"

@@ -123,6 +123,68 @@ __device__ __forceinline__ void dcc_mma_tf32(float* d, const uint32_t* a, const 
 DCC_MMA_TILES(dcc_mma_tiles_bf16, bf16)
 DCC_MMA_TILES(dcc_mma_tiles_f16, f16)
 DCC_MMA_TILES(dcc_mma_tiles_tf32, tf32)
+// ---- warpgroup MMAs (wgmma, sm_90a only; docs/cuda.md "wgmma") ----
+// DCC_WGMMA: this compilation targets sm_90a (nvcc defines
+// __CUDA_ARCH_FEAT_SM90_ALL there; the CPU emulation when a test asks).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(DCC_EMU_SM90A)
+#define DCC_WGMMA 1
+#else
+#define DCC_WGMMA 0
+#endif
+// A shared-memory address (the shared window's offset) of a generic pointer.
+__device__ __forceinline__ uint32_t dcc_smem_u32(const void* p) {
+#ifdef DCC_EMU
+  return dcc_emu_smem_u32(p);
+#else
+  return (uint32_t)__cvta_generic_to_shared(p);
+#endif
+}
+// A matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address,
+// leading and stride byte offsets (each >> 4, 14 bits), base offset 0 (the
+// tile starts at a 1024-byte boundary), 128-byte swizzle (mode 1, bits 62-63).
+__device__ __forceinline__ uint64_t dcc_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
+         ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | ((uint64_t)1 << 62);
+}
+__device__ __forceinline__ void dcc_wgmma_fence() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void dcc_wgmma_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void dcc_wgmma_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// The accumulators an in-flight wgmma writes: the compiler moves no access
+// to them across this point (before the fence, after the wait).
+template <int N>
+__device__ __forceinline__ void dcc_wgmma_keep(float* d) {
+#if !defined(DCC_EMU)
+  _Pragma("unroll") for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+#else
+  (void)d;
+#endif
+}
+// The block's generic-proxy writes to shared memory (cp.async copies)
+// visible to the async proxy that wgmma reads through.
+__device__ __forceinline__ void dcc_fence_proxy_async() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+// d (m64nN, f32) += a b: specialised per shape and B layout by the kernels
+// that use them (gpu::wgmma_function).
+template <int N, int TRANS_B>
+__device__ void dcc_wgmma_bf16(float* d, const uint32_t* a, uint64_t desc);
+template <int N, int TRANS_B>
+__device__ void dcc_wgmma_f16(float* d, const uint32_t* a, uint64_t desc);
 )CU";
 
 int tile_entry_ints(const Kernel& k) { return static_cast<int>(k.tiles.batch.size()) + 2; }

@@ -157,14 +157,14 @@ if [[ $mode != bench-only ]]; then
   # The Python package (tests/python) under this machine's python3 and
   # PyTorch, with the shipped driver: the CPU tests build their libraries
   # with it (for this CPU), and every example's CUDA library is built here
-  # first (sm_90, 8 at a time) for test_cuda.py and ddp_encoder.py. Every
+  # first (sm_90a, 8 at a time) for test_cuda.py and ddp_encoder.py. Every
   # test must pass; skips are listed with their reasons (-rs).
   printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_RUNTIME_LIB=%s DCCC_RUNTIME_HEADER=%s exec /tmp/dccc-gpu/dccc "$@"\n' \
     "$PWD/libdccrt.a" "$PWD/include/dccrt.h" > /tmp/dccc-gpu/dccc.sh
   chmod +x /tmp/dccc-gpu/dccc.sh
   pylibs=/tmp/dccc-gpu/python-libs
   for toy in examples/*.toy; do echo "$toy"; done |
-    DCCC_CUDA_ARCH=-arch=sm_90 xargs -P 8 -I{} sh -c \
+    DCCC_CUDA_ARCH="-gencode arch=compute_90a,code=sm_90a" xargs -P 8 -I{} sh -c \
       'ex=$(basename {} .toy); mkdir -p '"$pylibs"'/$ex && /tmp/dccc-gpu/dccc.sh --target=cuda -o '"$pylibs"'/$ex/$ex.so {}' \
       2>&1 | tail -3 | tee "$results/python_cuda_libs.txt"
   pypath="$PWD/python"

@@ -49,7 +49,7 @@ fi
 "$dccc" --target=cuda "${sched[@]}" -o "$out/$name.so" "$toy"
 test -s "$out/$name.so"
 test -s "$out/$name.h"
-# The library holds machine code for sm_80 and sm_90 and PTX: read from the
+# The library holds machine code for sm_80 and sm_90a and PTX: read from the
 # fatbinary itself (fatbin_archs.py), so the check runs wherever nvcc does,
 # cuobjdump or not, and fails loudly when the fatbinary cannot be read.
 listing="$(python3 "$(dirname "${BASH_SOURCE[0]}")/fatbin_archs.py" "$out/$name.so")" ||

@@ -147,7 +147,7 @@ NVCC
   unset DCCC_CUDA_ARCH
   DCCC_NVCC="$tmp/nvcc" "$DCCC" "$toy" --target=cuda -o "$tmp/default.so" 2>/dev/null
   tr '\n' ' ' <"$tmp/nvcc.args" >"$tmp/default.args"
-  for want in arch=compute_80,code=sm_80 arch=compute_90,code=sm_90 arch=compute_90,code=compute_90; do
+  for want in arch=compute_80,code=sm_80 arch=compute_90a,code=sm_90a arch=compute_90,code=compute_90; do
     grep -q "$want" "$tmp/default.args" || fail "default nvcc flags lack $want"
   done
   if grep -q '#line' "$tmp/kernels.cu"; then fail "CUDA source without -lineinfo has #line"; fi

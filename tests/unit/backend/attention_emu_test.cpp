@@ -50,7 +50,7 @@ struct Built {
 /// `fn` of `source` through the CUDA passes with online reductions, emitted
 /// and built against cuda_emu.h.
 void build(const std::string& name, const std::string& source, const std::string& fn, Built& b,
-           gpu::Fp32Math fp32 = gpu::Fp32Math::Split3xTf32, gpu::AttentionTuning tune = {}) {
+           gpu::Fp32Math fp32 = gpu::Fp32Math::Split3xTf32, gpu::AttentionTuning tune = {}, bool sm90a = false) {
   Program& p = b.keep;
   ASSERT_TRUE(testing::front_end(p, name, source)) << testing::diagnostics(p);
   ir::PipelineOptions o;
@@ -70,7 +70,9 @@ void build(const std::string& name, const std::string& source, const std::string
   std::filesystem::create_directories(dir);
   static int serial = 0;
   std::string log;
-  void* lib = testing::build_emulated(testing::emulated(b.cu), dir, fn + std::to_string(serial++), log);
+  // sm90a: compiled as for sm_90a (DCC_WGMMA: the wgmma instantiations, emulated).
+  void* lib = testing::build_emulated((sm90a ? "#define DCC_EMU_SM90A 1\n" : "") + testing::emulated(b.cu), dir,
+                                      fn + std::to_string(serial++), log);
   ASSERT_NE(lib, nullptr) << log;
   b.entry = reinterpret_cast<Entry>(dlsym(lib, (fn + "__cuda_host").c_str()));
   ASSERT_NE(b.entry, nullptr);
@@ -222,10 +224,10 @@ std::string bf16_version(const std::string& path) {
 }
 
 void check(const std::string& file, const std::string& source, const std::string& fn, const Mod& mod,
-           bool skips_tiles, gpu::AttentionTuning tune = {}) {
+           bool skips_tiles, gpu::AttentionTuning tune = {}, bool sm90a = false) {
   SCOPED_TRACE(fn);
   Built b;
-  build(file, source, fn, b, gpu::Fp32Math::Split3xTf32, tune);
+  build(file, source, fn, b, gpu::Fp32Math::Split3xTf32, tune, sm90a);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
   EXPECT_NE(b.cu.find("dcc_mma_tiles_bf16<1, 2>"), std::string::npos) << "P V is not on the tensor cores";
@@ -277,6 +279,32 @@ TEST(AttentionEmu, PersistentGridsBf16) {
         << "not the persistent loop";
     EXPECT_NE(b.cu.find("cudaOccupancyMaxActiveBlocksPerMultiprocessor"), std::string::npos) << "grid not sized";
   }
+}
+
+// As compiled for sm_90a: head dims 64 and 128 run S = Q K^T and O += P V
+// on wgmma (emulated from the PTX ISA's canonical 128-byte-swizzle layouts
+// and descriptor fields, not from the printer's address arithmetic), K and V
+// in swizzled stages; head dim 20 (padded to 32) keeps mma.sync. Zero-length
+// sequences, a partial last key tile, skipped causal tiles and rows past a
+// sequence's end (every warp of the warpgroup issues the MMAs) included.
+TEST(AttentionEmu, WgmmaBf16) {
+  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
+        {}, true);
+  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+        [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, {}, true);
+  check("mha_softcap.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_softcap.toy"), "mha_softcap",
+        [](double s, int, int) { return 30 * std::tanh(s / 30); }, false, {}, true);
+  // Two warpgroups a block (--attention-tiles=1,8,64,1: 128 rows), each
+  // issuing its own MMAs on its 64 rows from the shared K and V stages.
+  const gpu::AttentionTuning two_groups{1, 8, 64, 1};
+  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+        [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, two_groups, true);
+  Built b;
+  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, {}, true);
+  for (const char* shape : {"dcc_wgmma_bf16<64, 0>", "dcc_wgmma_bf16<64, 1>", "dcc_wgmma_bf16<32, 0>", "dcc_wgmma_bf16<128, 1>"})
+    EXPECT_NE(b.cu.find(shape), std::string::npos) << shape;
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0>"), std::string::npos) << "head dim 64 not on wgmma";
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<32, 64, 1, 4, false>"), std::string::npos) << "head dim 32 on wgmma";
 }
 
 TEST(AttentionEmu, CausalBf16) {

@@ -48,12 +48,28 @@ std::string find_nvcc() {
   return "";
 }
 
+/// nvcc's architecture flags for this machine's GPU: sm_90a on an H100 /
+/// H200 (compute capability 9.0), as dccc's default fatbinary runs there
+/// (the fused attention's wgmma instantiations), else -arch=native.
+std::string arch_flags() {
+  static const std::string flags = [] {
+    std::string cap;
+    if (FILE* p = popen("nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null", "r")) {
+      char line[64] = {};
+      if (std::fgets(line, sizeof line, p)) cap = line;
+      pclose(p);
+    }
+    return cap.rfind("9.0", 0) == 0 ? std::string("-gencode arch=compute_90a,code=sm_90a") : std::string("-arch=native");
+  }();
+  return flags;
+}
+
 /// Builds `source` into a shared library with nvcc; returns its dlopen handle.
 void* build(const std::string& nvcc, const std::string& source, const std::filesystem::path& dir,
             const std::string& stem, std::string& log) {
   std::filesystem::path cu = dir / (stem + ".cu"), so = dir / (stem + ".so");
   std::ofstream(cu) << source;
-  std::string cmd = nvcc + " -O3 -std=c++17 -shared -Xcompiler -fPIC -arch=native -I" +
+  std::string cmd = nvcc + " -O3 -std=c++17 -shared -Xcompiler -fPIC " + arch_flags() + " -I" +
                     path_from_env("DCCC_RUNTIME_INCLUDE", DCCC_RUNTIME_INCLUDE) + " -o " + so.string() + " " +
                     cu.string() + " " + path_from_env("DCCC_RUNTIME_LIB", DCCC_RUNTIME_LIB) + " -lpthread 2>&1";
   return testing::build_and_open(cmd, so, log);
