@@ -58,6 +58,12 @@ done
 cp "$ROOT/bench/cuda/bench_fused.py" "$ROOT/bench/cuda/kernel_times.sh" "$OUT/"
 sed -e 's/\]f32/]bf16/g' "$ROOT/examples/mha_causal.toy" > "$OUT/mha_causal_bf16.toy"
 "$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal_bf16.so" "$OUT/mha_causal_bf16.toy"
+# f16 (bench_fused.py --dtype f16): the same two programs with every bf16
+# made f16 (the f16 wgmma instantiations on sm_90a).
+sed -e 's/\]bf16/]f16/g' "$ROOT/examples/mha_bf16.toy" > "$OUT/mha_f16.toy"
+sed -e 's/\]bf16/]f16/g' "$OUT/mha_causal_bf16.toy" > "$OUT/mha_causal_f16.toy"
+"$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_f16.so" "$OUT/mha_f16.toy"
+"$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal_f16.so" "$OUT/mha_causal_f16.toy"
 # f32 (bench_fused.py --dtype f32): mha.so above and mha_causal.so, 3xTF32.
 "$BUILD/tools/dccc" --target=cuda -o "$OUT/mha_causal.so" "$ROOT/examples/mha_causal.toy"
 # FlashAttention-2's precision (examples/mha_bf16_f32_scores.toy: f32 scores
@@ -68,7 +74,7 @@ sed -e 's/fn mha_bf16_f32_scores(/fn mha_bf16(/' -e 's/fn mha_causal_bf16_f32_sc
   "$ROOT/examples/mha_bf16_f32_scores.toy" > "$OUT/f32_scores/mha_f32_scores.toy"
 "$BUILD/tools/dccc" --target=cuda -o "$OUT/f32_scores/mha_bf16.so" "$OUT/f32_scores/mha_f32_scores.toy"
 cp "$OUT/f32_scores/mha_bf16.so" "$OUT/f32_scores/mha_causal_bf16.so"
-for toy in "$ROOT/examples/mha_bf16.toy" "$OUT/mha_causal_bf16.toy" "$ROOT/examples/gqa_bf16.toy" \
+for toy in "$ROOT/examples/mha_bf16.toy" "$OUT/mha_causal_bf16.toy" "$OUT/mha_f16.toy" "$ROOT/examples/gqa_bf16.toy" \
            "$OUT/f32_scores/mha_f32_scores.toy" \
            "$ROOT/examples/mha.toy" "$ROOT/examples/mha_causal.toy"; do
   [[ "$("$BUILD/tools/dccc" --target=cuda --explain "$toy")" == *"fused attention"* ]] ||

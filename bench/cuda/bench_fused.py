@@ -26,9 +26,11 @@ With --dtype f32: dccc's fused f32 kernel (3xTF32 tensor-core products by
 default) from mha.so and mha_causal.so (examples/mha.toy, mha_causal.toy)
 against the f32 peer, torch.ops.aten._efficient_attention_forward with
 cu_seqlens (causal: custom_mask_type 1, top-left), and SDPA's
-memory-efficient backend on the padded batch.
+memory-efficient backend on the padded batch. With --dtype f16: mha_f16.so
+and mha_causal_f16.so (mha_bf16.toy and the bf16 mha_causal.toy with every
+bf16 made f16; scripts/gpu_bundle.sh builds them) against the same peers in f16.
 
-usage: bench_fused.py --dir DIR [--dtype bf16|f32] [--seqlens DIR] [--batches race,...] [--B 128]
+usage: bench_fused.py --dir DIR [--dtype bf16|f16|f32] [--seqlens DIR] [--batches race,...] [--B 128]
                       [--D 64,128] [--mask full,causal] [--reps 20] [--out FILE] [--entry stream|wait|both]
        bench_fused.py --dir DIR --lengths 4096,0,1,17 --check-only   (a GPU test)
 Exits 2 with a message when there is no CUDA GPU.
@@ -81,7 +83,7 @@ def parse_args(argv=None):
     ap.add_argument("--dccc-only", action="store_true",
                     help="with --check-only: no peer's error (under compute-sanitizer, and head dims over 256, "
                          "which FlashAttention-2 refuses)")
-    ap.add_argument("--dtype", default="bf16", choices=["bf16", "f32"])
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "f16", "f32"])
     ap.add_argument("--flex", action="store_true",
                     help="also time FlexAttention (torch.compile'd flex_attention over the packed batch with a "
                          "document block mask; causal: and key <= query), one more line per configuration")
@@ -181,7 +183,9 @@ def libraries(args, folder=None):
     """(function, library) per mask, failing clearly when a library is missing."""
     folder = folder or args.dir
     out = {}
+    # f16: mha_bf16.toy and the bf16 mha_causal.toy with every bf16 made f16 (function names kept).
     sos = ((("full", "mha_bf16.so", "mha_bf16"), ("causal", "mha_causal_bf16.so", "mha_causal")) if args.dtype == "bf16"
+           else (("full", "mha_f16.so", "mha_bf16"), ("causal", "mha_causal_f16.so", "mha_causal")) if args.dtype == "f16"
            else (("full", "mha.so", "mha"), ("causal", "mha_causal.so", "mha_causal")))
     for mask, so, fn in sos:
         if mask not in args.mask:
@@ -215,7 +219,7 @@ def main(argv=None):
     libs = libraries(args)
     variants = [(n, libraries(args, d)) for n, d in args.variants]
     f32 = args.dtype == "f32"
-    dt = torch.float32 if f32 else torch.bfloat16
+    dt = torch.float32 if f32 else torch.float16 if args.dtype == "f16" else torch.bfloat16
     p1, p2 = ("eff", "sdpa-eff") if f32 else ("fa2", "cudnn")
     lines = [f"# device: {torch.cuda.get_device_name()}; torch {torch.__version__}; H = {H}; {args.dtype}; reps {args.reps} "
              f"interleaved; dccc entry {args.entry}{'; L2 flushed before each call' if args.flush_l2 else ''}; "
@@ -310,7 +314,7 @@ def main(argv=None):
                     torch.cuda.synchronize()
                     err = (out.double() - ref).abs().max().item()
                     fa2_err = math.nan if args.dccc_only else (run_fa2().double() - ref).abs().max().item()
-                    if err > (1e-3 if f32 else 5e-2) or math.isnan(err):
+                    if err > (1e-3 if f32 else 1e-2 if args.dtype == "f16" else 5e-2) or math.isnan(err):
                         print(f"{name:>8} {batch:>4} {D:>4} {mask:>6}  dccc wrong: max err {err:.2e} (fa2 {fa2_err:.2e})",
                               flush=True)
                         failed = True
@@ -335,7 +339,7 @@ def main(argv=None):
                         run_v()
                         torch.cuda.synchronize()
                         verr = (out.double() - ref).abs().max().item()
-                        if verr > (1e-3 if f32 else 5e-2) or math.isnan(verr):
+                        if verr > (1e-3 if f32 else 1e-2 if args.dtype == "f16" else 5e-2) or math.isnan(verr):
                             print(f"{name:>8} {batch:>4} {D:>4} {mask:>6}  variant {vn} wrong: max err {verr:.2e}", flush=True)
                             failed = True
                             continue

@@ -212,6 +212,12 @@ if [[ $mode != bench-only ]]; then
     python3 bench_fused.py --dir . --lengths 4096,0,1,17,300 --check-only 2>&1 | tee "$results/fused_check.txt"
     [[ ${PIPESTATUS[0]} -eq 0 && $(grep -c "check OK" "$results/fused_check.txt") -eq 4 ]] || status=1
   fi
+  # The same for f16 (mha_f16.so, mha_causal_f16.so; bound 1e-2).
+  if [[ -f bench_fused.py && -f mha_causal_f16.so ]]; then
+    python3 bench_fused.py --dir . --dtype f16 --lengths 4096,0,1,17,300 --check-only 2>&1 |
+      tee "$results/fused_check_f16.txt"
+    [[ ${PIPESTATUS[0]} -eq 0 && $(grep -c "check OK" "$results/fused_check_f16.txt") -eq 4 ]] || status=1
+  fi
   # The same for f32 (mha.so, mha_causal.so: 3xTF32; bound 1e-3).
   if [[ -f bench_fused.py && -f mha_causal.so ]]; then
     python3 bench_fused.py --dir . --dtype f32 --lengths 4096,0,1,17,300 --check-only 2>&1 |

@@ -63,3 +63,15 @@ timeout 300 python3 bench_fused.py --dir . --seqlens seqlens --reps 20 --variant
   --out $R/bench_pipe.txt > $R/bench_pipe_log.txt 2>&1
 echo "bench pipe rc=$?"; cat $R/bench_pipe_log.txt
 fi
+if [[ $PART == s ]]; then  # std/attention and std/nn on the GPU (build-gpu/ carried): their f16 / bf16 instances
+cd build-gpu || exit 1
+tar -xJf test.tar.xz -C /tmp/dccc-gpu
+mkdir -p /tmp/share/dccc && rm -rf /tmp/share/dccc/std && cp -r stdlib /tmp/share/dccc/std
+printf '#!/bin/sh\nLD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_RUNTIME_LIB=%s DCCC_RUNTIME_HEADER=%s exec /tmp/dccc-gpu/dccc "$@"\n' \
+  "$PWD/libdccrt.a" "$PWD/include/dccrt.h" > /tmp/dccc-gpu/dccc.sh
+chmod +x /tmp/dccc-gpu/dccc.sh
+for t in attention nn; do
+  PYTHONDONTWRITEBYTECODE=1 timeout 280 python3 tests/stdlib/${t}_diff.py /tmp/dccc-gpu/dccc.sh 3 --target=cuda > $R/stdlib_$t.txt 2>&1
+  echo "stdlib $t rc=$?"; tail -3 $R/stdlib_$t.txt
+done
+fi

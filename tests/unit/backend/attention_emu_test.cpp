@@ -121,12 +121,12 @@ std::vector<Case> cases(int groups = 0, bool few = false) {
   return out;
 }
 
-/// A tensor of bf16 (16-bit storage) or f32 elements.
+/// A tensor of bf16 or f16 (16-bit storage) or f32 elements.
 struct Data {
-  bool f32 = false;
+  bool f32 = false, f16 = false;
   std::vector<uint16_t> h;
   std::vector<float> f;
-  Data(bool is_f32, size_t n, uint16_t fill16, float fill32) : f32(is_f32) {
+  Data(bool is_f32, size_t n, uint16_t fill16, float fill32, bool is_f16 = false) : f32(is_f32), f16(is_f16) {
     if (f32) f.assign(std::max<size_t>(n, 1), fill32);
     else h.assign(std::max<size_t>(n, 1), fill16);
   }
@@ -134,15 +134,15 @@ struct Data {
   size_t size() const { return f32 ? f.size() : h.size(); }
   void set(size_t i, double v) {
     if (f32) f[i] = static_cast<float>(v);
-    else h[i] = to_bf16(v);
+    else h[i] = f16 ? testing::to_f16(static_cast<float>(v)) : to_bf16(v);
   }
-  double operator[](size_t i) const { return f32 ? f[i] : from_bf16(h[i]); }
+  double operator[](size_t i) const { return f32 ? f[i] : f16 ? testing::from_f16(h[i]) : from_bf16(h[i]); }
 };
 
 /// Runs every case; returns the largest error. `tol`: the bound on an
 /// output's error (bf16 programs 0.02, see the top; f32 ones tighter).
 double run(const Built& b, const Mod& mod, int& checked, int groups = 0, bool f32 = false, double tol = 0.02,
-           bool few = false, const std::vector<Case>* only = nullptr) {
+           bool few = false, const std::vector<Case>* only = nullptr, bool f16 = false) {
   double worst = 0;
   for (const Case& c : only ? *only : cases(groups, few)) {
     const size_t Bn = c.ql.size();
@@ -154,8 +154,8 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0, bool f3
     }
     std::mt19937 rng(static_cast<unsigned>(Bn * 31 + D));
     std::uniform_real_distribution<double> dist(-1.0, 1.0);
-    Data q(f32, qo.back(), 0, 0), k(f32, ko.back(), 0, 0), v(f32, ko.back(), 0, 0),
-        out(f32, qo.back(), 0x7FC0, NAN);  // NaN until written
+    Data q(f32, qo.back(), 0, 0, f16), k(f32, ko.back(), 0, 0, f16), v(f32, ko.back(), 0, 0, f16),
+        out(f32, qo.back(), f16 ? 0x7E00 : 0x7FC0, NAN, f16);  // NaN until written
     for (size_t x = 0; x < q.size(); ++x) q.set(x, 2 * dist(rng));
     for (size_t x = 0; x < k.size(); ++x) k.set(x, 2 * dist(rng));
     for (size_t x = 0; x < v.size(); ++x) v.set(x, dist(rng));
@@ -224,19 +224,20 @@ std::string bf16_version(const std::string& path) {
 }
 
 void check(const std::string& file, const std::string& source, const std::string& fn, const Mod& mod,
-           bool skips_tiles, gpu::AttentionTuning tune = {}, bool sm90a = false) {
+           bool skips_tiles, gpu::AttentionTuning tune = {}, bool sm90a = false, bool f16 = false) {
   SCOPED_TRACE(fn);
   Built b;
   build(file, source, fn, b, gpu::Fp32Math::Split3xTf32, tune, sm90a);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
-  EXPECT_NE(b.cu.find("dcc_mma_tiles_bf16<1, 2>"), std::string::npos) << "P V is not on the tensor cores";
+  EXPECT_NE(b.cu.find(f16 ? "dcc_mma_tiles_f16<1, 2>" : "dcc_mma_tiles_bf16<1, 2>"), std::string::npos)
+      << "P V is not on the tensor cores";
   EXPECT_NE(b.cu.find("dcc_ldmatrix_x4_trans(r, &vs["), std::string::npos) << "V fragments not by ldmatrix.trans";
   // mha's body reads no memory: full key tiles run it unchecked.
   EXPECT_NE(b.cu.find("if (n0 + BN <= t_N) {"), std::string::npos) << "no full-tile body";
   EXPECT_EQ(b.cu.find("if (!any) return false;") != std::string::npos, skips_tiles);
   int checked = 0;
-  double worst = run(b, mod, checked);
+  double worst = run(b, mod, checked, 0, false, 0.02, false, nullptr, f16);
   std::printf("%s: %d outputs, max |err| = %.4g\n", fn.c_str(), checked, worst);
   EXPECT_GT(checked, 10000);
 }
@@ -256,7 +257,7 @@ TEST(AttentionEmu, TwoTilesAWarpBf16) {
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, two);
   Built b;
   build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, two);
-  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 32, 2, 2>"), std::string::npos) << "not two m16 tiles a warp";
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 32, 2, 2, false>"), std::string::npos) << "not two m16 tiles a warp";
 }
 
 // Persistent grids (--attention-grid=static|atomic, gpu::AttnGrid): the
@@ -287,6 +288,7 @@ TEST(AttentionEmu, PersistentGridsBf16) {
 // in swizzled stages; head dim 20 (padded to 32) keeps mma.sync. Zero-length
 // sequences, a partial last key tile, skipped causal tiles and rows past a
 // sequence's end (every warp of the warpgroup issues the MMAs) included.
+// Also an f16 version of mha_bf16 (the f16 wgmma shapes).
 TEST(AttentionEmu, WgmmaBf16) {
   check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
         {}, true);
@@ -299,6 +301,15 @@ TEST(AttentionEmu, WgmmaBf16) {
   const gpu::AttentionTuning two_groups{1, 8, 64, 1};
   check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, two_groups, true);
+  // f16 operands (mha_bf16 with every bf16 made f16): the f16 wgmma shapes.
+  const std::string f16_source =
+      std::regex_replace(read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), std::regex("\\]bf16"), "]f16");
+  check("mha_f16.toy", f16_source, "mha_bf16", [](double s, int, int) { return s; }, false, {}, true, true);
+  {
+    Built f;
+    build("mha_f16.toy", f16_source, "mha_bf16", f, gpu::Fp32Math::Split3xTf32, {}, true);
+    EXPECT_NE(f.cu.find("dcc_wgmma_f16<64, 0>"), std::string::npos) << "f16 not on wgmma";
+  }
   Built b;
   build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, {}, true);
   for (const char* shape : {"dcc_wgmma_bf16<64, 0>", "dcc_wgmma_bf16<64, 1>", "dcc_wgmma_bf16<32, 0>", "dcc_wgmma_bf16<128, 1>"})
