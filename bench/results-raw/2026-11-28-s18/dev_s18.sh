@@ -75,3 +75,20 @@ for t in attention nn; do
   echo "stdlib $t rc=$?"; tail -3 $R/stdlib_$t.txt
 done
 fi
+if [[ $PART == c ]]; then  # the final libraries (build-var/final: the bundle's, sync/ = mma.sync): checks, sanitizers, bench
+cd build-var/final || exit 1
+for dt in bf16 f16 f32; do
+  timeout 90 python3 bench_fused.py --dir . --dtype $dt --lengths 4096,0,1,17,300 --check-only > $R/check_$dt.txt 2>&1
+  echo "check $dt rc=$?: $(grep -c 'check OK' $R/check_$dt.txt) OK"; grep -E "check|wrong" $R/check_$dt.txt | head -4
+done
+for dt in bf16 f16; do
+  for t in memcheck racecheck; do
+    timeout 100 compute-sanitizer --tool $t python3 bench_fused.py --dir . --dtype $dt --lengths 300,0,1,17,70 --check-only \
+      --dccc-only --D 64,128 --mask full,causal > $R/${t}_$dt.txt 2>&1
+    echo "$t $dt: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|check OK|wrong' $R/${t}_$dt.txt | sort | uniq -c | tr '\n' ' ')"
+  done
+done
+timeout 200 python3 bench_fused.py --dir . --seqlens seqlens --reps 20 --variants sync=sync \
+  --out $R/bench_final_bf16.txt > $R/bench_final_bf16_log.txt 2>&1
+echo "bench final rc=$?"; cat $R/bench_final_bf16_log.txt
+fi
