@@ -25,7 +25,7 @@ struct Printer {
   bool full_ = false;  // printing the key-tile body for a tile with every key inside
   bool wide_ = false;  // printing the streaming body (AttentionKernel::wide)
   bool split_ = false;  // printing the split body (AttentionKernel::split): warps share rows, split columns
-  bool wg_ = false;  // printing the wgmma form's key loop (wg_key_loop)
+  bool wg_ = false;  // printing the wgmma form's key loop (tile_loop(true))
   /// Offset of the warp's columns of K, V and the output in the split body.
   std::string warp_cols() const { return split_ ? " + warp * DP" : ""; }
   /// The shared-memory stage V's tile is in: K's and V's together, or V's
@@ -191,12 +191,8 @@ struct Printer {
           // lines apart (the leading byte offset), 8-line groups 1024 bytes
           // (the stride byte offset); A = P's fragments, packed before the
           // fence (registers an in-flight wgmma reads stay unchanged).
-          out += fmt::format("    {{\n      uint32_t pa[NT / 2][4];\n#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc) {{\n"
-                             "        pa[kc][0] = {0}(p[0][2 * kc][0], p[0][2 * kc][1]);\n"
-                             "        pa[kc][1] = {0}(p[0][2 * kc][2], p[0][2 * kc][3]);\n"
-                             "        pa[kc][2] = {0}(p[0][2 * kc + 1][0], p[0][2 * kc + 1][1]);\n"
-                             "        pa[kc][3] = {0}(p[0][2 * kc + 1][2], p[0][2 * kc + 1][3]);\n      }}\n",
-                             pack_fn(k.elem));
+          out += "    {\n      uint32_t pa[NT / 2][4];\n#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc) {\n" +
+                 pack_p("pa[kc]", "0") + "      }\n";
           out += "      const uint32_t vb = dcc_smem_u32(vs);\n      dcc_wgmma_keep<DT * 4>(&o[0][0][0]);\n      dcc_wgmma_fence();\n";
           out += fmt::format("#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc)\n"
                              "        dcc_wgmma_{}<DP, 1>(&o[0][0][0], pa[kc], dcc_wgmma_desc(vb + kc * 2048, BN * 128, 1024));\n",
@@ -210,15 +206,20 @@ struct Printer {
       }
     }
   }
+  /// `dst`[0..3] = the A fragment of P's k-step kc (m16 tile `mt`): the C
+  /// fragments of n-tiles 2 kc and 2 kc + 1 packed to 16 bits.
+  std::string pack_p(const std::string& dst, const std::string& mt) {
+    return fmt::format("        {0}[0] = {1}(p[{2}][2 * kc][0], p[{2}][2 * kc][1]);\n"
+                       "        {0}[1] = {1}(p[{2}][2 * kc][2], p[{2}][2 * kc][3]);\n"
+                       "        {0}[2] = {1}(p[{2}][2 * kc + 1][0], p[{2}][2 * kc + 1][1]);\n"
+                       "        {0}[3] = {1}(p[{2}][2 * kc + 1][2], p[{2}][2 * kc + 1][3]);\n",
+                       dst, pack_fn(k.elem), mt);
+  }
   /// O += P V on mma.sync: the key-step loop (the caller closes the P V block).
   void pv_16_sync() {
     out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
-    out += fmt::format("      uint32_t pa[MT][4];\n#pragma unroll\n      for (int mt = 0; mt < MT; ++mt) {{\n"
-                       "        pa[mt][0] = {0}(p[mt][2 * kc][0], p[mt][2 * kc][1]);\n"
-                       "        pa[mt][1] = {0}(p[mt][2 * kc][2], p[mt][2 * kc][3]);\n"
-                       "        pa[mt][2] = {0}(p[mt][2 * kc + 1][0], p[mt][2 * kc + 1][1]);\n"
-                       "        pa[mt][3] = {0}(p[mt][2 * kc + 1][2], p[mt][2 * kc + 1][3]);\n      }}\n",
-                       pack_fn(k.elem));
+    out += "      uint32_t pa[MT][4];\n#pragma unroll\n      for (int mt = 0; mt < MT; ++mt) {\n" + pack_p("pa[mt]", "mt") +
+           "      }\n";
     // V's B fragments, two column tiles an ldmatrix.x4.trans: matrix q
     // is keys 16 kc + 8 (q & 1) .. + 7, columns 16 j2 + 8 (q >> 1) .. + 7.
     out += "#pragma unroll\n      for (int j2 = 0; j2 < DT / 2; ++j2) {\n        uint32_t r[4];\n";
@@ -367,39 +368,20 @@ struct Printer {
            "        s[mt][nt][e] = t;\n      }\n    }\n";
   }
 
-  /// S (acc, zeroed here) = Q K^T by wgmma from the K stage `ks` (K-major
-  /// B: the part of k-step kq, + 32 bytes a k-step inside its 128-byte
-  /// line; 8-line groups 1024 bytes apart), A = Q's fragments; waited for.
-  void wg_scores(const std::string& acc, const std::string& ks, const std::string& pad) {
-    out += fmt::format("{0}#pragma unroll\n{0}for (int nt = 0; nt < NT; ++nt)\n{0}  for (int e = 0; e < 4; ++e) {1}[0][nt][e] = 0.0f;\n", pad, acc);
-    out += fmt::format("{0}{{\n{0}const uint32_t kb = dcc_smem_u32({1});\n{0}dcc_wgmma_keep<NT * 4>(&{2}[0][0][0]);\n{0}dcc_wgmma_fence();\n",
-                       pad, ks, acc);
-    out += fmt::format("{0}#pragma unroll\n{0}for (int kq = 0; kq < KQ; ++kq)\n"
-                       "{0}  dcc_wgmma_{1}<BN, 0>(&{2}[0][0][0], qf[kq][0], dcc_wgmma_desc(kb + (kq >> 2) * (BN * 128) + (kq & 3) * 32, 16, 1024));\n",
-                       pad, elem_name(k.elem), acc);
-    out += fmt::format("{0}dcc_wgmma_commit();\n{0}dcc_wgmma_wait<0>();\n{0}dcc_wgmma_keep<NT * 4>(&{1}[0][0][0]);\n{0}}}\n", pad, acc);
-  }
-  /// The key loop of the wgmma form: as the mma.sync loop (two stages, the
-  /// next tile copied while this one is computed), with S waited for before
-  /// the element work. Pipelining S of the next tile under this tile's
-  /// element work (three stages, a second S in registers) was measured
-  /// slower on an H200: 0.75-0.90x (spills at 3 blocks an SM, or 2 blocks;
+  /// The wgmma form's S (zeroed here) = Q K^T from the current K stage
+  /// (K-major B: the part of k-step kq, + 32 bytes a k-step inside its
+  /// 128-byte line; 8-line groups 1024 bytes apart), A = Q's fragments;
+  /// waited for. Pipelining S of the next tile under this tile's element
+  /// work (three stages, a second S in registers) was measured slower on an
+  /// H200: 0.75-0.90x (spills at 3 blocks an SM, or 2 blocks;
   /// bench/RESULTS.md, session 18).
-  template <typename Body>
-  void wg_key_loop(const Body& tile_body) {
-    out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
-    out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
-    // wgmma reads shared memory through the async proxy: the copies'
-    // writes (generic proxy) are made visible to it before the barrier.
-    out += "    dcc_cp_async_wait<0>();\n    dcc_fence_proxy_async();\n"
-           "    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
-    out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
-    out += "    float s[MT][NT][4];\n";
-    wg_scores("s", "Ks + stage * STAGE", "    ");
-    wg_ = true;
-    tile_body();
-    wg_ = false;
-    out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
+  void wg_scores() {
+    out += "    float s[MT][NT][4];\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[0][nt][e] = 0.0f;\n";
+    out += "    {\n    const uint32_t kb = dcc_smem_u32(Ks + stage * STAGE);\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    dcc_wgmma_fence();\n";
+    out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n"
+                       "      dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], dcc_wgmma_desc(kb + (kq >> 2) * (BN * 128) + (kq & 3) * 32, 16, 1024));\n",
+                       elem_name(k.elem));
+    out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    }\n";
   }
 
   std::string body() {
@@ -544,15 +526,39 @@ struct Printer {
       for (const auto& s : k.steps) step(s);
       out += "    }\n";
     };
-    auto key_loop = [&]() {
-      if (!wide_ && !split_ && !f32) {
-        out += "  if constexpr (WG) {\n";
-        wg_key_loop(tile_body);
-        out += "  } else {\n";
+    // The key loop over tiles kt (the next one copied while kt is
+    // computed); `wg`: the wgmma form (AttentionKernel::wgmma_dims).
+    auto tile_loop = [&](bool wg) {
+      out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
+      out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n    dcc_cp_async_wait<0>();\n";
+      // wgmma reads shared memory through the async proxy: the copies'
+      // writes (generic proxy) are made visible to it before the barrier.
+      if (wg) out += "    dcc_fence_proxy_async();\n";
+      out += "    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
+      out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
+      if (wg) {
+        // Every warp of the warpgroup issues the MMAs.
+        wg_scores();
+        wg_ = true;
+        tile_body();
+        wg_ = false;
+      } else {
+        // S = Q K^T. A warp whose rows all lie past the end (short
+        // sequences in a long query tile) only copies and meets the barriers.
+        out += "    if (m0 + wm0 < t_M) {\n";
+        out += s_zero;
+        out += fmt::format("    const {}* ks = Ks + stage * STAGE{};\n", st, warp_cols());
+        if (f32) s_f32();
+        else s_16();
+        if (split_) split_sum();
+        tile_body();
+        out += "    }  // the warp's rows\n";
       }
-      if (!wide_) out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
-      out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
+      out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
+    };
+    auto key_loop = [&]() {
       if (wide_) {
+        out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n";
         // The score chunk by chunk: K's chunk qc + 1 (or the next tile's
         // first, with that tile's V in V's other stage) is copied while
         // chunk qc is multiplied.
@@ -568,23 +574,17 @@ struct Printer {
         if (f32) s_f32();
         else s_16();
         out += "    }\n    stage ^= 1;\n    }\n    const int64_t n0 = kt * BN;\n    if (m0 + wm0 < t_M) {\n";
+        tile_body();
+        out += "    }  // the warp's rows\n    vstage ^= 1;\n    kt = nxt;\n  }\n";
+      } else if (!split_ && !f32) {
+        out += "  if constexpr (WG) {\n";
+        tile_loop(true);
+        out += "  } else {\n";
+        tile_loop(false);
+        out += "  }\n";
       } else {
-      out += "    dcc_cp_async_wait<0>();\n    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
-      out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
-      // S = Q K^T. A warp whose rows all lie past the end (short sequences
-      // in a long query tile) only copies and meets the barriers (not in
-      // the wgmma form, where every warp of the warpgroup issues the MMAs).
-      out += "    if (m0 + wm0 < t_M) {\n";
-      out += s_zero;
-      out += fmt::format("    const {}* ks = Ks + stage * STAGE{};\n", st, warp_cols());
-      if (f32) s_f32();
-      else s_16();
-      if (split_) split_sum();
+        tile_loop(false);
       }
-      tile_body();
-      out += "    }  // the warp's rows\n";
-      out += wide_ ? "    vstage ^= 1;\n    kt = nxt;\n  }\n" : "    stage ^= 1;\n    kt = nxt;\n  }\n";
-      if (!wide_ && !split_ && !f32) out += "  }\n";
     };
     std::vector<std::string> nz;
     for (const auto& inv : k.invariants)

@@ -1,4 +1,4 @@
-# Generates wgmma_probe.cu: checks the wgmma RS fragment layouts and the
+# Writes wgmma_probe.cu (compile: nvcc -gencode arch=compute_90a,code=sm_90a): checks the wgmma RS fragment layouts and the
 # 128B-swizzled K-major / MN-major shared-memory descriptors that the
 # attention printer uses, against a float64 reference (session 18).
 def wg(n, trans):

@@ -197,6 +197,20 @@ inline float dcc_emu_fused_sum(const double* t, int n) {
   return f;
 }
 
+// d + sum over k < K of a(k) b(k), as the tensor core forms it: in fused
+// steps of `block` products (at most 8), each dcc_emu_fused_sum'd with the
+// running value.
+template <class FA, class FB>
+float dcc_emu_fused_dot(float d, int K, int block, FA a, FB b) {
+  for (int k0 = 0; k0 < K; k0 += block) {
+    double terms[9];  // the running value and the block's products (exact in double)
+    terms[0] = d;
+    for (int k = 0; k < block; ++k) terms[1 + k] = a(k0 + k) * b(k0 + k);
+    d = dcc_emu_fused_sum(terms, block + 1);
+  }
+  return d;
+}
+
 // acc[i][j] += A_i * B_j for fm x fn tiles of 16 x 8 (m16n8k16 for bf16 /
 // f16, m16n8k8 for tf32), every lane of the warp calling it with its own
 // registers a[i][0..3], b[j][0..1] and accumulators acc[i][j][0..3]: the
@@ -233,14 +247,8 @@ inline void dcc_emu_mma_tiles(dcc_emu_mma_kind kind, float* acc, const uint32_t*
       for (int e = 0; e < 4; ++e) {
         int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 2 * static_cast<int>(lane % 4) + (e & 1);
         size_t at = (static_cast<size_t>(i) * fn + j) * 4 + e;
-        float d = acc[at];
-        for (int k0 = 0; k0 < K; k0 += block) {
-          double terms[9];  // the running value and the block's products (exact in double)
-          terms[0] = d;
-          for (int k = 0; k < block; ++k) terms[1 + k] = A(i, row, k0 + k) * B(j, k0 + k, col);
-          d = dcc_emu_fused_sum(terms, block + 1);
-        }
-        out[at] = d;
+        out[at] = dcc_emu_fused_dot(acc[at], K, block, [&](int k) { return A(i, row, k); },
+                                    [&](int k) { return B(j, k, col); });
       }
   blk.warps[t / 32].arrive_and_wait();
   for (size_t at = 0; at < out.size(); ++at) acc[at] = out[at];
@@ -293,14 +301,8 @@ inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, ui
   for (int j = 0; j < n / 8; ++j)
     for (int e = 0; e < 4; ++e) {
       int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 8 * j + 2 * static_cast<int>(lane % 4) + (e & 1);
-      float acc = d[4 * j + e];
-      for (int k0 = 0; k0 < 16; k0 += 8) {
-        double terms[9];
-        terms[0] = acc;
-        for (int k = 0; k < 8; ++k) terms[1 + k] = A(row, k0 + k) * B(k0 + k, col);
-        acc = dcc_emu_fused_sum(terms, 9);
-      }
-      out[4 * j + e] = acc;
+      out[4 * j + e] = dcc_emu_fused_dot(d[4 * j + e], 16, 8, [&](int k) { return A(row, k); },
+                                         [&](int k) { return B(k, col); });
     }
   blk.warps[t / 32].arrive_and_wait();
   for (size_t x = 0; x < out.size(); ++x) d[x] = out[x];
