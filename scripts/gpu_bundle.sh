@@ -74,6 +74,14 @@ sed -e 's/fn mha_bf16_f32_scores(/fn mha_bf16(/' -e 's/fn mha_causal_bf16_f32_sc
   "$ROOT/examples/mha_bf16_f32_scores.toy" > "$OUT/f32_scores/mha_f32_scores.toy"
 "$BUILD/tools/dccc" --target=cuda -o "$OUT/f32_scores/mha_bf16.so" "$OUT/f32_scores/mha_f32_scores.toy"
 cp "$OUT/f32_scores/mha_bf16.so" "$OUT/f32_scores/mha_causal_bf16.so"
+# The same program and the f32 ones with --fast-math (FlashAttention's exp:
+# one ex2.approx; docs/cuda.md "Fast math"), for the checks in run_gpu.sh and
+# `bench_fused.py --variants fast=fast_math` (bf16 and --dtype f32).
+mkdir -p "$OUT/fast_math"
+"$BUILD/tools/dccc" --target=cuda --fast-math -o "$OUT/fast_math/mha_bf16.so" "$OUT/f32_scores/mha_f32_scores.toy"
+cp "$OUT/fast_math/mha_bf16.so" "$OUT/fast_math/mha_causal_bf16.so"
+"$BUILD/tools/dccc" --target=cuda --fast-math -o "$OUT/fast_math/mha.so" "$ROOT/examples/mha.toy"
+"$BUILD/tools/dccc" --target=cuda --fast-math -o "$OUT/fast_math/mha_causal.so" "$ROOT/examples/mha_causal.toy"
 for toy in "$ROOT/examples/mha_bf16.toy" "$OUT/mha_causal_bf16.toy" "$OUT/mha_f16.toy" "$ROOT/examples/gqa_bf16.toy" \
            "$OUT/f32_scores/mha_f32_scores.toy" \
            "$ROOT/examples/mha.toy" "$ROOT/examples/mha_causal.toy"; do

@@ -124,6 +124,11 @@ options:
                      tensor-core products per step, about f32 accuracy (the
                      default); one TF32 product (10-bit mantissas, faster);
                      or plain f32 FMAs without tensor cores
+  --fast-math        --target=cuda: an f32 `exp` is one hardware ex2.approx
+                     of x log2 e, as FlashAttention computes it (relative
+                     error below 2^-21 + |x| 2^-23, results under 2^-126
+                     flushed to 0) instead of the accurate expf; 16-bit
+                     results and the CPU target are unchanged (docs/cuda.md)
   --attention-tiles=M,W,N,B
                      tuning experiments on the fused attention kernel of
                      --target=cuda: every head dim takes M m16 tiles of
@@ -325,6 +330,8 @@ int parse_args(int argc, char** argv, Options& o) {
           o.emit != "llvm" && o.emit != "metadata" && o.emit != "docs")
         return usage_error("unknown --emit stage `" + o.emit +
                            "`; expected ast, typed, vloop, kernel, cuda, llvm, metadata or docs");
+    } else if (a == "--fast-math") {
+      o.cuda.fast_math = true;
     } else if (a.rfind("--fp32-math=", 0) == 0) {
       std::string m = a.substr(12);
       if (m == "3xtf32") o.cuda.fp32 = dccc::gpu::Fp32Math::Split3xTf32;

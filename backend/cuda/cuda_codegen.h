@@ -68,6 +68,10 @@ struct CudaUnsupported : BackendUnsupported {
 struct CudaOptions {
   /// How f32 contractions use the tensor cores (`--fp32-math`).
   gpu::Fp32Math fp32 = gpu::Fp32Math::Split3xTf32;
+  /// `--fast-math`: an `exp` with an f32 result is one `ex2.approx` of
+  /// x log2 e (relative error below 2^-21 + |x| 2^-23, results under 2^-126
+  /// flushed to 0; docs/cuda.md "Fast math") instead of `expf`.
+  bool fast_math = false;
   /// `--attention-tiles`: tiles forced on the fused attention kernel.
   gpu::AttentionTuning attention;
   /// Non-empty (`dccc -lineinfo`: the root `.toy` file's path): `#line N

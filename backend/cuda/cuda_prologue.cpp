@@ -272,6 +272,33 @@ __device__ __forceinline__ float dcc_exp16(float x) {
   return expf(x);
 #endif
 }
+// exp of an f32 result under --fast-math (docs/cuda.md, "Fast math"): one
+// ex2.approx.ftz of x log2 e (FlashAttention's exponential): relative error
+// below 2^-21 plus |x| 2^-23 (x log2 e and log2 e rounded to f32; checked by
+// CudaBackend.FastExpWithinItsBound); results below 2^-126 flush to 0,
+// exp(-inf) = 0, overflow to inf and NaN as expf's. The CPU emulation
+// computes expf.
+__device__ __forceinline__ float dcc_exp_fast(float x) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x * 1.44269504088896341f));
+  return y;
+#else
+  return expf(x);
+#endif
+}
+// exp(a - b) under --fast-math where a - b is not -inf - -inf: ex2 of
+// a log2 e - b log2 e in one FFMA (b log2 e is a row's, computed once):
+// relative error below 2^-21 plus (|a| + 2 |b|) 2^-23.
+__device__ __forceinline__ float dcc_exp_fast_sub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(fmaf(a, 1.44269504088896341f, -(b * 1.44269504088896341f))));
+  return y;
+#else
+  return expf(a - b);
+#endif
+}
 // a / b = (a k) (1 / (b k)), k a power of two that keeps 1 / (b k) normal
 // (exact scalings; an overflow or underflow of a k is one of a / b too).
 __device__ __forceinline__ float dcc_div16_k(float b) {

@@ -152,7 +152,18 @@ std::string FuncEmitter::unary(const ir::Expr& e) {
       if (is_float(t)) return fn("fabsf", "fabs");
       return fmt::format("dcc_iabs({})", x);
     // A result rounded to 16 bits: the hardware exp (dcc_exp16, docs/cuda.md "16-bit results").
-    case UnOp::Exp: return is_16bit(e->type) ? fn("dcc_exp16", "exp") : fn("expf", "exp");
+    case UnOp::Exp: {
+      if (is_16bit(e->type)) return fn("dcc_exp16", "exp");
+      if (!options_.fast_math || dbl) return fn("expf", "exp");
+      // --fast-math (docs/cuda.md "Fast math"): one ex2.approx; of a - b with an
+      // operand finite (no -inf - -inf), ex2(a log2 e - b log2 e): one FFMA
+      // where b is a row's value (its product computed once).
+      const ir::Expr& d = e->args[0];
+      if (d->kind == ExprKind::Binary && d->binop == BinOp::Sub && d->type == Scalar::F32 &&
+          finite_sub_.count(d.get()) && !override_.count(d.get()))
+        return fmt::format("dcc_exp_fast_sub({}, {})", expr(d->args[0]), expr(d->args[1]));
+      return fn("dcc_exp_fast", "exp");
+    }
     case UnOp::Log: return fn("logf", "log");
     case UnOp::Sqrt: return fn("sqrtf", "sqrt");
     case UnOp::Rsqrt:

@@ -383,6 +383,14 @@ struct AttentionKernel {
     bool divisor = false;  // a 16-bit division divides by it: its scaled reciprocal is computed once too
   };
   std::vector<Invariant> invariants;
+  /// Parts of the stores after the key loop that depend on no row or column:
+  /// integer expressions of batch variables, sizes and loads of integer
+  /// tensors the statement does not write (a packed tensor's offsets at the
+  /// batch entry). Computed once a block before the row loop (by a block
+  /// with a row and a column to store: the stores' guards), where each store
+  /// would re-read them (no compiler moves a load across a store that may
+  /// alias it).
+  std::vector<Invariant> post_invariants;
   /// 16-bit divisions after the key loop by a row value (the row sum): the
   /// divisor node and the row scalar; its scaled reciprocal is computed once
   /// a row.

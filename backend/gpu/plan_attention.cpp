@@ -663,6 +663,63 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       });
     });
   }
+  // Block invariants of the stores after the key loop (kernel_ir.h,
+  // post_invariants): maximal integer subexpressions of batch variables,
+  // sizes and constants with a load in them, of tensors this statement does
+  // not write; from column loops whose body is stores only.
+  {
+    std::set<const ir::VarNode*> bv;
+    for (const auto& b : k.batch) bv.insert(b.var.get());
+    std::set<const ir::BufferNode*> written;
+    ir::each_stmt(item, [&](const ir::StmtNode& y) {
+      if (y.kind == StmtKind::Store) written.insert(y.buffer.get());
+    });
+    std::function<bool(const ir::Expr&)> invariant = [&](const ir::Expr& e) {
+      if (is_float(e->type) || e->type == Scalar::Bool) return false;
+      switch (e->kind) {
+        case ExprKind::IntImm:
+        case ExprKind::SizeRef: return true;
+        case ExprKind::VarRef: return bv.count(e->var.get()) > 0;
+        case ExprKind::Load:
+          if (e->buffer->dims.empty() || written.count(e->buffer.get())) return false;
+          break;
+        case ExprKind::Cast: break;
+        case ExprKind::Binary:
+          if (e->binop == BinOp::Add || e->binop == BinOp::Sub || e->binop == BinOp::Mul) break;
+          return false;
+        default: return false;
+      }
+      for (const auto& a : e->args)
+        if (!invariant(a)) return false;
+      return true;
+    };
+    std::function<void(const ir::Expr&)> visit = [&](const ir::Expr& e) {
+      if (!e) return;
+      if (invariant(e)) {
+        bool load = false;
+        ir::each_expr(e, [&](const ir::ExprNode& x) { load |= x.kind == ExprKind::Load; });
+        if (!load) return;
+        for (auto& inv : k.post_invariants)
+          if (ir::same_expr(inv.value, e)) {
+            inv.uses.push_back(e.get());
+            return;
+          }
+        k.post_invariants.push_back({fmt::format("w{}", k.post_invariants.size()), e, {e.get()}, false});
+        return;
+      }
+      for (const auto& a : e->args) visit(a);
+    };
+    for (const auto& s : k.post) {
+      if (s->kind != StmtKind::For) continue;
+      const auto stores = ir::items_of(s->body[0]);
+      if (!std::all_of(stores.begin(), stores.end(), [](const ir::Stmt& y) { return y->kind == StmtKind::Store; }))
+        continue;
+      for (const auto& y : stores) {
+        for (const auto& a : y->args) visit(a);
+        visit(y->value);
+      }
+    }
+  }
   // Masked tiles: one index-only select condition; every fold's value and
   // p are the identity where it is false.
   std::vector<ir::Expr> conds;

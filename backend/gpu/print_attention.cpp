@@ -435,11 +435,15 @@ struct Printer {
     out += fmt::format("  const {0}* Kp = (const {0}*){1};\n", st, d.buffer(k.k));
     out += fmt::format("  const {0}* Vp = (const {0}*){1};\n", st, d.buffer(k.v));
     out += f32 ? "  float qf[KQ][4];\n" : "  uint32_t qf[KQ][MT][4];\n";
-    if (!wide_) out += q_load(split_ ? "warp * DP" : "", "  ");
-    out += "  float o[MT][DT][4];\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n"
-           "    for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;\n";
-    for (const auto* b : k.row_scalars) out += fmt::format("  {} w_{}[2 * MT] = {{}};\n", d.value_type(b), d.scalar(b));
-    if (!k.pre.empty()) out += row_loop(d.stmts(k.pre, 3), "  ");
+    // Q's fragments, O and the row values' starts: with the streaming body
+    // here; otherwise after the first K and V tile's copy is issued (below),
+    // so that the block waits for Q and that tile at once.
+    std::string q_rows = wide_ ? "" : q_load(split_ ? "warp * DP" : "", "  ");
+    q_rows += "  float o[MT][DT][4];\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n"
+              "    for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;\n";
+    for (const auto* b : k.row_scalars) q_rows += fmt::format("  {} w_{}[2 * MT] = {{}};\n", d.value_type(b), d.scalar(b));
+    if (!k.pre.empty()) q_rows += row_loop(d.stmts(k.pre, 3), "  ");
+    if (wide_) out += q_rows;
     // Which key tiles to run: a skip conjunct that holds at no corner of the box skips it.
     out += "  const int64_t nkt = (t_N + BN - 1) / BN;\n";
     out += "  auto needed = [&](int64_t kt) -> bool {\n";
@@ -501,6 +505,9 @@ struct Printer {
     out += fmt::format("        ks[kv_at(r, c)] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : ({})0;\n", st);
     out += fmt::format("        vs[kv_at(r, c)] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : ({})0;\n", st);
     out += "      }\n    }\n  };\n";
+    out += "  const int64_t kt0 = next_needed(0);\n  if (kt0 < nkt) copy_kv(kt0, 0);\n"
+           "  dcc_cp_async_commit();  // the first K and V tile, in flight while Q is read\n";
+    out += q_rows;
     }
     // The key loop; twice when the body divides by block invariants: once
     // for blocks where none of them is 0 and none needs a scaling k (NAME_nz
@@ -529,7 +536,7 @@ struct Printer {
     // The key loop over tiles kt (the next one copied while kt is
     // computed); `wg`: the wgmma form (AttentionKernel::wgmma_dims).
     auto tile_loop = [&](bool wg) {
-      out += "  int64_t kt = next_needed(0);\n  int stage = 0;\n  if (kt < nkt) copy_kv(kt, 0);\n  dcc_cp_async_commit();\n";
+      out += "  int64_t kt = kt0;\n  int stage = 0;\n";
       out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n    dcc_cp_async_wait<0>();\n";
       // wgmma reads shared memory through the async proxy: the copies'
       // writes (generic proxy) are made visible to it before the barrier.
@@ -604,8 +611,14 @@ struct Printer {
       key_loop();
       out += "  }\n";
     }
-    // After the key loop: loops over the output columns read O's registers.
+    // After the key loop: the stores' block invariants (by a block with a
+    // row and a column to store), then loops over the output columns read
+    // O's registers.
+    for (const auto& inv : k.post_invariants)
+      out += fmt::format("  const auto {} = m0 < t_M && t_VD > 0 ? {} : 0;  // once a block\n", inv.name, d.expr(inv.value));
     for (const auto& s : k.post) {
+      for (const auto& inv : k.post_invariants)
+        for (const auto* u : inv.uses) d.bind(u, inv.name);
       if (s->kind != ir::StmtKind::For) {
         out += row_loop(d.stmts({s}, 3), "  ");
         continue;
@@ -779,6 +792,8 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
         break;
     }
   }
+  for (const auto& inv : k.post_invariants)
+    o += fmt::format("  after keys, once a block: {} = {}\n", inv.name, text.expr(inv.value));
   for (const auto& s : k.post) o += "  after keys: " + text.stmt(s, 0);
   if (k.skip_conjuncts.empty()) o += "  skip: none\n";
   for (const auto& c : k.skip_conjuncts) o += fmt::format("  skip: key tiles where {} holds at no corner\n", text.expr(c));

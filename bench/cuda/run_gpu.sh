@@ -224,6 +224,15 @@ if [[ $mode != bench-only ]]; then
       tee "$results/fused_check_f32.txt"
     [[ ${PIPESTATUS[0]} -eq 0 && $(grep -c "check OK" "$results/fused_check_f32.txt") -eq 4 ]] || status=1
   fi
+  # --fast-math (fast_math/: the f32-scores program as bf16, mha and
+  # mha_causal as f32): the same float64 checks and bounds.
+  if [[ -f bench_fused.py && -f fast_math/mha_causal.so ]]; then
+    for dt in bf16 f32; do
+      python3 bench_fused.py --dir fast_math --dtype $dt --lengths 4096,0,1,17,300 --check-only 2>&1 |
+        tee "$results/fused_check_fast_$dt.txt"
+      [[ ${PIPESTATUS[0]} -eq 0 && $(grep -c "check OK" "$results/fused_check_fast_$dt.txt") -eq 4 ]] || status=1
+    done
+  fi
 fi
 if [[ $mode != test-only ]]; then
   export PYTHONUNBUFFERED=1

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <set>
 #include <sstream>
@@ -300,6 +301,96 @@ extern "C" int math16_run(const float* x, const float* b, float* y, int n, int m
     }
     EXPECT_EQ(bad, 0);
   }
+  std::filesystem::remove_all(dir);
+}
+
+// --fast-math's exp (docs/cuda.md "Fast math"): dcc_exp_fast within its
+// stated bound, 2^-21 + |x| 2^-23 relative to float64, on 2^22 arguments
+// over the range where exp is a normal f32, and dcc_exp_fast_sub(a, b)
+// within 2^-21 + (|a| + 2 |b|) 2^-23 of exp(a - b) on softmax-like pairs
+// (b >= a by up to 100; a few with b < a); flushed, overflowing and special
+// arguments as stated (a result above the f32 range is inf).
+TEST(CudaBackend, FastExpWithinItsBound) {
+  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
+  std::string nvcc = find_nvcc();
+  if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-fastexp-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string cu = std::string(kCudaPrologue) + R"CU(
+__global__ void fastexp(const float* x, const float* b, float* y, int n, int mode) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  y[i] = mode == 0 ? dcc_exp_fast(x[i]) : dcc_exp_fast_sub(x[i], b[i]);
+}
+extern "C" int fastexp_run(const float* x, const float* b, float* y, int n, int mode) {
+  float *dx = nullptr, *db = nullptr, *dy = nullptr;
+  const size_t bytes = sizeof(float) * (size_t)n;
+  if (cudaMalloc(&dx, bytes) || cudaMalloc(&db, bytes) || cudaMalloc(&dy, bytes)) return 1;
+  cudaMemcpy(dx, x, bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(db, b, bytes, cudaMemcpyHostToDevice);
+  fastexp<<<(n + 255) / 256, 256>>>(dx, db, dy, n, mode);
+  cudaMemcpy(y, dy, bytes, cudaMemcpyDeviceToHost);
+  cudaFree(dx), cudaFree(db), cudaFree(dy);
+  return cudaGetLastError() != cudaSuccess;
+}
+)CU";
+  std::string log;
+  void* lib = build(nvcc, cu, dir, "fastexp", log);
+  ASSERT_NE(lib, nullptr) << log;
+  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));
+  auto run = reinterpret_cast<int (*)(const float*, const float*, float*, int, int)>(dlsym(lib, "fastexp_run"));
+  ASSERT_TRUE(count && run);
+  if (count() == 0) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "no CUDA GPU on this machine";
+  }
+  const double normal = std::ldexp(1.0, -126);
+  // got against float64's r with the relative bound; a result exp would make
+  // subnormal (or within the bound of it) may be flushed to 0.
+  auto ok = [&](float got, double r, double bound) {
+    if (std::isnan(r)) return std::isnan(got);
+    if (r > std::numeric_limits<float>::max()) return std::isinf(got) && got > 0;
+    if (r < normal * (1 + bound)) return got == 0.0f || std::fabs(got - r) <= bound * r;
+    return std::fabs(static_cast<double>(got) - r) <= bound * r;
+  };
+  const double u21 = std::ldexp(1.0, -21), u23 = std::ldexp(1.0, -23);
+  std::mt19937 gen(11);
+  const int n = 1 << 22;
+  std::vector<float> x(n), b(n, 0.0f), y(n);
+  std::uniform_real_distribution<float> range(-87.3f, 88.7f), small(-1.0f, 1.0f);
+  const float special[] = {-INFINITY, INFINITY, NAN, 0.0f, -0.0f, 89.0f, -88.0f, -104.0f, -200.0f, 1e-30f};
+  for (int i = 0; i < n; ++i) x[i] = i % 4 == 0 ? small(gen) : range(gen);
+  for (int i = 0; i < 10; ++i) x[i] = special[i];
+  ASSERT_EQ(run(x.data(), b.data(), y.data(), n, 0), 0);
+  int bad = 0;
+  double worst = 0;  // the largest error in units of the bound, printed
+  for (int i = 0; i < n; ++i) {
+    const double r = std::exp(static_cast<double>(x[i]));
+    const double bound = u21 + std::fabs(x[i]) * u23;
+    if (!ok(y[i], r, bound) && bad++ < 5) ADD_FAILURE() << "exp_fast(" << x[i] << ") = " << y[i] << ", float64 " << r;
+    if (r <= std::numeric_limits<float>::max() && r >= normal * 2) worst = std::max(worst, std::fabs(y[i] - r) / r / bound);
+  }
+  EXPECT_EQ(bad, 0);
+  std::printf("dcc_exp_fast: largest error %.3f of the bound\n", worst);
+  // exp(a - b): b the row's maximum, a score up to 100 below it.
+  std::uniform_real_distribution<float> score(-200.0f, 200.0f), gap(0.0f, 100.0f);
+  for (int i = 0; i < n; ++i) {
+    x[i] = score(gen);
+    b[i] = i % 16 == 0 ? x[i] - gap(gen) / 50 : i % 16 == 1 ? x[i] : x[i] + gap(gen);
+  }
+  x[2] = -INFINITY, b[2] = 3.0f;
+  x[3] = NAN, b[3] = 0.0f;
+  ASSERT_EQ(run(x.data(), b.data(), y.data(), n, 1), 0);
+  bad = 0, worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const double r = std::exp(static_cast<double>(x[i]) - static_cast<double>(b[i]));
+    const double bound = u21 + (std::fabs(x[i]) + 2 * std::fabs(b[i])) * u23;
+    if (!ok(y[i], r, bound) && bad++ < 5)
+      ADD_FAILURE() << "exp_fast_sub(" << x[i] << ", " << b[i] << ") = " << y[i] << ", float64 " << r;
+    if (r <= std::numeric_limits<float>::max() && r >= normal * 2) worst = std::max(worst, std::fabs(y[i] - r) / r / bound);
+  }
+  EXPECT_EQ(bad, 0);
+  std::printf("dcc_exp_fast_sub: largest error %.3f of the bound\n", worst);
   std::filesystem::remove_all(dir);
 }
 
