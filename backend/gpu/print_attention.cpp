@@ -318,10 +318,14 @@ struct Printer {
          "#pragma unroll\n" + pad + "  for (int r = 0; r < 4; ++r) {\n";
     o += pad + "    const int64_t row = m0 + wm0 + 16 * mt + gid + 8 * (r & 1);\n" + pad + "    const int64_t c = " + at +
          "16 * kq + 2 * tig + 8 * (r >> 1);\n";
+    // Both elements in one 4-byte load where Q's columns are contiguous and
+    // the pair 4-byte aligned (c is even), else one by one.
+    o += pad + "    if (q32 && row < t_M && c + 1 < t_QD) {\n" + pad +
+         "      qf[kq][mt][r] = dcc_ld32(&Qp[t_Q_base + row * t_Q_rs + c]);\n" + pad + "      continue;\n" + pad + "    }\n";
     o += pad + "    const uint16_t lo = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : (uint16_t)0;\n";
     o += pad + "    const uint16_t hi = row < t_M && c + 1 < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + 1) * t_Q_ds] : (uint16_t)0;\n";
     o += pad + "    qf[kq][mt][r] = dcc_pack16(lo, hi);\n" + pad + "  }\n";
-    return o;
+    return "  const bool q32 = t_Q_ds == 1 && (t_Q_base & 1) == 0 && (t_Q_rs & 1) == 0 && (uintptr_t)Qp % 4 == 0;\n" + o;
   }
   /// S += Q K^T for 16-bit operands from the stage `ks`: K's B fragments,
   /// two key tiles an ldmatrix.x4 (matrix q is keys 16 j2 + 8 (q >> 1) ..
@@ -641,12 +645,21 @@ struct Printer {
                            "      constexpr bool {0}_nz = false;  // a row sum may be 0\n", dv, d.scalar(b));
         d.bind_divisor(node, dv);
       }
-      out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
-      out += "          const int e = 2 * (rr & 1) + c;\n";
-      out += fmt::format("          const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var),
-                         wide_ ? "c0 + " : split_ ? "warp * DP + " : "");
-      out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
-      out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n    }\n  }\n";
+      // The lane's columns: without a check when all of its tile's lie
+      // inside (a branch an element keeps the compiler from overlapping the
+      // elements' rounding chains), else each checked.
+      const char* c0 = wide_ ? "c0 + " : split_ ? "warp * DP + " : "";
+      const std::string body = d.stmts(ir::items_of(s->body[0]), 6);
+      for (bool check : {false, true}) {
+        out += check ? "      } else {\n" : fmt::format("      if ({}DP <= t_VD) {{\n", c0);
+        out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+        out += "          const int e = 2 * (rr & 1) + c;\n";
+        out += fmt::format("          const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var), c0);
+        if (check) out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
+        else out += fmt::format("          {{\n");
+        out += body + "          }\n        }\n";
+      }
+      out += "      }\n    }\n  }\n";
       d.unbind_all();
     }
     out += "}\n\n";

@@ -14,7 +14,7 @@
 # FA2), the f32 benchmark (mha.toy, 3xTF32) with --fast-math as a variant.
 R=$OUT; mkdir -p /tmp/dccc-gpu
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $R/gpu.txt
-cd build-var/s19 || cd build-var/s19b || exit 1
+cd build-var/s19 2>/dev/null || cd build-var/s19b 2>/dev/null || cd build-var/s19c || exit 1
 [[ -f mha_bf16.so ]] || tar -xJf libs.tar.xz
 if [[ $PART == a ]]; then
 tar -xJf test.tar.xz -C /tmp/dccc-gpu
@@ -103,6 +103,54 @@ timeout 200 python3 bench_fused.py --dir . --seqlens seqlens --reps 20 --variant
   --out $R/bench_bf16.txt > $R/bench_bf16_log.txt 2>&1
 echo "bench bf16 rc=$?"
 timeout 200 python3 bench_fused.py --dir . --dtype f32 --seqlens seqlens --reps 20 --variants old=old,fast=fast_math \
+  --out $R/bench_f32.txt > $R/bench_f32_log.txt 2>&1
+echo "bench f32 rc=$?"
+fi
+if [[ $PART == i ]]; then
+# build-var/s19b carried: compute-sanitizer on the later compiler's bf16
+# libraries, and ncu's per-SASS stall samples of its kernel (race, full,
+# D = 64 and 128).
+cd ../s19b || exit 1
+tar -xJf libs.tar.xz
+for t in memcheck racecheck; do
+  timeout 100 compute-sanitizer --tool $t python3 bench_fused.py --dir . --lengths 300,0,1,17,70 --check-only \
+    --dccc-only --D 64,128 --mask full,causal > /tmp/${t}.txt 2>&1
+  echo "$t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|check OK|wrong' /tmp/${t}.txt | sort | uniq -c | tr '\n' ' ')" | tee -a $R/sanitizers.txt
+done
+for D in 64 128; do
+  timeout 120 ncu --clock-control none --kernel-name regex:mha_bf16__k0__d$D --launch-skip 3 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight --import-source no -o /tmp/prof_$D \
+    python3 bench_fused.py --dir . --seqlens seqlens --batches race --mask full --D $D --reps 2 > /tmp/ncu_$D.txt 2>&1
+  echo "ncu D=$D rc=$?"
+  ncu -i /tmp/prof_$D.ncu-rep --page source --csv --print-source sass > $R/sass_d$D.csv 2>/dev/null; xz -9 $R/sass_d$D.csv
+  ncu -i /tmp/prof_$D.ncu-rep --page details > $R/details_d$D.txt 2>&1
+  grep -E "Duration|Warp Cycles Per Issued" $R/details_d$D.txt
+done
+fi
+if [[ $PART == j ]]; then
+# build-var/s19c carried: the compiler after the epilogue's column check
+# was hoisted (columns unchecked when all of the lane's lie inside) and Q read
+# 4 bytes at a time, at the top and in fast_math/; the previous PART h ones in
+# prev/ and prev_fast/. Float64 checks, sanitizers, bf16 and f32 benchmarks.
+cd ../s19c || exit 1
+tar -xJf libs.tar.xz
+for dt in bf16 f32; do
+  for dir in . fast_math; do
+    echo "== $dt $dir" >> $R/checks.txt
+    timeout 90 python3 bench_fused.py --dir $dir --dtype $dt --lengths 4096,0,1,17,300 --check-only >> $R/checks.txt 2>&1
+    echo "check $dt $dir rc=$?" | tee -a $R/checks.txt
+  done
+done
+grep -c "check OK" $R/checks.txt
+for t in memcheck racecheck; do
+  timeout 100 compute-sanitizer --tool $t python3 bench_fused.py --dir . --lengths 300,0,1,17,70 --check-only \
+    --dccc-only --D 64,128 --mask full,causal > /tmp/${t}.txt 2>&1
+  echo "$t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|check OK|wrong' /tmp/${t}.txt | sort | uniq -c | tr '\n' ' ')" | tee -a $R/sanitizers.txt
+done
+timeout 200 python3 bench_fused.py --dir . --seqlens seqlens --reps 20 --variants prev=prev,fast=fast_math,prevfast=prev_fast \
+  --out $R/bench_bf16.txt > $R/bench_bf16_log.txt 2>&1
+echo "bench bf16 rc=$?"
+timeout 200 python3 bench_fused.py --dir . --dtype f32 --seqlens seqlens --reps 20 --variants prev=prev,fast=fast_math \
   --out $R/bench_f32.txt > $R/bench_f32_log.txt 2>&1
 echo "bench f32 rc=$?"
 fi
