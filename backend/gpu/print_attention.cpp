@@ -193,9 +193,10 @@ struct Printer {
           // fence (registers an in-flight wgmma reads stay unchanged).
           out += "    {\n      uint32_t pa[NT / 2][4];\n#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc) {\n" +
                  pack_p("pa[kc]", "0") + "      }\n";
-          out += "      const uint32_t vb = dcc_smem_u32(vs);\n      dcc_wgmma_keep<DT * 4>(&o[0][0][0]);\n      dcc_wgmma_fence();\n";
+          out += "      const uint64_t vd = dcc_wgmma_desc(vs_u32 + (uint32_t)((vs - Vs) * sizeof(*vs)), BN * 128, 1024);\n"
+                 "      dcc_wgmma_keep<DT * 4>(&o[0][0][0]);\n      dcc_wgmma_fence();\n";
           out += fmt::format("#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc)\n"
-                             "        dcc_wgmma_{}<DP, 1>(&o[0][0][0], pa[kc], dcc_wgmma_desc(vb + kc * 2048, BN * 128, 1024));\n",
+                             "        dcc_wgmma_{}<DP, 1>(&o[0][0][0], pa[kc], dcc_wgmma_desc_at(vd, kc * 2048));\n",
                              elem_name(k.elem));
           out += "      dcc_wgmma_commit();\n      dcc_wgmma_wait<0>();\n      dcc_wgmma_keep<DT * 4>(&o[0][0][0]);\n    }\n    }\n";
           return;
@@ -381,9 +382,11 @@ struct Printer {
   /// bench/RESULTS.md, session 18).
   void wg_scores() {
     out += "    float s[MT][NT][4];\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[0][nt][e] = 0.0f;\n";
-    out += "    {\n    const uint32_t kb = dcc_smem_u32(Ks + stage * STAGE);\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    dcc_wgmma_fence();\n";
+    // The stage's descriptor once, each k-step's by an add (dcc_wgmma_desc_at).
+    out += "    {\n    const uint64_t kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n"
+           "    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    dcc_wgmma_fence();\n";
     out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n"
-                       "      dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], dcc_wgmma_desc(kb + (kq >> 2) * (BN * 128) + (kq & 3) * 32, 16, 1024));\n",
+                       "      dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32));\n",
                        elem_name(k.elem));
     out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    }\n";
   }
@@ -433,6 +436,8 @@ struct Printer {
            "    if constexpr (WG) return (c >> 6) * (BN * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n"
            "    else return r * LINE + c;\n  };\n  (void)kv_at;\n";
     out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n  {0}* Vs = Ks + {1} * STAGE;\n", st, k.stages);
+    // The stages' shared addresses for wgmma's descriptors, once a block.
+    out += "  const uint32_t ks_u32 = dcc_smem_u32(Ks), vs_u32 = dcc_smem_u32(Vs);\n  (void)ks_u32, (void)vs_u32;\n";
     out += fmt::format("  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = {};\n",
                        split_ ? "0" : "warp * 16 * MT");
     out += fmt::format("  const {0}* Qp = (const {0}*){1};\n", st, d.buffer(k.q));

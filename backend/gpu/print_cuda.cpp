@@ -146,6 +146,11 @@ __device__ __forceinline__ uint64_t dcc_wgmma_desc(uint32_t addr, uint32_t lbo, 
   return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
          ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | ((uint64_t)1 << 62);
 }
+// The descriptor of the matrix `bytes` further on: the start address field
+// is the low 14 bits (address >> 4); a shared address stays below 2^18
+// (the 256 KB window), so the sum cannot carry out of the field. One add
+// where building a descriptor takes several uniform-datapath operations.
+__device__ __forceinline__ uint64_t dcc_wgmma_desc_at(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 __device__ __forceinline__ void dcc_wgmma_fence() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");

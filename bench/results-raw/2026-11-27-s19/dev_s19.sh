@@ -14,7 +14,7 @@
 # FA2), the f32 benchmark (mha.toy, 3xTF32) with --fast-math as a variant.
 R=$OUT; mkdir -p /tmp/dccc-gpu
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $R/gpu.txt
-cd build-var/s19 2>/dev/null || cd build-var/s19b 2>/dev/null || cd build-var/s19c || exit 1
+cd "$(ls -d build-var/s19* | head -1)" || exit 1
 [[ -f mha_bf16.so ]] || tar -xJf libs.tar.xz
 if [[ $PART == a ]]; then
 tar -xJf test.tar.xz -C /tmp/dccc-gpu
@@ -153,4 +153,28 @@ echo "bench bf16 rc=$?"
 timeout 200 python3 bench_fused.py --dir . --dtype f32 --seqlens seqlens --reps 20 --variants prev=prev,fast=fast_math \
   --out $R/bench_f32.txt > $R/bench_f32_log.txt 2>&1
 echo "bench f32 rc=$?"
+fi
+if [[ $PART == k ]]; then
+# build-var/s19d carried: wgmma descriptors built once a stage (each k-step's
+# by an add) and the stages' shared addresses once a block, at the top and in
+# fast_math/; prev/ and prev_fast/ the PART j libraries, old/ the session's
+# first (PART a). Checks, sanitizers, and the bf16 benchmark twice.
+cd ../s19d || exit 1
+tar -xJf libs.tar.xz
+for dir in . fast_math; do
+  echo "== bf16 $dir" >> $R/checks.txt
+  timeout 90 python3 bench_fused.py --dir $dir --lengths 4096,0,1,17,300 --check-only >> $R/checks.txt 2>&1
+  echo "check bf16 $dir rc=$?" | tee -a $R/checks.txt
+done
+grep -c "check OK" $R/checks.txt
+for t in memcheck racecheck; do
+  timeout 100 compute-sanitizer --tool $t python3 bench_fused.py --dir . --lengths 300,0,1,17,70 --check-only \
+    --dccc-only --D 64,128 --mask full,causal > /tmp/${t}.txt 2>&1
+  echo "$t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|check OK|wrong' /tmp/${t}.txt | sort | uniq -c | tr '\n' ' ')" | tee -a $R/sanitizers.txt
+done
+for r in 1 2; do
+  timeout 200 python3 bench_fused.py --dir . --seqlens seqlens --reps 20 --variants prev=prev,old=old,fast=fast_math,prevfast=prev_fast \
+    --out $R/bench_bf16_r$r.txt > $R/bench_bf16_r${r}_log.txt 2>&1
+  echo "bench bf16 r$r rc=$?"
+done
 fi
