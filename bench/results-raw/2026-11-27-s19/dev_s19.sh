@@ -178,3 +178,20 @@ for r in 1 2; do
   echo "bench bf16 r$r rc=$?"
 done
 fi
+if [[ $PART == l ]]; then
+# build-var/s19e carried: the session's final compiler's bf16 libraries (top;
+# fast_math/: the f32-scores program with --fast-math; k64/: 64 keys a tile
+# at every head dim, --attention-tiles=1,4,64,3, sm_90a), old/ the session's
+# first. Checks of the new ones, then the bf16 benchmark with 50 repetitions.
+cd ../s19e || exit 1
+tar -xJf libs.tar.xz
+for dir in . k64; do
+  echo "== bf16 $dir" >> $R/checks.txt
+  timeout 90 python3 bench_fused.py --dir $dir --lengths 4096,0,1,17,300 --check-only >> $R/checks.txt 2>&1
+  echo "check bf16 $dir rc=$?" | tee -a $R/checks.txt
+done
+grep -c "check OK" $R/checks.txt
+timeout 400 python3 bench_fused.py --dir . --seqlens seqlens --reps 50 --variants old=old,fast=fast_math,k64=k64 \
+  --out $R/bench_bf16.txt > $R/bench_bf16_log.txt 2>&1
+echo "bench bf16 rc=$?"
+fi
