@@ -96,6 +96,9 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   });
   b += "      std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) { return x.first > y.first; });\n";
   b += "      for (const auto& en : ents) tl.insert(tl.end(), en.second.begin(), en.second.end());\n";
+  // The entries' mean key count: the long-key instantiation's test
+  // (AttentionKernel::long_key_tiles).
+  b += "      for (const auto& en : ents) kmean += en.first;\n      if (!ents.empty()) kmean /= (int64_t)ents.size();\n";
   std::string o = tile_list(k.name, b, w);
   o += "    const int64_t ntiles = tv->ntiles, dmax = tv->dmax;\n";
   o += "    if (ntiles > 0) {\n";
@@ -126,9 +129,13 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
     }
     chain = "      } else ";
   };
-  for (int dp : k.head_dims)
+  for (int dp : k.head_dims) {
+    if (const int bn = gpu::attention_long_tile_n(k, dp); bn > 0)
+      branch(fmt::format("dmax <= {} && tv->kmean >= {} && dcc__cc_major() == 9", dp, k.long_keys), fmt::format("d{}L", dp),
+             "{}", gpu::attention_warps(k, dp) * 32, gpu::attention_smem_bytes(k, dp, true));
     branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "{}", gpu::attention_warps(k, dp) * 32,
            gpu::attention_smem_bytes(k, dp));
+  }
   // Up to split x split_warps: warps sharing 16 rows (gpu::AttentionKernel::split).
   if (k.split)
     branch(fmt::format("dmax <= {}", k.split * k.split_warps), "dx", "{}", k.split_warps * 32,

@@ -120,12 +120,22 @@ struct DccTiles {
   void* dev;       // first: dcc__cuda_prelude_release frees it
   int64_t ntiles;  // entries
   int64_t dmax;    // the largest head dim (attention), else 0
+  int64_t kmean;   // the entries' mean key count (attention), else 0
 };
+// The current device's compute capability (major), 0 when it cannot be read.
+static int dcc__cc_major() {
+  int dev = 0, m = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return m;
+}
 using DccTileBuild = std::function<int32_t(DccTiles*)>;
 static dcc_status dcc__tiles_compute(void* ctx, void* out, size_t) {
   static const bool exit_hook = (std::atexit(dcc__cuda_mark_exit), true);
   (void)exit_hook;
-  DccTiles t{nullptr, 0, 0};
+  DccTiles t{nullptr, 0, 0, 0};
   const int32_t st = (*static_cast<DccTileBuild*>(ctx))(&t);
   if (st != 0) return (dcc_status)st;
   std::memcpy(out, &t, sizeof t);

@@ -172,10 +172,11 @@ static uint64_t fnv1a(const std::string& s) {
 /// (key_arrays_), which determine everything the code computes. Declares
 /// `tv`, the entry, pinned until the launcher returns.
 std::string FuncEmitter::tile_list(const std::string& kernel, const std::string& build, int width) {
-  std::string code = "      int ovf = 0;\n      (void)ovf;\n      int64_t dmax = 0;\n      (void)dmax;\n      std::vector<int32_t> tl;\n";
+  std::string code = "      int ovf = 0;\n      (void)ovf;\n      int64_t dmax = 0, kmean = 0;\n      (void)dmax, (void)kmean;\n"
+                     "      std::vector<int32_t> tl;\n";
   code += build;
   code += fmt::format("      if (ovf) return dcc_set_error(DCC_ERR_OVERFLOW, \"{}: an iteration space overflows\");\n", f_.name);
-  code += fmt::format("      t->dmax = dmax;\n      return dcc__tiles_upload(tl, {}, t);\n", width);
+  code += fmt::format("      t->dmax = dmax;\n      t->kmean = kmean;\n      return dcc__tiles_upload(tl, {}, t);\n", width);
   std::string o = "    const DccTiles* tv = nullptr;\n    {\n";
   o += "      DccTileBuild build = [&](DccTiles* t) -> int32_t {\n" + indent(code, 2) + "      };\n";
   std::string ks = "      const int64_t ks[] = {", ka = "      const void* const ka[] = {", kb = "      const int64_t kb[] = {";

@@ -301,6 +301,15 @@ struct AttentionKernel {
   /// time to fit 3 blocks (168 registers, 35 KB of shared memory each).
   std::vector<int> key_tiles{64, 64, 32, 32};
   std::vector<int> min_blocks{3, 3, 3, 1};
+  /// Per instantiation: a second key tile (0: none) for launches whose
+  /// tile-list entries average at least `long_keys` keys, on a GPU of
+  /// compute capability 9 (its shared memory holds the same blocks an SM):
+  /// one more instantiation `d{dp}L`, the same query tile, blocks an SM and
+  /// tile list, the key tile where the wgmma form runs (the mma.sync form
+  /// keeps key_tiles'). The launch picks it from the cached tile list's
+  /// mean (DccTiles::kmean).
+  std::vector<int> long_key_tiles{0, 0, 0, 0};
+  int64_t long_keys = 256;
   /// Per instantiation: the m16 tiles of query rows a warp owns (16 rows
   /// each; each K and V fragment read from shared memory feeds that many
   /// MMAs) and the warps of a block; their product x 16 is the query tile
@@ -409,7 +418,10 @@ int attention_warps(const AttentionKernel& k, int dp);
 int attention_min_blocks(const AttentionKernel& k, int dp);  // blocks an SM its registers are capped for
 int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
-int attention_smem_bytes(const AttentionKernel& k, int dp);
+int attention_long_tile_n(const AttentionKernel& k, int dp);  // AttentionKernel::long_key_tiles (0: none)
+/// Dynamic shared memory of the instantiation for head dim `dp` (`long_keys`:
+/// its long-key one, AttentionKernel::long_key_tiles).
+int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys = false);
 /// Whether head dim `dp`'s instantiation takes wgmma on sm_90a (AttentionKernel::wgmma_dims).
 bool attention_wgmma(const AttentionKernel& k, int dp);
 /// "head dim 32: keys 64 a tile, 3 block(s) an SM; ..." -- the choices per

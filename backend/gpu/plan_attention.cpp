@@ -266,6 +266,17 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
         k.key_tiles[x] <= 256)
       k.wgmma_dims.push_back(dp);
   }
+  // Head dim 128 on wgmma: 64 keys a tile for launches of long key
+  // sequences (AttentionKernel::long_key_tiles), 32 for the rest. Measured
+  // on an H200 (bench/RESULTS.md, session 19): 64 keys 1.08-1.09x on race
+  // (entries of 391 keys on average), 1.02x on squad (221), 0.90-0.98x on
+  // the batches under 128 keys. Not when --attention-tiles forces the key tile.
+  for (size_t x = 0; x < k.head_dims.size(); ++x)
+    if (k.head_dims[x] == 128 && !tune.key_tile && k.key_tiles[x] == 32 &&
+        std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), 128) != k.wgmma_dims.end()) {
+      k.long_key_tiles.resize(k.head_dims.size(), 0);
+      k.long_key_tiles[x] = 64;
+    }
   k.grid = tune.grid;
   if (tune.split_cols) {
     k.split = tune.split_cols;

@@ -707,6 +707,7 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // S's m64 x keys-a-tile (K K-major), O's m64 x head dim (V transposed).
   for (int dp : k.wgmma_dims) {
     o += wgmma_function(k.elem, attention_tile_n(k, dp), false);
+    if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), false);
     o += wgmma_function(k.elem, dp, true);
   }
   o += p.body();
@@ -718,8 +719,8 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   }
   // One __global__ wrapper per instantiation: threads, blocks an SM, the
   // dynamic shared memory and the body's template arguments.
-  auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, int bn, int mt, int warps, int blocks,
-                     int smem, bool wg) {
+  auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, const std::string& bn, int mt, int warps,
+                     int blocks, int smem, bool wg) {
     o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__{}({}__launch launch) {{\n", warps * 32, blocks, k.name,
                      suffix, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
@@ -744,12 +745,21 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     }
   };
   auto by_head_dim = [&](const std::string& suffix, const std::string& body, int dp) {
-    wrapper(suffix, body, dp, attention_tile_n(k, dp), attention_m_tiles(k, dp), attention_warps(k, dp),
+    wrapper(suffix, body, dp, std::to_string(attention_tile_n(k, dp)), attention_m_tiles(k, dp), attention_warps(k, dp),
             attention_min_blocks(k, dp), attention_smem_bytes(k, dp), body.empty() && attention_wgmma(k, dp));
   };
-  for (int dp : k.head_dims) by_head_dim(fmt::format("d{}", dp), "", dp);
+  for (int dp : k.head_dims) {
+    by_head_dim(fmt::format("d{}", dp), "", dp);
+    // The long-key instantiation (AttentionKernel::long_key_tiles): its key
+    // tile in the wgmma form, the other's in the mma.sync form.
+    if (const int bn = attention_long_tile_n(k, dp))
+      wrapper(fmt::format("d{}L", dp), "", dp, fmt::format("(DCC_WGMMA != 0 ? {} : {})", bn, attention_tile_n(k, dp)),
+              attention_m_tiles(k, dp), attention_warps(k, dp), attention_min_blocks(k, dp), attention_smem_bytes(k, dp, true),
+              true);
+  }
   // The split instantiation (AttentionKernel::split): warps share 16 rows.
-  if (k.split) wrapper("dx", "_split", k.split, k.split_key_tile, 1, k.split_warps, 1, attention_split_smem_bytes(k), false);
+  if (k.split)
+    wrapper("dx", "_split", k.split, std::to_string(k.split_key_tile), 1, k.split_warps, 1, attention_split_smem_bytes(k), false);
   // The streaming one (AttentionKernel::wide): head dim `wide`'s tiles;
   // blockIdx.y picks the output columns.
   if (k.wide) by_head_dim("dw", "_wide", k.wide);

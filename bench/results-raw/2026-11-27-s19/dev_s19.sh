@@ -195,3 +195,49 @@ timeout 400 python3 bench_fused.py --dir . --seqlens seqlens --reps 50 --variant
   --out $R/bench_bf16.txt > $R/bench_bf16_log.txt 2>&1
 echo "bench bf16 rc=$?"
 fi
+if [[ $PART == m ]]; then
+# build-var/s19f carried: the final compiler -- head dim 128's long-key
+# instantiation (d128L: 64 keys a tile with wgmma when a launch's entries
+# average 256 keys or more) -- its test binary (test.tar.xz: CudaBackend.*,
+# every example on this GPU against the CPU backend and float64) and its bf16
+# libraries (prev/: PART l's). Checks with long keys (the d128L path),
+# sanitizers on a 600-token launch (entries of 543 keys on average), bench.
+cd ../s19f || exit 1
+tar -xJf libs.tar.xz
+tar -xJf test.tar.xz -C /tmp/dccc-gpu
+LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+  DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
+  timeout 330 /tmp/dccc-gpu/dccc_cuda_backend_tests > $R/gpu_test.txt 2>&1
+echo "gpu tests rc=$?"; grep -E "OK \]|FAILED|PASSED|largest" $R/gpu_test.txt | head -20
+timeout 90 python3 bench_fused.py --dir . --lengths 4096,0,1,17,300 --check-only > $R/checks.txt 2>&1
+echo "check rc=$?: $(grep -c 'check OK' $R/checks.txt) OK"
+timeout 60 python3 bench_fused.py --dir . --lengths 600,1,17 --check-only >> $R/checks.txt 2>&1
+echo "check long rc=$?: $(grep -c 'check OK' $R/checks.txt) OK"
+for t in memcheck racecheck; do
+  timeout 100 compute-sanitizer --tool $t python3 bench_fused.py --dir . --lengths 600,1,17 --check-only \
+    --dccc-only --D 64,128 --mask full,causal > /tmp/${t}.txt 2>&1
+  echo "$t: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|Hazard|check OK|wrong' /tmp/${t}.txt | sort | uniq -c | tr '\n' ' ')" | tee -a $R/sanitizers.txt
+done
+timeout 200 python3 bench_fused.py --dir . --seqlens seqlens --reps 30 --variants prev=prev \
+  --out $R/bench_bf16.txt > $R/bench_bf16_log.txt 2>&1
+echo "bench bf16 rc=$?"
+fi
+if [[ $PART == n ]]; then
+# build-var/s19f carried (PART m's, with old/: the session's first kernels):
+# the GPU tests PART m's time limit cut (all but the examples test), and the
+# bf16 benchmark with the L2 flushed before every call (the variants are
+# timed after cuDNN, whose padded copies evict the inputs from L2, while
+# dccc follows the last variant on the same inputs: identical kernels timed
+# 1.02-1.13 apart in PART m) -- final against old (session start) and prev
+# (without d128L).
+cd ../s19f || exit 1
+tar -xJf libs.tar.xz
+tar -xJf test.tar.xz -C /tmp/dccc-gpu
+LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+  DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
+  timeout 200 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*-CudaBackend.ExamplesMatch*' > $R/gpu_test2.txt 2>&1
+echo "gpu tests rc=$?"; grep -E "OK \]|FAILED|PASSED|largest" $R/gpu_test2.txt | head -20
+timeout 300 python3 bench_fused.py --dir . --seqlens seqlens --reps 30 --flush-l2 --variants old=old,prev=prev \
+  --out $R/bench_bf16_flush.txt > $R/bench_bf16_flush_log.txt 2>&1
+echo "bench bf16 flush rc=$?"
+fi

@@ -117,6 +117,7 @@ std::vector<Case> cases(int groups = 0, bool few = false) {
   out.push_back({small, smallk, 1, 64});
   out.push_back({{300, 2}, {290, 70}, 2, 64});                       // several query and key tiles
   out.push_back({{70, 0, 19}, {130, 5, 19}, 1, 128});
+  out.push_back({{40, 3}, {300, 280}, 1, 128});  // entries of 290 keys on average: the long-key d128L instantiation
   out.push_back({{33, 65}, {40, 64}, 2, 20});                        // head dim 20: element copies, dims padded to 32
   return out;
 }
@@ -316,6 +317,10 @@ TEST(AttentionEmu, WgmmaBf16) {
     EXPECT_NE(b.cu.find(shape), std::string::npos) << shape;
   EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0>"), std::string::npos) << "head dim 64 not on wgmma";
   EXPECT_NE(b.cu.find("mha_bf16__k0__body<32, 64, 1, 4, false>"), std::string::npos) << "head dim 32 on wgmma";
+  // Head dim 128's long-key instantiation: 64 keys a tile with wgmma, taken by
+  // launches whose entries average 256 keys or more (the 300/280-key case).
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<128, (DCC_WGMMA != 0 ? 64 : 32), 1, 4, DCC_WGMMA != 0>"), std::string::npos);
+  EXPECT_NE(b.cu.find("tv->kmean >= 256 && dcc__cc_major() == 9"), std::string::npos);
 }
 
 TEST(AttentionEmu, CausalBf16) {

@@ -400,8 +400,13 @@ inline cudaError_t cudaGetDevice(int* d) { *d = 0; return cudaSuccess; }
 // A persistent grid's size (the fused attention kernel's gpu::AttnGrid): an
 // emulated device of 2 SMs holding one block each, so the grid is smaller
 // than the tile list and every block loops over several entries.
-enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount };
-inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr, int) { *v = 2; return cudaSuccess; }
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount, cudaDevAttrComputeCapabilityMajor };
+// Two SMs of compute capability 9 (an H100's: the long-key attention
+// instantiation is taken as there).
+inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
+  *v = a == cudaDevAttrComputeCapabilityMajor ? 9 : 2;
+  return cudaSuccess;
+}
 template <typename K>
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, K, int, size_t) { *n = 1; return cudaSuccess; }
 inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* p, int) { *p = nullptr; return cudaSuccess; }
