@@ -241,3 +241,14 @@ timeout 300 python3 bench_fused.py --dir . --seqlens seqlens --reps 30 --flush-l
   --out $R/bench_bf16_flush.txt > $R/bench_bf16_flush_log.txt 2>&1
 echo "bench bf16 flush rc=$?"
 fi
+if [[ $PART == o ]]; then
+# build-var/s19g carried: the final libraries at the top, the f32-scores
+# program with the accurate expf (f32s/) and with --fast-math (fast/), all
+# from the final compiler; the bf16 benchmark with the L2 flushed before
+# every call (the fair comparison of variants).
+cd ../s19g || exit 1
+tar -xJf libs.tar.xz
+timeout 300 python3 bench_fused.py --dir . --seqlens seqlens --reps 30 --flush-l2 --variants f32s=f32s,fast=fast \
+  --out $R/bench_bf16_flush.txt > $R/bench_bf16_flush_log.txt 2>&1
+echo "bench bf16 flush rc=$?"
+fi
