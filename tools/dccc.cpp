@@ -135,6 +135,10 @@ options:
                      query rows a warp (1 or 2; f32 always 1), W warps a
                      block, N keys a tile, registers capped for B blocks an
                      SM (--explain shows the choices)
+  --attention-stages=S
+                     likewise: S shared-memory stages of K and V (2-4; the
+                     key loop's copies run S - 1 key tiles ahead), fewer
+                     where one block's shared memory would not hold them
   --attention-split=C,W,N
                      likewise for head dims from 257 to C x W (a score
                      summed over heads): W warps share 16 query rows, C
@@ -302,6 +306,13 @@ int parse_args(int argc, char** argv, Options& o) {
       o.cuda.attention.warps = t[1];
       o.cuda.attention.key_tile = t[2];
       o.cuda.attention.min_blocks = t[3];
+    } else if (a.rfind("--attention-stages=", 0) == 0) {
+      std::string v = a.substr(19);
+      int n = 0;
+      char tail = 0;
+      if (std::sscanf(v.c_str(), "%d%c", &n, &tail) != 1 || n < 2 || n > 4)
+        return usage_error("bad --attention-stages `" + v + "`; expected 2, 3 or 4 (K's and V's shared-memory stages)");
+      o.cuda.attention.stages = n;
     } else if (a.rfind("--attention-split=", 0) == 0) {
       std::string v = a.substr(18);
       int t[3];

@@ -125,9 +125,9 @@ std::string explain_kernels(const ir::Module& m, const CudaOptions& options) {
         std::string wg;
         for (int dp : a->wgmma_dims) wg += fmt::format("{}{}", wg.empty() ? "" : ", ", dp);
         if (!wg.empty()) wg = " (compiled for sm_90a, head dims " + wg + ": wgmma.mma_async m64nNk16, K and V 128-byte swizzled)";
-        out += fmt::format("kernel {}: fused attention (one kernel for the whole softmax chain): {} shared-memory stages of K and V (cp.async), mma.sync {}{}; {}; schedule: "
+        out += fmt::format("kernel {}: fused attention (one kernel for the whole softmax chain): K and V through shared-memory stages (cp.async), mma.sync {}{}; {}; schedule: "
                            "{}{}, longest key sequence first; {}\n",
-                           name, a->stages, gpu::mma_name(a->shape), wg, gpu::attention_instances(*a),
+                           name, gpu::mma_name(a->shape), wg, gpu::attention_instances(*a),
                            a->grid == gpu::AttnGrid::Tiles ? "one block per (batch entry, query tile)"
                                                            : "(batch entry, query tile) entries on ",
                            a->grid == gpu::AttnGrid::Tiles ? "" : gpu::attn_grid_name(a->grid),

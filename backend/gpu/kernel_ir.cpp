@@ -131,16 +131,21 @@ int attention_warps(const AttentionKernel& k, int dp) { return per_instance(k, k
 int attention_min_blocks(const AttentionKernel& k, int dp) { return per_instance(k, k.min_blocks, dp, 1); }
 int attention_tile_m(const AttentionKernel& k, int dp) { return 16 * attention_m_tiles(k, dp) * attention_warps(k, dp); }
 int attention_long_tile_n(const AttentionKernel& k, int dp) { return per_instance(k, k.long_key_tiles, dp, 0); }
+int attention_stages(const AttentionKernel& k, int dp, bool long_keys) {
+  const int s = long_keys ? per_instance(k, k.long_key_stages, dp, 0) : 0;
+  return s ? s : per_instance(k, k.key_stages, dp, k.stages);
+}
 std::string attention_instances(const AttentionKernel& k) {
   std::string o;
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
-    o += fmt::format("{}head dim {}: {} query rows x {} keys a tile, {} warps of {} rows, {} block(s) an SM", x ? "; " : "",
-                     dp, attention_tile_m(k, dp), attention_tile_n(k, dp), attention_warps(k, dp), 16 * attention_m_tiles(k, dp),
-                     attention_min_blocks(k, dp));
+    o += fmt::format("{}head dim {}: {} query rows x {} keys a tile, {} warps of {} rows, {} block(s) an SM, {} K/V stages",
+                     x ? "; " : "", dp, attention_tile_m(k, dp), attention_tile_n(k, dp), attention_warps(k, dp),
+                     16 * attention_m_tiles(k, dp), attention_min_blocks(k, dp), attention_stages(k, dp));
     if (attention_long_tile_n(k, dp))
-      o += fmt::format(" ({} keys a tile with wgmma where a launch's entries average {} keys or more on compute capability 9)",
-                       attention_long_tile_n(k, dp), k.long_keys);
+      o += fmt::format(" ({} keys a tile and {} stages with wgmma where a launch's entries average {} keys or more on "
+                       "compute capability 9)",
+                       attention_long_tile_n(k, dp), attention_stages(k, dp, true), k.long_keys);
   }
   if (k.split)
     o += fmt::format("; head dims {} .. {}: 16 query rows x {} keys a tile, {} warps sharing the rows ({} columns of the "
@@ -161,12 +166,13 @@ bool attention_wgmma(const AttentionKernel& k, int dp) {
   return std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) != k.wgmma_dims.end();
 }
 int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
-  const int padded = k.stages * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
+  const int ns = attention_stages(k, dp, long_keys);
+  const int padded = ns * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
   if (!attention_wgmma(k, dp)) return padded;
   // wgmma's tiles: unpadded 128-byte swizzled lines, from a 1024-byte
   // boundary (the swizzle's period); the launch sizes for either build.
   const int bn = long_keys ? attention_long_tile_n(k, dp) : attention_tile_n(k, dp);
-  return std::max(padded, k.stages * 2 * bn * dp * elem_bytes(k.elem) + 1024);
+  return std::max(padded, ns * 2 * bn * dp * elem_bytes(k.elem) + 1024);
 }
 
 }  // namespace dccc::gpu

@@ -262,6 +262,7 @@ struct AttentionTuning {
   int warps = 0;       // warps a block
   int key_tile = 0;    // keys a tile (a multiple of 16)
   int min_blocks = 0;  // blocks an SM the registers are capped for
+  int stages = 0;      // shared-memory stages of K and V (2-4; `dccc --attention-stages`)
   /// The split instantiation (AttentionKernel::split): columns a warp,
   /// warps, keys a tile (`dccc --attention-split`); 0 keeps the planner's.
   int split_cols = 0, split_warps = 0, split_keys = 0;
@@ -310,6 +311,13 @@ struct AttentionKernel {
   /// mean (DccTiles::kmean).
   std::vector<int> long_key_tiles{0, 0, 0, 0};
   int64_t long_keys = 256;
+  /// Per instantiation: K's and V's shared-memory stages (cp.async): the
+  /// key loop copies key tile kt + stages - 1 while it computes tile kt, so
+  /// a block's copies run stages - 1 tiles ahead. `long_key_stages` for the
+  /// long-key instantiation (0: key_stages'). The split and streaming
+  /// instantiations keep `stages`.
+  std::vector<int> key_stages{2, 2, 2, 2};
+  std::vector<int> long_key_stages{0, 0, 0, 0};
   /// Per instantiation: the m16 tiles of query rows a warp owns (16 rows
   /// each; each K and V fragment read from shared memory feeds that many
   /// MMAs) and the warps of a block; their product x 16 is the query tile
@@ -404,6 +412,16 @@ struct AttentionKernel {
   /// divisor node and the row scalar; its scaled reciprocal is computed once
   /// a row.
   std::vector<std::pair<const ir::ExprNode*, const ir::BufferNode*>> post_divisors;
+  /// Column loops after the key loop (by index into `post`) whose body is
+  /// one store of a 16-bit element at an index affine in the column with
+  /// coefficient 1: `row_index` is that index at column 0 (no column in it),
+  /// computed once a row; where it is even, a lane's two adjacent columns
+  /// are stored as one 32-bit word (a run-time check a row).
+  struct PairStore {
+    size_t post = 0;
+    ir::Expr row_index;
+  };
+  std::vector<PairStore> pair_stores;
   std::vector<std::string> notes;
 };
 
@@ -419,6 +437,9 @@ int attention_min_blocks(const AttentionKernel& k, int dp);  // blocks an SM its
 int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_long_tile_n(const AttentionKernel& k, int dp);  // AttentionKernel::long_key_tiles (0: none)
+/// K's and V's shared-memory stages of the instantiation for head dim `dp`
+/// (its long-key one with `long_keys`; AttentionKernel::key_stages).
+int attention_stages(const AttentionKernel& k, int dp, bool long_keys = false);
 /// Dynamic shared memory of the instantiation for head dim `dp` (`long_keys`:
 /// its long-key one, AttentionKernel::long_key_tiles).
 int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys = false);

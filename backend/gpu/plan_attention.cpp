@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -149,6 +150,54 @@ void conjuncts(const ir::Expr& c, std::vector<ir::Expr>& out) {
   }
 }
 
+/// Block invariants: the maximal subexpressions of `e` for which `leaf_ok`
+/// holds of every node (leaves: constants, sizes, the batch variables
+/// `bv`; other nodes as `leaf_ok` says), named `prefix` + index in `out`
+/// and merged with an equal one already there when `worth` says they are
+/// worth a name. `div16`: the divisor of a 16-bit division is marked
+/// (AttentionKernel::Invariant::divisor) and named even without an
+/// operation; `into_loads`: look for invariants inside loads' indices too.
+struct InvariantWalk {
+  std::set<const ir::VarNode*> bv;
+  std::function<bool(const ir::ExprNode&)> node_ok;     // an operation or load that may be part of one
+  std::function<bool(const ir::Expr&, bool)> worth;     // (expression, divisor)
+  bool div16 = false, into_loads = false;
+  const char* prefix = "u";
+  std::vector<AttentionKernel::Invariant>* out = nullptr;
+
+  bool invariant(const ir::Expr& e) const {
+    switch (e->kind) {
+      case ExprKind::IntImm:
+      case ExprKind::FloatImm:
+      case ExprKind::SizeRef: return node_ok(*e);
+      case ExprKind::VarRef: return bv.count(e->var.get()) > 0;
+      default:
+        if (!node_ok(*e)) return false;
+        for (const auto& a : e->args)
+          if (!invariant(a)) return false;
+        return true;
+    }
+  }
+  void visit(const ir::Expr& e, bool divisor = false) {
+    if (!e) return;
+    if (e->kind == ExprKind::Load && !into_loads) return;
+    if (invariant(e)) {
+      if (!worth(e, divisor)) return;
+      for (auto& inv : *out)
+        if (ir::same_expr(inv.value, e)) {
+          inv.uses.push_back(e.get());
+          inv.divisor |= divisor;
+          return;
+        }
+      out->push_back({fmt::format("{}{}", prefix, out->size()), e, {e.get()}, divisor});
+      return;
+    }
+    const bool d16 = div16 && e->kind == ExprKind::Binary && e->binop == BinOp::Div &&
+                     (e->type == Scalar::BF16 || e->type == Scalar::F16);
+    for (size_t x = 0; x < e->args.size(); ++x) visit(e->args[x], d16 && x == 1);
+  }
+};
+
 constexpr const char* kNoKeyLoop =
     "no loop over keys starting with a score contraction `acc = 0; for r { acc = acc + q * k }`";
 
@@ -277,6 +326,23 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       k.long_key_tiles.resize(k.head_dims.size(), 0);
       k.long_key_tiles[x] = 64;
     }
+  // K's and V's stages: 2 (the next tile copied while this one is computed)
+  // unless forced (--attention-stages); never more than the blocks an SM
+  // the instantiation is compiled for can hold in an H100's 228 KB of
+  // shared memory (1 KB of it reserved a block).
+  for (size_t x = 0; x < k.head_dims.size(); ++x) {
+    const int dp = k.head_dims[x];
+    if (tune.stages) {
+      k.key_stages[x] = tune.stages;
+      if (x < k.long_key_stages.size()) k.long_key_stages[x] = tune.stages;
+    }
+    auto fits = [&](bool long_keys) {
+      return attention_min_blocks(k, dp) * (attention_smem_bytes(k, dp, long_keys) + 1024) <= 228 * 1024;
+    };
+    while (k.key_stages[x] > 2 && !fits(false)) --k.key_stages[x];
+    if (attention_long_tile_n(k, dp))
+      while (attention_stages(k, dp, true) > 2 && !fits(true)) k.long_key_stages[x] = attention_stages(k, dp, true) - 1;
+  }
   k.grid = tune.grid;
   if (tune.split_cols) {
     k.split = tune.split_cols;
@@ -606,61 +672,39 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   // no integer division: computing them where the body would not run must be
   // harmless).
   {
-    std::set<const ir::VarNode*> bv;
-    for (const auto& b : k.batch) bv.insert(b.var.get());
-    std::function<bool(const ir::Expr&)> invariant = [&](const ir::Expr& e) {
-      switch (e->kind) {
+    InvariantWalk w;
+    for (const auto& b : k.batch) w.bv.insert(b.var.get());
+    w.node_ok = [](const ir::ExprNode& e) {
+      switch (e.kind) {
         case ExprKind::IntImm:
         case ExprKind::FloatImm:
-        case ExprKind::SizeRef: return true;
-        case ExprKind::VarRef: return bv.count(e->var.get()) > 0;
+        case ExprKind::SizeRef:
         case ExprKind::Cast:
         case ExprKind::Unary:
-        case ExprKind::Select:
-        case ExprKind::Binary:
-          if (e->kind == ExprKind::Binary && (e->binop == BinOp::Div || e->binop == BinOp::Mod) && !is_float(e->type))
-            return false;
-          for (const auto& a : e->args)
-            if (!invariant(a)) return false;
-          return true;
+        case ExprKind::Select: return true;
+        case ExprKind::Binary: return !((e.binop == BinOp::Div || e.binop == BinOp::Mod) && !is_float(e.type));
         default: return false;
       }
     };
-    auto has_op = [](const ir::Expr& e) {
+    w.worth = [](const ir::Expr& e, bool divisor) {
       bool op = false;
       ir::each_expr(e, [&](const ir::ExprNode& x) {
         if (x.kind == ExprKind::Unary || x.kind == ExprKind::Binary || x.kind == ExprKind::Select ||
             (x.kind == ExprKind::Cast && (x.type == Scalar::BF16 || x.type == Scalar::F16)))
           op = true;
       });
-      return op;
+      return op || divisor;
     };
-    std::function<void(const ir::Expr&, bool)> visit = [&](const ir::Expr& e, bool divisor) {
-      if (!e) return;
-      if (e->kind == ExprKind::Load) return;
-      if (invariant(e)) {
-        if (!has_op(e) && !divisor) return;
-        for (auto& inv : k.invariants)
-          if (ir::same_expr(inv.value, e)) {
-            inv.uses.push_back(e.get());
-            inv.divisor |= divisor;
-            return;
-          }
-        k.invariants.push_back({fmt::format("u{}", k.invariants.size()), e, {e.get()}, divisor});
-        return;
-      }
-      const bool div16 = e->kind == ExprKind::Binary && e->binop == BinOp::Div &&
-                         (e->type == Scalar::BF16 || e->type == Scalar::F16);
-      for (size_t x = 0; x < e->args.size(); ++x) visit(e->args[x], div16 && x == 1);
-    };
+    w.div16 = true;
+    w.out = &k.invariants;
     for (const auto& s : k.steps)
-      if (s.kind == AttnStepKind::Element) visit(s.stmt->value, false);
-      else if (s.kind == AttnStepKind::Fold) visit(s.term, false);
+      if (s.kind == AttnStepKind::Element) w.visit(s.stmt->value);
+      else if (s.kind == AttnStepKind::Fold) w.visit(s.term);
       else if (s.kind == AttnStepKind::Row)  // the rescale's `F(r) = r / sqrt(D)` (mha_scale_after_max)
         ir::each_stmt(s.stmt, [&](const ir::StmtNode& x) {
-          if (x.kind == StmtKind::Store || x.kind == StmtKind::IfThenElse) visit(x.value, false);
+          if (x.kind == StmtKind::Store || x.kind == StmtKind::IfThenElse) w.visit(x.value);
         });
-    visit(k.pv_p, false);
+    w.visit(k.pv_p);
   }
   // Row divisors of the statements after the key loop (`/ row_sum`).
   for (const auto& s : k.post) {
@@ -679,57 +723,55 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   // sizes and constants with a load in them, of tensors this statement does
   // not write; from column loops whose body is stores only.
   {
-    std::set<const ir::VarNode*> bv;
-    for (const auto& b : k.batch) bv.insert(b.var.get());
     std::set<const ir::BufferNode*> written;
     ir::each_stmt(item, [&](const ir::StmtNode& y) {
       if (y.kind == StmtKind::Store) written.insert(y.buffer.get());
     });
-    std::function<bool(const ir::Expr&)> invariant = [&](const ir::Expr& e) {
-      if (is_float(e->type) || e->type == Scalar::Bool) return false;
-      switch (e->kind) {
+    InvariantWalk w;
+    for (const auto& b : k.batch) w.bv.insert(b.var.get());
+    w.node_ok = [&](const ir::ExprNode& e) {
+      if (is_float(e.type) || e.type == Scalar::Bool) return false;
+      switch (e.kind) {
         case ExprKind::IntImm:
-        case ExprKind::SizeRef: return true;
-        case ExprKind::VarRef: return bv.count(e->var.get()) > 0;
-        case ExprKind::Load:
-          if (e->buffer->dims.empty() || written.count(e->buffer.get())) return false;
-          break;
-        case ExprKind::Cast: break;
-        case ExprKind::Binary:
-          if (e->binop == BinOp::Add || e->binop == BinOp::Sub || e->binop == BinOp::Mul) break;
-          return false;
+        case ExprKind::SizeRef:
+        case ExprKind::Cast: return true;
+        case ExprKind::Load: return !e.buffer->dims.empty() && !written.count(e.buffer.get());
+        case ExprKind::Binary: return e.binop == BinOp::Add || e.binop == BinOp::Sub || e.binop == BinOp::Mul;
         default: return false;
       }
-      for (const auto& a : e->args)
-        if (!invariant(a)) return false;
-      return true;
     };
-    std::function<void(const ir::Expr&)> visit = [&](const ir::Expr& e) {
-      if (!e) return;
-      if (invariant(e)) {
-        bool load = false;
-        ir::each_expr(e, [&](const ir::ExprNode& x) { load |= x.kind == ExprKind::Load; });
-        if (!load) return;
-        for (auto& inv : k.post_invariants)
-          if (ir::same_expr(inv.value, e)) {
-            inv.uses.push_back(e.get());
-            return;
-          }
-        k.post_invariants.push_back({fmt::format("w{}", k.post_invariants.size()), e, {e.get()}, false});
-        return;
-      }
-      for (const auto& a : e->args) visit(a);
+    w.worth = [](const ir::Expr& e, bool) {
+      bool load = false;
+      ir::each_expr(e, [&](const ir::ExprNode& x) { load |= x.kind == ExprKind::Load; });
+      return load;
     };
+    w.into_loads = true;
+    w.prefix = "w";
+    w.out = &k.post_invariants;
     for (const auto& s : k.post) {
       if (s->kind != StmtKind::For) continue;
       const auto stores = ir::items_of(s->body[0]);
       if (!std::all_of(stores.begin(), stores.end(), [](const ir::Stmt& y) { return y->kind == StmtKind::Store; }))
         continue;
       for (const auto& y : stores) {
-        for (const auto& a : y->args) visit(a);
-        visit(y->value);
+        for (const auto& a : y->args) w.visit(a);
+        w.visit(y->value);
       }
     }
+  }
+  // Paired output stores (AttentionKernel::pair_stores): a column loop of
+  // one 16-bit store whose index is the column plus a part without it.
+  for (size_t x = 0; x < k.post.size(); ++x) {
+    const ir::Stmt& s = k.post[x];
+    if (s->kind != StmtKind::For) continue;
+    const auto body = ir::items_of(s->body[0]);
+    if (body.size() != 1 || body[0]->kind != StmtKind::Store || !body[0]->flat || body[0]->args.size() != 1) continue;
+    const ir::Stmt& st = body[0];
+    if (st->buffer->dims.empty() || (st->buffer->type != Scalar::BF16 && st->buffer->type != Scalar::F16)) continue;
+    const ir::Expr& idx = st->args[0];
+    if (!ir::affine_in(idx, s->var)) continue;
+    if (st->value->type != st->buffer->type || !is_int(fold(coefficient(idx, s->var)), 1)) continue;
+    k.pair_stores.push_back({x, fold(ir::substitute(idx, {{s->var.get(), ir::build::int_imm(0)}}))});
   }
   // Masked tiles: one index-only select condition; every fold's value and
   // p are the identity where it is false.

@@ -94,8 +94,10 @@ struct Printer {
     return o + pad + "  }\n" + pad + "}\n";
   }
 
-  void bind_invariants() {
-    for (const auto& inv : k.invariants)
+  /// Binds the uses of the element work's block invariants (default) or
+  /// of the stores' (AttentionKernel::post_invariants) to their names.
+  void bind_invariants(bool post = false) {
+    for (const auto& inv : post ? k.post_invariants : k.invariants)
       for (const auto* u : inv.uses) {
         d.bind(u, inv.name);
         if (inv.divisor) d.bind_divisor(u, inv.name);
@@ -315,17 +317,23 @@ struct Printer {
     }
     // Reg r of k-step kq, m16 tile mt holds row 16 mt + gid + 8 (r & 1),
     // d 16 kq + 2 tig + 8 (r >> 1) + {0, 1}.
-    o += "#pragma unroll\n" + pad + "for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n" + pad + "for (int mt = 0; mt < MT; ++mt)\n" +
-         "#pragma unroll\n" + pad + "  for (int r = 0; r < 4; ++r) {\n";
-    o += pad + "    const int64_t row = m0 + wm0 + 16 * mt + gid + 8 * (r & 1);\n" + pad + "    const int64_t c = " + at +
-         "16 * kq + 2 * tig + 8 * (r >> 1);\n";
+    const std::string loops = "#pragma unroll\n" + pad + "for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n" + pad +
+                              "for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n" + pad + "  for (int r = 0; r < 4; ++r) {\n" + pad +
+                              "    const int64_t row = m0 + wm0 + 16 * mt + gid + 8 * (r & 1);\n" + pad +
+                              "    const int64_t c = " + at + "16 * kq + 2 * tig + 8 * (r >> 1);\n";
+    // The warp's rows and the block's columns all inside, pairs aligned:
+    // 4-byte loads with no check (a branch a load kept nvcc from issuing
+    // them together); else each checked.
+    o += pad + "if (q32 && m0 + wm0 + 16 * MT <= t_M && " + at + "DP <= t_QD) {\n" + loops + pad +
+         "    qf[kq][mt][r] = dcc_ld32(&Qp[t_Q_base + row * t_Q_rs + c]);\n" + pad + "  }\n" + pad + "} else {\n";
+    o += loops;
     // Both elements in one 4-byte load where Q's columns are contiguous and
     // the pair 4-byte aligned (c is even), else one by one.
     o += pad + "    if (q32 && row < t_M && c + 1 < t_QD) {\n" + pad +
          "      qf[kq][mt][r] = dcc_ld32(&Qp[t_Q_base + row * t_Q_rs + c]);\n" + pad + "      continue;\n" + pad + "    }\n";
     o += pad + "    const uint16_t lo = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : (uint16_t)0;\n";
     o += pad + "    const uint16_t hi = row < t_M && c + 1 < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + 1) * t_Q_ds] : (uint16_t)0;\n";
-    o += pad + "    qf[kq][mt][r] = dcc_pack16(lo, hi);\n" + pad + "  }\n";
+    o += pad + "    qf[kq][mt][r] = dcc_pack16(lo, hi);\n" + pad + "  }\n" + pad + "}\n";
     return "  const bool q32 = t_Q_ds == 1 && (t_Q_base & 1) == 0 && (t_Q_rs & 1) == 0 && (uintptr_t)Qp % 4 == 0;\n" + o;
   }
   /// S += Q K^T for 16-bit operands from the stage `ks`: K's B fragments,
@@ -362,7 +370,7 @@ struct Printer {
   /// same S (and computes the same row values and P).
   void split_sum() {
     out += "    {  // S: the warps' partial sums, added\n";
-    out += fmt::format("    float* red = reinterpret_cast<float*>(smem) + (2 * {} * BN * LINE * sizeof(*Ks)) / sizeof(float);\n", k.stages);
+    out += "    float* red = reinterpret_cast<float*>(smem) + (2 * NS * BN * LINE * sizeof(*Ks)) / sizeof(float);\n";
     out += "#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n"
            "      for (int e = 0; e < 4; ++e)\n"
            "        red[((warp * MT + mt) * 16 + gid + 8 * (e >> 1)) * BN + 8 * nt + 2 * tig + (e & 1)] = s[mt][nt][e];\n";
@@ -397,10 +405,11 @@ struct Printer {
     const int w = static_cast<int>(k.batch.size()) + 1;
     std::string args = d.args_type();
     // DP: head dim, BN: keys a tile, MT: m16 tiles of query rows a warp,
-    // WARPS: warps a block (WARPS x 16 MT = the query tile).
+    // WARPS: warps a block (WARPS x 16 MT = the query tile), NS: K's and
+    // V's shared-memory stages (AttentionKernel::key_stages).
     // WG: S and P V on wgmma (AttentionKernel::wgmma_dims; the wrapper
     // passes DCC_WGMMA, true when compiled for sm_90a).
-    out += fmt::format("template <int DP, int BN, int MT, int WARPS, bool WG>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem, int64_t tile) {{\n",
+    out += fmt::format("template <int DP, int BN, int MT, int WARPS, bool WG, int NS>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem, int64_t tile) {{\n",
                        k.name, wide_ ? "_wide" : split_ ? "_split" : "", k.name);
     out += split_ ? "  constexpr int TM = 16 * MT;  // query rows a block (the warps share them)\n"
                   : "  constexpr int TM = WARPS * 16 * MT;  // query rows a block\n";
@@ -435,7 +444,7 @@ struct Printer {
     out += "  auto kv_at = [](int r, int c) -> int {  // line r, column c of a stage\n"
            "    if constexpr (WG) return (c >> 6) * (BN * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n"
            "    else return r * LINE + c;\n  };\n  (void)kv_at;\n";
-    out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n  {0}* Vs = Ks + {1} * STAGE;\n", st, k.stages);
+    out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n  {0}* Vs = Ks + NS * STAGE;\n", st);
     // The stages' shared addresses for wgmma's descriptors, once a block.
     out += "  const uint32_t ks_u32 = dcc_smem_u32(Ks), vs_u32 = dcc_smem_u32(Vs);\n  (void)ks_u32, (void)vs_u32;\n";
     out += fmt::format("  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = {};\n",
@@ -514,8 +523,14 @@ struct Printer {
     out += fmt::format("        ks[kv_at(r, c)] = key < t_N && c < t_QD ? Kp[t_K_base + key * t_K_rs + c * t_K_ds] : ({})0;\n", st);
     out += fmt::format("        vs[kv_at(r, c)] = key < t_N && c < t_VD ? Vp[t_V_base + key * t_V_rs + c * t_V_ds] : ({})0;\n", st);
     out += "      }\n    }\n  };\n";
-    out += "  const int64_t kt0 = next_needed(0);\n  if (kt0 < nkt) copy_kv(kt0, 0);\n"
-           "  dcc_cp_async_commit();  // the first K and V tile, in flight while Q is read\n";
+    // The first NS - 1 needed tiles' copies, in flight while Q is read: one
+    // commit group a stage, empty past the last tile, so that the key loop's
+    // wait for all but the NS - 2 latest groups finds tile kt in.
+    out += "  static_assert(NS >= 2, \"two stages at least\");\n"
+           "  const int64_t kt0 = next_needed(0);\n  int64_t kc = kt0;  // the next tile to copy\n"
+           "#pragma unroll\n  for (int s = 0; s < NS - 1; ++s) {\n"
+           "    if (kc < nkt) {\n      copy_kv(kc, s);\n      kc = next_needed(kc + 1);\n    }\n"
+           "    dcc_cp_async_commit();\n  }\n";
     out += q_rows;
     }
     // The key loop; twice when the body divides by block invariants: once
@@ -545,13 +560,14 @@ struct Printer {
     // The key loop over tiles kt (the next one copied while kt is
     // computed); `wg`: the wgmma form (AttentionKernel::wgmma_dims).
     auto tile_loop = [&](bool wg) {
-      out += "  int64_t kt = kt0;\n  int stage = 0;\n";
-      out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n    dcc_cp_async_wait<0>();\n";
+      out += "  int64_t kt = kt0;\n  int stage = 0, fill = NS - 1;  // tile kt's stage; the one the next copy fills\n";
+      out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n    dcc_cp_async_wait<NS - 2>();\n";
       // wgmma reads shared memory through the async proxy: the copies'
       // writes (generic proxy) are made visible to it before the barrier.
       if (wg) out += "    dcc_fence_proxy_async();\n";
-      out += "    __syncthreads();  // tile kt is in; every warp is done with the other stage\n";
-      out += "    if (nxt < nkt) copy_kv(nxt, stage ^ 1);\n    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
+      out += "    __syncthreads();  // tile kt is in; every warp is done with stage `fill` (the previous tile's)\n";
+      out += "    if (kc < nkt) {\n      copy_kv(kc, fill);\n      kc = next_needed(kc + 1);\n    }\n"
+             "    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
       if (wg) {
         // Every warp of the warpgroup issues the MMAs.
         wg_scores();
@@ -570,7 +586,7 @@ struct Printer {
         tile_body();
         out += "    }  // the warp's rows\n";
       }
-      out += "    stage ^= 1;\n    kt = nxt;\n  }\n";
+      out += "    stage = stage + 1 == NS ? 0 : stage + 1;\n    fill = fill + 1 == NS ? 0 : fill + 1;\n    kt = nxt;\n  }\n";
     };
     auto key_loop = [&]() {
       if (wide_) {
@@ -626,8 +642,7 @@ struct Printer {
     for (const auto& inv : k.post_invariants)
       out += fmt::format("  const auto {} = m0 < t_M && t_VD > 0 ? {} : 0;  // once a block\n", inv.name, d.expr(inv.value));
     for (const auto& s : k.post) {
-      for (const auto& inv : k.post_invariants)
-        for (const auto* u : inv.uses) d.bind(u, inv.name);
+      bind_invariants(true);
       if (s->kind != ir::StmtKind::For) {
         out += row_loop(d.stmts({s}, 3), "  ");
         continue;
@@ -643,27 +658,50 @@ struct Printer {
       out += fmt::format("    const int64_t {} = {};\n", d.var(k.row_var), row_of("rr"));
       out += fmt::format("    if ({} < t_M) {{\n", d.var(k.row_var));
       out += load_rows("rr", "      ");
+      // The lane's columns: without a check when all of its tile's lie
+      // inside (a branch an element keeps the compiler from overlapping the
+      // elements' rounding chains), the row's divisors are not 0 and need no
+      // scaling (one multiply a division: NAME_nz) and, for a paired store
+      // (AttentionKernel::pair_stores), the row's index at column 0 is even:
+      // two columns a 32-bit store. Else each column checked.
+      const char* c0 = wide_ ? "c0 + " : split_ ? "warp * DP + " : "";
+      std::string fast = fmt::format("{}DP <= t_VD", c0), nz_decls;
       int n = 0;
       for (const auto& [node, b] : k.post_divisors) {
         std::string dv = fmt::format("dv{}", n++);
         out += fmt::format("      const float {0}_k = dcc_div16_k({1}), {0}_r = __frcp_rn({1} * {0}_k);\n"
                            "      constexpr bool {0}_nz = false;  // a row sum may be 0\n", dv, d.scalar(b));
+        fast += fmt::format(" && {} != 0.0f && {}_k == 1.0f", d.scalar(b), dv);
+        nz_decls += fmt::format("      constexpr bool {}_nz = true;\n", dv);
         d.bind_divisor(node, dv);
       }
-      // The lane's columns: without a check when all of its tile's lie
-      // inside (a branch an element keeps the compiler from overlapping the
-      // elements' rounding chains), else each checked.
-      const char* c0 = wide_ ? "c0 + " : split_ ? "warp * DP + " : "";
-      const std::string body = d.stmts(ir::items_of(s->body[0]), 6);
-      for (bool check : {false, true}) {
-        out += check ? "      } else {\n" : fmt::format("      if ({}DP <= t_VD) {{\n", c0);
+      const AttentionKernel::PairStore* pair = nullptr;
+      for (const auto& p : k.pair_stores)
+        if (k.post[p.post] == s) pair = &p;
+      const std::string col = fmt::format("const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var), c0);
+      if (pair) {
+        const ir::Stmt store = ir::items_of(s->body[0])[0];
+        const std::string ptr = d.buffer(store->buffer.get());
+        out += fmt::format("      const int64_t ob = {};  // the row's output index at column 0\n", d.expr(pair->row_index));
+        fast += fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % 4 == 0", ptr);
+        out += "      if (" + fast + ") {\n" + nz_decls;
+        out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        uint32_t pr = 0;\n"
+               "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
+        out += "          " + col;
+        out += fmt::format("          pr |= (uint32_t){}({}) << (16 * c);\n        }}\n",
+                           store->buffer->type == Scalar::BF16 ? "dcc_bf16_bits" : "dcc_f16_bits", d.expr(store->value));
+        out += fmt::format("        *reinterpret_cast<uint32_t*>(&{}[ob + {}8 * dt + 2 * tig]) = pr;\n      }}\n", ptr, c0);
+      } else {
+        out += "      if (" + fast + ") {\n" + nz_decls;
         out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
-        out += "          const int e = 2 * (rr & 1) + c;\n";
-        out += fmt::format("          const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var), c0);
-        if (check) out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
-        else out += fmt::format("          {{\n");
-        out += body + "          }\n        }\n";
+        out += "          const int e = 2 * (rr & 1) + c;\n          " + col + "          {\n";
+        out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
       }
+      out += "      } else {\n";
+      out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+      out += "          const int e = 2 * (rr & 1) + c;\n          " + col;
+      out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
+      out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
       out += "      }\n    }\n  }\n";
       d.unbind_all();
     }
@@ -720,14 +758,14 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // One __global__ wrapper per instantiation: threads, blocks an SM, the
   // dynamic shared memory and the body's template arguments.
   auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, const std::string& bn, int mt, int warps,
-                     int blocks, int smem, bool wg) {
+                     int blocks, int smem, bool wg, int ns) {
     o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__{}({}__launch launch) {{\n", warps * 32, blocks, k.name,
                      suffix, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
                      "  extern __shared__ __align__(16) char smem[];\n#endif\n",
                      smem);
-    const std::string call = fmt::format("{}__body{}<{}, {}, {}, {}, {}>(launch, smem, ", k.name, body, dp, bn, mt, warps,
-                                         wg ? "DCC_WGMMA != 0" : "false");
+    const std::string call = fmt::format("{}__body{}<{}, {}, {}, {}, {}, {}>(launch, smem, ", k.name, body, dp, bn, mt, warps,
+                                         wg ? "DCC_WGMMA != 0" : "false", ns);
     switch (k.grid) {
       case AttnGrid::Tiles: o += "  " + call + "blockIdx.x);\n}\n\n"; break;
       case AttnGrid::Static:
@@ -746,7 +784,8 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   };
   auto by_head_dim = [&](const std::string& suffix, const std::string& body, int dp) {
     wrapper(suffix, body, dp, std::to_string(attention_tile_n(k, dp)), attention_m_tiles(k, dp), attention_warps(k, dp),
-            attention_min_blocks(k, dp), attention_smem_bytes(k, dp), body.empty() && attention_wgmma(k, dp));
+            attention_min_blocks(k, dp), attention_smem_bytes(k, dp), body.empty() && attention_wgmma(k, dp),
+            attention_stages(k, dp));
   };
   for (int dp : k.head_dims) {
     by_head_dim(fmt::format("d{}", dp), "", dp);
@@ -755,11 +794,12 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     if (const int bn = attention_long_tile_n(k, dp))
       wrapper(fmt::format("d{}L", dp), "", dp, fmt::format("(DCC_WGMMA != 0 ? {} : {})", bn, attention_tile_n(k, dp)),
               attention_m_tiles(k, dp), attention_warps(k, dp), attention_min_blocks(k, dp), attention_smem_bytes(k, dp, true),
-              true);
+              true, attention_stages(k, dp, true));
   }
   // The split instantiation (AttentionKernel::split): warps share 16 rows.
   if (k.split)
-    wrapper("dx", "_split", k.split, std::to_string(k.split_key_tile), 1, k.split_warps, 1, attention_split_smem_bytes(k), false);
+    wrapper("dx", "_split", k.split, std::to_string(k.split_key_tile), 1, k.split_warps, 1, attention_split_smem_bytes(k), false,
+            k.stages);
   // The streaming one (AttentionKernel::wide): head dim `wide`'s tiles;
   // blockIdx.y picks the output columns.
   if (k.wide) by_head_dim("dw", "_wide", k.wide);
@@ -780,8 +820,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
                    text.buffer(k.v), elem_name(k.elem));
   for (int dp : k.head_dims) o += fmt::format(" {}", dp);
   o += "\n";
-  o += fmt::format("  shared: K and V [{} stages][key][d], line head dim + {}, cp.async 16B when aligned, else by element\n",
-                   k.stages, k.pad);
+  o += fmt::format("  shared: K and V [stages (per instance)][key][d], line head dim + {}, cp.async 16B when aligned, else by element; "
+                   "the key loop copies tile kt + stages - 1 while it computes tile kt\n",
+                   k.pad);
   if (k.elem == Elem::F32)
     o += fmt::format("  mma: {} ({}) for S = Q K^T and O += P V (a fresh fragment a key tile, added in f32); K and V "
                      "fragments by 32-bit shared loads, V's keys paired to P's accumulator layout\n",
@@ -823,6 +864,13 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   for (const auto& inv : k.post_invariants)
     o += fmt::format("  after keys, once a block: {} = {}\n", inv.name, text.expr(inv.value));
   for (const auto& s : k.post) o += "  after keys: " + text.stmt(s, 0);
+  for (const auto& p : k.pair_stores)
+    o += fmt::format("  after keys, statement {}: a lane's two adjacent columns in one 32-bit store where the row's index "
+                     "at column 0, {}, is even\n",
+                     p.post + 1, text.expr(p.row_index));
+  if (!k.post_divisors.empty())
+    o += "  after keys: the row's divisions one multiply by the scaled reciprocal where the divisor is not 0 and needs no "
+         "scaling, with the columns unchecked where all of the lane's lie inside\n";
   if (k.skip_conjuncts.empty()) o += "  skip: none\n";
   for (const auto& c : k.skip_conjuncts) o += fmt::format("  skip: key tiles where {} holds at no corner\n", text.expr(c));
   for (const auto& n : k.notes) o += "  note: " + n + "\n";

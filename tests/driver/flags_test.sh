@@ -185,6 +185,8 @@ NVCC
   usage_error "$toy" --target=cuda --attention-split=64,9,16 --emit=kernel   # warps: 2-8
   usage_error "$toy" --target=cuda --attention-split=64,8 --emit=kernel
   usage_error "$toy" --target=cuda --attention-grid=dynamic --emit=kernel  # tiles, static or atomic
+  usage_error "$toy" --target=cuda --attention-stages=1 --emit=kernel  # K/V stages: 2, 3 or 4
+  usage_error "$toy" --target=cuda --attention-stages=3x --emit=kernel
   ;;
 depfile)
   mkdir "$tmp/my dir"

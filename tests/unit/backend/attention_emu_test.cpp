@@ -117,7 +117,6 @@ std::vector<Case> cases(int groups = 0, bool few = false) {
   out.push_back({small, smallk, 1, 64});
   out.push_back({{300, 2}, {290, 70}, 2, 64});                       // several query and key tiles
   out.push_back({{70, 0, 19}, {130, 5, 19}, 1, 128});
-  out.push_back({{40, 3}, {300, 280}, 1, 128});  // entries of 290 keys on average: the long-key d128L instantiation
   out.push_back({{33, 65}, {40, 64}, 2, 20});                        // head dim 20: element copies, dims padded to 32
   return out;
 }
@@ -258,7 +257,7 @@ TEST(AttentionEmu, TwoTilesAWarpBf16) {
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, two);
   Built b;
   build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, two);
-  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 32, 2, 2, false>"), std::string::npos) << "not two m16 tiles a warp";
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 32, 2, 2, false, 2>"), std::string::npos) << "not two m16 tiles a warp";
 }
 
 // Persistent grids (--attention-grid=static|atomic, gpu::AttnGrid): the
@@ -315,12 +314,41 @@ TEST(AttentionEmu, WgmmaBf16) {
   build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, {}, true);
   for (const char* shape : {"dcc_wgmma_bf16<64, 0>", "dcc_wgmma_bf16<64, 1>", "dcc_wgmma_bf16<32, 0>", "dcc_wgmma_bf16<128, 1>"})
     EXPECT_NE(b.cu.find(shape), std::string::npos) << shape;
-  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0>"), std::string::npos) << "head dim 64 not on wgmma";
-  EXPECT_NE(b.cu.find("mha_bf16__k0__body<32, 64, 1, 4, false>"), std::string::npos) << "head dim 32 on wgmma";
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0, 2>"), std::string::npos) << "head dim 64 not on wgmma";
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<32, 64, 1, 4, false, 2>"), std::string::npos) << "head dim 32 on wgmma";
   // Head dim 128's long-key instantiation: 64 keys a tile with wgmma, taken by
   // launches whose entries average 256 keys or more (the 300/280-key case).
-  EXPECT_NE(b.cu.find("mha_bf16__k0__body<128, (DCC_WGMMA != 0 ? 64 : 32), 1, 4, DCC_WGMMA != 0>"), std::string::npos);
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<128, (DCC_WGMMA != 0 ? 64 : 32), 1, 4, DCC_WGMMA != 0, 2>"), std::string::npos);
   EXPECT_NE(b.cu.find("tv->kmean >= 256 && dcc__cc_major() == 9"), std::string::npos);
+  // ... and run by a launch of entries of 290 keys on average.
+  const std::vector<Case> long_keys{{{40, 3}, {300, 280}, 1, 128}};
+  int checked = 0;
+  EXPECT_LE(run(b, [](double s, int, int) { return s; }, checked, 0, false, 0.02, false, &long_keys), 0.02);
+  EXPECT_GT(checked, 5000);
+}
+
+// Three and four shared-memory stages of K and V (--attention-stages): the
+// key loop's copies run two or three tiles ahead, the stages reused in
+// turn; causal skips tiles between copies (next_needed), and sequences of
+// fewer tiles than stages leave commit groups empty. mma.sync and wgmma.
+TEST(AttentionEmu, DeeperStagesBf16) {
+  for (int stages : {3, 4}) {
+    SCOPED_TRACE(stages);
+    gpu::AttentionTuning t;
+    t.stages = stages;
+    for (bool sm90a : {false, true}) {
+      if (stages == 4 && !sm90a) continue;  // (CI time: one program at 4 stages)
+      check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+            [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, t, sm90a);
+    }
+    if (stages == 4) continue;
+    check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; },
+          false, t, true);
+    Built b;
+    build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, t, true);
+    EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0, " + std::to_string(stages) + ">"), std::string::npos);
+    EXPECT_NE(b.cu.find("dcc_cp_async_wait<NS - 2>()"), std::string::npos);
+  }
 }
 
 TEST(AttentionEmu, CausalBf16) {

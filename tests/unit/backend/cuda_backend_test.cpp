@@ -196,44 +196,67 @@ TEST(CudaBackend, ScheduledMatchCpuBackend) {
 // neighbour in the 16-bit type, 0 / 0 is 0, and NaN stays NaN. And bf16
 // rounding itself (dcc_rbf16, one cvt.rn.bf16x2) on 2^22 random f32 bit
 // patterns: exactly the host's round-to-nearest-even (half_bits.h).
-TEST(CudaBackend, Exp16AndDiv16WithinOneUnitOnEveryInput) {
-  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
-  std::string nvcc = find_nvcc();
-  if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-math16-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::string cu = std::string(kCudaPrologue) + R"CU(
-__global__ void math16(const float* x, const float* b, float* y, int n, int mode) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  if (mode == 0) y[i] = dcc_rbf16(dcc_exp16(x[i]));
-  if (mode == 1) y[i] = dcc_rf16(dcc_exp16(x[i]));
-  if (mode == 2) y[i] = dcc_rbf16(dcc_fdiv16(x[i], b[i]));
-  if (mode == 3) y[i] = dcc_rf16(dcc_fdiv16(x[i], b[i]));
-  if (mode == 4) y[i] = dcc_rbf16(x[i]);
-}
-extern "C" int math16_run(const float* x, const float* b, float* y, int n, int mode) {
+/// An element-wise test kernel over f32 arrays: `body` sets y[i] from x[i],
+/// b[i] and `mode`, built with the CUDA prologue (the device functions under
+/// test); `run(x, b, y, n, mode)` copies in, launches, copies out (0: ok).
+/// `skip` says why it cannot run on this machine, `error` why it did not build.
+struct ElementKernel {
+  std::filesystem::path dir;
+  int (*run)(const float*, const float*, float*, int, int) = nullptr;
+  std::string skip, error;
+  ElementKernel(const std::string& name, const std::string& body) {
+    if (access("/dev/nvidiactl", F_OK) != 0) {
+      skip = "no NVIDIA GPU on this machine (/dev/nvidiactl)";
+      return;
+    }
+    const std::string nvcc = find_nvcc();
+    if (nvcc.empty()) {
+      skip = "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
+      return;
+    }
+    dir = std::filesystem::temp_directory_path() / ("dccc-cuda-" + name + "-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string cu = std::string(kCudaPrologue) + "__global__ void " + name +
+                           "(const float* x, const float* b, float* y, int n, int mode) {\n"
+                           "  const int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n" +
+                           body + "\n}\n" + R"CU(extern "C" int element_run(const float* x, const float* b, float* y, int n, int mode) {
   float *dx = nullptr, *db = nullptr, *dy = nullptr;
   const size_t bytes = sizeof(float) * (size_t)n;
   if (cudaMalloc(&dx, bytes) || cudaMalloc(&db, bytes) || cudaMalloc(&dy, bytes)) return 1;
   cudaMemcpy(dx, x, bytes, cudaMemcpyHostToDevice);
   cudaMemcpy(db, b, bytes, cudaMemcpyHostToDevice);
-  math16<<<(n + 255) / 256, 256>>>(dx, db, dy, n, mode);
+  )CU" + name + R"CU(<<<(n + 255) / 256, 256>>>(dx, db, dy, n, mode);
   cudaMemcpy(y, dy, bytes, cudaMemcpyDeviceToHost);
   cudaFree(dx), cudaFree(db), cudaFree(dy);
   return cudaGetLastError() != cudaSuccess;
 }
 )CU";
-  std::string log;
-  void* lib = build(nvcc, cu, dir, "math16", log);
-  ASSERT_NE(lib, nullptr) << log;
-  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));
-  auto run = reinterpret_cast<int (*)(const float*, const float*, float*, int, int)>(dlsym(lib, "math16_run"));
-  ASSERT_TRUE(count && run);
-  if (count() == 0) {
-    std::filesystem::remove_all(dir);
-    GTEST_SKIP() << "no CUDA GPU on this machine";
+    void* lib = build(nvcc, cu, dir, name, error);
+    if (!lib) return;
+    auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));
+    run = reinterpret_cast<int (*)(const float*, const float*, float*, int, int)>(dlsym(lib, "element_run"));
+    if (!count || !run) {
+      const char* e = dlerror();
+      error = std::string("dlsym: ") + (e ? e : "?"), run = nullptr;
+      return;
+    }
+    if (count() == 0) skip = "no CUDA GPU on this machine";
   }
+  ~ElementKernel() {
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
+};
+
+TEST(CudaBackend, Exp16AndDiv16WithinOneUnitOnEveryInput) {
+  ElementKernel k("math16",
+                  "  if (mode == 0) y[i] = dcc_rbf16(dcc_exp16(x[i]));\n"
+                  "  if (mode == 1) y[i] = dcc_rf16(dcc_exp16(x[i]));\n"
+                  "  if (mode == 2) y[i] = dcc_rbf16(dcc_fdiv16(x[i], b[i]));\n"
+                  "  if (mode == 3) y[i] = dcc_rf16(dcc_fdiv16(x[i], b[i]));\n"
+                  "  if (mode == 4) y[i] = dcc_rbf16(x[i]);");
+  if (!k.skip.empty()) GTEST_SKIP() << k.skip;
+  ASSERT_NE(k.run, nullptr) << k.error;
+  auto run = k.run;
   {
     std::mt19937 gen(3);
     const int n = 1 << 22;
@@ -301,7 +324,6 @@ extern "C" int math16_run(const float* x, const float* b, float* y, int n, int m
     }
     EXPECT_EQ(bad, 0);
   }
-  std::filesystem::remove_all(dir);
 }
 
 // --fast-math's exp (docs/cuda.md "Fast math"): dcc_exp_fast within its
@@ -311,39 +333,10 @@ extern "C" int math16_run(const float* x, const float* b, float* y, int n, int m
 // (b >= a by up to 100; a few with b < a); flushed, overflowing and special
 // arguments as stated (a result above the f32 range is inf).
 TEST(CudaBackend, FastExpWithinItsBound) {
-  if (access("/dev/nvidiactl", F_OK) != 0) GTEST_SKIP() << "no NVIDIA GPU on this machine (/dev/nvidiactl)";
-  std::string nvcc = find_nvcc();
-  if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-fastexp-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::string cu = std::string(kCudaPrologue) + R"CU(
-__global__ void fastexp(const float* x, const float* b, float* y, int n, int mode) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  y[i] = mode == 0 ? dcc_exp_fast(x[i]) : dcc_exp_fast_sub(x[i], b[i]);
-}
-extern "C" int fastexp_run(const float* x, const float* b, float* y, int n, int mode) {
-  float *dx = nullptr, *db = nullptr, *dy = nullptr;
-  const size_t bytes = sizeof(float) * (size_t)n;
-  if (cudaMalloc(&dx, bytes) || cudaMalloc(&db, bytes) || cudaMalloc(&dy, bytes)) return 1;
-  cudaMemcpy(dx, x, bytes, cudaMemcpyHostToDevice);
-  cudaMemcpy(db, b, bytes, cudaMemcpyHostToDevice);
-  fastexp<<<(n + 255) / 256, 256>>>(dx, db, dy, n, mode);
-  cudaMemcpy(y, dy, bytes, cudaMemcpyDeviceToHost);
-  cudaFree(dx), cudaFree(db), cudaFree(dy);
-  return cudaGetLastError() != cudaSuccess;
-}
-)CU";
-  std::string log;
-  void* lib = build(nvcc, cu, dir, "fastexp", log);
-  ASSERT_NE(lib, nullptr) << log;
-  auto count = reinterpret_cast<int (*)()>(dlsym(lib, "dcc_cuda_device_count"));
-  auto run = reinterpret_cast<int (*)(const float*, const float*, float*, int, int)>(dlsym(lib, "fastexp_run"));
-  ASSERT_TRUE(count && run);
-  if (count() == 0) {
-    std::filesystem::remove_all(dir);
-    GTEST_SKIP() << "no CUDA GPU on this machine";
-  }
+  ElementKernel k("fastexp", "  y[i] = mode == 0 ? dcc_exp_fast(x[i]) : dcc_exp_fast_sub(x[i], b[i]);");
+  if (!k.skip.empty()) GTEST_SKIP() << k.skip;
+  ASSERT_NE(k.run, nullptr) << k.error;
+  auto run = k.run;
   const double normal = std::ldexp(1.0, -126);
   // got against float64's r with the relative bound; a result exp would make
   // subnormal (or within the bound of it) may be flushed to 0.
@@ -391,7 +384,6 @@ extern "C" int fastexp_run(const float* x, const float* b, float* y, int n, int 
   }
   EXPECT_EQ(bad, 0);
   std::printf("dcc_exp_fast_sub: largest error %.3f of the bound\n", worst);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {

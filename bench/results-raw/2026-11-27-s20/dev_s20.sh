@@ -1,0 +1,92 @@
+#!/bin/bash
+# Device calls (session 20), from the repository root, build-var/s20a carried
+# (bench_fused.py, seqlens, libs.tar.xz: def/, s3/, s4/ -- mha_bf16.so,
+# mha_causal_bf16.so (the bf16 mha_causal.toy), mha.so, mha_causal.so, built
+# here by build-var/s20a/build.sh with dccc --target=cuda and
+# --attention-stages=3 / 4 for s3 / s4).
+# PART=a: float64 checks of s3 and s4 (a 4,096-token sequence with 0/1/17/300,
+# and a 600-token launch that takes d128L), memcheck and racecheck on s3 and
+# s4, then bf16 B = 128 with s3 and s4 as variants, the L2 flushed.
+# PART=b: f32 (3xTF32) likewise.
+R=$OUT; mkdir -p /tmp/dccc-gpu
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $R/gpu.txt
+cd build-var/s20a || exit 1
+[[ -f def/mha_bf16.so ]] || tar -xJf libs.tar.xz
+if [[ $PART == a ]]; then
+for v in s3 s4; do
+  for dt in bf16 f32; do
+    timeout 60 python3 bench_fused.py --dir $v --dtype $dt --lengths 4096,0,1,17,300 --check-only > $R/check_${v}_$dt.txt 2>&1
+    timeout 40 python3 bench_fused.py --dir $v --dtype $dt --lengths 600,590,610 --D 128 --check-only >> $R/check_${v}_$dt.txt 2>&1
+    echo "check $v $dt rc=$?: $(grep -c 'check OK' $R/check_${v}_$dt.txt) OK, $(grep -ci 'wrong\|error' $R/check_${v}_$dt.txt) wrong"
+  done
+  for tool in memcheck racecheck; do
+    timeout 100 compute-sanitizer --tool $tool python3 bench_fused.py --dir $v --lengths 300,0,1,17,70 --check-only \
+      --dccc-only --D 64,128 --mask full,causal > $R/${tool}_$v.txt 2>&1
+    echo "$tool $v: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|check OK|wrong' $R/${tool}_$v.txt | sort | uniq -c | tr '\n' ' ')"
+  done
+done
+timeout 330 python3 bench_fused.py --dir def --seqlens seqlens --reps 30 --flush-l2 --variants s3=s3,s4=s4 \
+  --out $R/bench_bf16.txt > $R/bench_bf16_log.txt 2>&1
+echo "bench bf16 rc=$?"; cat $R/bench_bf16_log.txt | tail -30
+fi
+if [[ $PART == b ]]; then
+timeout 400 python3 bench_fused.py --dir def --dtype f32 --seqlens seqlens --reps 20 --flush-l2 --variants s3=s3,s4=s4 \
+  --out $R/bench_f32.txt > $R/bench_f32_log.txt 2>&1
+echo "bench f32 rc=$?"; cat $R/bench_f32_log.txt | tail -30
+fi
+if [[ $PART == c ]]; then
+# The refactored element-wise GPU tests (test.tar.xz: dccc_cuda_backend_tests
+# and its libraries; the repository's examples and schedules), then where
+# wiki128's time goes at D = 128 (FA2/dccc 0.55): ncu's details for dccc's
+# kernel and FA2's, and per-SASS-instruction stall samples of dccc's.
+tar -xJf test.tar.xz -C /tmp/dccc-gpu
+ROOT=$(cd ../.. && pwd)
+LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+  DCCC_CUDA_SCHEDULES_DIRS="$ROOT/tests/cuda/schedules" DCCC_RUNTIME_INCLUDE="$PWD/include" \
+  timeout 150 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.FastExp*:CudaBackend.Exp16*' > $R/gpu_test.txt 2>&1
+grep -E "OK \]|FAILED|PASSED|largest|rror" $R/gpu_test.txt | head -20
+for who in dccc fa2; do
+  k="regex:mha_bf16__k0__d128"; [[ $who == fa2 ]] && k="regex:flash"
+  timeout 90 ncu --clock-control none --kernel-name "$k" --launch-skip 3 --launch-count 1 --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+    --section ComputeWorkloadAnalysis --section InstructionStats \
+    python3 bench_fused.py --dir def --seqlens seqlens --batches wiki128 --mask full --D 128 --reps 2 > $R/ncu_${who}.txt 2>&1
+  echo "ncu $who rc=$?: $(grep -E 'Duration|Executed Ipc A|Registers Per|Achieved Occupancy|Block Limit' $R/ncu_${who}.txt | tr -s ' ' | tr '\n' ';')"
+done
+timeout 120 ncu --clock-control none --kernel-name regex:mha_bf16__k0__d128 --launch-skip 3 --launch-count 1 \
+  --section SourceCounters --section WarpStateStats --import-source no -o /tmp/prof_dccc \
+  python3 bench_fused.py --dir def --seqlens seqlens --batches wiki128 --mask full --D 128 --reps 2 > /tmp/ncu_src_log.txt 2>&1
+echo "ncu src rc=$?"; tail -3 /tmp/ncu_src_log.txt
+ncu -i /tmp/prof_dccc.ncu-rep --page source --csv --print-source sass > /tmp/sass_dccc.csv 2> /tmp/sass_err.txt
+echo "source page rc=$? $(wc -l < /tmp/sass_dccc.csv) lines"; head -c 400 /tmp/sass_err.txt
+xz -9 -c /tmp/sass_dccc.csv > $R/sass_dccc_wiki128_d128.csv.xz
+fi
+if [[ $PART == d ]]; then
+# The epilogue/prologue step (new/: paired 32-bit output stores, one-multiply
+# divisions by the row sum, unchecked Q loads) against the session's first
+# libraries (def/): float64 checks, memcheck and racecheck, then bf16 with
+# def as the variant `old`, the L2 flushed.
+for dt in bf16 f32; do
+  timeout 60 python3 bench_fused.py --dir new --dtype $dt --lengths 4096,0,1,17,300 --check-only > $R/check_new_$dt.txt 2>&1
+  timeout 40 python3 bench_fused.py --dir new --dtype $dt --lengths 600,590,610 --D 128 --check-only >> $R/check_new_$dt.txt 2>&1
+  timeout 40 python3 bench_fused.py --dir new --dtype $dt --lengths 33,1,0,65,7 --D 64,128 --check-only >> $R/check_new_$dt.txt 2>&1
+  echo "check new $dt: $(grep -c 'check OK' $R/check_new_$dt.txt) OK, $(grep -ci 'wrong\|error' $R/check_new_$dt.txt) wrong"
+done
+for tool in memcheck racecheck; do
+  timeout 100 compute-sanitizer --tool $tool python3 bench_fused.py --dir new --lengths 300,0,1,17,70 --check-only \
+    --dccc-only --D 64,128 --mask full,causal >> $R/check_new_bf16.txt 2>&1
+  echo "$tool new: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/check_new_bf16.txt | tail -1)"
+done
+timeout 330 python3 bench_fused.py --dir new --seqlens seqlens --reps 30 --flush-l2 --variants old=def \
+  --out $R/bench_bf16_new.txt > $R/bench_bf16_new_log.txt 2>&1
+echo "bench bf16 rc=$?"; grep -E "full|causal" $R/bench_bf16_new_log.txt | tail -40
+fi
+if [[ $PART == e ]]; then
+# Every CUDA backend test with this session's final compiler (test.tar.xz).
+tar -xJf test.tar.xz -C /tmp/dccc-gpu
+ROOT=$(cd ../.. && pwd)
+LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+  DCCC_CUDA_SCHEDULES_DIRS="$ROOT/tests/cuda/schedules" DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+  timeout 560 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*' > $R/gpu_test_all.txt 2>&1
+echo "rc=$?"; grep -E "OK \]|FAILED|PASSED|largest|Failure" $R/gpu_test_all.txt | head -20
+fi
