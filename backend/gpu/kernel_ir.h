@@ -413,13 +413,15 @@ struct AttentionKernel {
   /// a row.
   std::vector<std::pair<const ir::ExprNode*, const ir::BufferNode*>> post_divisors;
   /// Column loops after the key loop (by index into `post`) whose body is
-  /// one store of a 16-bit element at an index affine in the column with
-  /// coefficient 1: `row_index` is that index at column 0 (no column in it),
-  /// computed once a row; where it is even, a lane's two adjacent columns
-  /// are stored as one 32-bit word (a run-time check a row).
+  /// one store of a 16-bit or f32 element at an index affine in the column
+  /// with coefficient 1: `row_index` is that index at column 0 (no column in
+  /// it), computed once a row; where it is even (and the tensor aligned), a
+  /// lane's two adjacent columns are stored as one 32-bit (64-bit) word (a
+  /// run-time check a row).
   struct PairStore {
     size_t post = 0;
     ir::Expr row_index;
+    int bits = 32;  // the paired store's width
   };
   std::vector<PairStore> pair_stores;
   std::vector<std::string> notes;

@@ -760,18 +760,21 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     }
   }
   // Paired output stores (AttentionKernel::pair_stores): a column loop of
-  // one 16-bit store whose index is the column plus a part without it.
+  // one 16-bit or f32 store whose index is the column plus a part without it.
   for (size_t x = 0; x < k.post.size(); ++x) {
     const ir::Stmt& s = k.post[x];
     if (s->kind != StmtKind::For) continue;
     const auto body = ir::items_of(s->body[0]);
     if (body.size() != 1 || body[0]->kind != StmtKind::Store || !body[0]->flat || body[0]->args.size() != 1) continue;
     const ir::Stmt& st = body[0];
-    if (st->buffer->dims.empty() || (st->buffer->type != Scalar::BF16 && st->buffer->type != Scalar::F16)) continue;
+    if (st->buffer->dims.empty() ||
+        (st->buffer->type != Scalar::BF16 && st->buffer->type != Scalar::F16 && st->buffer->type != Scalar::F32))
+      continue;
     const ir::Expr& idx = st->args[0];
     if (!ir::affine_in(idx, s->var)) continue;
     if (st->value->type != st->buffer->type || !is_int(fold(coefficient(idx, s->var)), 1)) continue;
-    k.pair_stores.push_back({x, fold(ir::substitute(idx, {{s->var.get(), ir::build::int_imm(0)}}))});
+    k.pair_stores.push_back({x, fold(ir::substitute(idx, {{s->var.get(), ir::build::int_imm(0)}})),
+                             st->buffer->type == Scalar::F32 ? 64 : 32});
   }
   // Masked tiles: one index-only select condition; every fold's value and
   // p are the identity where it is false.

@@ -309,10 +309,13 @@ struct Printer {
     if (k.elem == Elem::F32) {
       // f32 (split into tf32 parts as used): reg r of k-step kq holds row
       // gid + 8 (r & 1), d 8 kq + tig + 4 (r >> 1).
-      o += "#pragma unroll\n" + pad + "for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n" + pad + "  for (int r = 0; r < 4; ++r) {\n";
-      o += pad + "    const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n" + pad + "    const int64_t c = " + at +
-           "8 * kq + tig + 4 * (r >> 1);\n";
-      o += pad + "    qf[kq][r] = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : 0.0f;\n" + pad + "  }\n";
+      const std::string loops = "#pragma unroll\n" + pad + "for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n" + pad +
+                                "  for (int r = 0; r < 4; ++r) {\n" + pad + "    const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n" +
+                                pad + "    const int64_t c = " + at + "8 * kq + tig + 4 * (r >> 1);\n";
+      // Unchecked where the warp's rows and the block's columns lie inside.
+      o += pad + "if (m0 + wm0 + 16 <= t_M && " + at + "DP <= t_QD) {\n" + loops + pad +
+           "    qf[kq][r] = Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds];\n" + pad + "  }\n" + pad + "} else {\n" + loops;
+      o += pad + "    qf[kq][r] = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : 0.0f;\n" + pad + "  }\n" + pad + "}\n";
       return o;
     }
     // Reg r of k-step kq, m16 tile mt holds row 16 mt + gid + 8 (r & 1),
@@ -683,14 +686,16 @@ struct Printer {
         const ir::Stmt store = ir::items_of(s->body[0])[0];
         const std::string ptr = d.buffer(store->buffer.get());
         out += fmt::format("      const int64_t ob = {};  // the row's output index at column 0\n", d.expr(pair->row_index));
-        fast += fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % 4 == 0", ptr);
+        const bool f32_store = store->buffer->type == Scalar::F32;
+        fast += fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, f32_store ? 8 : 4);
         out += "      if (" + fast + ") {\n" + nz_decls;
-        out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        uint32_t pr = 0;\n"
-               "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
+        out += fmt::format("#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {{\n        {} pr[2];\n", f32_store ? "float" : "uint16_t");
+        out += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
         out += "          " + col;
-        out += fmt::format("          pr |= (uint32_t){}({}) << (16 * c);\n        }}\n",
-                           store->buffer->type == Scalar::BF16 ? "dcc_bf16_bits" : "dcc_f16_bits", d.expr(store->value));
-        out += fmt::format("        *reinterpret_cast<uint32_t*>(&{}[ob + {}8 * dt + 2 * tig]) = pr;\n      }}\n", ptr, c0);
+        out += fmt::format("          pr[c] = {}({});\n        }}\n",
+                           f32_store ? "" : store->buffer->type == Scalar::BF16 ? "dcc_bf16_bits" : "dcc_f16_bits", d.expr(store->value));
+        out += f32_store ? fmt::format("        *reinterpret_cast<float2*>(&{}[ob + {}8 * dt + 2 * tig]) = make_float2(pr[0], pr[1]);\n      }}\n", ptr, c0)
+                   : fmt::format("        *reinterpret_cast<uint32_t*>(&{}[ob + {}8 * dt + 2 * tig]) = dcc_pack16(pr[0], pr[1]);\n      }}\n", ptr, c0);
       } else {
         out += "      if (" + fast + ") {\n" + nz_decls;
         out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
@@ -865,9 +870,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
     o += fmt::format("  after keys, once a block: {} = {}\n", inv.name, text.expr(inv.value));
   for (const auto& s : k.post) o += "  after keys: " + text.stmt(s, 0);
   for (const auto& p : k.pair_stores)
-    o += fmt::format("  after keys, statement {}: a lane's two adjacent columns in one 32-bit store where the row's index "
+    o += fmt::format("  after keys, statement {}: a lane's two adjacent columns in one {}-bit store where the row's index "
                      "at column 0, {}, is even\n",
-                     p.post + 1, text.expr(p.row_index));
+                     p.post + 1, p.bits, text.expr(p.row_index));
   if (!k.post_divisors.empty())
     o += "  after keys: the row's divisions one multiply by the scaled reciprocal where the divisor is not 0 and needs no "
          "scaling, with the columns unchecked where all of the lane's lie inside\n";

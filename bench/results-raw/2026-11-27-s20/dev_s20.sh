@@ -90,3 +90,55 @@ LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIM
   timeout 560 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*' > $R/gpu_test_all.txt 2>&1
 echo "rc=$?"; grep -E "OK \]|FAILED|PASSED|largest|Failure" $R/gpu_test_all.txt | head -20
 fi
+if [[ $PART == f ]]; then
+# Where the time goes after the epilogue step (new/): ncu details and
+# per-SASS-instruction stall samples, wiki128 D = 128 and race D = 64, full.
+for cfg in "wiki128 128" "race 64"; do
+  set -- $cfg
+  timeout 120 ncu --clock-control none --kernel-name regex:mha_bf16__k0__d$2 --launch-skip 3 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --import-source no -o /tmp/prof_$1 \
+    python3 bench_fused.py --dir new --seqlens seqlens --batches $1 --mask full --D $2 --reps 2 > /tmp/ncu_log_$1.txt 2>&1
+  echo "ncu $1 rc=$?"
+  ncu -i /tmp/prof_$1.ncu-rep --page source --csv --print-source sass > /tmp/sass_$1.csv 2>/dev/null
+  xz -9 -c /tmp/sass_$1.csv > $R/sass_new_$1_d$2.csv.xz
+  ncu -i /tmp/prof_$1.ncu-rep --page details > $R/details_new_$1_d$2.txt 2>&1
+  grep -E "Duration|Executed Ipc A|Executed Instructions  " $R/details_new_$1_d$2.txt | tr -s ' '
+done
+fi
+if [[ $PART == g ]]; then
+# The final libraries (fin/: the final compiler, f32 stores paired as float2
+# and f32 Q loads unchecked too): float64 checks, memcheck and racecheck,
+# then bf16 and f32 against FA2 / cuDNN / the memory-efficient kernel with
+# the session's first libraries (def/) as the variant `old`, the L2 flushed.
+for dt in bf16 f32; do
+  timeout 60 python3 bench_fused.py --dir fin --dtype $dt --lengths 4096,0,1,17,300 --check-only > $R/check_fin_$dt.txt 2>&1
+  timeout 40 python3 bench_fused.py --dir fin --dtype $dt --lengths 600,590,610 --D 128 --check-only >> $R/check_fin_$dt.txt 2>&1
+  timeout 40 python3 bench_fused.py --dir fin --dtype $dt --lengths 33,1,0,65,7 --D 64,128 --check-only >> $R/check_fin_$dt.txt 2>&1
+  echo "check fin $dt: $(grep -c 'check OK' $R/check_fin_$dt.txt) OK, $(grep -ci 'wrong\|error' $R/check_fin_$dt.txt) wrong"
+  for tool in memcheck racecheck; do
+    timeout 100 compute-sanitizer --tool $tool python3 bench_fused.py --dir fin --dtype $dt --lengths 300,0,1,17,70 --check-only \
+      --dccc-only --D 64,128 --mask full,causal >> $R/check_fin_$dt.txt 2>&1
+    echo "$tool fin $dt: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/check_fin_$dt.txt | tail -1)"
+  done
+done
+timeout 200 python3 bench_fused.py --dir fin --seqlens seqlens --reps 30 --flush-l2 --variants old=def \
+  --out $R/bench_bf16_fin.txt > $R/bench_bf16_fin_log.txt 2>&1
+echo "bench bf16 rc=$?"
+timeout 250 python3 bench_fused.py --dir fin --dtype f32 --seqlens seqlens --reps 20 --flush-l2 --variants old=def \
+  --out $R/bench_f32_fin.txt > $R/bench_f32_fin_log.txt 2>&1
+echo "bench f32 rc=$?"; grep -E "full|causal" $R/bench_f32_fin_log.txt | tail -40
+fi
+if [[ $PART == h ]]; then
+# With the block's fixed work cut, the tile choices session 18 rejected,
+# again: k64 (--attention-tiles=1,4,64,3: 64 keys a tile at every head dim)
+# and w8 (--attention-tiles=1,8,64,2: two warpgroups, 128 query rows a
+# block), bf16, against the final libraries (fin/), the L2 flushed.
+for v in k64 w8; do
+  timeout 60 python3 bench_fused.py --dir $v --lengths 4096,0,1,17,300 --check-only > $R/check_$v.txt 2>&1
+  echo "check $v: $(grep -c 'check OK' $R/check_$v.txt) OK, $(grep -ci 'wrong\|error' $R/check_$v.txt) wrong"
+done
+timeout 300 python3 bench_fused.py --dir fin --seqlens seqlens --reps 30 --flush-l2 --variants k64=k64,w8=w8 \
+  --out $R/bench_bf16_tiles.txt > $R/bench_bf16_tiles_log.txt 2>&1
+echo "bench rc=$?"; grep variant $R/bench_bf16_tiles.txt
+fi
