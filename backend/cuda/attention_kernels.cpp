@@ -53,7 +53,6 @@ void FuncEmitter::emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k
 
 std::string FuncEmitter::attention_launch(const Launch& l) {
   const gpu::AttentionKernel& k = *l.attn;
-  const int w = static_cast<int>(k.batch.size()) + 1;
   auto scalar = [&](const std::string& n) {
     for (const auto& s : k.scalars)
       if (s.name == n) return host_.expr(s.value);
@@ -92,14 +91,29 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
     o += fmt::format("{}if (tm > INT32_MAX) ovf = 1;\n", pad);
     o += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt) {{\n{}  std::vector<int32_t> e;\n", pad, pad);
     for (const auto& x : k.batch) o += fmt::format("{}  e.push_back((int32_t){});\n", pad, host_.var(x.var));
-    return o + fmt::format("{0}  e.push_back((int32_t)mt);\n{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
+    o += fmt::format("{}  e.push_back((int32_t)mt);\n", pad);
+    // The per-block values the kernel reads from its entry
+    // (gpu::TileScalar::entry), int64 as two int32s, low half first.
+    int at = static_cast<int>(k.batch.size()) + 1;
+    auto push = [&](int entry, const ir::Expr& value) {
+      if (entry < 0 || entry < at) return;  // computed by the block, or stored already (an equal value)
+      if (entry != at) throw std::logic_error("attention tile-list entry out of order");
+      o += fmt::format("{0}  {{\n{0}    const uint64_t u = (uint64_t)(int64_t)({1});\n"
+                       "{0}    e.push_back((int32_t)(uint32_t)u);\n{0}    e.push_back((int32_t)(uint32_t)(u >> 32));\n{0}  }}\n",
+                       pad, host_.expr(value));
+      at += 2;
+    };
+    for (const auto& s : k.scalars) push(s.entry, s.value);
+    for (const auto& inv : k.post_invariants) push(inv.entry, inv.value);
+    if (at != gpu::attention_entry_width(k)) throw std::logic_error("attention tile-list entry width");
+    return o + fmt::format("{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
   });
   b += "      std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) { return x.first > y.first; });\n";
   b += "      for (const auto& en : ents) tl.insert(tl.end(), en.second.begin(), en.second.end());\n";
   // The entries' mean key count: the long-key instantiation's test
   // (AttentionKernel::long_key_tiles).
   b += "      for (const auto& en : ents) kmean += en.first;\n      if (!ents.empty()) kmean /= (int64_t)ents.size();\n";
-  std::string o = tile_list(k.name, b, w);
+  std::string o = tile_list(k.name, b, gpu::attention_entry_width(k));
   o += "    const int64_t ntiles = tv->ntiles, dmax = tv->dmax;\n";
   o += "    if (ntiles > 0) {\n";
   o += fmt::format("      {}__launch lp;\n      lp.a = a;\n", k.name);

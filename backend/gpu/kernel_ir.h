@@ -71,6 +71,10 @@ struct TileList {
 struct TileScalar {
   std::string name;
   ir::Expr value;
+  /// Fused attention: the int32 offset in the tile-list entry where the host
+  /// stored the value (int64, low half first; AttentionKernel::entry_width);
+  /// -1: the block computes it.
+  int entry = -1;
 };
 
 /// Shared-memory layout of a staged operand tile of `rows` x `k` elements:
@@ -398,6 +402,7 @@ struct AttentionKernel {
     ir::Expr value;
     std::vector<const ir::ExprNode*> uses;
     bool divisor = false;  // a 16-bit division divides by it: its scaled reciprocal is computed once too
+    int entry = -1;        // as TileScalar::entry (post_invariants)
   };
   std::vector<Invariant> invariants;
   /// Parts of the stores after the key loop that depend on no row or column:
@@ -424,6 +429,12 @@ struct AttentionKernel {
     int bits = 32;  // the paired store's width
   };
   std::vector<PairStore> pair_stores;
+  /// int32s a tile-list entry: the batch indices, the query tile, then the
+  /// per-block values the host computes (TileScalar::entry, Invariant::entry:
+  /// those that read only the lengths the tile list is keyed by and the
+  /// prelude's offset arrays, so a block reads them with its entry instead of
+  /// a second dependent round trip). 0: batch indices and the query tile.
+  int entry_width = 0;
   std::vector<std::string> notes;
 };
 
@@ -447,6 +458,8 @@ int attention_stages(const AttentionKernel& k, int dp, bool long_keys = false);
 int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys = false);
 /// Whether head dim `dp`'s instantiation takes wgmma on sm_90a (AttentionKernel::wgmma_dims).
 bool attention_wgmma(const AttentionKernel& k, int dp);
+/// int32s a tile-list entry of `k` (AttentionKernel::entry_width).
+int attention_entry_width(const AttentionKernel& k);
 /// "head dim 32: keys 64 a tile, 3 block(s) an SM; ..." -- the choices per
 /// instantiation, for notes and --explain.
 std::string attention_instances(const AttentionKernel& k);

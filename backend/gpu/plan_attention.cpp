@@ -776,6 +776,44 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     k.pair_stores.push_back({x, fold(ir::substitute(idx, {{s->var.get(), ir::build::int_imm(0)}})),
                              st->buffer->type == Scalar::F32 ? 64 : 32});
   }
+  // Per-block values in the tile-list entry (AttentionKernel::entry_width):
+  // those with a load, every load of a length array the rows, keys or
+  // batch extents read (the tile list's cache key) or of a prelude offset
+  // array (Aux: computed on the host from those lengths and the sizes).
+  {
+    std::set<const ir::BufferNode*> keyed;
+    auto collect_loads = [&](const ir::Expr& e) {
+      ir::each_expr(e, [&](const ir::ExprNode& x) {
+        if (x.kind == ExprKind::Load) keyed.insert(x.buffer.get());
+      });
+    };
+    collect_loads(k.rows);
+    collect_loads(k.keys);
+    for (const auto& b : k.batch) collect_loads(b.extent);
+    auto from_lengths = [&](const ir::Expr& e) {
+      bool load = false, ok = true;
+      ir::each_expr(e, [&](const ir::ExprNode& x) {
+        if (x.kind != ExprKind::Load) return;
+        load = true;
+        ok = ok && !x.buffer->dims.empty() && dccc::is_int(x.buffer->type) &&
+             (keyed.count(x.buffer.get()) || x.buffer->kind == ir::BufferKind::Aux);
+      });
+      return load && ok;
+    };
+    int off = static_cast<int>(k.batch.size()) + 1;
+    std::vector<std::pair<ir::Expr, int>> stored;  // equal values share a slot (K's and V's base)
+    auto slot = [&](const ir::Expr& v) {
+      if (!from_lengths(v)) return -1;
+      for (const auto& [e, at] : stored)
+        if (ir::same_expr(e, v)) return at;
+      stored.push_back({v, off});
+      off += 2;
+      return off - 2;
+    };
+    for (auto& s : k.scalars) s.entry = slot(s.value);
+    for (auto& inv : k.post_invariants) inv.entry = slot(inv.value);
+    k.entry_width = off;
+  }
   // Masked tiles: one index-only select condition; every fold's value and
   // p are the identity where it is false.
   std::vector<ir::Expr> conds;

@@ -94,6 +94,11 @@ struct Printer {
     return o + pad + "  }\n" + pad + "}\n";
   }
 
+  /// The int64 the host stored at int32 offset `at` of the entry.
+  static std::string entry64(int at) {
+    return fmt::format("(int64_t)(((uint64_t)(uint32_t)entry[{}] << 32) | (uint32_t)entry[{}])", at + 1, at);
+  }
+
   /// Binds the uses of the element work's block invariants (default) or
   /// of the stores' (AttentionKernel::post_invariants) to their names.
   void bind_invariants(bool post = false) {
@@ -418,10 +423,14 @@ struct Printer {
                   : "  constexpr int TM = WARPS * 16 * MT;  // query rows a block\n";
     if (f32) out += "  static_assert(MT == 1, \"f32: one m16 tile a warp\");\n";
     out += fmt::format("  const {}& a = launch.a;\n", args);
-    out += fmt::format("  const int32_t* entry = launch.tiles + tile * {};\n", w);
+    out += fmt::format("  const int32_t* entry = launch.tiles + tile * {};\n", attention_entry_width(k));
     for (size_t x = 0; x < k.batch.size(); ++x) out += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.batch[x].var), x);
     out += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * TM;\n", w - 1);
-    for (const auto& s : k.scalars) out += fmt::format("  const int64_t {} = {};\n", scalar_name(s.name), d.expr(s.value));
+    // Values the host stored in the entry (TileScalar::entry): read with
+    // it, in the same round trip.
+    for (const auto& s : k.scalars)
+      out += s.entry >= 0 ? fmt::format("  const int64_t {} = {};  // from the entry\n", scalar_name(s.name), entry64(s.entry))
+                          : fmt::format("  const int64_t {} = {};\n", scalar_name(s.name), d.expr(s.value));
     for (const auto& inv : k.invariants) {
       out += fmt::format("  const auto {} = {};  // once a block\n", inv.name, d.expr(inv.value));
       if (inv.divisor)
@@ -643,7 +652,9 @@ struct Printer {
     // row and a column to store), then loops over the output columns read
     // O's registers.
     for (const auto& inv : k.post_invariants)
-      out += fmt::format("  const auto {} = m0 < t_M && t_VD > 0 ? {} : 0;  // once a block\n", inv.name, d.expr(inv.value));
+      out += inv.entry >= 0 ? fmt::format("  const int64_t {} = {};  // once a block, from the entry\n", inv.name, entry64(inv.entry))
+                            : fmt::format("  const auto {} = m0 < t_M && t_VD > 0 ? {} : 0;  // once a block\n", inv.name,
+                                          d.expr(inv.value));
     for (const auto& s : k.post) {
       bind_invariants(true);
       if (s->kind != ir::StmtKind::For) {
@@ -820,7 +831,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   o += fmt::format("    rows {} in 0 .. {}, keys {} in 0 .. {} (tiles per head dim below)\n", text.var(k.row_var),
                    text.expr(k.rows), text.var(k.key_var), text.expr(k.keys));
   o += "  instances: " + attention_instances(k) + "\n";
-  for (const auto& s : k.scalars) o += fmt::format("  let {} = {}\n", s.name, text.expr(s.value));
+  for (const auto& s : k.scalars)
+    o += fmt::format("  let {} = {}{}\n", s.name, text.expr(s.value),
+                     s.entry >= 0 ? fmt::format(" (host-computed: tile-list entry ints {}, {})", s.entry, s.entry + 1) : "");
   o += fmt::format("  operands: q {}, k {}, v {} ({}), head dims instantiated", text.buffer(k.q), text.buffer(k.k),
                    text.buffer(k.v), elem_name(k.elem));
   for (int dp : k.head_dims) o += fmt::format(" {}", dp);
@@ -867,7 +880,8 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
     }
   }
   for (const auto& inv : k.post_invariants)
-    o += fmt::format("  after keys, once a block: {} = {}\n", inv.name, text.expr(inv.value));
+    o += fmt::format("  after keys, once a block: {} = {}{}\n", inv.name, text.expr(inv.value),
+                     inv.entry >= 0 ? fmt::format(" (host-computed: tile-list entry ints {}, {})", inv.entry, inv.entry + 1) : "");
   for (const auto& s : k.post) o += "  after keys: " + text.stmt(s, 0);
   for (const auto& p : k.pair_stores)
     o += fmt::format("  after keys, statement {}: a lane's two adjacent columns in one {}-bit store where the row's index "

@@ -142,3 +142,25 @@ timeout 300 python3 bench_fused.py --dir fin --seqlens seqlens --reps 30 --flush
   --out $R/bench_bf16_tiles.txt > $R/bench_bf16_tiles_log.txt 2>&1
 echo "bench rc=$?"; grep variant $R/bench_bf16_tiles.txt
 fi
+if [[ $PART == i ]]; then
+# ent/: the block's offsets and lengths in its tile-list entry (computed by
+# the host), against fin/ (the libraries before): float64 checks, memcheck,
+# racecheck, then bf16 and f32 with fin as the variant, the L2 flushed.
+for dt in bf16 f32; do
+  timeout 60 python3 bench_fused.py --dir ent --dtype $dt --lengths 4096,0,1,17,300 --check-only > $R/check_ent_$dt.txt 2>&1
+  timeout 40 python3 bench_fused.py --dir ent --dtype $dt --lengths 600,590,610 --D 128 --check-only >> $R/check_ent_$dt.txt 2>&1
+  timeout 40 python3 bench_fused.py --dir ent --dtype $dt --lengths 33,1,0,65,7 --D 64,128 --check-only >> $R/check_ent_$dt.txt 2>&1
+  echo "check ent $dt: $(grep -c 'check OK' $R/check_ent_$dt.txt) OK, $(grep -ci 'wrong\|error' $R/check_ent_$dt.txt) wrong"
+  for tool in memcheck racecheck; do
+    timeout 100 compute-sanitizer --tool $tool python3 bench_fused.py --dir ent --dtype $dt --lengths 300,0,1,17,70 --check-only \
+      --dccc-only --D 64,128 --mask full,causal >> $R/check_ent_$dt.txt 2>&1
+    echo "$tool ent $dt: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/check_ent_$dt.txt | tail -1)"
+  done
+done
+timeout 200 python3 bench_fused.py --dir ent --seqlens seqlens --reps 30 --flush-l2 --variants fin=fin \
+  --out $R/bench_bf16_ent.txt > $R/bench_bf16_ent_log.txt 2>&1
+echo "bench bf16 rc=$?"; grep variant $R/bench_bf16_ent.txt
+timeout 250 python3 bench_fused.py --dir ent --dtype f32 --seqlens seqlens --reps 20 --flush-l2 --variants fin=fin \
+  --out $R/bench_f32_ent.txt > $R/bench_f32_ent_log.txt 2>&1
+echo "bench f32 rc=$?"; grep variant $R/bench_f32_ent.txt
+fi
