@@ -1,4 +1,5 @@
-// The kernel IR's names and its text form (backend/gpu/kernel_ir.h).
+// The kernel IR's names and its text forms, the contraction kernel's and the
+// fused attention kernel's (backend/gpu/kernel_ir.h: --emit=kernel).
 #include "backend/gpu/kernel_ir.h"
 
 #include <fmt/format.h>
@@ -176,6 +177,80 @@ int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
   // boundary (the swizzle's period); the launch sizes for either build.
   const int bn = long_keys ? attention_long_tile_n(k, dp) : attention_tile_n(k, dp);
   return std::max(padded, ns * 2 * bn * dp * elem_bytes(k.elem) + 1024);
+}
+
+std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
+  std::string o = fmt::format("kernel {} (fused attention) {{\n", k.name);
+  o += fmt::format("  grid: {} (", attn_grid_name(k.grid));
+  for (const auto& b : k.batch) o += text.var(b.var) + ", ";
+  o += fmt::format("query tile), built by the host from the lengths, longest key sequence first\n");
+  for (const auto& b : k.batch) o += fmt::format("    batch {} in 0 .. {}\n", text.var(b.var), text.expr(b.extent));
+  o += fmt::format("    rows {} in 0 .. {}, keys {} in 0 .. {} (tiles per head dim below)\n", text.var(k.row_var),
+                   text.expr(k.rows), text.var(k.key_var), text.expr(k.keys));
+  o += "  instances: " + attention_instances(k) + "\n";
+  for (const auto& s : k.scalars)
+    o += fmt::format("  let {} = {}{}\n", s.name, text.expr(s.value),
+                     s.entry >= 0 ? fmt::format(" (host-computed: tile-list entry ints {}, {})", s.entry, s.entry + 1) : "");
+  o += fmt::format("  operands: q {}, k {}, v {} ({}), head dims instantiated", text.buffer(k.q), text.buffer(k.k),
+                   text.buffer(k.v), elem_name(k.elem));
+  for (int dp : k.head_dims) o += fmt::format(" {}", dp);
+  o += "\n";
+  o += fmt::format("  shared: K and V [stages (per instance)][key][d], line head dim + {}, cp.async 16B when aligned, else by element; "
+                   "the key loop copies tile kt + stages - 1 while it computes tile kt\n",
+                   k.pad);
+  if (k.elem == Elem::F32)
+    o += fmt::format("  mma: {} ({}) for S = Q K^T and O += P V (a fresh fragment a key tile, added in f32); K and V "
+                     "fragments by 32-bit shared loads, V's keys paired to P's accumulator layout\n",
+                     mma_name(k.shape), fp32_math_name(k.fp32));
+  else
+    o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
+  if (!k.wgmma_dims.empty()) {
+    std::string dims;
+    for (int dp : k.wgmma_dims) dims += fmt::format("{}{} (S m64n{}k16, O m64n{}k16)", dims.empty() ? "" : ", ", dp, attention_tile_n(k, dp), dp);
+    o += "  wgmma on sm_90a, head dims " + dims +
+         ": A (Q, P) from registers, K (K-major) and V (MN-major) from 128-byte swizzled shared memory by descriptor, "
+         "a warpgroup's 64 rows each\n";
+  }
+  if (k.index32) o += "  indices: row and key in 32 bits (i32 lengths)\n";
+  o += k.guard_rows   ? "  checks: every element checks its row and key\n"
+        : k.guard_keys ? "  checks: full key tiles none; the partial last key tile its keys\n"
+                       : "  checks: none; the partial last key tile masks fold values and P by key\n";
+  o += fmt::format("  score: {} per (row, key) from the contraction\n", text.buffer(k.score_acc));
+  for (const auto& inv : k.invariants)
+    o += fmt::format("  invariant {} = {} (once a block{})\n", inv.name, text.expr(inv.value),
+                     inv.divisor ? "; 16-bit divisions by it multiply by its scaled reciprocal, in "
+                                 "the key loop's copy for blocks where it is not 0 and needs no scaling by one multiply "
+                                 "with no 0 / 0 check"
+                               : "");
+  for (const auto& s : k.pre) o += "  before keys (per row): " + text.stmt(s, 0);
+  for (const auto& s : k.steps) {
+    switch (s.kind) {
+      case AttnStepKind::Element: o += "  per element: " + text.stmt(s.stmt, 0); break;
+      case AttnStepKind::Row: o += "  per row: " + text.stmt(s.stmt, 0); break;
+      case AttnStepKind::Fold:
+        o += fmt::format("  fold ({}) over the tile of {}: ", ir::op_text(s.op), text.expr(s.term)) + text.stmt(s.stmt, 0);
+        break;
+      case AttnStepKind::Pv:
+        o += fmt::format("  pv: {} = {} * {} + P V, P = {} per element\n", text.buffer(k.out_acc),
+                         text.buffer(k.out_acc), k.pv_scale ? text.expr(k.pv_scale) : std::string("1"), text.expr(k.pv_p));
+        break;
+    }
+  }
+  for (const auto& inv : k.post_invariants)
+    o += fmt::format("  after keys, once a block: {} = {}{}\n", inv.name, text.expr(inv.value),
+                     inv.entry >= 0 ? fmt::format(" (host-computed: tile-list entry ints {}, {})", inv.entry, inv.entry + 1) : "");
+  for (const auto& s : k.post) o += "  after keys: " + text.stmt(s, 0);
+  for (const auto& p : k.pair_stores)
+    o += fmt::format("  after keys, statement {}: a lane's two adjacent columns in one {}-bit store where the row's index "
+                     "at column 0, {}, is even\n",
+                     p.post + 1, p.bits, text.expr(p.row_index));
+  if (!k.post_divisors.empty())
+    o += "  after keys: the row's divisions one multiply by the scaled reciprocal where the divisor is not 0 and needs no "
+         "scaling, with the columns unchecked where all of the lane's lie inside\n";
+  if (k.skip_conjuncts.empty()) o += "  skip: none\n";
+  for (const auto& c : k.skip_conjuncts) o += fmt::format("  skip: key tiles where {} holds at no corner\n", text.expr(c));
+  for (const auto& n : k.notes) o += "  note: " + n + "\n";
+  return o + "}\n";
 }
 
 }  // namespace dccc::gpu
