@@ -693,13 +693,15 @@ struct Printer {
       for (const auto& p : k.pair_stores)
         if (k.post[p.post] == s) pair = &p;
       const std::string col = fmt::format("const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var), c0);
+      const ir::Stmt store = pair ? ir::items_of(s->body[0])[0] : nullptr;  // the one store (planner's check)
+      const std::string ptr = pair ? d.buffer(store->buffer.get()) : "";
+      const bool f32_store = pair && pair->bits == 64;
       if (pair) {
-        const ir::Stmt store = ir::items_of(s->body[0])[0];
-        const std::string ptr = d.buffer(store->buffer.get());
         out += fmt::format("      const int64_t ob = {};  // the row's output index at column 0\n", d.expr(pair->row_index));
-        const bool f32_store = store->buffer->type == Scalar::F32;
-        fast += fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, f32_store ? 8 : 4);
-        out += "      if (" + fast + ") {\n" + nz_decls;
+        fast += fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, pair->bits / 8);
+      }
+      out += "      if (" + fast + ") {\n" + nz_decls;
+      if (pair) {
         out += fmt::format("#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {{\n        {} pr[2];\n", f32_store ? "float" : "uint16_t");
         out += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
         out += "          " + col;
@@ -708,7 +710,6 @@ struct Printer {
         out += f32_store ? fmt::format("        *reinterpret_cast<float2*>(&{}[ob + {}8 * dt + 2 * tig]) = make_float2(pr[0], pr[1]);\n      }}\n", ptr, c0)
                    : fmt::format("        *reinterpret_cast<uint32_t*>(&{}[ob + {}8 * dt + 2 * tig]) = dcc_pack16(pr[0], pr[1]);\n      }}\n", ptr, c0);
       } else {
-        out += "      if (" + fast + ") {\n" + nz_decls;
         out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
         out += "          const int e = 2 * (rr & 1) + c;\n          " + col + "          {\n";
         out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
