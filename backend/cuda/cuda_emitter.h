@@ -307,7 +307,8 @@ class FuncEmitter {
   std::vector<std::string> asserts_;
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
   std::map<const ir::ExprNode*, std::string> override_;  // expressions already in registers
-  std::map<const ir::ExprNode*, std::string> divisor_;   // 16-bit divisions by NAME: NAME_k, NAME_r precomputed
+  std::map<const ir::ExprNode*, std::string> divisor_;   // divisions rounded to 16 bits by NAME: NAME_k, NAME_r precomputed
+  const ir::ExprNode* div16_ = nullptr;                   // the f32 division a cast being printed rounds to 16 bits
   std::set<const ir::ExprNode*> finite_sub_;              // float subtractions with an operand known finite: plain a - b
   std::map<std::string, std::string> hoisted_;           // loads made once per outer iteration
   std::string outer_prefix_;                              // their declarations

@@ -129,7 +129,10 @@ std::string FuncEmitter::expr(const ir::Expr& e) {
       if (auto it = hoisted_.find(v); it != hoisted_.end()) return it->second;
       return v;
     }
-    case ExprKind::Cast: return cast(expr(e->args[0]), e->args[0]->type, e->type);
+    case ExprKind::Cast:
+      // An f32 division rounded to 16 bits by the cast: as a 16-bit one (binary, Div).
+      if (const ir::ExprNode* q = gpu::rounded16_division(*e); q && q != e.get()) div16_ = q;
+      return cast(expr(e->args[0]), e->args[0]->type, e->type);
     case ExprKind::Select:
       return fmt::format("(({}) ? ({}) : ({}))", expr(e->args[0]), expr(e->args[1]), expr(e->args[2]));
     case ExprKind::Unary: return round_to(e->type, unary(e));
@@ -198,9 +201,9 @@ std::string FuncEmitter::binary(const ir::Expr& e) {
         return fmt::format("dcc_fsub({}, {})", a, c);
       case BinOp::Mul: return fmt::format("(({}) * ({}))", a, c);
       case BinOp::Div:
-        if (auto it = divisor_.find(e->args[1].get()); it != divisor_.end() && is_16bit(e->type))
+        if (auto it = divisor_.find(e->args[1].get()); it != divisor_.end() && (is_16bit(e->type) || div16_ == e.get()))
           return fmt::format("dcc_fdiv16_pre({0}, {1}, {2}_k, {2}_r, {2}_nz)", a, c, it->second);
-        return fmt::format("{}({}, {})", is_16bit(e->type) ? "dcc_fdiv16" : "dcc_fdiv", a, c);
+        return fmt::format("{}({}, {})", is_16bit(e->type) || div16_ == e.get() ? "dcc_fdiv16" : "dcc_fdiv", a, c);
       case BinOp::Mod: return fmt::format("{}({}, {})", dbl ? "fmod" : "fmodf", a, c);
       case BinOp::Min: return fmt::format("{}({}, {})", dbl ? "fmin" : "fminf", a, c);
       case BinOp::Max: return fmt::format("{}({}, {})", dbl ? "fmax" : "fmaxf", a, c);

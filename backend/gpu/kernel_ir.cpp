@@ -37,6 +37,15 @@ const char* fp32_math_name(Fp32Math m) {
   return "?";
 }
 
+const ir::ExprNode* rounded16_division(const ir::ExprNode& e) {
+  auto div = [](const ir::ExprNode& x) { return x.kind == ir::ExprKind::Binary && x.binop == ir::BinOp::Div; };
+  auto b16 = [](Scalar t) { return t == Scalar::BF16 || t == Scalar::F16; };
+  if (div(e) && b16(e.type)) return &e;
+  if (e.kind == ir::ExprKind::Cast && b16(e.type) && div(*e.args[0]) && e.args[0]->type == Scalar::F32)
+    return e.args[0].get();
+  return nullptr;
+}
+
 const char* mma_name(MmaShape s) {
   switch (s) {
     case MmaShape::M16N8K16_BF16: return "m16n8k16.row.col.f32.bf16.bf16.f32";

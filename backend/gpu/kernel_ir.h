@@ -39,6 +39,15 @@ int elem_bytes(Elem e);
 enum class Fp32Math { Split3xTf32, Tf32, Ieee };
 const char* fp32_math_name(Fp32Math m);
 
+/// The division whose quotient `e` rounds to 16 bits, or null: `e` itself
+/// when it is a bf16 / f16 division, the f32 division under `e` when `e`
+/// casts one to bf16 / f16 (`bf16(o / row_sum)`, FlashAttention-2's
+/// precision in mha_bf16_f32_scores.toy). Either may be computed as a
+/// multiply by the divisor's scaled reciprocal (dcc_fdiv16_pre; docs/cuda.md,
+/// "16-bit results"): within 2^-22 of the exact quotient, which the 16-bit
+/// rounding hides but at a rounding midpoint.
+const ir::ExprNode* rounded16_division(const ir::ExprNode& e);
+
 /// One warp-wide `mma.sync` shape, operand type included; the accumulator
 /// is always f32 (four registers per lane for an m16n8 tile).
 enum class MmaShape {
@@ -413,9 +422,9 @@ struct AttentionKernel {
   /// would re-read them (no compiler moves a load across a store that may
   /// alias it).
   std::vector<Invariant> post_invariants;
-  /// 16-bit divisions after the key loop by a row value (the row sum): the
-  /// divisor node and the row scalar; its scaled reciprocal is computed once
-  /// a row.
+  /// Divisions rounded to 16 bits (rounded16_division) after the key loop by
+  /// a row value (the row sum): the divisor node and the row scalar; its
+  /// scaled reciprocal is computed once a row.
   std::vector<std::pair<const ir::ExprNode*, const ir::BufferNode*>> post_divisors;
   /// Column loops after the key loop (by index into `post`) whose body is
   /// one store of a 16-bit or f32 element at an index affine in the column

@@ -626,8 +626,9 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     if (s->kind != StmtKind::For) continue;
     ir::each_stmt(s, [&](const ir::StmtNode& y) {
       ir::own_exprs(y, [&](const ir::ExprNode& e) {
-        if (e.kind != ExprKind::Binary || e.binop != BinOp::Div || !(e.type == Scalar::BF16 || e.type == Scalar::F16)) return;
-        const ir::Expr& dv = e.args[1];
+        const ir::ExprNode* q = rounded16_division(e);
+        if (!q) return;
+        const ir::Expr& dv = q->args[1];
         if (dv->kind == ExprKind::Load && dv->buffer->dims.empty() && row_s.count(dv->buffer.get()))
           k.post_divisors.push_back({dv.get(), dv->buffer.get()});
       });
@@ -668,9 +669,6 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     if (me.eval(k.pv_p) != Abs::Zero) identity = false;
     std::vector<ir::Expr> cs;
     conjuncts(conds[0], cs);
-    std::vector<ir::Var> allowed = batch_vars;
-    allowed.push_back(i);
-    allowed.push_back(j);
     for (const auto& c : cs) {
       if (c->kind != ExprKind::Binary || !ir::is_comparison(c->binop)) continue;
       if (!ir::affine_in(c->args[0], i) || !ir::affine_in(c->args[0], j) || !ir::affine_in(c->args[1], i) ||

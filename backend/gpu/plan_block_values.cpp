@@ -21,7 +21,8 @@ using namespace ir::affine;  // is_int, coefficient, fold (ir/affine.h)
 /// holds of every node (leaves: constants, sizes, the batch variables
 /// `bv`; other nodes as `leaf_ok` says), named `prefix` + index in `out`
 /// and merged with an equal one already there when `worth` says they are
-/// worth a name. `div16`: the divisor of a 16-bit division is marked
+/// worth a name. `div16`: the divisor of a division rounded to 16 bits
+/// (rounded16_division: a 16-bit one or an f32 one cast to 16 bits) is marked
 /// (AttentionKernel::Invariant::divisor) and named even without an
 /// operation; `into_loads`: look for invariants inside loads' indices too.
 struct InvariantWalk {
@@ -59,9 +60,12 @@ struct InvariantWalk {
       out->push_back({fmt::format("{}{}", prefix, out->size()), e, {e.get()}, divisor});
       return;
     }
-    const bool d16 = div16 && e->kind == ExprKind::Binary && e->binop == BinOp::Div &&
-                     (e->type == Scalar::BF16 || e->type == Scalar::F16);
-    for (size_t x = 0; x < e->args.size(); ++x) visit(e->args[x], d16 && x == 1);
+    const ir::ExprNode* q = div16 ? rounded16_division(*e) : nullptr;
+    if (q && q != e.get()) {  // a cast of an f32 division to 16 bits: the division's divisor marked
+      for (size_t x = 0; x < q->args.size(); ++x) visit(q->args[x], x == 1);
+      return;
+    }
+    for (size_t x = 0; x < e->args.size(); ++x) visit(e->args[x], q && x == 1);
   }
 };
 

@@ -1,0 +1,76 @@
+#!/bin/bash
+# Device calls (session 21), from the repository root, build-var/s21a carried
+# (bench_fused.py, seqlens, include/, libdccrt.a, libs.tar.xz with the
+# variant folders built by build-var/s21a/build.sh = build_libs.sh here).
+# PART=a: the f32-scores program (mha_bf16_f32_scores.toy, FlashAttention-2's
+# computation) with and without --fast-math against mha_bf16.toy: float64
+# checks, bf16 B = 128 timing with both as variants (L2 flushed), and ncu's
+# pipe utilisation for race D = 64 full of mha_bf16 and of f32sf.
+R=$OUT; mkdir -p /tmp/dccc-gpu
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $R/gpu.txt
+cd build-var/s21a || exit 1
+tar -xJf libs.tar.xz
+check() {  # check DIR DTYPE -> $R/check_DIR_DTYPE.txt
+  local f=$R/check_$1_$2.txt
+  timeout 60 python3 bench_fused.py --dir $1 --dtype $2 --lengths 4096,0,1,17,300 --check-only > $f 2>&1
+  timeout 40 python3 bench_fused.py --dir $1 --dtype $2 --lengths 600,590,610 --D 128 --check-only >> $f 2>&1
+  timeout 40 python3 bench_fused.py --dir $1 --dtype $2 --lengths 33,1,0,65,7 --D 64,128 --check-only >> $f 2>&1
+  echo "check $1 $2: $(grep -c 'check OK' $f) OK, $(grep -ci 'wrong\|error' $f) wrong"
+}
+sanitize() {  # sanitize DIR DTYPE
+  for tool in memcheck racecheck; do
+    timeout 100 compute-sanitizer --tool $tool python3 bench_fused.py --dir $1 --dtype $2 --lengths 300,0,1,17,70 --check-only \
+      --dccc-only --D 64,128 --mask full,causal > $R/${tool}_$1_$2.txt 2>&1
+    echo "$tool $1 $2: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${tool}_$1_$2.txt | tail -1)"
+  done
+}
+pipes() {  # pipes DIR BATCH D NAME: ncu pipe utilisation and instruction mix of the fused kernel
+  timeout 120 ncu --clock-control none --kernel-name regex:__k0__d$3 --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats --section WarpStateStats \
+    --section Occupancy --metrics smsp__inst_executed_pipe_fp16.sum,smsp__inst_executed_pipe_alu.sum,smsp__inst_executed_pipe_fma.sum,smsp__inst_executed_pipe_xu.sum,smsp__inst_executed.sum,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fp16_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_xu_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_uniform.avg.pct_of_peak_sustained_active \
+    python3 bench_fused.py --dir $1 --seqlens seqlens --batches $2 --mask full --D $3 --reps 2 --dccc-only > $R/ncu_$4.txt 2>&1
+  echo "ncu $4 rc=$?: $(grep -E 'Duration|Executed Ipc A|pipe_.*pct|inst_executed' $R/ncu_$4.txt | tr -s ' ' | tr '\n' ';')"
+}
+if [[ $PART == a ]]; then
+for v in f32s f32sf; do check $v bf16; done
+sanitize f32sf bf16
+timeout 360 python3 bench_fused.py --dir cur --seqlens seqlens --reps 30 --flush-l2 --variants f32s=f32s,f32sf=f32sf \
+  --out $R/bench_bf16.txt > $R/bench_bf16_log.txt 2>&1
+echo "bench bf16 rc=$?"; grep -E "full|causal" $R/bench_bf16_log.txt | tail -40
+pipes cur race 64 cur_race64
+pipes f32sf race 64 f32sf_race64
+fi
+if [[ $PART == b ]]; then
+# After the two compiler changes (a division rounded to 16 bits by a cast
+# one multiply by the row's reciprocal; causal tiles below the diagonal
+# without the mask): new/ (mha_bf16, bf16 causal), f32sf2/ (f32-scores,
+# --fast-math), f32s2/ (f32-scores) against cur/ (the session's first
+# mha_bf16 libraries): float64 checks, memcheck / racecheck, bf16 timing.
+for v in new f32sf2 f32s2; do check $v bf16; done
+sanitize new bf16
+sanitize f32sf2 bf16
+timeout 400 python3 bench_fused.py --dir new --seqlens seqlens --reps 30 --flush-l2 --variants cur=cur,f32sf=f32sf2,f32s=f32s2 \
+  --out $R/bench_bf16.txt > $R/bench_bf16_log.txt 2>&1
+echo "bench bf16 rc=$?"; grep -E "full|causal" $R/bench_bf16_log.txt | tail -80
+fi
+if [[ $PART == c ]]; then
+# Which form of the unmasked copy (AttentionKernel::clear_cond) pays, causal
+# only, built with a temporary switch in the printer (DCC_CLEAR_MODE):
+# m3 = three copies (unmasked / full / partial), m2 = two (unmasked / the
+# partial tile's checked body for the rest), m0 = none; bm* the bf16
+# mha_causal.toy, fm* the f32-scores program with --fast-math. Then ncu's
+# per-SASS stall samples for f32sf2 on wiki128, D = 128, full.
+for v in fm2 bm2; do check $v bf16; done
+timeout 300 python3 bench_fused.py --dir fm3 --mask causal --seqlens seqlens --reps 30 --flush-l2 \
+  --variants fm2=fm2,fm0=fm0,bm3=bm3,bm2=bm2,bm0=bm0 --out $R/bench_causal.txt > $R/bench_causal_log.txt 2>&1
+echo "bench causal rc=$?"; grep -E "causal" $R/bench_causal_log.txt | tail -80
+timeout 120 ncu --clock-control none --kernel-name regex:__k0__d128 --launch-skip 3 --launch-count 1 \
+  --section SourceCounters --section WarpStateStats --section SpeedOfLight --section Occupancy --section LaunchStats \
+  --section InstructionStats --import-source no -o /tmp/prof_w \
+  python3 bench_fused.py --dir f32sf2 --seqlens seqlens --batches wiki128 --mask full --D 128 --reps 2 --dccc-only > /tmp/ncu_log_w.txt 2>&1
+echo "ncu rc=$?"; tail -2 /tmp/ncu_log_w.txt
+ncu -i /tmp/prof_w.ncu-rep --page source --csv --print-source sass > /tmp/sass_w.csv 2>/dev/null
+xz -9 -c /tmp/sass_w.csv > $R/sass_f32sf2_wiki128_d128.csv.xz
+ncu -i /tmp/prof_w.ncu-rep --page details > $R/details_f32sf2_wiki128_d128.txt 2>&1
+grep -E "Duration|Executed Ipc A|Executed Instructions  |Registers|Achieved Occ" $R/details_f32sf2_wiki128_d128.txt | tr -s ' '
+fi
