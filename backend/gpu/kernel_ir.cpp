@@ -240,8 +240,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
         o += fmt::format("  fold ({}) over the tile of {}: ", ir::op_text(s.op), text.expr(s.term)) + text.stmt(s.stmt, 0);
         break;
       case AttnStepKind::Pv:
-        o += fmt::format("  pv: {} = {} * {} + P V, P = {} per element\n", text.buffer(k.out_acc),
-                         text.buffer(k.out_acc), k.pv_scale ? text.expr(k.pv_scale) : std::string("1"), text.expr(k.pv_p));
+        o += fmt::format("  pv: {} = {} * {} + P V, P = {} per element{}\n", text.buffer(k.out_acc),
+                         text.buffer(k.out_acc), k.pv_scale ? text.expr(k.pv_scale) : std::string("1"), text.expr(k.pv_p),
+                         k.pv_rounded_by_pack ? fmt::format(", rounded to {} by the fragments' pack", elem_name(k.elem)) : "");
         break;
     }
   }

@@ -323,7 +323,7 @@ struct AttentionKernel {
   /// keeps key_tiles'). The launch picks it from the cached tile list's
   /// mean (DccTiles::kmean).
   std::vector<int> long_key_tiles{0, 0, 0, 0};
-  int64_t long_keys = 256;
+  int64_t long_keys = 192;
   /// Per instantiation: K's and V's shared-memory stages (cp.async): the
   /// key loop copies key tile kt + stages - 1 while it computes tile kt, so
   /// a block's copies run stages - 1 tiles ahead. `long_key_stages` for the
@@ -377,6 +377,10 @@ struct AttentionKernel {
   const ir::BufferNode* out_acc = nullptr;
   ir::Var pv_var;
   ir::Expr pv_p, pv_scale, pv_offset;
+  /// The program rounds P to the tensor core's 16-bit type (`f32(bf16(p))`)
+  /// and pv_p is the f32 value before that rounding: packing P's fragments
+  /// (cvt.rn.bf16x2 / f16x2) rounds it to the same bits, once.
+  bool pv_rounded_by_pack = false;
   /// After the key loop: loops over the output columns (per accumulator
   /// element, T's loads read registers) and row statements.
   std::vector<ir::Stmt> post;

@@ -689,6 +689,19 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   } else if (conds.size() > 1) {
     skip_note = "no key tile is skipped: more than one mask condition";
   }
+  // P rounded to the tensor core's 16-bit type by the program (`f32(bf16(p))`,
+  // FlashAttention-2's precision): packing the fragments rounds the f32 value
+  // to the same bits, so p is taken before the rounding (one cvt a pair of
+  // elements instead of one an element and one a pair).
+  if (k.elem != Elem::F32) {
+    const Scalar t = k.elem == Elem::BF16 ? Scalar::BF16 : Scalar::F16;
+    ir::Expr x = k.pv_p;
+    if (x->kind == ExprKind::Cast && x->type == Scalar::F32 && x->args[0]->type == t) x = x->args[0];
+    if (x->kind == ExprKind::Cast && x->type == t && x->args[0]->type == Scalar::F32) {
+      k.pv_p = x->args[0];
+      k.pv_rounded_by_pack = true;
+    }
+  }
   k.notes.insert(k.notes.begin(),
                  {fmt::format("fused attention: rows {}, keys {}, {} batch loop(s); a block owns a tile of query rows "
                               "(per head dim below) of one batch entry and streams keys a tile at a time through {} shared-memory "

@@ -317,9 +317,9 @@ TEST(AttentionEmu, WgmmaBf16) {
   EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0, 2>"), std::string::npos) << "head dim 64 not on wgmma";
   EXPECT_NE(b.cu.find("mha_bf16__k0__body<32, 64, 1, 4, false, 2>"), std::string::npos) << "head dim 32 on wgmma";
   // Head dim 128's long-key instantiation: 64 keys a tile with wgmma, taken by
-  // launches whose entries average 256 keys or more (the 300/280-key case).
+  // launches whose entries average 192 keys or more (the 300/280-key case).
   EXPECT_NE(b.cu.find("mha_bf16__k0__body<128, (DCC_WGMMA != 0 ? 64 : 32), 1, 4, DCC_WGMMA != 0, 2>"), std::string::npos);
-  EXPECT_NE(b.cu.find("tv->kmean >= 256 && dcc__cc_major() == 9"), std::string::npos);
+  EXPECT_NE(b.cu.find("tv->kmean >= 192 && dcc__cc_major() == 9"), std::string::npos);
   // ... and run by a launch of entries of 290 keys on average.
   const std::vector<Case> long_keys{{{40, 3}, {300, 280}, 1, 128}};
   int checked = 0;
