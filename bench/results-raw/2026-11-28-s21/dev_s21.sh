@@ -74,3 +74,35 @@ xz -9 -c /tmp/sass_w.csv > $R/sass_f32sf2_wiki128_d128.csv.xz
 ncu -i /tmp/prof_w.ncu-rep --page details > $R/details_f32sf2_wiki128_d128.txt 2>&1
 grep -E "Duration|Executed Ipc A|Executed Instructions  |Registers|Achieved Occ" $R/details_f32sf2_wiki128_d128.txt | tr -s ' '
 fi
+if [[ $PART == d ]]; then
+# The f32-scores program with --fast-math (fdef/, the committed compiler)
+# against two tile choices (ft64/: 64 keys a tile at every head dim,
+# --attention-tiles=1,4,64,3; fm2/: 128 query rows a block, 4 warps of 32
+# rows, mma.sync, 2 blocks an SM, --attention-tiles=2,4,64,2) and against
+# mha_bf16.toy as written (cur/): float64 checks, timing full and causal.
+for v in fdef ft64 fm2; do check $v bf16; done
+timeout 450 python3 bench_fused.py --dir fdef --seqlens seqlens --reps 30 --flush-l2 \
+  --variants t64=ft64,m2=fm2,asw=cur --out $R/bench_tiles.txt > $R/bench_tiles_log.txt 2>&1
+echo "bench rc=$?"; grep -E "full|causal" $R/bench_tiles_log.txt | tail -80
+fi
+if [[ $PART == e ]]; then
+# The final libraries: fin/ (mha_bf16_f32_scores.toy with --fast-math under
+# the names bench_fused.py calls), finb/ (mha_bf16.toy and the bf16
+# mha_causal.toy), with cur/ (mha_bf16 at the session's start) and fdef/
+# (the f32-scores program after the division step, before the P-rounding
+# and the 192-key threshold) as variants: float64 checks, memcheck and
+# racecheck, then the bf16 table, the L2 flushed.
+for v in fin finb; do check $v bf16; sanitize $v bf16; done
+timeout 420 python3 bench_fused.py --dir fin --seqlens seqlens --reps 30 --flush-l2 \
+  --variants asw=finb,asw0=cur,fdef=fdef --out $R/bench_final.txt > $R/bench_final_log.txt 2>&1
+echo "bench rc=$?"; grep -E "full|causal" $R/bench_final_log.txt | tail -80
+fi
+if [[ $PART == f ]]; then
+# Every CUDA backend test with the session's final compiler (test.tar.xz).
+tar -xJf test.tar.xz -C /tmp/dccc-gpu
+ROOT=$(cd ../.. && pwd)
+LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+  DCCC_CUDA_SCHEDULES_DIRS="$ROOT/tests/cuda/schedules" DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+  timeout 560 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*' > $R/gpu_test_all.txt 2>&1
+echo "rc=$?"; grep -E "OK \]|FAILED|PASSED|largest|Failure" $R/gpu_test_all.txt | head -20
+fi
