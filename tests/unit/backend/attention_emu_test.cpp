@@ -246,6 +246,20 @@ TEST(AttentionEmu, MhaBf16) {
   check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false);
 }
 
+// FlashAttention-2's precision (examples/mha_bf16_f32_scores.toy: f32
+// scores and sums, P rounded to the 16-bit type for P V, the output's
+// division cast to 16 bits): P is packed from its f32 value (the pack's
+// rounding is the program's, AttentionKernel::pv_rounded_by_pack) and the
+// division by the row sum is one multiply (gpu::rounded16_division). bf16 on
+// mma.sync; an f16 version of the causal function on wgmma (the f16 pack).
+TEST(AttentionEmu, F32ScoresBf16AndF16) {
+  const std::string src = read(DCCC_EXAMPLES_DIR "/mha_bf16_f32_scores.toy");
+  // (The file's causal function skips tiles: its CUDA holds both.)
+  check("mha_bf16_f32_scores.toy", src, "mha_bf16_f32_scores", [](double s, int, int) { return s; }, true);
+  check("mha_f16_f32_scores.toy", std::regex_replace(src, std::regex("bf16"), "f16"), "mha_causal_f16_f32_scores",
+        [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, {}, true, true);
+}
+
 // Two m16 tiles of query rows a warp (--attention-tiles=2,2,32,2: 2 warps
 // of 32 rows, 32 keys a tile): each K and V fragment feeds two MMAs; the
 // row slots, folds, rescale and output loops run over both tiles.
