@@ -258,6 +258,10 @@ class FuncEmitter {
   std::string store_value(Scalar t, const std::string& v);
   std::string cast(const std::string& v, Scalar from, Scalar to);
   std::string expr(const ir::Expr& e);
+  /// A 16-bit value `e` as the f32 it is rounded from (a cast from f32, or a
+  /// 16-bit operation computed in f32): what a pack of two such values
+  /// (cvt.rn.bf16x2 / f16x2) rounds to the same bits. Else expr(e).
+  std::string expr_unrounded(const ir::Expr& e);
   std::string unary(const ir::Expr& e);
   std::string binary(const ir::Expr& e);
   void stmt(const ir::Stmt& s, int depth, std::string& out);

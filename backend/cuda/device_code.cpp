@@ -141,6 +141,20 @@ std::string FuncEmitter::expr(const ir::Expr& e) {
   unsupported(f_.at, "this expression");
 }
 
+std::string FuncEmitter::expr_unrounded(const ir::Expr& e) {
+  if (override_.count(e.get()) || !is_16bit(e->type)) return expr(e);
+  switch (e->kind) {
+    case ExprKind::Cast:
+      if (e->args[0]->type != Scalar::F32) break;
+      if (const ir::ExprNode* q = gpu::rounded16_division(*e); q && q != e.get()) div16_ = q;
+      return expr(e->args[0]);
+    case ExprKind::Unary: return unary(e);
+    case ExprKind::Binary: return binary(e);
+    default: break;
+  }
+  return expr(e);
+}
+
 std::string FuncEmitter::unary(const ir::Expr& e) {
   Scalar t = e->args[0]->type;
   std::string x = expr(e->args[0]);

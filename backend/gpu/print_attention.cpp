@@ -702,13 +702,17 @@ struct Printer {
       }
       out += "      if (" + fast + ") {\n" + nz_decls;
       if (pair) {
-        out += fmt::format("#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {{\n        {} pr[2];\n", f32_store ? "float" : "uint16_t");
+        // A 16-bit pair: both values in f32 as they are before their rounding
+        // to the stored type, rounded and packed by one cvt (the same bits).
+        out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        float pr[2];\n";
         out += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
         out += "          " + col;
-        out += fmt::format("          pr[c] = {}({});\n        }}\n",
-                           f32_store ? "" : store->buffer->type == Scalar::BF16 ? "dcc_bf16_bits" : "dcc_f16_bits", d.expr(store->value));
+        const bool own = store->value->type == store->buffer->type;
+        out += fmt::format("          pr[c] = {};\n        }}\n",
+                           !f32_store && own ? d.expr_unrounded(store->value) : d.expr(store->value));
         out += f32_store ? fmt::format("        *reinterpret_cast<float2*>(&{}[ob + {}8 * dt + 2 * tig]) = make_float2(pr[0], pr[1]);\n      }}\n", ptr, c0)
-                   : fmt::format("        *reinterpret_cast<uint32_t*>(&{}[ob + {}8 * dt + 2 * tig]) = dcc_pack16(pr[0], pr[1]);\n      }}\n", ptr, c0);
+                   : fmt::format("        *reinterpret_cast<uint32_t*>(&{}[ob + {}8 * dt + 2 * tig]) = {}(pr[0], pr[1]);\n      }}\n",
+                                 ptr, c0, store->buffer->type == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
       } else {
         out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
         out += "          const int e = 2 * (rr & 1) + c;\n          " + col + "          {\n";

@@ -106,3 +106,17 @@ LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIM
   timeout 560 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*' > $R/gpu_test_all.txt 2>&1
 echo "rc=$?"; grep -E "OK \]|FAILED|PASSED|largest|Failure" $R/gpu_test_all.txt | head -20
 fi
+if [[ $PART == g ]]; then
+# A lane's two 16-bit output columns rounded and packed by one cvt from
+# their f32 values (fin2/, finb2/) against the final libraries before
+# (fin/, finb/): float64 checks, memcheck, then bf16 timing with both pairs.
+for v in fin2 finb2; do check $v bf16; done
+for v in fin2 finb2; do
+  timeout 100 compute-sanitizer --tool memcheck python3 bench_fused.py --dir $v --lengths 300,0,1,17,70 --check-only \
+    --dccc-only --D 64,128 --mask full,causal > $R/memcheck_$v.txt 2>&1
+  echo "memcheck $v: $(grep -E 'ERROR SUMMARY' $R/memcheck_$v.txt | tail -1)"
+done
+timeout 420 python3 bench_fused.py --dir fin2 --seqlens seqlens --reps 30 --flush-l2 \
+  --variants fin=fin,asw2=finb2,asw=finb --out $R/bench_pack.txt > $R/bench_pack_log.txt 2>&1
+echo "bench rc=$?"; grep -E "full|causal" $R/bench_pack_log.txt | tail -80
+fi
