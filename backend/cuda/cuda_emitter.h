@@ -262,6 +262,7 @@ class FuncEmitter {
   /// 16-bit operation computed in f32): what a pack of two such values
   /// (cvt.rn.bf16x2 / f16x2) rounds to the same bits. Else expr(e).
   std::string expr_unrounded(const ir::Expr& e);
+  void note_div16(const ir::ExprNode& cast);
   std::string unary(const ir::Expr& e);
   std::string binary(const ir::Expr& e);
   void stmt(const ir::Stmt& s, int depth, std::string& out);

@@ -130,8 +130,7 @@ std::string FuncEmitter::expr(const ir::Expr& e) {
       return v;
     }
     case ExprKind::Cast:
-      // An f32 division rounded to 16 bits by the cast: as a 16-bit one (binary, Div).
-      if (const ir::ExprNode* q = gpu::rounded16_division(*e); q && q != e.get()) div16_ = q;
+      note_div16(*e);
       return cast(expr(e->args[0]), e->args[0]->type, e->type);
     case ExprKind::Select:
       return fmt::format("(({}) ? ({}) : ({}))", expr(e->args[0]), expr(e->args[1]), expr(e->args[2]));
@@ -141,12 +140,18 @@ std::string FuncEmitter::expr(const ir::Expr& e) {
   unsupported(f_.at, "this expression");
 }
 
+// An f32 division that the cast `e` rounds to 16 bits is printed as a 16-bit
+// one (binary, Div).
+void FuncEmitter::note_div16(const ir::ExprNode& e) {
+  if (const ir::ExprNode* q = gpu::rounded16_division(e); q && q != &e) div16_ = q;
+}
+
 std::string FuncEmitter::expr_unrounded(const ir::Expr& e) {
   if (override_.count(e.get()) || !is_16bit(e->type)) return expr(e);
   switch (e->kind) {
     case ExprKind::Cast:
       if (e->args[0]->type != Scalar::F32) break;
-      if (const ir::ExprNode* q = gpu::rounded16_division(*e); q && q != e.get()) div16_ = q;
+      note_div16(*e);
       return expr(e->args[0]);
     case ExprKind::Unary: return unary(e);
     case ExprKind::Binary: return binary(e);
@@ -214,10 +219,12 @@ std::string FuncEmitter::binary(const ir::Expr& e) {
         if (finite_sub_.count(e.get())) return fmt::format("(({}) - ({}))", a, c);  // an operand is finite
         return fmt::format("dcc_fsub({}, {})", a, c);
       case BinOp::Mul: return fmt::format("(({}) * ({}))", a, c);
-      case BinOp::Div:
-        if (auto it = divisor_.find(e->args[1].get()); it != divisor_.end() && (is_16bit(e->type) || div16_ == e.get()))
+      case BinOp::Div: {
+        const bool r16 = is_16bit(e->type) || div16_ == e.get();  // its quotient is rounded to 16 bits
+        if (auto it = divisor_.find(e->args[1].get()); it != divisor_.end() && r16)
           return fmt::format("dcc_fdiv16_pre({0}, {1}, {2}_k, {2}_r, {2}_nz)", a, c, it->second);
-        return fmt::format("{}({}, {})", is_16bit(e->type) || div16_ == e.get() ? "dcc_fdiv16" : "dcc_fdiv", a, c);
+        return fmt::format("{}({}, {})", r16 ? "dcc_fdiv16" : "dcc_fdiv", a, c);
+      }
       case BinOp::Mod: return fmt::format("{}({}, {})", dbl ? "fmod" : "fmodf", a, c);
       case BinOp::Min: return fmt::format("{}({}, {})", dbl ? "fmin" : "fminf", a, c);
       case BinOp::Max: return fmt::format("{}({}, {})", dbl ? "fmax" : "fmaxf", a, c);

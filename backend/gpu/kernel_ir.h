@@ -414,7 +414,7 @@ struct AttentionKernel {
     std::string name;
     ir::Expr value;
     std::vector<const ir::ExprNode*> uses;
-    bool divisor = false;  // a 16-bit division divides by it: its scaled reciprocal is computed once too
+    bool divisor = false;  // a division rounded to 16 bits divides by it: its scaled reciprocal is computed once too
     int entry = -1;        // as TileScalar::entry (post_invariants)
   };
   std::vector<Invariant> invariants;

@@ -151,7 +151,6 @@ void conjuncts(const ir::Expr& c, std::vector<ir::Expr>& out) {
   }
 }
 
-
 constexpr const char* kNoKeyLoop =
     "no loop over keys starting with a score contraction `acc = 0; for r { acc = acc + q * k }`";
 

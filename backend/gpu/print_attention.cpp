@@ -707,9 +707,8 @@ struct Printer {
         out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        float pr[2];\n";
         out += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
         out += "          " + col;
-        const bool own = store->value->type == store->buffer->type;
-        out += fmt::format("          pr[c] = {};\n        }}\n",
-                           !f32_store && own ? d.expr_unrounded(store->value) : d.expr(store->value));
+        const bool own = store->value->type == store->buffer->type;  // rounded to the stored type by its own node
+        out += fmt::format("          pr[c] = {};\n        }}\n", own ? d.expr_unrounded(store->value) : d.expr(store->value));
         out += f32_store ? fmt::format("        *reinterpret_cast<float2*>(&{}[ob + {}8 * dt + 2 * tig]) = make_float2(pr[0], pr[1]);\n      }}\n", ptr, c0)
                    : fmt::format("        *reinterpret_cast<uint32_t*>(&{}[ob + {}8 * dt + 2 * tig]) = {}(pr[0], pr[1]);\n      }}\n",
                                  ptr, c0, store->buffer->type == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
