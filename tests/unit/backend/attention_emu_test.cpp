@@ -66,8 +66,7 @@ void build(const std::string& name, const std::string& source, const std::string
   co.fp32 = fp32;
   co.attention = tune;
   b.cu = emit_cuda(*p.module, co);
-  auto dir = std::filesystem::temp_directory_path() / ("dccc-attn-emu-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  auto dir = testing::scratch_dir("attn-emu");
   static int serial = 0;
   std::string log;
   // sm90a: compiled as for sm_90a (DCC_WGMMA: the wgmma instantiations, emulated).

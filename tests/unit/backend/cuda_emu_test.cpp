@@ -53,11 +53,8 @@ void compare(const Program& cpu, const Program& gpu, const std::filesystem::path
   }
 }
 
-std::filesystem::path temp_dir(const std::string& what) {
-  auto dir = std::filesystem::temp_directory_path() / ("dccc-cuda-emu-" + what + "-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+/// Removed by the test body when it finishes, at exit when an assertion ends it first.
+std::filesystem::path temp_dir(const std::string& what) { return testing::scratch_dir("cuda-emu-" + what); }
 
 TEST(CudaEmu, ExamplesMatchCpuBackend) {
   auto dir = temp_dir("examples");

@@ -7,8 +7,11 @@
 
 #include <dlfcn.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,6 +24,27 @@
 #include "tests/unit/backend/differential.h"
 
 namespace dccc::backend::testing {
+
+/// A fresh directory `<tmp>/dccc-WHAT-<pid>` for a test's generated sources
+/// and libraries, removed when the test process exits (the libraries stay
+/// open until then, so it cannot go sooner; without this every run left its
+/// megabytes in /tmp).
+inline std::filesystem::path scratch_dir(const std::string& what) {
+  // Never destroyed: the exit handler reads it after static destructors may have run.
+  static auto* made = new std::vector<std::filesystem::path>;
+  static const bool registered = [] {
+    std::atexit([] {
+      std::error_code ec;
+      for (const auto& d : *made) std::filesystem::remove_all(d, ec);
+    });
+    return true;
+  }();
+  (void)registered;
+  auto dir = std::filesystem::temp_directory_path() / ("dccc-" + what + "-" + std::to_string(getpid()));
+  if (std::find(made->begin(), made->end(), dir) == made->end()) made->push_back(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 /// Runs `cmd`, a compiler command that writes the shared library `so`,
 /// appending its output to `log`; returns `so`'s dlopen handle, or null

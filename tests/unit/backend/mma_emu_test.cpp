@@ -60,8 +60,7 @@ Entry build(const std::string& name, const std::string& source, const std::strin
     if (f.name == fn) func = &f;
   EXPECT_NE(func, nullptr) << fn;
   cu = emit_cuda(*keep.module, options);
-  auto dir = std::filesystem::temp_directory_path() / ("dccc-mma-emu-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  auto dir = testing::scratch_dir("mma-emu");
   static int serial = 0;
   std::string log;
   void* lib = testing::build_emulated(testing::emulated(cu), dir, fn + std::to_string(serial++), log);

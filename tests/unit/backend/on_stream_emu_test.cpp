@@ -94,8 +94,7 @@ void build(Lib& l, const std::string& name = "mha_bf16") {
   // The prelude units' GPU kernels (DCCC_CUDA_PRELUDE=gpu, not set here)
   // take three arguments: called directly, one thread.
   cu = std::regex_replace(cu, std::regex("(dcc_gpu_prelude::\\w+)<<<1, 1>>>"), "$1");
-  auto dir = std::filesystem::temp_directory_path() / ("dccc-on-stream-emu-" + std::to_string(getpid()) + "-" + name);
-  std::filesystem::create_directories(dir);
+  auto dir = testing::scratch_dir("on-stream-emu-" + name);
   std::ofstream(dir / (name + ".h")) << l.header;
   std::ofstream(dir / "abi.c") << emit_wrapper(*p.module, name + ".h", &cuda_device_abi());
   std::ofstream(dir / "kernels.cpp") << testing::emulated(cu);
