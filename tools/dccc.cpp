@@ -139,6 +139,11 @@ options:
                      likewise: S shared-memory stages of K and V (2-4; the
                      key loop's copies run S - 1 key tiles ahead), fewer
                      where one block's shared memory would not hold them
+  --gemm-stages=S     the tensor-core contractions of --target=cuda: give a
+                     16-bit one an sm_90a (wgmma) form with S shared-memory
+                     stages of 32 KB (3-6); 0, the default, leaves it out
+                     (sm_90a runs mma.sync; the wgmma form is checked on
+                     the CPU emulator, not yet measured on a GPU)
   --attention-split=C,W,N
                      likewise for head dims from 257 to C x W (a score
                      summed over heads): W warps share 16 query rows, C
@@ -313,6 +318,13 @@ int parse_args(int argc, char** argv, Options& o) {
       if (std::sscanf(v.c_str(), "%d%c", &n, &tail) != 1 || n < 2 || n > 4)
         return usage_error("bad --attention-stages `" + v + "`; expected 2, 3 or 4 (K's and V's shared-memory stages)");
       o.cuda.attention.stages = n;
+    } else if (a.rfind("--gemm-stages=", 0) == 0) {
+      std::string v = a.substr(14);
+      int n = 0;
+      char tail = 0;
+      if (std::sscanf(v.c_str(), "%d%c", &n, &tail) != 1 || (n != 0 && (n < 3 || n > 6)))
+        return usage_error("bad --gemm-stages `" + v + "`; expected 3-6 (the wgmma form's shared-memory stages) or 0 (none)");
+      o.cuda.gemm_stages = n;
     } else if (a.rfind("--attention-split=", 0) == 0) {
       std::string v = a.substr(18);
       int t[3];

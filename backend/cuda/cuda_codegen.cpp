@@ -170,6 +170,7 @@ std::optional<gpu::Kernel> FuncEmitter::plan_mma(const ir::Stmt& item, const std
   if (schedule_maps(item, why)) return std::nullopt;
   gpu::PlanOptions o;
   o.fp32 = options_.fp32;
+  o.wgmma_stages = options_.gemm_stages;
   o.parallel = [&](const ir::Stmt& s) { return is_parallel_loop(s); };
   return gpu::plan_contraction(f_, item, name, o, why);
 }

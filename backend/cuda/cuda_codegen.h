@@ -72,6 +72,11 @@ struct CudaOptions {
   /// x log2 e (relative error below 2^-21 + |x| 2^-23, results under 2^-126
   /// flushed to 0; docs/cuda.md "Fast math") instead of `expf`.
   bool fast_math = false;
+  /// `--gemm-stages`: shared-memory stages of a 16-bit contraction's sm_90a
+  /// (wgmma) form, 3-6; 0: no such form (gpu::PlanOptions::wgmma_stages).
+  /// Off by default until it is measured on an H100/H200 (docs/cuda.md,
+  /// "wgmma GEMM").
+  int gemm_stages = 0;
   /// `--attention-tiles`: tiles forced on the fused attention kernel.
   gpu::AttentionTuning attention;
   /// Non-empty (`dccc -lineinfo`: the root `.toy` file's path): `#line N

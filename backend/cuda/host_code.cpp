@@ -149,7 +149,17 @@ std::string FuncEmitter::mma_launch(const Launch& l) {
   out += "    if (ntiles > 0) {\n";
   out += fmt::format("      {}__launch lp;\n      lp.a = a;\n", k.name);
   out += "      lp.tiles = (const int32_t*)tv->dev;\n";
-  out += fmt::format("      {}<<<(unsigned)ntiles, {}, 0, strm>>>(lp);\n    }}\n", k.name, k.threads);
+  if (k.sm90a && k.sm90a->dynamic_smem) {
+    // A compute capability 9 device runs the sm_90a compilation, whose
+    // wgmma form takes its shared memory dynamically (gpu::Kernel::sm90a).
+    out += fmt::format("      const int dsm = dcc__cc_major() == 9 ? {} : 0;\n", k.sm90a->dynamic_smem);
+    out += fmt::format("      if (dsm > 0 && cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, dsm) != cudaSuccess) "
+                       "{{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
+                       k.name);
+    out += fmt::format("      {}<<<(unsigned)ntiles, {}, dsm, strm>>>(lp);\n    }}\n", k.name, k.threads);
+  } else {
+    out += fmt::format("      {}<<<(unsigned)ntiles, {}, 0, strm>>>(lp);\n    }}\n", k.name, k.threads);
+  }
   return out;
 }
 

@@ -51,11 +51,15 @@ const char* mma_name(MmaShape s) {
     case MmaShape::M16N8K16_BF16: return "m16n8k16.row.col.f32.bf16.bf16.f32";
     case MmaShape::M16N8K16_F16: return "m16n8k16.row.col.f32.f16.f16.f32";
     case MmaShape::M16N8K8_TF32: return "m16n8k8.row.col.f32.tf32.tf32.f32";
+    case MmaShape::WGMMA_BF16: return "wgmma m64nNk16.f32.bf16.bf16, A and B by shared-memory descriptor";
+    case MmaShape::WGMMA_F16: return "wgmma m64nNk16.f32.f16.f16, A and B by shared-memory descriptor";
   }
   return "?";
 }
 
 int mma_k(MmaShape s) { return s == MmaShape::M16N8K8_TF32 ? 8 : 16; }
+
+bool is_wgmma(MmaShape s) { return s == MmaShape::WGMMA_BF16 || s == MmaShape::WGMMA_F16; }
 
 namespace {
 
@@ -69,8 +73,55 @@ std::string op_text(const Op& op) {
     case OpKind::WaitPrior: return fmt::format("wait {}", op.count);
     case OpKind::Barrier: return "barrier";
     case OpKind::MmaStep: return "mma";
+    case OpKind::FenceProxy: return "fence.proxy.async";
+    case OpKind::MmaWait: return fmt::format("wgmma wait {}", op.count);
   }
   return "?";
+}
+
+/// The staging of a Kernel's operands: shared buffers, operands, copies,
+/// MMA and K-loop, each line indented by `pad`.
+std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
+  std::string o;
+  for (const auto& s : k.shared) {
+    o += pad + fmt::format("shared {}: {} [{} stages]{} {} x {}, ", s.name, elem_name(s.elem), s.stages, layout_name(s.layout),
+                     s.rows, s.k);
+    if (s.atom)
+      o += fmt::format("lines cut in 128-byte atoms of {} elements (atom-major), 16B chunk c of line l at c ^ (l & 7)\n", s.atom);
+    else
+      o += s.swizzle_mask ? fmt::format("16B chunk c of line l at c ^ ((l >> {}) & {})\n", s.swizzle_shift, s.swizzle_mask)
+                          : fmt::format("pad {}\n", s.pad);
+  }
+  for (const Operand* op : {&k.a, &k.b}) {
+    o += pad + fmt::format("operand {}: {} {}[{} + row * {} + k * {}], rows {} -> shared {}", op->name, elem_name(op->elem),
+                     text.buffer(op->buffer), op->base, op->row_stride, op->k_stride, op->rows, op->shared);
+    if (op->ldmatrix) o += op->ldmatrix_trans ? ", fragments by ldmatrix.x4.trans" : ", fragments by ldmatrix.x4";
+    o += "\n";
+    if (op->value)
+      o += pad + fmt::format("  element = {} (row {}, k {})\n", text.expr(op->value), text.var(op->row_var), text.var(op->k_var));
+  }
+  for (const auto& c : k.copies) {
+    o += pad + fmt::format("copy {}: ", c.operand);
+    if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
+    o += copy_name(c.mode);
+    if (c.element_unroll) o += fmt::format(", element loop unrolled {}x", c.element_unroll);
+    o += "\n";
+  }
+  o += pad + fmt::format("mma: {}", mma_name(k.mma.shape));
+  if (k.mma.shape == MmaShape::M16N8K8_TF32) o += fmt::format(", fp32 {}", fp32_math_name(k.mma.fp32));
+  if (k.mma.step_partials) o += ", per-step partial sums added to acc in f32";
+  o += "\n";
+  o += pad + fmt::format("k-loop: {} in steps of {}\n", k.k_extent, k.block_k);
+  auto ops = [&](const char* what, const std::vector<Op>& list) {
+    o += pad + fmt::format("  {}:", what);
+    for (size_t i = 0; i < list.size(); ++i) o += (i ? "; " : " ") + op_text(list[i]);
+    o += "\n";
+  };
+  ops("prologue", k.prologue);
+  ops("step", k.body);
+  if (!k.drain.empty()) ops("after the last step", k.drain);
+  if (k.dynamic_smem) o += pad + fmt::format("shared memory: {} bytes, dynamic\n", k.dynamic_smem);
+  return o;
 }
 
 }  // namespace
@@ -86,37 +137,14 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   o += fmt::format("  block: {} threads = {} x {} warps, warp tile {} x {} ({} x {} mma tiles of 16 x 8)\n", k.threads,
                    k.warps.warps_m, k.warps.warps_n, k.warps.warp_m, k.warps.warp_n, k.warps.frags_m(), k.warps.frags_n());
   for (const auto& s : k.scalars) o += fmt::format("  let {} = {}\n", s.name, text.expr(s.value));
-  for (const auto& s : k.shared) {
-    o += fmt::format("  shared {}: {} [{} stages]{} {} x {}, ", s.name, elem_name(s.elem), s.stages, layout_name(s.layout),
-                     s.rows, s.k);
-    o += s.swizzle_mask ? fmt::format("16B chunk c of line l at c ^ ((l >> {}) & {})\n", s.swizzle_shift, s.swizzle_mask)
-                        : fmt::format("pad {}\n", s.pad);
+  o += staging(k, text, "  ");
+  if (k.sm90a) {
+    const Kernel& w = *k.sm90a;
+    o += fmt::format("  sm_90a form (the same kernel compiled for sm_90a): {} warps ({} warpgroups), warp tile {} x {}\n",
+                     w.warps.warps_m * w.warps.warps_n, w.warps.warps_m * w.warps.warps_n / 4, w.warps.warp_m, w.warps.warp_n);
+    o += staging(w, text, "    ");
+    for (const auto& n : w.notes) o += "    note: " + n + "\n";
   }
-  for (const Operand* op : {&k.a, &k.b}) {
-    o += fmt::format("  operand {}: {} {}[{} + row * {} + k * {}], rows {} -> shared {}", op->name, elem_name(op->elem),
-                     text.buffer(op->buffer), op->base, op->row_stride, op->k_stride, op->rows, op->shared);
-    if (op->ldmatrix) o += op->ldmatrix_trans ? ", fragments by ldmatrix.x4.trans" : ", fragments by ldmatrix.x4";
-    o += "\n";
-    if (op->value)
-      o += fmt::format("    element = {} (row {}, k {})\n", text.expr(op->value), text.var(op->row_var), text.var(op->k_var));
-  }
-  for (const auto& c : k.copies) {
-    o += fmt::format("  copy {}: ", c.operand);
-    if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
-    o += fmt::format("{}\n", copy_name(c.mode));
-  }
-  o += fmt::format("  mma: {}", mma_name(k.mma.shape));
-  if (k.mma.shape == MmaShape::M16N8K8_TF32) o += fmt::format(", fp32 {}", fp32_math_name(k.mma.fp32));
-  if (k.mma.step_partials) o += ", per-step partial sums added to acc in f32";
-  o += "\n";
-  o += fmt::format("  k-loop: {} in steps of {}\n", k.k_extent, k.block_k);
-  auto ops = [&](const char* what, const std::vector<Op>& list) {
-    o += fmt::format("    {}:", what);
-    for (size_t i = 0; i < list.size(); ++i) o += (i ? "; " : " ") + op_text(list[i]);
-    o += "\n";
-  };
-  ops("prologue", k.prologue);
-  ops("step", k.body);
   o += fmt::format("  epilogue: per element (row {}, col {}) in range: {} = acc, then\n", text.var(k.epilogue.row_var),
                    text.var(k.epilogue.col_var), text.buffer(k.epilogue.acc));
   for (const auto* b : k.epilogue.locals) o += fmt::format("    (register per element: {})\n", text.buffer(b));

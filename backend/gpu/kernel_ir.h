@@ -17,6 +17,7 @@
 // those variables bound as this IR says.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,13 +49,23 @@ const char* fp32_math_name(Fp32Math m);
 /// rounding hides but at a rounding midpoint.
 const ir::ExprNode* rounded16_division(const ir::ExprNode& e);
 
-/// One warp-wide `mma.sync` shape, operand type included; the accumulator
-/// is always f32 (four registers per lane for an m16n8 tile).
+/// One warp-wide `mma.sync` shape, operand type included, or a warpgroup's
+/// `wgmma` (sm_90a); the accumulator is always f32 (four registers per lane
+/// for an m16n8 tile).
 enum class MmaShape {
   M16N8K16_BF16,  // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
   M16N8K16_F16,   // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
   M16N8K8_TF32,   // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+  /// wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 (f16: .f16.f16)
+  /// with both operands in shared memory by descriptor: the warpgroup of
+  /// warps 4g .. 4g + 3 multiplies rows 64g .. 64g + 63 of the block tile by
+  /// all N = warp_n of its columns; a lane's D registers are, in order, the
+  /// m16n8 tiles' of its warp's 16 rows (so the warp tiling is warps_m x 1
+  /// warps of 16 x N and the epilogue reads them as mma.sync's).
+  WGMMA_BF16,
+  WGMMA_F16,
 };
+bool is_wgmma(MmaShape s);
 const char* mma_name(MmaShape s);
 int mma_k(MmaShape s);
 
@@ -104,6 +115,15 @@ struct SharedBuffer {
   /// -- one 8 x 8 matrix of an ldmatrix -- fall in eight different groups
   /// of four banks (docs/cuda.md, "Shared-memory layout").
   int swizzle_shift = 0, swizzle_mask = 0;
+  /// wgmma's 128-byte swizzled layout (0: none): each line is cut into
+  /// atoms of `atom` elements (128 bytes) and atom a of every line is stored
+  /// before atom a + 1 of any: element `in` of line l at (in / atom) x lines
+  /// x atom + l x atom + in % atom, its 16-byte chunk swizzled by l & 7
+  /// (swizzle_shift 0, swizzle_mask 7). A stage then starts at a 1024-byte
+  /// boundary and so does each atom block (lines a multiple of 8), which is
+  /// what a descriptor with base offset 0 describes (docs/cuda.md, "wgmma").
+  int atom = 0;
+  int lines() const { return layout == SmemLayout::RowK ? rows : k; }
 };
 
 /// An MMA operand in global memory: element (row, k) of one batch entry is
@@ -152,6 +172,10 @@ struct Copy {
   std::string operand;
   CopyMode mode = CopyMode::Registers;
   int vector = 1;
+  /// How far the element-by-element loop is unrolled (0: fully). A K-step
+  /// of 64 has 32 elements a thread of each operand; unrolled fully with
+  /// their 64-bit addresses, nvcc spills (2.4 KB a thread for the wgmma form).
+  int element_unroll = 0;
 };
 
 /// The main loop over K-steps, as operations in program order:
@@ -164,6 +188,8 @@ enum class OpKind {
   WaitPrior,  // cp.async.wait_group `count` (at most `count` groups still in flight)
   Barrier,    // __syncthreads
   MmaStep,    // the warp's MMAs over the K-step's block_k values from the current stage
+  FenceProxy, // fence.proxy.async.shared::cta: the copies visible to wgmma's reads
+  MmaWait,    // wgmma.wait_group `count` (at most `count` of the warpgroup's MMA groups in flight)
 };
 
 struct Op {
@@ -220,7 +246,17 @@ struct Kernel {
   Operand a, b;
   std::vector<Copy> copies;
   std::vector<Op> prologue, body;
+  std::vector<Op> drain;  // after the last K-step (wgmma: wait for the last group)
   Mma mma;
+  /// Shared memory in one dynamic allocation of this many bytes (the
+  /// buffers one after another from a 1024-byte boundary, hence 1,024 more
+  /// than they need); 0: static arrays.
+  int dynamic_smem = 0;
+  /// The form compiled for sm_90a (wgmma), or null: same tile list,
+  /// threads, scalars and epilogue, its own shared buffers, K-steps, copies
+  /// and MMAs. One kernel holds both; the sm_80 compilation runs this one's
+  /// mma.sync body.
+  std::shared_ptr<const Kernel> sm90a;
   Epilogue epilogue;
   /// Why the planner chose what it did, one line each (printed by
   /// --emit=kernel, shown by --explain).

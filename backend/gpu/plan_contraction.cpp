@@ -86,6 +86,61 @@ std::optional<Factor> factor(const ir::Expr& e) {
 
 using namespace ir::affine;  // is_int, add, sub, mul, coefficient, fold, mentions_any
 
+/// The sm_90a form of the 16-bit contraction `k` (same tile list, threads,
+/// scalars and epilogue): the block's 128 x 128 tile as two warpgroups of
+/// m64n128k16 wgmmas with A and B read from shared memory by descriptor --
+/// no fragments in registers, no ldmatrix -- in K-steps of 64 (one 128-byte
+/// swizzled line of A, or 64 lines of B) over `stages` stages in dynamic
+/// shared memory (32 KB a stage). One MMA group stays in flight while the
+/// next is issued, so a stage is rewritten two steps after it was read:
+/// the copies run `stages - 2` steps ahead (docs/cuda.md, "wgmma GEMM").
+Kernel wgmma_form(const Kernel& k, int stages) {
+  Kernel w = k;
+  w.notes.clear();
+  w.sm90a = nullptr;
+  w.warps = WarpTiling{k.threads / 32, 1, 16, k.tiles.tile_n};
+  w.block_k = 64;
+  w.mma.shape = k.mma.shape == MmaShape::M16N8K16_F16 ? MmaShape::WGMMA_F16 : MmaShape::WGMMA_BF16;
+  w.mma.step_partials = false;
+  int bytes = 1024;  // the buffers start at a 1024-byte boundary of the allocation
+  for (auto& s : w.shared) {
+    s.stages = stages;
+    s.k = w.block_k;
+    s.pad = 0;
+    s.atom = 128 / elem_bytes(s.elem);
+    s.swizzle_shift = 0;
+    s.swizzle_mask = 7;
+    bytes += s.stages * s.stage_elems() * elem_bytes(s.elem);
+  }
+  w.dynamic_smem = bytes;
+  for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
+  for (Copy& c : w.copies) c.element_unroll = 4;
+  w.prologue.clear();
+  for (int st = 0; st + 2 < stages; ++st) {
+    w.prologue.push_back({OpKind::CopyNext, "A", st});
+    w.prologue.push_back({OpKind::CopyNext, "B", st});
+    w.prologue.push_back({OpKind::Commit, "", 0});
+  }
+  // Step kt: its copies landed (this thread's, then everyone's after the
+  // fence and barrier -- which every thread reaches after its wait for step
+  // kt - 2's MMAs, so their stage is free for step kt + stages - 2).
+  w.body = {{OpKind::WaitPrior, "", stages - 3},
+            {OpKind::FenceProxy, "", 0},
+            {OpKind::Barrier, "", 0},
+            {OpKind::CopyNext, "A", stages - 2},
+            {OpKind::CopyNext, "B", stages - 2},
+            {OpKind::Commit, "", 0},
+            {OpKind::MmaStep, "", 0},
+            {OpKind::MmaWait, "", 1}};
+  w.drain = {{OpKind::MmaWait, "", 0}};
+  w.notes.push_back(fmt::format(
+      "sm_90a: {} warpgroups of m64n{}k16 wgmma, A {} and B {} by shared-memory descriptor (128-byte swizzle), "
+      "K-steps of {} in {} stages ({} bytes of dynamic shared memory), one MMA group in flight",
+      k.threads / 128, w.warps.warp_n, k.shared[0].layout == SmemLayout::RowK ? "K-major" : "MN-major",
+      k.shared[1].layout == SmemLayout::RowK ? "K-major" : "MN-major", w.block_k, stages, bytes));
+  return w;
+}
+
 
 }  // namespace
 
@@ -328,6 +383,8 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
                              k.warps.warp_n, k.block_k, stages));
   if (p->elem == Elem::F32)
     k.notes.push_back(fmt::format("f32 operands on tf32 tensor cores, --fp32-math={}", fp32_math_name(options.fp32)));
+  if (p->elem != Elem::F32 && !p->value && !q->value && options.wgmma_stages >= 3 && options.wgmma_stages <= 6)
+    k.sm90a = std::make_shared<const Kernel>(wgmma_form(k, options.wgmma_stages));
   return k;
 }
 

@@ -32,6 +32,9 @@ struct PlanOptions {
   /// Whether a loop's iterations may run in parallel (backend/cuda's
   /// is_parallel_loop): every loop of the nest must be.
   std::function<bool(const ir::Stmt&)> parallel;
+  /// Shared-memory stages of the sm_90a (wgmma) form of a 16-bit
+  /// contraction (3-6; 0: no such form, sm_90a runs the mma.sync one).
+  int wgmma_stages = 0;
 };
 
 /// The kernel named `name` for statement `item` of `f`, or nullopt with

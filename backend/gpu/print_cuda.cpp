@@ -190,6 +190,12 @@ template <int N, int TRANS_B>
 __device__ void dcc_wgmma_bf16(float* d, const uint32_t* a, uint64_t desc);
 template <int N, int TRANS_B>
 __device__ void dcc_wgmma_f16(float* d, const uint32_t* a, uint64_t desc);
+// d (m64nN, f32) += a b with A and B both in shared memory by descriptor
+// (TRANS_A / TRANS_B: MN-major), specialised per use (gpu::wgmma_ss_function).
+template <int N, int TRANS_A, int TRANS_B>
+__device__ void dcc_wgmma_ss_bf16(float* d, uint64_t adesc, uint64_t bdesc);
+template <int N, int TRANS_A, int TRANS_B>
+__device__ void dcc_wgmma_ss_f16(float* d, uint64_t adesc, uint64_t bdesc);
 )CU";
 
 int tile_entry_ints(const Kernel& k) { return static_cast<int>(k.tiles.batch.size()) + 2; }
@@ -201,6 +207,12 @@ const char* storage_type(Elem e) { return e == Elem::F32 ? "float" : "uint16_t";
 /// Index of element `in` of line `line` in one stage of shared buffer `s`
 /// (its 16-byte chunk swizzled where `s` says so).
 std::string smem_at(const SharedBuffer& s, const std::string& line, const std::string& in) {
+  if (s.atom) {
+    // wgmma's atoms (SharedBuffer::atom): atom-major, 16-byte chunks XOR the line's low 3 bits.
+    const int per = 16 / elem_bytes(s.elem);
+    return fmt::format("(({2}) / {3}) * {4} + ({0}) * {3} + ((((({2}) % {3}) / {1}) ^ (({0}) & 7)) * {1}) + (({2}) % {1})", line,
+                       per, in, s.atom, s.lines() * s.atom);
+  }
   if (!s.swizzle_mask) return fmt::format("({}) * {} + ({})", line, s.line(), in);
   const int per = 16 / elem_bytes(s.elem);
   return fmt::format("({0}) * {1} + (((({2}) / {3}) ^ ((({0}) >> {4}) & {5})) * {3}) + (({2}) % {3})", line, s.line(), in,
@@ -238,7 +250,8 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
     const int per = elems / v / k.threads;
     if (per < 1 || per * v * k.threads != elems || inner % v != 0)
       throw std::logic_error("kernel IR: a staged tile does not divide among the threads");
-    std::string out = fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, pad, per);
+    const std::string unroll = v == 1 && c.element_unroll ? fmt::format(" {}", c.element_unroll) : "";
+    std::string out = fmt::format("{}#pragma unroll{}\n{}for (int u = 0; u < {}; ++u) {{\n", pad, unroll, pad, per);
     out += fmt::format("{}  const int e = threadIdx.x + {} * u, in = (e % {}) * {}, out = e / {};\n", pad, k.threads,
                        inner / v, v, inner / v);
     out += fmt::format("{}  const int r = {}, c = {};\n", pad, rowk ? "out" : "in", rowk ? "in" : "out");
@@ -321,8 +334,53 @@ std::string ldmatrix_step(const Kernel& k, const SharedBuffer& sa, const SharedB
   return o;
 }
 
+/// A wgmma operand's descriptor fields in shared buffer `s`: the byte
+/// offset of row `r0`, the leading and stride byte offsets, the bytes a k16
+/// step moves on, and whether it is MN-major (PTX ISA, "Matrix Descriptor
+/// Format"; docs/cuda.md, "wgmma GEMM").
+struct DescPlan {
+  int row_bytes, lbo, sbo, k16_bytes;
+  bool mn_major;
+};
+DescPlan desc_plan(const SharedBuffer& s, int r0) {
+  const int line_bytes = s.atom * elem_bytes(s.elem);  // 128
+  if (s.layout == SmemLayout::RowK) {
+    if (s.k != s.atom) throw std::logic_error("kernel IR: a K-major wgmma operand's K-step is one 128-byte atom");
+    return {r0 * line_bytes, 16, 8 * line_bytes, 16 * elem_bytes(s.elem), false};
+  }
+  if (r0 % s.atom) throw std::logic_error("kernel IR: an MN-major wgmma operand's rows start at an atom");
+  return {(r0 / s.atom) * s.lines() * line_bytes, s.lines() * line_bytes, 8 * line_bytes, 16 * line_bytes, true};
+}
+
+/// One K-step of the warpgroup's wgmmas from stage kt % stages, issued and
+/// committed as one group (completed by a later MmaWait).
+std::string wgmma_step(const Kernel& k) {
+  const SharedBuffer& sa = shared_of(k, k.a);
+  const SharedBuffer& sb = shared_of(k, k.b);
+  const int wg_rows = 4 * k.warps.warp_m;  // a warpgroup's rows: 64
+  if (k.warps.warps_n != 1 || k.warps.warp_m != 16 || k.warps.warp_n != k.tiles.tile_n || k.block_k % 16)
+    throw std::logic_error("kernel IR: a wgmma kernel's warps are 16-row slices of warpgroups over all columns");
+  const DescPlan pa = desc_plan(sa, wg_rows), pb = desc_plan(sb, 0);
+  const int nacc = k.warps.frags_n() * 4;
+  const char* t = k.mma.shape == MmaShape::WGMMA_F16 ? "f16" : "bf16";
+  std::string o = "    {\n";
+  o += fmt::format("      const uint32_t sa = {}_u32 + (uint32_t)((kt % {}) * {}) + (uint32_t)(warp >> 2) * {};\n", sa.name,
+                   sa.stages, sa.stage_elems() * elem_bytes(sa.elem), pa.row_bytes);
+  o += fmt::format("      const uint32_t sb = {}_u32 + (uint32_t)((kt % {}) * {});\n", sb.name, sb.stages,
+                   sb.stage_elems() * elem_bytes(sb.elem));
+  o += fmt::format("      const uint64_t ad = dcc_wgmma_desc(sa, {}, {}), bd = dcc_wgmma_desc(sb, {}, {});\n", pa.lbo, pa.sbo, pb.lbo,
+                   pb.sbo);
+  o += fmt::format("      dcc_wgmma_keep<{}>(&acc[0][0][0]);\n      dcc_wgmma_fence();\n", nacc);
+  o += fmt::format("#pragma unroll\n      for (int kk = 0; kk < {}; ++kk)\n", k.block_k / 16);
+  o += fmt::format("        dcc_wgmma_ss_{}<{}, {}, {}>(&acc[0][0][0], dcc_wgmma_desc_at(ad, kk * {}), dcc_wgmma_desc_at(bd, kk * {}));\n",
+                   t, k.warps.warp_n, pa.mn_major ? 1 : 0, pb.mn_major ? 1 : 0, pa.k16_bytes, pb.k16_bytes);
+  o += "      dcc_wgmma_commit();\n    }\n";
+  return o;
+}
+
 /// One K-step of MMAs from stage `cur` (kk over the step by the MMA's k).
 std::string mma_step(const Kernel& k) {
+  if (is_wgmma(k.mma.shape)) return wgmma_step(k);
   const SharedBuffer& sa = shared_of(k, k.a);
   const SharedBuffer& sb = shared_of(k, k.b);
   const int fm = k.warps.frags_m(), fn = k.warps.frags_n(), mk = mma_k(k.mma.shape);
@@ -401,29 +459,38 @@ std::string op_code(const Kernel& k, const Op& op, bool prologue) {
     case OpKind::WaitPrior: return fmt::format("    dcc_cp_async_wait<{}>();\n", op.count);
     case OpKind::Barrier: return "    __syncthreads();\n";
     case OpKind::MmaStep: return mma_step(k);
+    case OpKind::FenceProxy: return "    dcc_fence_proxy_async();\n";
+    case OpKind::MmaWait:
+      return fmt::format("    dcc_wgmma_wait<{0}>();\n    dcc_wgmma_keep<{1}>(&acc[0][0][0]);\n", op.count, k.warps.frags_n() * 4 * k.warps.frags_m());
   }
   return "";
 }
 
-}  // namespace
-
-std::string print_cuda(const Kernel& k, DeviceText& d) {
+/// The body of one form of the kernel after the tile-list entry's values:
+/// shared memory, fragments, the K-loop and the epilogue.
+std::string form_body(const Kernel& k, DeviceText& d) {
   const int fm = k.warps.frags_m(), fn = k.warps.frags_n();
-  const int w = tile_entry_ints(k);
-  std::string o = fmt::format("// {}: tensor-core contraction (dccc --emit=kernel shows its kernel IR)\n", k.name);
-  o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
-  o += fmt::format("__global__ void __launch_bounds__({}) {}({}__launch launch) {{\n", k.threads, k.name, k.name);
-  o += fmt::format("  const {}& a = launch.a;\n", d.args_type());
-  o += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
-  for (size_t i = 0; i < k.tiles.batch.size(); ++i)
-    o += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.tiles.batch[i].var), i);
-  o += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {}, n0 = (int64_t)entry[{}] * {};\n", w - 2, k.tiles.tile_m,
-                   w - 1, k.tiles.tile_n);
-  for (const auto& s : k.scalars) o += fmt::format("  const int64_t {} = {};\n", s.name, d.expr(s.value));
-  for (const auto& s : k.shared)
-    o += fmt::format("  __shared__ __align__(16) {} {}[{}];\n", storage_type(s.elem), s.name, s.stages * s.stage_elems());
+  std::string o;
+  if (k.dynamic_smem) {
+    // One allocation; the buffers from its first 1024-byte boundary (Kernel::dynamic_smem).
+    o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
+                     "  extern __shared__ __align__(16) char smem[];\n#endif\n",
+                     k.dynamic_smem);
+    o += "  char* sbase = smem + ((1024 - (dcc_smem_u32(smem) & 1023)) & 1023);\n";
+    int at = 0;
+    for (const auto& s : k.shared) {
+      o += fmt::format("  {0}* {1} = reinterpret_cast<{0}*>(sbase + {2});\n", storage_type(s.elem), s.name, at);
+      o += fmt::format("  const uint32_t {0}_u32 = dcc_smem_u32({0});\n  (void){0}_u32;\n", s.name);
+      at += s.stages * s.stage_elems() * elem_bytes(s.elem);
+    }
+    if (at + 1024 > k.dynamic_smem) throw std::logic_error("kernel IR: the shared buffers exceed the dynamic allocation");
+  } else {
+    for (const auto& s : k.shared)
+      o += fmt::format("  __shared__ __align__(16) {} {}[{}];\n", storage_type(s.elem), s.name, s.stages * s.stage_elems());
+  }
   o += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3;\n";
-  o += fmt::format("  const int wm0 = (warp / {}) * {}, wn0 = (warp % {}) * {};\n", k.warps.warps_n, k.warps.warp_m,
+  o += "  (void)lane, (void)gid, (void)tig;\n";
+  o += fmt::format("  const int wm0 = (warp / {}) * {}, wn0 = (warp % {}) * {};\n  (void)wn0;\n", k.warps.warps_n, k.warps.warp_m,
                    k.warps.warps_n, k.warps.warp_n);
   o += fmt::format("  float acc[{}][{}][4];\n", fm, fn);
   o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n"
@@ -436,6 +503,7 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   o += "  }\n  for (int64_t kt = 0; kt < nk; ++kt) {\n";
   for (const auto& op : k.body) o += op_code(k, op, false);
   o += "  }\n";
+  for (const auto& op : k.drain) o += op_code(k, op, true);
   // Epilogue: element e of tile (i, j) is at row gid + 8 (e >> 1), column 2 tig + (e & 1).
   o += "  " + d.declare(k.epilogue.acc) + "\n";
   for (const auto* b : k.epilogue.locals) o += "  " + d.declare(b) + "\n";
@@ -447,7 +515,62 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
                    k.b.rows);
   o += fmt::format("        {} = acc[i][j][e];\n", d.scalar(k.epilogue.acc));
   o += d.stmts(k.epilogue.stmts, 4);
-  o += "      }\n}\n\n";
+  o += "      }\n";
+  return o;
+}
+
+}  // namespace
+
+std::string wgmma_ss_function(Elem e, int n, bool trans_a, bool trans_b) {
+  const char* t = elem_name(e);
+  const int regs = n / 2;  // f32 accumulators a thread: m64nN over 128 threads
+  std::string o = fmt::format("#ifndef DCC_WGMMA_SS_{0}_N{1}_{2}{3}\n#define DCC_WGMMA_SS_{0}_N{1}_{2}{3}\n", t, n, trans_a ? 1 : 0,
+                              trans_b ? 1 : 0);
+  o += fmt::format("// d (m64n{1}, f32) += a (m64k16, {2}) b (k16n{1}, {3}), both {0} in shared memory by\n"
+                   "// descriptor; issued by the warpgroup, completed by dcc_wgmma_wait.\n",
+                   t, n, trans_a ? "MN-major" : "K-major", trans_b ? "MN-major" : "K-major");
+  o += fmt::format("template <>\n__device__ __forceinline__ void dcc_wgmma_ss_{}<{}, {}, {}>(float* d, uint64_t adesc, uint64_t bdesc) {{\n",
+                   t, n, trans_a ? 1 : 0, trans_b ? 1 : 0);
+  o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma_ss(dcc_emu_mma_kind::{}, d, adesc, bdesc, {}, {}, {});\n", t, n,
+                   trans_a ? "true" : "false", trans_b ? "true" : "false");
+  o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  std::string dl, outs;
+  for (int r = 0; r < regs; ++r) {
+    dl += fmt::format("{}%{}", r ? ", " : "", r);
+    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
+  }
+  o += fmt::format("  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n\"\n"
+                   "               \"wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}}, %{4}, %{5}, p, 1, 1, {6}, {7};\\n}}\\n\"\n"
+                   "               : {8}\n               : \"r\"(1), \"l\"(adesc), \"l\"(bdesc));\n",
+                   regs, n, t, dl, regs + 1, regs + 2, trans_a ? 1 : 0, trans_b ? 1 : 0, outs);
+  o += "#else\n  (void)d; (void)adesc; (void)bdesc;\n#endif\n}\n#endif\n";
+  return o;
+}
+
+std::string print_cuda(const Kernel& k, DeviceText& d) {
+  const int w = tile_entry_ints(k);
+  std::string o = fmt::format("// {}: tensor-core contraction (dccc --emit=kernel shows its kernel IR)\n", k.name);
+  if (k.sm90a) {
+    const Kernel& g = *k.sm90a;
+    o += wgmma_ss_function(g.a.elem, g.warps.warp_n, desc_plan(shared_of(g, g.a), 0).mn_major,
+                           desc_plan(shared_of(g, g.b), 0).mn_major);
+  }
+  o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
+  o += fmt::format("__global__ void __launch_bounds__({}) {}({}__launch launch) {{\n", k.threads, k.name, k.name);
+  o += fmt::format("  const {}& a = launch.a;\n", d.args_type());
+  o += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
+  for (size_t i = 0; i < k.tiles.batch.size(); ++i)
+    o += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.tiles.batch[i].var), i);
+  o += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {}, n0 = (int64_t)entry[{}] * {};\n", w - 2, k.tiles.tile_m,
+                   w - 1, k.tiles.tile_n);
+  for (const auto& s : k.scalars) o += fmt::format("  const int64_t {} = {};\n", s.name, d.expr(s.value));
+  if (k.sm90a) {
+    // The sm_90a compilation holds the wgmma form, every other the mma.sync one.
+    o += "#if DCC_WGMMA\n" + form_body(*k.sm90a, d) + "#else\n" + form_body(k, d) + "#endif\n";
+  } else {
+    o += form_body(k, d);
+  }
+  o += "}\n\n";
   return o;
 }
 

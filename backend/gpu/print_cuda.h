@@ -42,4 +42,9 @@ std::string print_cuda(const Kernel& k, DeviceText& d);
 /// int32 values per tile-list entry.
 int tile_entry_ints(const Kernel& k);
 
+/// The specialisation dcc_wgmma_ss_{bf16,f16}<n, trans_a, trans_b> (one
+/// m64nNk16 wgmma, A and B from shared memory by descriptor), guarded so
+/// that kernels using the same one may each print it.
+std::string wgmma_ss_function(Elem e, int n, bool trans_a, bool trans_b);
+
 }  // namespace dccc::gpu

@@ -16,10 +16,17 @@ ratios peer / dccc (above 1: dccc is faster).
 
 usage: bench_gemm.py --dir DIR --out RESULTS.txt [--seqlens DIR]
                      [--batches race,squad] [--B 128] [--K 1024,4096] [--N 1024] [--reps 20]
+                     [--variants NAME=DIR,...] [--bf16-only] [--check-only]
 DIR holds batched_gemm_bf16.so (grouped_gemm_bf16) and batched_gemm.so
 (grouped_gemm, --fp32-math=3xtf32), and optionally batched_gemm_tf32.so and
 batched_gemm_ieee.so (the same with --fp32-math=tf32 / ieee), as
-scripts/gpu_bundle.sh builds them.
+scripts/gpu_bundle.sh builds them. --variants: other builds' batched_gemm_bf16.so
+(DIR/batched_gemm_bf16.so), checked and timed in the same rounds, with the
+ratio variant median / dccc median; --bf16-only leaves out the f32 ones.
+--check-only: no timing; the bf16 libraries (and variants) on ragged groups
+of every size class -- M, K, N of 0, 1, 15, 16, 17, 64, 130, 520 and one of
+4,096, unaligned K and N included -- against float64 (cheap enough to run
+under compute-sanitizer).
 """
 import argparse
 import ctypes
@@ -98,6 +105,9 @@ def main():
     ap.add_argument("--K", default="1024,4096")
     ap.add_argument("--N", default="1024")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--variants", default="", help="NAME=DIR,...: more bf16 libraries timed in the same rounds")
+    ap.add_argument("--bf16-only", action="store_true", help="only the bf16 implementations")
+    ap.add_argument("--check-only", action="store_true", help="ragged odd sizes against float64, no timing")
     ap.add_argument("--device", default="cuda",
                     help="cpu: a smoke test of this script on libraries built for the CPU target (tiny sizes)")
     args = ap.parse_args()
@@ -118,8 +128,18 @@ def main():
         f, lib = dccc_fn(os.path.join(args.dir, so), fn)
         if f is not None:
             libs[key] = (f, lib)
-    if "bf16" not in libs or "3xtf32" not in libs:
+    if args.bf16_only:
+        libs = {k: v for k, v in libs.items() if k == "bf16"}
+    if "bf16" not in libs or ("3xtf32" not in libs and not args.bf16_only):
         raise SystemExit(f"{args.dir}: needs batched_gemm_bf16.so and batched_gemm.so")
+    for item in [v for v in args.variants.split(",") if v]:
+        vname, vdir = item.split("=", 1)
+        f, lib = dccc_fn(os.path.join(vdir, "batched_gemm_bf16.so"), "grouped_gemm_bf16")
+        if f is None:
+            raise SystemExit(f"{vdir}: no batched_gemm_bf16.so for variant {vname}")
+        libs["variant " + vname] = (f, lib)
+    if args.check_only:
+        return check_odd({k: v for k, v in libs.items() if k == "bf16" or k.startswith("variant ")})
     torch.backends.cuda.matmul.allow_tf32 = False  # the f32 loop is IEEE SGEMM
     dev = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (smoke test)"
     emit(f"# device: {dev}; torch {torch.__version__}; command: {' '.join(sys.argv)}")
@@ -134,6 +154,51 @@ def main():
                     failed |= run_case(name, batch, lens, K, N, libs, args.reps, emit)
     with open(args.out, "w") as f:
         f.write("\n".join(out_lines) + "\n")
+    return 1 if failed else 0
+
+
+def check_odd(libs):
+    """The bf16 libraries on ragged groups of odd sizes against float64."""
+    shapes = [(0, 16, 16), (1, 1, 1), (15, 17, 16), (16, 15, 17), (17, 16, 15), (64, 64, 64), (130, 520, 136),
+              (520, 130, 17), (129, 463, 130), (1, 4096, 8), (300, 1024, 1024), (17, 0, 40), (64, 72, 0)]
+    torch.manual_seed(1)
+    m = torch.tensor([s[0] for s in shapes], dtype=torch.int32, device=DEVICE)
+    k = torch.tensor([s[1] for s in shapes], dtype=torch.int32, device=DEVICE)
+    n = torch.tensor([s[2] for s in shapes], dtype=torch.int32, device=DEVICE)
+    G = len(shapes)
+    a_parts = [torch.randn(M, K, device=DEVICE).bfloat16() for M, K, _ in shapes]
+    b_parts = [torch.randn(K, N, device=DEVICE).bfloat16() for _, K, N in shapes]
+    a = torch.cat([x.reshape(-1) for x in a_parts])
+    b = torch.cat([x.reshape(-1) for x in b_parts])
+    ref = [x.double() @ y.double() for x, y in zip(a_parts, b_parts)]
+    total_c = sum(M * N for M, _, N in shapes)
+    failed = False
+    for key, (fn, lib) in libs.items():
+        c = torch.full((total_c,), float("nan"), device=DEVICE, dtype=torch.bfloat16)
+        x = GemmBatch(a.data_ptr(), a.numel(), b.data_ptr(), b.numel(), m.data_ptr(), G, k.data_ptr(), G,
+                      n.data_ptr(), G, G)
+        res = GemmOut(c.data_ptr(), c.numel(), 0, 0, 0, 0, 0)
+        st = fn(ctypes.byref(x), ctypes.byref(res))
+        sync()
+        if st != 0:
+            print(f"{key}: status {st}: {lib.dcc_last_error().decode()}: FAILED")
+            failed = True
+            continue
+        at, worst = 0, 0.0
+        for (M, K, N), r in zip(shapes, ref):
+            got = c[at:at + M * N].double().reshape(M, N)
+            at += M * N
+            if M * N == 0:
+                continue
+            # bf16 output: within 2^-8 of the exact sum (one rounding) plus f32 accumulation.
+            err = ((got - r).abs() - 2 ** -8 * r.abs()).max().item()
+            worst = max(worst, err)
+            if not (err <= 1e-3 * math.sqrt(max(K, 1))):
+                print(f"{key}: M={M} K={K} N={N}: error beyond bf16 rounding {err:.3e}: FAILED")
+                failed = True
+        print(f"{key}: {G} groups (M, K, N in {shapes}): worst error beyond bf16 rounding {worst:.3e}"
+              f"{'' if not failed else ' (see above)'}")
+    print("check: FAILED" if failed else "check: OK")
     return 1 if failed else 0
 
 
@@ -167,6 +232,9 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
         return run
 
     impls = {"dccc bf16": (dccc("bf16", a16, b16, c16), c16)}
+    for key in [k for k in libs if k.startswith("variant ")]:
+        c = torch.empty(total, N, device=DEVICE, dtype=torch.bfloat16)
+        impls[key] = (dccc(key, a16, b16, c), c)
     for key in ("3xtf32", "tf32", "ieee"):
         if key in libs:
             c = torch.empty(total, N, device=DEVICE)
@@ -196,7 +264,8 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
     except Exception as e:  # not in this PyTorch, or not for this GPU
         emit(f"# {name} B={batch} K={K}: torch._grouped_mm unavailable: {str(e).splitlines()[0]}")
     impls["torch.matmul loop bf16"] = (loop(a16, b16, torch.empty_like(c16)), None)
-    impls["torch.matmul loop f32"] = (loop(a32, b32, c32), c32)
+    if "3xtf32" in libs:
+        impls["torch.matmul loop f32"] = (loop(a32, b32, c32), c32)
 
     # Correctness against float64, per group.
     ref = torch.empty(total, N, device=DEVICE, dtype=torch.float64)
@@ -213,7 +282,7 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
             out = grouped_out["c"]
         elif label == "torch.matmul loop bf16":
             continue
-        want = ref16 if "bf16" in label else ref
+        want = ref16 if "bf16" in label or label.startswith("variant ") else ref
         errs[label] = (out.double() - want).abs().max().item()
     # bf16 results are rounded to 8 bits: |err| <= 2^-8 |ref| per element;
     # f32 ones: 3xTF32 and IEEE within 1e-5 * sqrt(K) * 10 of the float64 sum
@@ -221,6 +290,9 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
     scale = math.sqrt(K)
     bounds = {"dccc bf16": 2 ** -8 * ref16.abs().max().item(), "dccc f32 3xtf32": 1e-4 * scale,
               "dccc f32 ieee": 1e-4 * scale, "dccc f32 tf32": 1e-2 * scale}
+    for label in errs:
+        if label.startswith("variant "):
+            bounds[label] = bounds["dccc bf16"]
     failed = False
     for label, err in errs.items():
         if label in bounds and err > bounds[label]:
@@ -245,6 +317,8 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
     pairs = [("torch._grouped_mm bf16", "dccc bf16"), ("torch.matmul loop bf16", "dccc bf16"),
              ("torch.matmul loop f32", "dccc f32 3xtf32"), ("torch.matmul loop f32", "dccc f32 tf32"),
              ("torch.matmul loop f32", "dccc f32 ieee")]
+    pairs += [("dccc bf16", label) for label in impls if label.startswith("variant ")]
+    pairs += [("torch._grouped_mm bf16", label) for label in impls if label.startswith("variant ")]
     for peer, ours in pairs:
         if peer in med and ours in med:
             emit(f"{'ratio ' + peer + ' / ' + ours:>60}: {med[peer] / med[ours]:6.3f}")

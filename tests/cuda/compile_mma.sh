@@ -29,6 +29,13 @@ build gemm16 "$src/examples/batched_gemm_bf16.toy"
 build gemm3xtf32 "$src/examples/batched_gemm.toy" --fp32-math=3xtf32
 build gemmtf32 "$src/examples/batched_gemm.toy" --fp32-math=tf32
 build heads "$src/tests/kernel_ir/bf16_heads.toy"
+# The 16-bit contractions' sm_90a (wgmma) form (--gemm-stages; the sm_80
+# compilation holds the mma.sync one only).
+if [[ "$arch" == sm_90a ]]; then
+  build gemm16wgmma "$src/examples/batched_gemm_bf16.toy" --gemm-stages=5
+  grep -q "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" <("$dccc" --emit=cuda --gemm-stages=5 "$src/examples/batched_gemm_bf16.toy") ||
+    { echo "cuda_compile: gemm16wgmma: no wgmma in the CUDA source"; exit 1; }
+fi
 # The fused attention kernel (backend/gpu/plan_attention.h), every head dim.
 build attention "$src/examples/mha_bf16.toy" --online-reductions
 grep -q "mha_bf16__k0__d128(" <("$dccc" --emit=cuda --online-reductions "$src/examples/mha_bf16.toy") ||

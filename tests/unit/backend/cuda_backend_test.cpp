@@ -404,6 +404,7 @@ TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {
     Scalar in, out;
     testing::Tolerance tol;
     const char* mma;  // the tensor-core call the CUDA must hold ("" for none)
+    int gemm_stages = 0;  // --gemm-stages: the sm_90a (wgmma) form, run on an H100 / H200
   };
   const Case cases[] = {
       {"batched_gemm_bf16.toy", "grouped_gemm_bf16", gpu::Fp32Math::Split3xTf32, Scalar::BF16, Scalar::BF16, {1e-5, 1.0 / 256}, "dcc_mma_tiles_bf16<"},
@@ -411,11 +412,13 @@ TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {
       {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Split3xTf32, Scalar::F32, Scalar::F32, {1e-5, 0}, "(part, as2, bb);"},
       {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Tf32, Scalar::F32, Scalar::F32, {1.0 / 1024, 0}, "dcc_mma_tiles_tf32<"},
       {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Ieee, Scalar::F32, Scalar::F32, {1e-5, 0}, ""},
+      {"batched_gemm_bf16.toy", "grouped_gemm_bf16", gpu::Fp32Math::Split3xTf32, Scalar::BF16, Scalar::BF16, {1e-5, 1.0 / 256}, "dcc_wgmma_ss_bf16<128, 0, 1>(", 5},
+      {"batched_gemm_bf16.toy", "grouped_gemm_f16", gpu::Fp32Math::Split3xTf32, Scalar::F16, Scalar::F32, {1e-5, 0}, "dcc_wgmma_ss_f16<128, 0, 1>(", 3},
   };
   std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
   int checked = 0, serial = 0;
   for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.fn) + " --fp32-math=" + gpu::fp32_math_name(c.fp32));
+    SCOPED_TRACE(std::string(c.fn) + " --fp32-math=" + gpu::fp32_math_name(c.fp32) + " --gemm-stages=" + std::to_string(c.gemm_stages));
     std::ifstream in(examples + "/" + c.file);
     std::stringstream text;
     text << in.rdbuf();
@@ -427,6 +430,7 @@ TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {
     ASSERT_NE(f, nullptr);
     CudaOptions o;
     o.fp32 = c.fp32;
+    o.gemm_stages = c.gemm_stages;
     std::string cu = emit_cuda(*p.module, o), log;
     if (*c.mma) EXPECT_NE(cu.find(c.mma), std::string::npos) << "not on the tensor-core path";
     else EXPECT_EQ(cu.find("dcc_mma_"), std::string::npos) << "ieee must not use tensor cores";
@@ -441,7 +445,8 @@ TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {
     auto entry = reinterpret_cast<testing::Entry>(dlsym(lib, (std::string(c.fn) + "__cuda_host").c_str()));
     ASSERT_NE(entry, nullptr);
     double worst = testing::run_grouped(entry, *f, c.in, c.out, c.tol, checked, patterns);
-    std::printf("%s --fp32-math=%s: max |err| / sum|ab| = %.3g\n", c.fn, gpu::fp32_math_name(c.fp32), worst);
+    std::printf("%s --fp32-math=%s --gemm-stages=%d: max |err| / sum|ab| = %.3g\n", c.fn, gpu::fp32_math_name(c.fp32),
+                c.gemm_stages, worst);
   }
   std::filesystem::remove_all(dir);
   EXPECT_GT(checked, 500000);

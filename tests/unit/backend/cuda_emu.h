@@ -312,6 +312,47 @@ inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, ui
   for (size_t x = 0; x < out.size(); ++x) d[x] = out[x];
 }
 
+// The 16-bit element (mn, k) of a matrix in shared memory described by a
+// wgmma descriptor with 128-byte swizzle, by the PTX ISA's canonical
+// layouts (as dcc_emu_wgmma's B): K-major at start + (mn / 8) SBO + (mn % 8)
+// 128 + 2 k; MN-major at start + (mn / 64) LBO + (k / 8) SBO + (k % 8) 128 +
+// 2 (mn % 64); then the 16-byte chunk bits [4, 7) XOR bits [7, 10).
+inline uint16_t dcc_emu_desc_elem(uint64_t desc, int mn, int k, bool mn_major) {
+  if ((desc >> 62) != 1 || ((desc >> 49) & 7) != 0) std::abort();
+  const uint32_t start = static_cast<uint32_t>(desc & 0x3FFF) << 4, lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4,
+                 sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFF) << 4;
+  uint32_t off = mn_major ? start + (mn / 64) * lbo + (k / 8) * sbo + (k % 8) * 128 + 2 * (mn % 64)
+                          : start + (mn / 8) * sbo + (mn % 8) * 128 + 2 * k;
+  off ^= ((off >> 7) & 7) << 4;
+  if (off + 2 > (1u << 18)) std::abort();
+  uint16_t h;
+  std::memcpy(&h, dcc_emu_smem_base + off, 2);
+  return h;
+}
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A and B both
+// in shared memory by descriptor (trans_a / trans_b: MN-major), computed at
+// the call: warp w % 4 of the warpgroup computes rows 16 (w % 4) .. of the
+// 64, D as in dcc_emu_wgmma.
+inline void dcc_emu_wgmma_ss(dcc_emu_mma_kind kind, float* d, uint64_t adesc, uint64_t bdesc, int n, bool trans_a,
+                             bool trans_b) {
+  auto& blk = *dcc_emu::block;
+  unsigned t = threadIdx.x, lane = t % 32;
+  if ((blockDim.x % 128) != 0 || n % 8 != 0 || n > 256) std::abort();
+  const int r0 = 16 * static_cast<int>((t / 32) % 4);
+  blk.warps[t / 32].arrive_and_wait();
+  std::vector<float> out(static_cast<size_t>(n / 2));
+  for (int j = 0; j < n / 8; ++j)
+    for (int e = 0; e < 4; ++e) {
+      int row = r0 + static_cast<int>(lane / 4) + 8 * (e >> 1), col = 8 * j + 2 * static_cast<int>(lane % 4) + (e & 1);
+      out[4 * j + e] = dcc_emu_fused_dot(
+          d[4 * j + e], 16, 8, [&](int k) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(adesc, row, k, trans_a), 0); },
+          [&](int k) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(bdesc, col, k, trans_b), 0); });
+    }
+  blk.warps[t / 32].arrive_and_wait();
+  for (size_t x = 0; x < out.size(); ++x) d[x] = out[x];
+}
+
 // ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 (PTX ISA, "ldmatrix"):
 // lane l gives the address of row l % 8 of matrix l / 8 (8 elements);
 // register q of lane l receives, of matrix q, row l / 4, elements 2 (l % 4)

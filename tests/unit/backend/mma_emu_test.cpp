@@ -49,9 +49,10 @@ std::string read(const std::string& path) {
 
 
 /// `fn` of `source` through the CUDA target's passes and emit_cuda with
-/// `options`, built against cuda_emu.h. `cu` receives the CUDA source.
+/// `options`, built against cuda_emu.h (`sm90a`: compiled as for sm_90a,
+/// the wgmma form emulated). `cu` receives the CUDA source.
 Entry build(const std::string& name, const std::string& source, const std::string& fn, const CudaOptions& options,
-            const ir::Func*& func, Program& keep, std::string& cu) {
+            const ir::Func*& func, Program& keep, std::string& cu, bool sm90a = false) {
   keep = testing::compile(name, source, false, /*cuda_passes=*/true);
   EXPECT_TRUE(keep.module) << testing::diagnostics(keep);
   if (!keep.module) return nullptr;
@@ -63,7 +64,8 @@ Entry build(const std::string& name, const std::string& source, const std::strin
   auto dir = testing::scratch_dir("mma-emu");
   static int serial = 0;
   std::string log;
-  void* lib = testing::build_emulated(testing::emulated(cu), dir, fn + std::to_string(serial++), log);
+  void* lib = testing::build_emulated((sm90a ? "#define DCC_EMU_SM90A 1\n" : "") + testing::emulated(cu), dir,
+                                      fn + std::to_string(serial++), log);
   EXPECT_NE(lib, nullptr) << log;
   if (!lib) return nullptr;
   auto entry = reinterpret_cast<Entry>(dlsym(lib, (fn + "__cuda_host").c_str()));
@@ -120,6 +122,42 @@ TEST(MmaEmu, Bf16AndF16GroupedGemm) {
   EXPECT_GT(checked, 20000);
 }
 
+/// Patterns for the wgmma form's K-steps of 64 in 5 stages: the above
+/// with K over several steps (the stages wrapped around twice), unaligned
+/// and aligned.
+std::vector<Lengths> wgmma_patterns() {
+  std::vector<Lengths> out = patterns();
+  out.push_back({{130, 0, 17}, {136, 5, 64}, {520, 64, 1}});
+  out.push_back({{64, 129}, {24, 130}, {704, 463}});
+  return out;
+}
+
+// The sm_90a form (gpu::Kernel::sm90a): two warpgroups of m64n128k16
+// wgmmas reading A and B from 128-byte swizzled shared memory by
+// descriptor, the emulator reading that memory by the PTX ISA's canonical
+// layouts (cuda_emu.h, dcc_emu_desc_elem), independently of the printer's
+// own addressing.
+TEST(MmaEmu, WgmmaGroupedGemm) {
+  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm_bf16.toy");
+  int checked = 0;
+  for (auto [fn, in, out, mma, tol] :
+       {std::tuple{"grouped_gemm_bf16", Scalar::BF16, Scalar::BF16, "dcc_wgmma_ss_bf16<128, 0, 1>(", Tolerance{1e-5, 1.0 / 256}},
+        std::tuple{"grouped_gemm_f16", Scalar::F16, Scalar::F32, "dcc_wgmma_ss_f16<128, 0, 1>(", Tolerance{1e-5, 0}}}) {
+    SCOPED_TRACE(fn);
+    Program keep;
+    const ir::Func* f = g_unused;
+    std::string cu;
+    CudaOptions o;
+    o.gemm_stages = 5;
+    Entry e = build("batched_gemm_bf16.toy", src, fn, o, f, keep, cu, /*sm90a=*/true);
+    ASSERT_TRUE(e && f);
+    EXPECT_NE(cu.find(mma), std::string::npos) << "no wgmma form (A K-major, B MN-major)";
+    double worst = run_grouped(e, *f, in, out, tol, checked, wgmma_patterns());
+    std::printf("%s (wgmma): max |err| / sum|ab| = %.3g\n", fn, worst);
+  }
+  EXPECT_GT(checked, 20000);
+}
+
 // The other two staging layouts: A stored [k][m] (its fragments by
 // ldmatrix.trans from a [k][row] tile) and B stored [n][k] (plain ldmatrix
 // from a [row][k] tile).
@@ -143,6 +181,21 @@ TEST(MmaEmu, Bf16TransposedOperands) {
   EXPECT_NE(cu.find("dcc_ldmatrix_x4(r, &bs["), std::string::npos);
   int checked = 0;
   run_grouped(e, *f, Scalar::BF16, Scalar::F32, {1e-5, 0}, checked, patterns(), /*a_km=*/true, /*b_nk=*/true);
+  EXPECT_GT(checked, 20000);
+}
+
+// The same on the wgmma form: A MN-major (trans-a), B K-major.
+TEST(MmaEmu, WgmmaTransposedOperands) {
+  Program keep;
+  const ir::Func* f = g_unused;
+  std::string cu;
+  CudaOptions o;
+  o.gemm_stages = 3;  // the fewest: stage kt + 1 copied while step kt - 1's MMAs may still run
+  Entry e = build("tt.toy", kTransposed, "tt", o, f, keep, cu, /*sm90a=*/true);
+  ASSERT_TRUE(e && f);
+  EXPECT_NE(cu.find("dcc_wgmma_ss_bf16<128, 1, 0>("), std::string::npos);
+  int checked = 0;
+  run_grouped(e, *f, Scalar::BF16, Scalar::F32, {1e-5, 0}, checked, wgmma_patterns(), /*a_km=*/true, /*b_nk=*/true);
   EXPECT_GT(checked, 20000);
 }
 
