@@ -121,6 +121,7 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
   ops("step", k.body);
   if (!k.drain.empty()) ops("after the last step", k.drain);
   if (k.dynamic_smem) o += pad + fmt::format("shared memory: {} bytes, dynamic\n", k.dynamic_smem);
+  if (k.min_blocks) o += pad + fmt::format("registers capped for {} block(s) an SM\n", k.min_blocks);
   return o;
 }
 

@@ -252,6 +252,9 @@ struct Kernel {
   /// buffers one after another from a 1024-byte boundary, hence 1,024 more
   /// than they need); 0: static arrays.
   int dynamic_smem = 0;
+  /// Blocks an SM the registers are capped for (`__launch_bounds__`'s
+  /// second argument; 0: none).
+  int min_blocks = 0;
   /// The form compiled for sm_90a (wgmma), or null: same tile list,
   /// threads, scalars and epilogue, its own shared buffers, K-steps, copies
   /// and MMAs. One kernel holds both; the sm_80 compilation runs this one's

@@ -556,7 +556,14 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
                            desc_plan(shared_of(g, g.b), 0).mn_major);
   }
   o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
-  o += fmt::format("__global__ void __launch_bounds__({}) {}({}__launch launch) {{\n", k.threads, k.name, k.name);
+  auto bounds = [](const Kernel& f) {
+    return f.min_blocks ? fmt::format("{}, {}", f.threads, f.min_blocks) : std::to_string(f.threads);
+  };
+  if (k.sm90a && k.sm90a->min_blocks != k.min_blocks)
+    o += fmt::format("#if DCC_WGMMA\n__global__ void __launch_bounds__({}) {}({}__launch launch) {{\n#else\n", bounds(*k.sm90a),
+                     k.name, k.name);
+  o += fmt::format("__global__ void __launch_bounds__({}) {}({}__launch launch) {{\n", bounds(k), k.name, k.name);
+  if (k.sm90a && k.sm90a->min_blocks != k.min_blocks) o += "#endif\n";
   o += fmt::format("  const {}& a = launch.a;\n", d.args_type());
   o += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
   for (size_t i = 0; i < k.tiles.batch.size(); ++i)
