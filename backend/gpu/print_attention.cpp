@@ -732,30 +732,6 @@ struct Printer {
 
 }  // namespace
 
-std::string wgmma_function(Elem e, int n, bool trans_b) {
-  const char* t = elem_name(e);
-  const int regs = n / 2;  // f32 accumulators a thread: m64nN over 128 threads
-  std::string o = fmt::format("#ifndef DCC_WGMMA_{0}_N{1}_T{2}\n#define DCC_WGMMA_{0}_N{1}_T{2}\n", t, n, trans_b ? 1 : 0);
-  o += fmt::format("// d (m64n{1}, f32) += a (m64k16, {0} fragments in registers) b (k16n{1}, shared memory by\n"
-                   "// descriptor{2}); issued by the warpgroup, completed by dcc_wgmma_wait.\n",
-                   t, n, trans_b ? ", MN-major" : ", K-major");
-  o += fmt::format("template <>\n__device__ __forceinline__ void dcc_wgmma_{}<{}, {}>(float* d, const uint32_t* a, uint64_t desc) {{\n", t, n,
-                   trans_b ? 1 : 0);
-  o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma(dcc_emu_mma_kind::{}, d, a, desc, {}, {});\n", t, n, trans_b ? "true" : "false");
-  o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-  std::string dl, outs;
-  for (int r = 0; r < regs; ++r) {
-    dl += fmt::format("{}%{}", r ? ", " : "", r);
-    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
-  }
-  o += fmt::format("  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n\"\n"
-                   "               \"wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}}, {{%{4}, %{5}, %{6}, %{7}}}, %{8}, p, 1, 1, {9};\\n}}\\n\"\n"
-                   "               : {10}\n               : \"r\"(1), \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc));\n",
-                   regs, n, t, dl, regs + 1, regs + 2, regs + 3, regs + 4, regs + 5, trans_b ? 1 : 0, outs);
-  o += "#else\n  (void)d; (void)a; (void)desc;\n#endif\n}\n#endif\n";
-  return o;
-}
-
 std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   Printer p{k, d, ""};
   std::string o = fmt::format("// {}: fused attention (dccc --emit=kernel shows its kernel IR)\n", k.name);
@@ -764,9 +740,9 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // The wgmma shapes the instantiations use (AttentionKernel::wgmma_dims):
   // S's m64 x keys-a-tile (K K-major), O's m64 x head dim (V transposed).
   for (int dp : k.wgmma_dims) {
-    o += wgmma_function(k.elem, attention_tile_n(k, dp), false);
-    if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), false);
-    o += wgmma_function(k.elem, dp, true);
+    o += wgmma_function(k.elem, attention_tile_n(k, dp), WgmmaA::Registers, false);
+    if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), WgmmaA::Registers, false);
+    o += wgmma_function(k.elem, dp, WgmmaA::Registers, true);
   }
   o += p.body();
   for (bool split : {true, false}) {

@@ -45,12 +45,5 @@ struct AttnDeviceText : DeviceText {
 /// entry (batch indices, then the query tile).
 std::string print_attention(const AttentionKernel& k, AttnDeviceText& d);
 
-/// The specialisation `dcc_wgmma_{bf16,f16}<n, trans_b>` (declared by the
-/// tensor-core prologue): one wgmma.mma_async.m64n<n>k16 with f32
-/// accumulators, A (4 registers of 16-bit pairs, mma.sync's A layout per
-/// warp) from registers and B through a shared-memory descriptor, K-major or
-/// (trans_b) MN-major; guarded so several kernels of a file may print it.
-std::string wgmma_function(Elem e, int n, bool trans_b);
-
 
 }  // namespace dccc::gpu

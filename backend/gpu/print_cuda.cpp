@@ -191,7 +191,7 @@ __device__ void dcc_wgmma_bf16(float* d, const uint32_t* a, uint64_t desc);
 template <int N, int TRANS_B>
 __device__ void dcc_wgmma_f16(float* d, const uint32_t* a, uint64_t desc);
 // d (m64nN, f32) += a b with A and B both in shared memory by descriptor
-// (TRANS_A / TRANS_B: MN-major), specialised per use (gpu::wgmma_ss_function).
+// (TRANS_A / TRANS_B: MN-major), specialised per use (gpu::wgmma_function).
 template <int N, int TRANS_A, int TRANS_B>
 __device__ void dcc_wgmma_ss_bf16(float* d, uint64_t adesc, uint64_t bdesc);
 template <int N, int TRANS_A, int TRANS_B>
@@ -521,29 +521,44 @@ std::string form_body(const Kernel& k, DeviceText& d) {
 
 }  // namespace
 
-std::string wgmma_ss_function(Elem e, int n, bool trans_a, bool trans_b) {
+std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b) {
   const char* t = elem_name(e);
+  const bool ss = a != WgmmaA::Registers;
+  const int ta = a == WgmmaA::SharedMN ? 1 : 0, tb = trans_b ? 1 : 0;
   const int regs = n / 2;  // f32 accumulators a thread: m64nN over 128 threads
-  std::string o = fmt::format("#ifndef DCC_WGMMA_SS_{0}_N{1}_{2}{3}\n#define DCC_WGMMA_SS_{0}_N{1}_{2}{3}\n", t, n, trans_a ? 1 : 0,
-                              trans_b ? 1 : 0);
-  o += fmt::format("// d (m64n{1}, f32) += a (m64k16, {2}) b (k16n{1}, {3}), both {0} in shared memory by\n"
-                   "// descriptor; issued by the warpgroup, completed by dcc_wgmma_wait.\n",
-                   t, n, trans_a ? "MN-major" : "K-major", trans_b ? "MN-major" : "K-major");
-  o += fmt::format("template <>\n__device__ __forceinline__ void dcc_wgmma_ss_{}<{}, {}, {}>(float* d, uint64_t adesc, uint64_t bdesc) {{\n",
-                   t, n, trans_a ? 1 : 0, trans_b ? 1 : 0);
-  o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma_ss(dcc_emu_mma_kind::{}, d, adesc, bdesc, {}, {}, {});\n", t, n,
-                   trans_a ? "true" : "false", trans_b ? "true" : "false");
+  // The name, template arguments and parameters of the specialisation.
+  const std::string fn = ss ? fmt::format("dcc_wgmma_ss_{}<{}, {}, {}>", t, n, ta, tb) : fmt::format("dcc_wgmma_{}<{}, {}>", t, n, tb);
+  const std::string guard = ss ? fmt::format("DCC_WGMMA_SS_{}_N{}_{}{}", t, n, ta, tb) : fmt::format("DCC_WGMMA_{}_N{}_T{}", t, n, tb);
+  std::string o = fmt::format("#ifndef {0}\n#define {0}\n", guard);
+  o += fmt::format("// d (m64n{1}, f32) += a (m64k16, {0} {2}) b (k16n{1}, shared memory by descriptor, {3});\n"
+                   "// issued by the warpgroup, completed by dcc_wgmma_wait.\n",
+                   t, n, ss ? (ta ? "in shared memory by descriptor, MN-major" : "in shared memory by descriptor, K-major")
+                              : "fragments in registers",
+                   tb ? "MN-major" : "K-major");
+  o += fmt::format("template <>\n__device__ __forceinline__ void {}(float* d, {}, uint64_t {}) {{\n", fn,
+                   ss ? "uint64_t adesc" : "const uint32_t* a", ss ? "bdesc" : "desc");
+  if (ss)
+    o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma_ss(dcc_emu_mma_kind::{}, d, adesc, bdesc, {}, {}, {});\n", t, n,
+                     ta ? "true" : "false", tb ? "true" : "false");
+  else
+    o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma(dcc_emu_mma_kind::{}, d, a, desc, {}, {});\n", t, n, tb ? "true" : "false");
   o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
   std::string dl, outs;
   for (int r = 0; r < regs; ++r) {
     dl += fmt::format("{}%{}", r ? ", " : "", r);
     outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
   }
+  // Operands after the accumulators: the scale-d predicate's source, then A, then B.
+  const std::string a_op = ss ? fmt::format("%{}", regs + 1) : fmt::format("{{%{}, %{}, %{}, %{}}}", regs + 1, regs + 2, regs + 3, regs + 4);
+  const std::string b_op = fmt::format("%{}", ss ? regs + 2 : regs + 5);
+  const std::string imm = ss ? fmt::format("{}, {}", ta, tb) : std::to_string(tb);
+  const std::string ins = ss ? "\"r\"(1), \"l\"(adesc), \"l\"(bdesc)"
+                             : "\"r\"(1), \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc)";
   o += fmt::format("  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n\"\n"
-                   "               \"wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}}, %{4}, %{5}, p, 1, 1, {6}, {7};\\n}}\\n\"\n"
-                   "               : {8}\n               : \"r\"(1), \"l\"(adesc), \"l\"(bdesc));\n",
-                   regs, n, t, dl, regs + 1, regs + 2, trans_a ? 1 : 0, trans_b ? 1 : 0, outs);
-  o += "#else\n  (void)d; (void)adesc; (void)bdesc;\n#endif\n}\n#endif\n";
+                   "               \"wgmma.mma_async.sync.aligned.m64n{1}k16.f32.{2}.{2} {{{3}}}, {4}, {5}, p, 1, 1, {6};\\n}}\\n\"\n"
+                   "               : {7}\n               : {8});\n",
+                   regs, n, t, dl, a_op, b_op, imm, outs, ins);
+  o += ss ? "#else\n  (void)d; (void)adesc; (void)bdesc;\n#endif\n}\n#endif\n" : "#else\n  (void)d; (void)a; (void)desc;\n#endif\n}\n#endif\n";
   return o;
 }
 
@@ -552,8 +567,8 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
   std::string o = fmt::format("// {}: tensor-core contraction (dccc --emit=kernel shows its kernel IR)\n", k.name);
   if (k.sm90a) {
     const Kernel& g = *k.sm90a;
-    o += wgmma_ss_function(g.a.elem, g.warps.warp_n, desc_plan(shared_of(g, g.a), 0).mn_major,
-                           desc_plan(shared_of(g, g.b), 0).mn_major);
+    o += wgmma_function(g.a.elem, g.warps.warp_n, desc_plan(shared_of(g, g.a), 0).mn_major ? WgmmaA::SharedMN : WgmmaA::SharedK,
+                        desc_plan(shared_of(g, g.b), 0).mn_major);
   }
   o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
   auto bounds = [](const Kernel& f) {

@@ -42,9 +42,17 @@ std::string print_cuda(const Kernel& k, DeviceText& d);
 /// int32 values per tile-list entry.
 int tile_entry_ints(const Kernel& k);
 
-/// The specialisation dcc_wgmma_ss_{bf16,f16}<n, trans_a, trans_b> (one
-/// m64nNk16 wgmma, A and B from shared memory by descriptor), guarded so
-/// that kernels using the same one may each print it.
-std::string wgmma_ss_function(Elem e, int n, bool trans_a, bool trans_b);
+/// Where a wgmma's A comes from: registers (4 of 16-bit pairs a lane,
+/// mma.sync's A layout per warp), or shared memory by descriptor, K-major
+/// or MN-major.
+enum class WgmmaA { Registers, SharedK, SharedMN };
+
+/// The specialisation (declared by the tensor-core prologue) of one
+/// wgmma.mma_async.m64n<n>k16 with f32 accumulators and B through a
+/// shared-memory descriptor, K-major or (trans_b) MN-major:
+/// `dcc_wgmma_{bf16,f16}<n, trans_b>(d, a, bdesc)` with A from registers,
+/// `dcc_wgmma_ss_{bf16,f16}<n, trans_a, trans_b>(d, adesc, bdesc)` with A in
+/// shared memory; guarded so that kernels using the same one may each print it.
+std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b);
 
 }  // namespace dccc::gpu
