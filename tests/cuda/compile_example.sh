@@ -2,7 +2,7 @@
 # CTest `cuda_compile/<example>`: `dccc --target=cuda -o` must build the
 # example's CUDA kernels with nvcc (no GPU needed). Exits 77 (CTest SKIP)
 # when no nvcc is installed, so the test is reported as skipped, not passed.
-#   compile_example.sh DCCC EXAMPLE.toy OUT_DIR [--expect-unsupported | --schedule-file=FILE]
+#   compile_example.sh DCCC EXAMPLE.toy OUT_DIR [--expect-unsupported | --schedule-file=FILE | --sm90a-only]
 # With --schedule-file the example is compiled with FILE's `schedule` blocks
 # (`--schedule=`, docs/schedules.md) into OUT_DIR/EXAMPLE.SCHEDULE.so: every
 # directive the CUDA target takes must give kernels nvcc builds.
@@ -10,6 +10,8 @@
 # not handle yet: dccc must refuse it with exit 1 and a message saying so
 # (never a crash or an nvcc failure); the test fails once it compiles, so
 # that the example is taken off the list.
+# With --sm90a-only the library is built with --cuda-arch=sm_90a (its code
+# and compute_90 PTX only; CI time), and must hold those.
 set -euo pipefail
 dccc="$1" toy="$2" out="$3" expect="${4:-}"
 if [[ -z "${DCCC_NVCC:-}" && ! -x /usr/local/cuda/bin/nvcc ]] && ! command -v nvcc >/dev/null; then
@@ -46,7 +48,13 @@ if [[ "$expect" == --expect-unsupported ]]; then
   echo "cuda_compile: $name refused as expected"
   exit 0
 fi
-"$dccc" --target=cuda "${sched[@]}" -o "$out/$name.so" "$toy"
+archs=()
+wants=("elf sm_80" "elf sm_90" "ptx sm_")
+if [[ "$expect" == --sm90a-only ]]; then
+  archs=(--cuda-arch=sm_90a)
+  wants=("elf sm_90" "ptx sm_")
+fi
+"$dccc" --target=cuda "${archs[@]}" "${sched[@]}" -o "$out/$name.so" "$toy"
 test -s "$out/$name.so"
 test -s "$out/$name.h"
 # The library holds machine code for sm_80 and sm_90a and PTX: read from the
@@ -54,7 +62,7 @@ test -s "$out/$name.h"
 # cuobjdump or not, and fails loudly when the fatbinary cannot be read.
 listing="$(python3 "$(dirname "${BASH_SOURCE[0]}")/fatbin_archs.py" "$out/$name.so")" ||
   { echo "cuda_compile: cannot list the CUDA code in $name.so"; exit 1; }
-for want in "elf sm_80" "elf sm_90" "ptx sm_"; do
+for want in "${wants[@]}"; do
   grep -q "^$want" <<<"$listing" || { echo "no $want code in $name.so:"; echo "$listing"; exit 1; }
 done
 echo "cuda_compile: $name OK"
