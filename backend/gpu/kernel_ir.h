@@ -257,8 +257,8 @@ struct Kernel {
   int min_blocks = 0;
   /// The form compiled for sm_90a (wgmma), or null: same tile list,
   /// threads, scalars and epilogue, its own shared buffers, K-steps, copies
-  /// and MMAs. One kernel holds both; the sm_80 compilation runs this one's
-  /// mma.sync body.
+  /// and MMAs. One __global__ function holds both: its sm_90a compilation
+  /// (DCC_WGMMA) runs this form, every other compilation the mma.sync one.
   std::shared_ptr<const Kernel> sm90a;
   Epilogue epilogue;
   /// Why the planner chose what it did, one line each (printed by

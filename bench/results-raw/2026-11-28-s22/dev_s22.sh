@@ -19,4 +19,17 @@ a)
       --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
   echo "bench rc=$?"; grep -v "^#" $R/${P}bench_gemm.txt | head -80
   ;;
+f)
+  # The GPU tests of the grouped GEMMs, the wgmma form's cases included
+  # (CudaBackend.MmaGemmRaggedLengthsTo4096: --gemm-stages 5 bf16, 3 f16),
+  # from test.tar.xz as session 21's PART f made it (the stripped
+  # dccc_cuda_backend_tests, dccc and their shared libraries; include/ and
+  # libdccrt.a beside it).
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+    timeout 400 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.MmaGemm*' > $R/${P}gpu_gemm_tests.txt 2>&1
+  echo "rc=$?"; grep -E "OK \]|FAILED|PASSED|max \|err|Failure" $R/${P}gpu_gemm_tests.txt | head -20
+  ;;
 esac
