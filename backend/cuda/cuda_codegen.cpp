@@ -134,11 +134,17 @@ std::string explain_kernels(const ir::Module& m, const CudaOptions& options) {
                            a->skip_conjuncts.empty() ? std::string("no key tile skipped")
                                                      : fmt::format("key tiles skipped by {} mask conjunct(s)", a->skip_conjuncts.size()));
       } else if (auto c = fe.plan_mma(items[k], name, &why)) {
+        std::string wg = "assumed occupancy: not modelled";
+        if (const auto& w = c->sm90a)
+          wg = fmt::format("sm_90a form: {} warpgroups of wgmma m64n{}k16 from shared memory, K-steps of {} in {} stages "
+                           "({} bytes of dynamic shared memory); assumed occupancy: {} block(s) an SM on sm_90a, else "
+                           "not modelled",
+                           w->threads / 128, w->warps.warp_n, w->block_k, w->shared.empty() ? 0 : w->shared[0].stages,
+                           w->dynamic_smem, w->min_blocks);
         out += fmt::format("kernel {}: tensor-core contraction: block tile {} x {} ({} warps), K-steps of {} in {} "
-                           "stages, mma.sync {}; schedule: one block per tile-list entry in batch order; assumed "
-                           "occupancy: not modelled\n",
+                           "stages, mma.sync {}; schedule: one block per tile-list entry in batch order; {}\n",
                            name, c->tiles.tile_m, c->tiles.tile_n, c->warps.warps_m * c->warps.warps_n, c->block_k,
-                           c->shared.empty() ? 0 : c->shared[0].stages, gpu::mma_name(c->mma.shape));
+                           c->shared.empty() ? 0 : c->shared[0].stages, gpu::mma_name(c->mma.shape), wg);
       } else {
         out += fmt::format("kernel {}: backend/cuda's kernels (not a tensor-core contraction: {}){}\n", name, why,
                            gpu::attention_candidate(why_attn) ? "; not fused attention: " + why_attn : std::string());
