@@ -26,7 +26,8 @@ ratio variant median / dccc median; --bf16-only leaves out the f32 ones.
 --check-only: no timing; the bf16 libraries (and variants) on ragged groups
 of every size class -- M, K, N of 0, 1, 15, 16, 17, 64, 130, 520 and one of
 4,096, unaligned K and N included -- against float64 (cheap enough to run
-under compute-sanitizer).
+under compute-sanitizer). Exits 2 with a message when there is no CUDA GPU
+(or no PyTorch).
 """
 import argparse
 import ctypes
@@ -37,7 +38,7 @@ import sys
 
 import time
 
-import torch
+torch = None  # imported by main(): without PyTorch the script says so instead of a traceback
 
 DEVICE = "cuda"
 
@@ -111,8 +112,17 @@ def main():
     ap.add_argument("--device", default="cuda",
                     help="cpu: a smoke test of this script on libraries built for the CPU target (tiny sizes)")
     args = ap.parse_args()
-    global DEVICE
+    global DEVICE, torch
     DEVICE = args.device
+    try:
+        import torch as torch_module
+    except ImportError:
+        print("bench_gemm: no CUDA GPU (no PyTorch here: run it on the GPU machine)", file=sys.stderr)
+        return 2
+    torch = torch_module
+    if DEVICE == "cuda" and not torch.cuda.is_available():
+        print("bench_gemm: no CUDA GPU (run it on the GPU machine: build-gpu/run_gpu.sh)", file=sys.stderr)
+        return 2
 
     out_lines = []
 
