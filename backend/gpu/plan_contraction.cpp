@@ -115,7 +115,7 @@ Kernel wgmma_form(const Kernel& k, int stages) {
   w.dynamic_smem = bytes;
   // Three stages (97 KB) leave room for a second block an SM, whose MMAs
   // run while this one waits at its barrier; 256 threads twice cap the
-  // registers at 128 (ptxas: 60 bytes of spills, from 174 uncapped).
+  // registers at 128 (ptxas: 60 bytes of spills, from 189 for one block).
   w.min_blocks = stages == 3 ? 2 : 1;
   for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
   for (Copy& c : w.copies) c.element_unroll = 4;
