@@ -269,54 +269,11 @@ inline uint32_t dcc_emu_smem_u32(const void* p) {
   return static_cast<uint32_t>(c - dcc_emu_smem_base);
 }
 
-// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A in registers
-// (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"),
-// computed at the call (the wait is then a no-op). Warp w % 4 of the
-// warpgroup owns rows 16 (w % 4) ..; its lanes' A registers are mma.sync's
-// m16n8k16 A layout, D element 4 j + e of a lane is row g + 8 (e >> 1),
-// column 8 j + 2 t + (e & 1). B (16 x N) is read through the descriptor as
-// the PTX ISA's canonical 128-byte-swizzle layouts define it, independently
-// of the printer's own address arithmetic: K-major, element (k, n) at
-// start + (n / 8) SBO + (n % 8) 128 + 2 k; MN-major (trans_b), at start +
-// (n / 64) LBO + (k / 8) SBO + (k % 8) 128 + 2 (n % 64); then the 16-byte
-// chunk bits [4, 7) of the address XOR bits [7, 10).
-inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, uint64_t desc, int n, bool trans_b) {
-  auto& blk = *dcc_emu::block;
-  unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
-  if ((blockDim.x % 128) != 0 || (desc >> 62) != 1 || ((desc >> 49) & 7) != 0 || n % 8 != 0 || n > 256) std::abort();
-  const uint32_t start = static_cast<uint32_t>(desc & 0x3FFF) << 4, lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4,
-                 sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFF) << 4;
-  for (unsigned r = 0; r < 4; ++r) blk.frags[dcc_emu::kFragRegs * t + r] = a[r];
-  blk.warps[t / 32].arrive_and_wait();
-  auto A = [&](int row, int k) {
-    uint32_t reg = blk.frags[dcc_emu::kFragRegs * (base + (row % 8) * 4 + (k % 8) / 2) + (row >= 8) + 2 * (k >= 8)];
-    return dcc_emu_mma_value(kind, reg, k % 2);
-  };
-  auto B = [&](int k, int col) {
-    uint32_t off = trans_b ? start + (col / 64) * lbo + (k / 8) * sbo + (k % 8) * 128 + 2 * (col % 64)
-                           : start + (col / 8) * sbo + (col % 8) * 128 + 2 * k;
-    off ^= ((off >> 7) & 7) << 4;
-    if (off + 2 > (1u << 18)) std::abort();
-    uint16_t h;
-    std::memcpy(&h, dcc_emu_smem_base + off, 2);
-    return dcc_emu_mma_value(kind, h, 0);
-  };
-  std::vector<float> out(static_cast<size_t>(n / 2));
-  for (int j = 0; j < n / 8; ++j)
-    for (int e = 0; e < 4; ++e) {
-      int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 8 * j + 2 * static_cast<int>(lane % 4) + (e & 1);
-      out[4 * j + e] = dcc_emu_fused_dot(d[4 * j + e], 16, 8, [&](int k) { return A(row, k); },
-                                         [&](int k) { return B(k, col); });
-    }
-  blk.warps[t / 32].arrive_and_wait();
-  for (size_t x = 0; x < out.size(); ++x) d[x] = out[x];
-}
-
 // The 16-bit element (mn, k) of a matrix in shared memory described by a
 // wgmma descriptor with 128-byte swizzle, by the PTX ISA's canonical
-// layouts (as dcc_emu_wgmma's B): K-major at start + (mn / 8) SBO + (mn % 8)
-// 128 + 2 k; MN-major at start + (mn / 64) LBO + (k / 8) SBO + (k % 8) 128 +
-// 2 (mn % 64); then the 16-byte chunk bits [4, 7) XOR bits [7, 10).
+// layouts: K-major at start + (mn / 8) SBO + (mn % 8) 128 + 2 k; MN-major at
+// start + (mn / 64) LBO + (k / 8) SBO + (k % 8) 128 + 2 (mn % 64); then the
+// 16-byte chunk bits [4, 7) XOR bits [7, 10).
 inline uint16_t dcc_emu_desc_elem(uint64_t desc, int mn, int k, bool mn_major) {
   if ((desc >> 62) != 1 || ((desc >> 49) & 7) != 0) std::abort();
   const uint32_t start = static_cast<uint32_t>(desc & 0x3FFF) << 4, lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4,
@@ -328,6 +285,37 @@ inline uint16_t dcc_emu_desc_elem(uint64_t desc, int mn, int k, bool mn_major) {
   uint16_t h;
   std::memcpy(&h, dcc_emu_smem_base + off, 2);
   return h;
+}
+
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A in registers
+// (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"),
+// computed at the call (the wait is then a no-op). Warp w % 4 of the
+// warpgroup owns rows 16 (w % 4) ..; its lanes' A registers are mma.sync's
+// m16n8k16 A layout, D element 4 j + e of a lane is row g + 8 (e >> 1),
+// column 8 j + 2 t + (e & 1). B (16 x N) is read through the descriptor as
+// the PTX ISA's canonical 128-byte-swizzle layouts define it
+// (dcc_emu_desc_elem, K-major or trans_b MN-major), independently of the
+// printer's own address arithmetic.
+inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, uint64_t desc, int n, bool trans_b) {
+  auto& blk = *dcc_emu::block;
+  unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
+  if ((blockDim.x % 128) != 0 || n % 8 != 0 || n > 256) std::abort();
+  for (unsigned r = 0; r < 4; ++r) blk.frags[dcc_emu::kFragRegs * t + r] = a[r];
+  blk.warps[t / 32].arrive_and_wait();
+  auto A = [&](int row, int k) {
+    uint32_t reg = blk.frags[dcc_emu::kFragRegs * (base + (row % 8) * 4 + (k % 8) / 2) + (row >= 8) + 2 * (k >= 8)];
+    return dcc_emu_mma_value(kind, reg, k % 2);
+  };
+  auto B = [&](int k, int col) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(desc, col, k, trans_b), 0); };
+  std::vector<float> out(static_cast<size_t>(n / 2));
+  for (int j = 0; j < n / 8; ++j)
+    for (int e = 0; e < 4; ++e) {
+      int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 8 * j + 2 * static_cast<int>(lane % 4) + (e & 1);
+      out[4 * j + e] = dcc_emu_fused_dot(d[4 * j + e], 16, 8, [&](int k) { return A(row, k); },
+                                         [&](int k) { return B(k, col); });
+    }
+  blk.warps[t / 32].arrive_and_wait();
+  for (size_t x = 0; x < out.size(); ++x) d[x] = out[x];
 }
 
 // wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A and B both
