@@ -149,6 +149,7 @@ std::string FuncEmitter::mma_launch(const Launch& l) {
   out += "    if (ntiles > 0) {\n";
   out += fmt::format("      {}__launch lp;\n      lp.a = a;\n", k.name);
   out += "      lp.tiles = (const int32_t*)tv->dev;\n";
+  std::string smem = "0";
   if (k.sm90a && k.sm90a->dynamic_smem) {
     // A compute capability 9 device runs the sm_90a compilation, whose
     // wgmma form takes its shared memory dynamically (gpu::Kernel::sm90a).
@@ -156,10 +157,9 @@ std::string FuncEmitter::mma_launch(const Launch& l) {
     out += fmt::format("      if (dsm > 0 && cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, dsm) != cudaSuccess) "
                        "{{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
                        k.name);
-    out += fmt::format("      {}<<<(unsigned)ntiles, {}, dsm, strm>>>(lp);\n    }}\n", k.name, k.threads);
-  } else {
-    out += fmt::format("      {}<<<(unsigned)ntiles, {}, 0, strm>>>(lp);\n    }}\n", k.name, k.threads);
+    smem = "dsm";
   }
+  out += fmt::format("      {}<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n    }}\n", k.name, k.threads, smem);
   return out;
 }
 

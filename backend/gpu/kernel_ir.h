@@ -119,7 +119,7 @@ struct SharedBuffer {
   /// atoms of `atom` elements (128 bytes) and atom a of every line is stored
   /// before atom a + 1 of any: element `in` of line l at (in / atom) x lines
   /// x atom + l x atom + in % atom, its 16-byte chunk swizzled by l & 7
-  /// (swizzle_shift 0, swizzle_mask 7). A stage then starts at a 1024-byte
+  /// (the swizzle fields above are then unused). A stage then starts at a 1024-byte
   /// boundary and so does each atom block (lines a multiple of 8), which is
   /// what a descriptor with base offset 0 describes (docs/cuda.md, "wgmma").
   int atom = 0;

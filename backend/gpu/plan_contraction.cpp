@@ -86,6 +86,18 @@ std::optional<Factor> factor(const ir::Expr& e) {
 
 using namespace ir::affine;  // is_int, add, sub, mul, coefficient, fold, mentions_any
 
+/// The copies of K-steps 0 .. `steps` - 1 of A and B, a commit group each:
+/// the pipeline's prologue.
+std::vector<Op> copies_ahead(int steps) {
+  std::vector<Op> ops;
+  for (int st = 0; st < steps; ++st) {
+    ops.push_back({OpKind::CopyNext, "A", st});
+    ops.push_back({OpKind::CopyNext, "B", st});
+    ops.push_back({OpKind::Commit, "", 0});
+  }
+  return ops;
+}
+
 /// The sm_90a form of the 16-bit contraction `k` (same tile list, threads,
 /// scalars and epilogue): the block's 128 x 128 tile as two warpgroups of
 /// m64n128k16 wgmmas with A and B read from shared memory by descriptor --
@@ -108,8 +120,6 @@ Kernel wgmma_form(const Kernel& k, int stages) {
     s.k = w.block_k;
     s.pad = 0;
     s.atom = 128 / elem_bytes(s.elem);
-    s.swizzle_shift = 0;
-    s.swizzle_mask = 7;
     bytes += s.stages * s.stage_elems() * elem_bytes(s.elem);
   }
   w.dynamic_smem = bytes;
@@ -119,12 +129,7 @@ Kernel wgmma_form(const Kernel& k, int stages) {
   w.min_blocks = stages == 3 ? 2 : 1;
   for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
   for (Copy& c : w.copies) c.element_unroll = 4;
-  w.prologue.clear();
-  for (int st = 0; st + 2 < stages; ++st) {
-    w.prologue.push_back({OpKind::CopyNext, "A", st});
-    w.prologue.push_back({OpKind::CopyNext, "B", st});
-    w.prologue.push_back({OpKind::Commit, "", 0});
-  }
+  w.prologue = copies_ahead(stages - 2);
   // Step kt: its copies landed (this thread's, then everyone's after the
   // fence and barrier -- which every thread reaches after its wait for step
   // kt - 2's MMAs, so their stage is free for step kt + stages - 2).
@@ -361,11 +366,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   // `stages` stages: steps kt + 1 .. kt + stages - 1 are in flight while
   // step kt is multiplied. One barrier a step: after it every warp is done
   // with step kt - 1, whose stage the copy of step kt + stages - 1 reuses.
-  for (int st = 0; st + 1 < stages; ++st) {
-    k.prologue.push_back({OpKind::CopyNext, "A", st});
-    k.prologue.push_back({OpKind::CopyNext, "B", st});
-    k.prologue.push_back({OpKind::Commit, "", 0});
-  }
+  k.prologue = copies_ahead(stages - 1);
   k.body = {{OpKind::WaitPrior, "", stages - 2},
             {OpKind::Barrier, "", 0},
             {OpKind::CopyNext, "A", stages - 1},
