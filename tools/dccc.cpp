@@ -141,9 +141,8 @@ options:
                      where one block's shared memory would not hold them
   --gemm-stages=S     the tensor-core contractions of --target=cuda: give a
                      16-bit one an sm_90a (wgmma) form with S shared-memory
-                     stages of 32 KB (3-6); 0, the default, leaves it out
-                     (sm_90a runs mma.sync; the wgmma form is checked on
-                     the CPU emulator, not yet measured on a GPU)
+                     stages of 32 KB (3-6; default 3); 0 leaves it out
+                     (sm_90a then runs the mma.sync form)
   --attention-split=C,W,N
                      likewise for head dims from 257 to C x W (a score
                      summed over heads): W warps share 16 query rows, C

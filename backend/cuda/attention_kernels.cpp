@@ -36,7 +36,6 @@ void FuncEmitter::emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k
       e.finite_sub_.clear();
     }
     std::string value_type(const BufferNode* b) override { return cudagen::value_type(b->type); }
-    std::string expr_unrounded(const ir::Expr& x) override { return e.expr_unrounded(x); }
   } text(*this);
   private_.clear();
   private_.insert(k.score_acc);

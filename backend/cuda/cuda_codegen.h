@@ -74,9 +74,9 @@ struct CudaOptions {
   bool fast_math = false;
   /// `--gemm-stages`: shared-memory stages of a 16-bit contraction's sm_90a
   /// (wgmma) form, 3-6; 0: no such form (gpu::PlanOptions::wgmma_stages).
-  /// Off by default until it is measured on an H100/H200 (docs/cuda.md,
-  /// "wgmma GEMM").
-  int gemm_stages = 0;
+  /// 3 by default (two blocks an SM): on an H200 the fastest of 3-6 stages
+  /// (bench/RESULTS.md, session 23; docs/cuda.md, "wgmma GEMM").
+  int gemm_stages = 3;
   /// `--attention-tiles`: tiles forced on the fused attention kernel.
   gpu::AttentionTuning attention;
   /// Non-empty (`dccc -lineinfo`: the root `.toy` file's path): `#line N

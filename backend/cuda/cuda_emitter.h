@@ -235,6 +235,7 @@ class FuncEmitter {
       return fmt::format("{} {} = 0;", cudagen::value_type(b->type), e.scalar_ref(b));
     }
     std::string args_type() override { return e.f_.name + "__args"; }
+    std::string expr_unrounded(const ir::Expr& x) override { return e.expr_unrounded(x); }
   };
 
   // ---- Contraction kernels (tiled_kernels.cpp) ----

@@ -105,6 +105,7 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
     if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
     o += copy_name(c.mode);
     if (c.element_unroll) o += fmt::format(", element loop unrolled {}x", c.element_unroll);
+    if (c.hoisted_addresses) o += ", 16-byte copies' addresses computed once a block";
     o += "\n";
   }
   o += pad + fmt::format("mma: {}", mma_name(k.mma.shape));
@@ -150,6 +151,10 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
                    text.var(k.epilogue.col_var), text.buffer(k.epilogue.acc));
   for (const auto* b : k.epilogue.locals) o += fmt::format("    (register per element: {})\n", text.buffer(b));
   for (const auto& s : k.epilogue.stmts) o += text.stmt(s, 2);
+  if (k.epilogue.pair)
+    o += fmt::format("    paired: a thread's two adjacent columns in one {}-bit store where the row's index at column 0, "
+                     "{}, is even\n",
+                     k.epilogue.pair->bits, text.expr(k.epilogue.pair->row_index));
   for (const auto& n : k.notes) o += "  note: " + n + "\n";
   o += "}\n";
   return o;

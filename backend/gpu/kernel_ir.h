@@ -18,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,13 @@ struct Copy {
   /// of 64 has 32 elements a thread of each operand; unrolled fully with
   /// their 64-bit addresses, nvcc spills (2.4 KB a thread for the wgmma form).
   int element_unroll = 0;
+  /// The 16-byte copies' global addresses computed once a block (a pointer
+  /// and a row-in-range flag for each of the thread's copies, in registers)
+  /// instead of once a K-step: a step adds kt x block_k x the k stride and
+  /// checks the k left. Computed a step, their 64-bit products, bounds and
+  /// selects were 60% of the wgmma form's executed instructions (ncu, H200,
+  /// bench/RESULTS.md session 23).
+  bool hoisted_addresses = false;
 };
 
 /// The main loop over K-steps, as operations in program order:
@@ -231,6 +239,17 @@ struct Epilogue {
   /// Other scalars the statements write before they read them (a fused
   /// statement's value, `scores_value`): registers of each element.
   std::vector<const ir::BufferNode*> locals;
+  /// Set when the statements are one store of a 16-bit or f32 element whose
+  /// index is affine in the column with coefficient 1 (and no locals):
+  /// `row_index` is that index at column 0, computed once a row; where it is
+  /// even (and the tensor aligned) a thread's two adjacent columns (e and
+  /// e + 1 of an m16n8 tile) are stored as one 32-bit (f32: 64-bit) word,
+  /// both rounded by one conversion. Else element by element.
+  struct Pair {
+    ir::Expr row_index;
+    int bits = 32;
+  };
+  std::optional<Pair> pair;
 };
 
 /// A tiled MMA contraction kernel.

@@ -103,9 +103,11 @@ std::vector<Op> copies_ahead(int steps) {
 /// m64n128k16 wgmmas with A and B read from shared memory by descriptor --
 /// no fragments in registers, no ldmatrix -- in K-steps of 64 (one 128-byte
 /// swizzled line of A, or 64 lines of B) over `stages` stages in dynamic
-/// shared memory (32 KB a stage). One MMA group stays in flight while the
-/// next is issued, so a stage is rewritten two steps after it was read:
-/// the copies run `stages - 2` steps ahead (docs/cuda.md, "wgmma GEMM").
+/// shared memory (32 KB a stage). With one block an SM one MMA group stays
+/// in flight while the next is issued, so a stage is rewritten two steps
+/// after it was read and the copies run `stages - 2` steps ahead; with two
+/// (3 stages) none, and they run `stages - 1` ahead (docs/cuda.md, "wgmma
+/// GEMM").
 Kernel wgmma_form(const Kernel& k, int stages) {
   Kernel w = k;
   w.notes.clear();
@@ -128,25 +130,36 @@ Kernel wgmma_form(const Kernel& k, int stages) {
   // registers at 128 (ptxas: 60 bytes of spills, from 189 for one block).
   w.min_blocks = stages == 3 ? 2 : 1;
   for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
-  for (Copy& c : w.copies) c.element_unroll = 4;
-  w.prologue = copies_ahead(stages - 2);
+  for (Copy& c : w.copies) {
+    c.element_unroll = 4;
+    c.hoisted_addresses = c.vector > 1;
+  }
+  // MMA groups left in flight at the end of a step: one with one block an
+  // SM (the next step's copies and barrier overlap its MMAs); none with two,
+  // whose other block keeps the tensor cores busy, so that the copies run a
+  // step further ahead (3 stages: 1.05-1.08x on an H200, bench/RESULTS.md
+  // session 23; with one block an SM none in flight was 0.82-0.86x).
+  const int inflight = w.min_blocks >= 2 ? 0 : 1;
   // Step kt: its copies landed (this thread's, then everyone's after the
   // fence and barrier -- which every thread reaches after its wait for step
-  // kt - 2's MMAs, so their stage is free for step kt + stages - 2).
-  w.body = {{OpKind::WaitPrior, "", stages - 3},
+  // kt - 1 - inflight's MMAs, so their stage is free for step kt + ahead).
+  const int ahead = stages - 1 - inflight;
+  w.prologue = copies_ahead(ahead);
+  w.body = {{OpKind::WaitPrior, "", ahead - 1},
             {OpKind::FenceProxy, "", 0},
             {OpKind::Barrier, "", 0},
-            {OpKind::CopyNext, "A", stages - 2},
-            {OpKind::CopyNext, "B", stages - 2},
+            {OpKind::CopyNext, "A", ahead},
+            {OpKind::CopyNext, "B", ahead},
             {OpKind::Commit, "", 0},
             {OpKind::MmaStep, "", 0},
-            {OpKind::MmaWait, "", 1}};
+            {OpKind::MmaWait, "", inflight}};
   w.drain = {{OpKind::MmaWait, "", 0}};
   w.notes.push_back(fmt::format(
       "sm_90a: {} warpgroups of m64n{}k16 wgmma, A {} and B {} by shared-memory descriptor (128-byte swizzle), "
-      "K-steps of {} in {} stages ({} bytes of dynamic shared memory, {} block(s) an SM), one MMA group in flight",
+      "K-steps of {} in {} stages ({} bytes of dynamic shared memory, {} block(s) an SM), {} MMA group in flight",
       k.threads / 128, w.warps.warp_n, k.shared[0].layout == SmemLayout::RowK ? "K-major" : "MN-major",
-      k.shared[1].layout == SmemLayout::RowK ? "K-major" : "MN-major", w.block_k, stages, bytes, w.min_blocks));
+      k.shared[1].layout == SmemLayout::RowK ? "K-major" : "MN-major", w.block_k, stages, bytes, w.min_blocks,
+      inflight ? "one" : "no"));
   return w;
 }
 
@@ -378,6 +391,16 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   k.epilogue.col_var = vy;
   k.epilogue.stmts = post;
   k.epilogue.locals = locals;
+  // Paired stores (Epilogue::pair): one store, its index the column plus a
+  // part without it, of the type its value has.
+  if (post.size() == 1 && locals.empty() && post[0]->kind == StmtKind::Store && post[0]->flat && post[0]->args.size() == 1) {
+    const ir::Stmt& st = post[0];
+    const ir::Expr& idx = st->args[0];
+    const Scalar t = st->buffer->type;
+    if ((t == Scalar::BF16 || t == Scalar::F16 || t == Scalar::F32) && st->value->type == t && ir::affine_in(idx, vy) &&
+        is_int(fold(coefficient(idx, vy)), 1))
+      k.epilogue.pair = Epilogue::Pair{fold(ir::substitute(idx, {{vy.get(), ir::build::int_imm(0)}})), t == Scalar::F32 ? 64 : 32};
+  }
   if (p->value)
     k.notes.push_back("operand A is computed from its element (and values of its row) as it is copied to shared memory");
   k.notes.insert(k.notes.begin(),

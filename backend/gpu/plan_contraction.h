@@ -34,7 +34,8 @@ struct PlanOptions {
   std::function<bool(const ir::Stmt&)> parallel;
   /// Shared-memory stages of the sm_90a (wgmma) form of a 16-bit
   /// contraction (3-6; 0: no such form, sm_90a runs the mma.sync one).
-  int wgmma_stages = 0;
+  /// The driver's default is 3 (CudaOptions::gemm_stages).
+  int wgmma_stages = 3;
 };
 
 /// The kernel named `name` for statement `item` of `f`, or nullopt with

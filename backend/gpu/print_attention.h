@@ -33,9 +33,6 @@ struct AttnDeviceText : DeviceText {
   virtual void bind_finite_sub(const ir::ExprNode* sub) = 0;
   virtual void unbind_all() = 0;  // every kind
   virtual std::string value_type(const ir::BufferNode* b) = 0;  // `float`, `int64_t`, ...
-  /// A 16-bit value as the f32 it is rounded from (a cast from f32, or a
-  /// 16-bit operation computed in f32), for a pack that rounds two at once.
-  virtual std::string expr_unrounded(const ir::Expr& e) = 0;
 };
 
 /// `k` as CUDA C++: `struct NAME__launch { ARGS a; const int32_t* tiles; }`

@@ -236,7 +236,10 @@ const Operand& operand(const Kernel& k, const std::string& name) {
   throw std::logic_error("kernel IR: no operand " + name);
 }
 
-/// The copy of one K-step of `c`'s operand into its stage, as a lambda.
+/// The copy of one K-step `kt` of `c`'s operand into stage `stage` (kt %
+/// stages, kept by the K-loop as a 32-bit counter: the 64-bit modulo in
+/// each copy and MMA step had cost about 12 instructions each; 3xTF32's
+/// kernel 1.06-1.08x faster without), as a lambda.
 std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   const Operand& o = operand(k, c.operand);
   const SharedBuffer& s = shared_of(k, o);
@@ -245,8 +248,10 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   const int inner = rowk ? s.k : s.rows;
   const std::string origin = &o == &k.a ? "m0" : "n0";
   std::string ptr = d.buffer(o.buffer);
-  // One loop over this thread's copies of `v` elements each.
-  auto loop = [&](int v, const std::string& pad) {
+  // The header of a loop over this thread's copies of `v` elements each:
+  // copy u's place in the tile (`in` along the contiguous dimension, `out`
+  // across it) and its row r and k c.
+  auto loop_head = [&](int v, const std::string& pad) {
     const int per = elems / v / k.threads;
     if (per < 1 || per * v * k.threads != elems || inner % v != 0)
       throw std::logic_error("kernel IR: a staged tile does not divide among the threads");
@@ -255,6 +260,19 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
     out += fmt::format("{}  const int e = threadIdx.x + {} * u, in = (e % {}) * {}, out = e / {};\n", pad, k.threads,
                        inner / v, v, inner / v);
     out += fmt::format("{}  const int r = {}, c = {};\n", pad, rowk ? "out" : "in", rowk ? "in" : "out");
+    return out;
+  };
+  const bool hoisted = c.hoisted_addresses && c.vector > 1 && !o.value;
+  const int per_vec = elems / c.vector / k.threads;
+  auto loop = [&](int v, const std::string& pad) {
+    std::string out = loop_head(v, pad);
+    if (hoisted && v > 1) {
+      // The addresses of kt = 0 (computed once a block, below) moved on by kt steps of k.
+      out += fmt::format("{}  (void)r;\n{}  const bool ok = {}_row[u] && c < kr;\n", pad, pad, o.name);
+      out += fmt::format("{}  const int si = {};\n", pad, smem_at(s, "out", "in"));
+      out += fmt::format("{}  dcc_cp_async16(&st[si], ok ? {}_src[u] + kstep : &{}[0], ok);\n", pad, o.name, ptr);
+      return out + pad + "}\n";
+    }
     out += fmt::format("{}  const int64_t gr = {} + r, gk = kt * {} + c;\n", pad, origin, k.block_k);
     out += fmt::format("{}  const bool ok = gr < {} && gk < {};\n", pad, o.rows, k.k_extent);
     if (!o.value)
@@ -286,11 +304,26 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
                        "(uintptr_t)&{}[{}] % 16 == 0;\n",
                        o.name, unit, other, c.vector, o.base, c.vector, extent, c.vector, ptr, o.base);
   }
-  out += fmt::format("  auto copy_{} = [&](int64_t kt) {{\n", o.name);
+  if (hoisted) {
+    // Each 16-byte copy's source at kt = 0 and whether its row is inside.
+    const std::string elem = storage_type(s.elem);
+    out += fmt::format("  const {}* {}_src[{}];\n  bool {}_row[{}];\n", elem, o.name, per_vec, o.name, per_vec);
+    out += fmt::format("  if ({}_vec) {{\n", o.name) + loop_head(c.vector, "    ");
+    out += fmt::format("      const int64_t gr = {} + r;\n", origin);
+    out += fmt::format("      {}_row[u] = gr < {};\n", o.name, o.rows);
+    out += fmt::format("      {}_src[u] = &{}[{}_row[u] ? {} + gr * {} + (int64_t)c * {} : 0];\n    }}\n  }}\n", o.name, ptr,
+                       o.name, o.base, o.row_stride, o.k_stride);
+  }
+  out += fmt::format("  auto copy_{} = [&](int64_t kt, int stage) {{\n", o.name);
   out += "    if (kt >= nk) return;\n";
-  out += fmt::format("    {}* st = {} + (kt % {}) * {};\n", storage_type(s.elem), s.name, s.stages, s.stage_elems());
+  out += fmt::format("    {}* st = {} + stage * {};\n", storage_type(s.elem), s.name, s.stage_elems());
   if (c.vector > 1) {
-    out += fmt::format("    if ({}_vec) {{\n", o.name) + loop(c.vector, "      ");
+    out += fmt::format("    if ({}_vec) {{\n", o.name);
+    if (hoisted)
+      // (kr in 64 bits: clamped to 32, the 3-stage wgmma form spilled.)
+      out += fmt::format("      const int64_t kr = {} - kt * {}, kstep = kt * {} * {};  // the k left from the step's start\n",
+                         k.k_extent, k.block_k, k.block_k, o.k_stride);
+    out += loop(c.vector, "      ");
     out += "    } else {\n" + loop(1, "      ") + "    }\n";
   } else {
     out += loop(1, "    ");
@@ -352,7 +385,7 @@ DescPlan desc_plan(const SharedBuffer& s, int r0) {
   return {(r0 / s.atom) * s.lines() * line_bytes, s.lines() * line_bytes, 8 * line_bytes, 16 * line_bytes, true};
 }
 
-/// One K-step of the warpgroup's wgmmas from stage kt % stages, issued and
+/// One K-step of the warpgroup's wgmmas from stage kst (kt % stages), issued and
 /// committed as one group (completed by a later MmaWait).
 std::string wgmma_step(const Kernel& k) {
   const SharedBuffer& sa = shared_of(k, k.a);
@@ -364,10 +397,9 @@ std::string wgmma_step(const Kernel& k) {
   const int nacc = k.warps.frags_n() * 4;
   const char* t = k.mma.shape == MmaShape::WGMMA_F16 ? "f16" : "bf16";
   std::string o = "    {\n";
-  o += fmt::format("      const uint32_t sa = {}_u32 + (uint32_t)((kt % {}) * {}) + (uint32_t)(warp >> 2) * {};\n", sa.name,
-                   sa.stages, sa.stage_elems() * elem_bytes(sa.elem), pa.row_bytes);
-  o += fmt::format("      const uint32_t sb = {}_u32 + (uint32_t)((kt % {}) * {});\n", sb.name, sb.stages,
-                   sb.stage_elems() * elem_bytes(sb.elem));
+  o += fmt::format("      const uint32_t sa = {}_u32 + (uint32_t)(kst * {}) + (uint32_t)(warp >> 2) * {};\n", sa.name,
+                   sa.stage_elems() * elem_bytes(sa.elem), pa.row_bytes);
+  o += fmt::format("      const uint32_t sb = {}_u32 + (uint32_t)(kst * {});\n", sb.name, sb.stage_elems() * elem_bytes(sb.elem));
   o += fmt::format("      const uint64_t ad = dcc_wgmma_desc(sa, {}, {}), bd = dcc_wgmma_desc(sb, {}, {});\n", pa.lbo, pa.sbo, pb.lbo,
                    pb.sbo);
   o += fmt::format("      dcc_wgmma_keep<{}>(&acc[0][0][0]);\n      dcc_wgmma_fence();\n", nacc);
@@ -385,8 +417,8 @@ std::string mma_step(const Kernel& k) {
   const SharedBuffer& sb = shared_of(k, k.b);
   const int fm = k.warps.frags_m(), fn = k.warps.frags_n(), mk = mma_k(k.mma.shape);
   std::string o;
-  o += fmt::format("    const {}* as = {} + (kt % {}) * {};\n", storage_type(sa.elem), sa.name, sa.stages, sa.stage_elems());
-  o += fmt::format("    const {}* bs = {} + (kt % {}) * {};\n", storage_type(sb.elem), sb.name, sb.stages, sb.stage_elems());
+  o += fmt::format("    const {}* as = {} + kst * {};\n", storage_type(sa.elem), sa.name, sa.stage_elems());
+  o += fmt::format("    const {}* bs = {} + kst * {};\n", storage_type(sb.elem), sb.name, sb.stage_elems());
   // The MMAs' accumulator: acc itself, or this step's partial sums.
   const char* target = k.mma.step_partials ? "part" : "acc";
   if (k.mma.step_partials)
@@ -450,11 +482,23 @@ std::string mma_step(const Kernel& k) {
   return o;
 }
 
+/// The stages of the kernel's pipeline (every shared buffer has as many).
+int stages_of(const Kernel& k) {
+  for (const auto& s : k.shared)
+    if (s.stages != k.shared[0].stages) throw std::logic_error("kernel IR: shared buffers with different stage counts");
+  return k.shared.empty() ? 1 : k.shared[0].stages;
+}
+
 std::string op_code(const Kernel& k, const Op& op, bool prologue) {
   switch (op.kind) {
-    case OpKind::CopyNext:
-      return prologue ? fmt::format("    copy_{}({});\n", op.operand, op.count)
-                      : fmt::format("    copy_{}(kt + {});\n", op.operand, op.count);
+    case OpKind::CopyNext: {
+      // Step kt + count's stage: kst + count, wrapped (count < stages).
+      const int stages = stages_of(k);
+      if (op.count >= stages) throw std::logic_error("kernel IR: a copy runs a whole pipeline ahead");
+      if (prologue) return fmt::format("    copy_{}({}, {});\n", op.operand, op.count, op.count);
+      if (op.count == 0) return fmt::format("    copy_{}(kt, kst);\n", op.operand);
+      return fmt::format("    copy_{0}(kt + {1}, kst + {1} < {2} ? kst + {1} : kst + {1} - {2});\n", op.operand, op.count, stages);
+    }
     case OpKind::Commit: return "    dcc_cp_async_commit();\n";
     case OpKind::WaitPrior: return fmt::format("    dcc_cp_async_wait<{}>();\n", op.count);
     case OpKind::Barrier: return "    __syncthreads();\n";
@@ -464,6 +508,42 @@ std::string op_code(const Kernel& k, const Op& op, bool prologue) {
       return fmt::format("    dcc_wgmma_wait<{0}>();\n    dcc_wgmma_keep<{1}>(&acc[0][0][0]);\n", op.count, k.warps.frags_n() * 4 * k.warps.frags_m());
   }
   return "";
+}
+
+/// The epilogue with paired stores (Epilogue::pair): a row at a time, its
+/// index at column 0 (`ob`) once; where it is even and the tensor aligned,
+/// each m16n8 tile's two adjacent columns of the thread (elements 2h and
+/// 2h + 1) are computed in f32 and stored as one word, rounded by one
+/// conversion; else, or at the tile's right edge, each column checked.
+std::string paired_epilogue(const Kernel& k, DeviceText& d) {
+  const int fm = k.warps.frags_m(), fn = k.warps.frags_n();
+  const Epilogue& ep = k.epilogue;
+  const ir::Stmt& st = ep.stmts[0];
+  const std::string ptr = d.buffer(st->buffer.get()), row = d.var(ep.row_var), col = d.var(ep.col_var);
+  const bool wide = ep.pair->bits == 64;
+  std::string o;
+  o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int h = 0; h < 2; ++h) {{\n", fm);
+  o += fmt::format("      const int64_t {} = m0 + wm0 + 16 * i + gid + 8 * h;\n", row);
+  o += fmt::format("      if ({} >= {}) continue;\n", row, k.a.rows);
+  o += fmt::format("      const int64_t ob = {};  // the row's index at column 0\n", d.expr(ep.pair->row_index));
+  o += fmt::format("      const bool paired = (ob & 1) == 0 && (uintptr_t){} % {} == 0;\n", ptr, ep.pair->bits / 8);
+  o += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n", fn);
+  o += "        const int64_t c0 = n0 + wn0 + 8 * j + 2 * tig;\n";
+  o += fmt::format("        if (paired && c0 + 1 < {}) {{\n          float pr[2];\n", k.b.rows);
+  o += "#pragma unroll\n          for (int c = 0; c < 2; ++c) {\n";
+  o += fmt::format("            const int64_t {} = c0 + c;\n            (void){};\n", col, col);
+  o += fmt::format("            {} = acc[i][j][2 * h + c];\n", d.scalar(ep.acc));
+  o += fmt::format("            pr[c] = {};\n          }}\n", wide ? d.expr(st->value) : d.expr_unrounded(st->value));
+  o += wide ? fmt::format("          *reinterpret_cast<float2*>(&{}[ob + c0]) = make_float2(pr[0], pr[1]);\n", ptr)
+            : fmt::format("          *reinterpret_cast<uint32_t*>(&{}[ob + c0]) = {}(pr[0], pr[1]);\n", ptr,
+                          st->buffer->type == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
+  o += "        } else {\n#pragma unroll\n          for (int c = 0; c < 2; ++c) {\n";
+  o += fmt::format("            const int64_t {} = c0 + c;\n", col);
+  o += fmt::format("            if ({} >= {}) continue;\n", col, k.b.rows);
+  o += fmt::format("            {} = acc[i][j][2 * h + c];\n", d.scalar(ep.acc));
+  o += d.stmts(ep.stmts, 6);
+  o += "          }\n        }\n      }\n    }\n";
+  return o;
 }
 
 /// The body of one form of the kernel after the tile-list entry's values:
@@ -500,12 +580,13 @@ std::string form_body(const Kernel& k, DeviceText& d) {
   for (const auto& c : k.copies) o += copy_lambda(k, c, d);
   o += "  {\n";
   for (const auto& op : k.prologue) o += op_code(k, op, true);
-  o += "  }\n  for (int64_t kt = 0; kt < nk; ++kt) {\n";
+  o += "  }\n  int kst = 0;  // kt's stage\n  for (int64_t kt = 0; kt < nk; ++kt) {\n";
   for (const auto& op : k.body) o += op_code(k, op, false);
-  o += "  }\n";
+  o += fmt::format("    kst = kst + 1 == {} ? 0 : kst + 1;\n  }}\n", stages_of(k));
   for (const auto& op : k.drain) o += op_code(k, op, true);
   // Epilogue: element e of tile (i, j) is at row gid + 8 (e >> 1), column 2 tig + (e & 1).
   o += "  " + d.declare(k.epilogue.acc) + "\n";
+  if (k.epilogue.pair) return o + paired_epilogue(k, d);
   for (const auto* b : k.epilogue.locals) o += "  " + d.declare(b) + "\n";
   o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n", fm, fn);
   o += "      for (int e = 0; e < 4; ++e) {\n";

@@ -25,6 +25,9 @@ struct DeviceText {
   virtual std::string buffer(const ir::BufferNode* b) = 0;    // a typed pointer to its storage
   virtual std::string scalar(const ir::BufferNode* b) = 0;    // a private scalar's register
   virtual std::string declare(const ir::BufferNode* b) = 0;   // its declaration (`float r_x = 0;`)
+  /// A 16-bit value as the f32 it is rounded from (a cast from f32, or a
+  /// 16-bit operation computed in f32), for a pack that rounds two at once.
+  virtual std::string expr_unrounded(const ir::Expr& e) = 0;
   virtual std::string args_type() = 0;                        // the function's argument struct
 };
 
