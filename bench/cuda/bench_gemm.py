@@ -10,19 +10,22 @@ Groups: M per group from a length batch of ../shared/bench/seqlens (the line
 for B), K = 1024 and 4096, N = 1024 (the issue-16 sizes). Every result is
 first checked against a float64 reference (max abs error, also divided by
 sqrt(K)); then the implementations are timed in interleaved repetitions
-(one call of each per round, CUDA events, after warm-up), and the min and
+(one call of each per round, each round starting one implementation later,
+CUDA events, after warm-up), and the min and
 median over the rounds are printed with TFLOP/s (2 * sum(M) * K * N) and
 ratios peer / dccc (above 1: dccc is faster).
 
 usage: bench_gemm.py --dir DIR --out RESULTS.txt [--seqlens DIR]
                      [--batches race,squad] [--B 128] [--K 1024,4096] [--N 1024] [--reps 20]
-                     [--variants NAME=DIR,...] [--bf16-only] [--check-only]
+                     [--variants NAME=DIR,...] [--f32-variants NAME=DIR,...] [--bf16-only] [--check-only]
 DIR holds batched_gemm_bf16.so (grouped_gemm_bf16) and batched_gemm.so
 (grouped_gemm, --fp32-math=3xtf32), and optionally batched_gemm_tf32.so and
 batched_gemm_ieee.so (the same with --fp32-math=tf32 / ieee), as
 scripts/gpu_bundle.sh builds them. --variants: other builds' batched_gemm_bf16.so
 (DIR/batched_gemm_bf16.so), checked and timed in the same rounds, with the
-ratio variant median / dccc median; --bf16-only leaves out the f32 ones.
+ratio dccc median / variant median (above 1: the variant is faster);
+--f32-variants likewise for other builds' batched_gemm.so (3xTF32), against
+dccc f32 3xtf32; --bf16-only leaves out the f32 ones.
 --check-only: no timing; the bf16 libraries (and variants) on ragged groups
 of every size class -- M, K, N of 0, 1, 15, 16, 17, 64, 130, 520 and one of
 4,096, unaligned K and N included -- against float64 (cheap enough to run
@@ -107,6 +110,7 @@ def main():
     ap.add_argument("--N", default="1024")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--variants", default="", help="NAME=DIR,...: more bf16 libraries timed in the same rounds")
+    ap.add_argument("--f32-variants", default="", help="NAME=DIR,...: more batched_gemm.so (3xTF32) libraries timed in the same rounds")
     ap.add_argument("--bf16-only", action="store_true", help="only the bf16 implementations")
     ap.add_argument("--check-only", action="store_true", help="ragged odd sizes against float64, no timing")
     ap.add_argument("--device", default="cuda",
@@ -148,6 +152,12 @@ def main():
         if f is None:
             raise SystemExit(f"{vdir}: no batched_gemm_bf16.so for variant {vname}")
         libs["variant " + vname] = (f, lib)
+    for item in [v for v in args.f32_variants.split(",") if v and not args.bf16_only]:
+        vname, vdir = item.split("=", 1)
+        f, lib = dccc_fn(os.path.join(vdir, "batched_gemm.so"), "grouped_gemm")
+        if f is None:
+            raise SystemExit(f"{vdir}: no batched_gemm.so for f32 variant {vname}")
+        libs["f32variant " + vname] = (f, lib)
     if args.check_only:
         return check_odd({k: v for k, v in libs.items() if k == "bf16" or k.startswith("variant ")})
     torch.backends.cuda.matmul.allow_tf32 = False  # the f32 loop is IEEE SGEMM
@@ -249,6 +259,9 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
         if key in libs:
             c = torch.empty(total, N, device=DEVICE)
             impls[f"dccc f32 {key}"] = (dccc(key, a32, b32, c), c)
+    for key in [k for k in libs if k.startswith("f32variant ")]:
+        c = torch.empty(total, N, device=DEVICE)
+        impls[key] = (dccc(key, a32, b32, c), c)
 
     grouped_out = {}
 
@@ -303,6 +316,8 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
     for label in errs:
         if label.startswith("variant "):
             bounds[label] = bounds["dccc bf16"]
+        if label.startswith("f32variant "):
+            bounds[label] = bounds["dccc f32 3xtf32"]
     failed = False
     for label, err in errs.items():
         if label in bounds and err > bounds[label]:
@@ -314,9 +329,13 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
         for run, _out in impls.values():
             run()
     sync()
-    for _ in range(reps):
-        for label, (run, _out) in impls.items():
-            times[label].append(timed(run))
+    # Each round starts one implementation later: in a fixed order the first
+    # one (dccc bf16) measured 4-8% slower than the same library as a variant
+    # (session 23), so no implementation keeps a place in the rounds.
+    labels = list(impls)
+    for r in range(reps):
+        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+            times[label].append(timed(impls[label][0]))
     emit(f"## {name} B={batch} (sum M = {total}, max M = {max(lens)}), K = {K}, N = {N}")
     emit(f"{'implementation':>24} {'min ms':>9} {'median ms':>10} {'TFLOP/s':>8} {'max err':>9} {'err/sqrtK':>9}")
     med = {label: statistics.median(t) for label, t in times.items()}
@@ -329,6 +348,8 @@ def run_case(name, batch, lens, K, N, libs, reps, emit):
              ("torch.matmul loop f32", "dccc f32 ieee")]
     pairs += [("dccc bf16", label) for label in impls if label.startswith("variant ")]
     pairs += [("torch._grouped_mm bf16", label) for label in impls if label.startswith("variant ")]
+    pairs += [("dccc f32 3xtf32", label) for label in impls if label.startswith("f32variant ")]
+    pairs += [("torch.matmul loop f32", label) for label in impls if label.startswith("f32variant ")]
     for peer, ours in pairs:
         if peer in med and ours in med:
             emit(f"{'ratio ' + peer + ' / ' + ours:>60}: {med[peer] / med[ours]:6.3f}")
