@@ -264,11 +264,14 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   };
   const bool hoisted = c.hoisted_addresses && c.vector > 1 && !o.value;
   const int per_vec = elems / c.vector / k.threads;
-  auto loop = [&](int v, const std::string& pad) {
+  auto loop = [&](int v, const std::string& pad, bool kfull = false) {
     std::string out = loop_head(v, pad);
     if (hoisted && v > 1) {
       // The addresses of kt = 0 (computed once a block, below) moved on by kt steps of k.
-      out += fmt::format("{}  (void)r;\n{}  const bool ok = {}_row[u] && c < kr;\n", pad, pad, o.name);
+      if (kfull)
+        out += fmt::format("{}  (void)r;\n{}  const bool ok = {}_row[u];\n", pad, pad, o.name);
+      else
+        out += fmt::format("{}  (void)r;\n{}  const bool ok = {}_row[u] && c < kr;\n", pad, pad, o.name);
       out += fmt::format("{}  const int si = {};\n", pad, smem_at(s, "out", "in"));
       out += fmt::format("{}  dcc_cp_async16(&st[si], ok ? {}_src[u] + kstep : &{}[0], ok);\n", pad, o.name, ptr);
       return out + pad + "}\n";
@@ -323,7 +326,13 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
       // (kr in 64 bits: clamped to 32, the 3-stage wgmma form spilled.)
       out += fmt::format("      const int64_t kr = {} - kt * {}, kstep = kt * {} * {};  // the k left from the step's start\n",
                          k.k_extent, k.block_k, k.block_k, o.k_stride);
-    out += loop(c.vector, "      ");
+    // A step with a whole block_k of k left checks only the rows (1.01-1.08x
+    // on an H200, bench/RESULTS.md session 23); the last, partial one also k.
+    if (hoisted)
+      out += fmt::format("      if (kr >= {}) {{\n", k.block_k) + loop(c.vector, "        ", true) + "      } else {\n" +
+             loop(c.vector, "        ") + "      }\n";
+    else
+      out += loop(c.vector, "      ");
     out += "    } else {\n" + loop(1, "      ") + "    }\n";
   } else {
     out += loop(1, "    ");

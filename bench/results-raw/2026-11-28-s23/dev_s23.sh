@@ -150,3 +150,14 @@ if [[ $PART == v ]]; then
       --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
   echo "bench rc=$?"; grep -E "^##|ratio" $R/${P}bench_gemm.txt | head -80
 fi
+if [[ $PART == w ]]; then
+# Full K-steps' copies without the k check (k3: temporary printer switch
+# DCC_EXP_KFULL, a second copy loop for steps with 64 k left) against the
+# final f3, bf16 only, 30 rounds in rotated order.
+  tar -xJf finallibs.tar.xz
+  timeout 60 python3 bench_gemm.py --dir k3 --bf16-only --check-only --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -1 $R/${P}check.txt
+  timeout 200 python3 bench_gemm.py --dir f3 --seqlens seqlens --reps 30 --bf16-only --variants k3=k3 \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 |variant k3 |_grouped_mm bf16 " $R/${P}bench_gemm.txt | head -60
+fi

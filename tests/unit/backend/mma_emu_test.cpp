@@ -129,6 +129,9 @@ std::vector<Lengths> wgmma_patterns() {
   std::vector<Lengths> out = patterns();
   out.push_back({{130, 0, 17}, {136, 5, 64}, {520, 64, 1}});
   out.push_back({{64, 129}, {24, 130}, {704, 463}});
+  // 16-byte copies (K and N multiples of 8) whose last K-step has 56 of its
+  // 64 k: only that step checks k (Copy::hoisted_addresses).
+  out.push_back({{70, 33}, {120, 184}, {136, 72}});
   return out;
 }
 
