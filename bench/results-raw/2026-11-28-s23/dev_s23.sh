@@ -161,3 +161,20 @@ if [[ $PART == w ]]; then
       --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
   echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 |variant k3 |_grouped_mm bf16 " $R/${P}bench_gemm.txt | head -60
 fi
+if [[ $PART == x ]]; then
+# The final compiler (9c8617a): the GPU GEMM tests (test.tar.xz) and the
+# default library's float64 checks, memcheck and racecheck.
+  tar -xJf finallibs.tar.xz
+  tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+    timeout 150 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.MmaGemm*' > $R/${P}gpu_gemm_tests.txt 2>&1
+  echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure" $R/${P}gpu_gemm_tests.txt | head
+  timeout 40 python3 bench_gemm.py --dir f3 --bf16-only --check-only --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -1 $R/${P}check.txt
+  for tool in memcheck racecheck; do
+    timeout 60 compute-sanitizer --tool $tool python3 bench_gemm.py --dir f3 --bf16-only --check-only --out /dev/null > $R/${P}$tool.txt 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}$tool.txt | tail -1); $(grep -c 'check: OK' $R/${P}$tool.txt) OK"
+  done
+fi
