@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/affine.h"
+
 #include <algorithm>
 
 namespace dccc::gpu {
@@ -44,6 +46,17 @@ const ir::ExprNode* rounded16_division(const ir::ExprNode& e) {
   if (e.kind == ir::ExprKind::Cast && b16(e.type) && div(*e.args[0]) && e.args[0]->type == Scalar::F32)
     return e.args[0].get();
   return nullptr;
+}
+
+std::optional<StorePair> store_pair(const ir::Stmt& s, const ir::Var& col) {
+  using namespace ir::affine;
+  if (s->kind != ir::StmtKind::Store || !s->flat || s->args.size() != 1 || s->buffer->dims.empty()) return std::nullopt;
+  const Scalar t = s->buffer->type;
+  const ir::Expr& idx = s->args[0];
+  if ((t != Scalar::BF16 && t != Scalar::F16 && t != Scalar::F32) || s->value->type != t || !ir::affine_in(idx, col) ||
+      !is_int(fold(coefficient(idx, col)), 1))
+    return std::nullopt;
+  return StorePair{fold(ir::substitute(idx, {{col.get(), ir::build::int_imm(0)}})), t == Scalar::F32 ? 64 : 32};
 }
 
 const char* mma_name(MmaShape s) {

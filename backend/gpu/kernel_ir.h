@@ -50,6 +50,17 @@ const char* fp32_math_name(Fp32Math m);
 /// rounding hides but at a rounding midpoint.
 const ir::ExprNode* rounded16_division(const ir::ExprNode& e);
 
+/// A store that a thread may write two adjacent columns of as one word: one
+/// flat store of a bf16, f16 or f32 tensor element, of its value's type, at
+/// an index affine in the column `col` with coefficient 1. `row_index` is
+/// that index at column 0 (where it is even, with the tensor aligned, the
+/// pair is one `bits`-wide store: 32 for 16-bit elements, 64 for f32).
+struct StorePair {
+  ir::Expr row_index;
+  int bits = 32;
+};
+std::optional<StorePair> store_pair(const ir::Stmt& s, const ir::Var& col);
+
 /// One warp-wide `mma.sync` shape, operand type included, or a warpgroup's
 /// `wgmma` (sm_90a); the accumulator is always f32 (four registers per lane
 /// for an m16n8 tile).
@@ -239,17 +250,12 @@ struct Epilogue {
   /// Other scalars the statements write before they read them (a fused
   /// statement's value, `scores_value`): registers of each element.
   std::vector<const ir::BufferNode*> locals;
-  /// Set when the statements are one store of a 16-bit or f32 element whose
-  /// index is affine in the column with coefficient 1 (and no locals):
-  /// `row_index` is that index at column 0, computed once a row; where it is
+  /// Set when the statements are one store that store_pair admits (and no
+  /// locals): its row index at column 0 is computed once a row; where it is
   /// even (and the tensor aligned) a thread's two adjacent columns (e and
-  /// e + 1 of an m16n8 tile) are stored as one 32-bit (f32: 64-bit) word,
-  /// both rounded by one conversion. Else element by element.
-  struct Pair {
-    ir::Expr row_index;
-    int bits = 32;
-  };
-  std::optional<Pair> pair;
+  /// e + 1 of an m16n8 tile) are stored as one word, both rounded by one
+  /// conversion. Else element by element.
+  std::optional<StorePair> pair;
 };
 
 /// A tiled MMA contraction kernel.

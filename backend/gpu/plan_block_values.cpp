@@ -158,16 +158,8 @@ void plan_block_values(AttentionKernel& k, const ir::Stmt& item) {
     const ir::Stmt& s = k.post[x];
     if (s->kind != StmtKind::For) continue;
     const auto body = ir::items_of(s->body[0]);
-    if (body.size() != 1 || body[0]->kind != StmtKind::Store || !body[0]->flat || body[0]->args.size() != 1) continue;
-    const ir::Stmt& st = body[0];
-    if (st->buffer->dims.empty() ||
-        (st->buffer->type != Scalar::BF16 && st->buffer->type != Scalar::F16 && st->buffer->type != Scalar::F32))
-      continue;
-    const ir::Expr& idx = st->args[0];
-    if (!ir::affine_in(idx, s->var)) continue;
-    if (st->value->type != st->buffer->type || !is_int(fold(coefficient(idx, s->var)), 1)) continue;
-    k.pair_stores.push_back({x, fold(ir::substitute(idx, {{s->var.get(), ir::build::int_imm(0)}})),
-                             st->buffer->type == Scalar::F32 ? 64 : 32});
+    if (body.size() != 1) continue;
+    if (auto sp = store_pair(body[0], s->var)) k.pair_stores.push_back({x, sp->row_index, sp->bits});
   }
   // Per-block values in the tile-list entry (AttentionKernel::entry_width):
   // those with a load, every load of a length array the rows, keys or

@@ -391,16 +391,8 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
   k.epilogue.col_var = vy;
   k.epilogue.stmts = post;
   k.epilogue.locals = locals;
-  // Paired stores (Epilogue::pair): one store, its index the column plus a
-  // part without it, of the type its value has.
-  if (post.size() == 1 && locals.empty() && post[0]->kind == StmtKind::Store && post[0]->flat && post[0]->args.size() == 1) {
-    const ir::Stmt& st = post[0];
-    const ir::Expr& idx = st->args[0];
-    const Scalar t = st->buffer->type;
-    if ((t == Scalar::BF16 || t == Scalar::F16 || t == Scalar::F32) && st->value->type == t && ir::affine_in(idx, vy) &&
-        is_int(fold(coefficient(idx, vy)), 1))
-      k.epilogue.pair = Epilogue::Pair{fold(ir::substitute(idx, {{vy.get(), ir::build::int_imm(0)}})), t == Scalar::F32 ? 64 : 32};
-  }
+  // Paired stores (Epilogue::pair).
+  if (post.size() == 1 && locals.empty()) k.epilogue.pair = store_pair(post[0], vy);
   if (p->value)
     k.notes.push_back("operand A is computed from its element (and values of its row) as it is copied to shared memory");
   k.notes.insert(k.notes.begin(),

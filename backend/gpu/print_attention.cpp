@@ -695,7 +695,6 @@ struct Printer {
       const std::string col = fmt::format("const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var), c0);
       const ir::Stmt store = pair ? ir::items_of(s->body[0])[0] : nullptr;  // the one store (planner's check)
       const std::string ptr = pair ? d.buffer(store->buffer.get()) : "";
-      const bool f32_store = pair && pair->bits == 64;
       if (pair) {
         out += fmt::format("      const int64_t ob = {};  // the row's output index at column 0\n", d.expr(pair->row_index));
         fast += fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, pair->bits / 8);
@@ -709,9 +708,7 @@ struct Printer {
         out += "          " + col;
         const bool own = store->value->type == store->buffer->type;  // rounded to the stored type by its own node
         out += fmt::format("          pr[c] = {};\n        }}\n", own ? d.expr_unrounded(store->value) : d.expr(store->value));
-        out += f32_store ? fmt::format("        *reinterpret_cast<float2*>(&{}[ob + {}8 * dt + 2 * tig]) = make_float2(pr[0], pr[1]);\n      }}\n", ptr, c0)
-                   : fmt::format("        *reinterpret_cast<uint32_t*>(&{}[ob + {}8 * dt + 2 * tig]) = {}(pr[0], pr[1]);\n      }}\n",
-                                 ptr, c0, store->buffer->type == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
+        out += "        " + pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type) + "\n      }\n";
       } else {
         out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
         out += "          const int e = 2 * (rr & 1) + c;\n          " + col + "          {\n";

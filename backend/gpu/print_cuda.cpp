@@ -268,10 +268,7 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
     std::string out = loop_head(v, pad);
     if (hoisted && v > 1) {
       // The addresses of kt = 0 (computed once a block, below) moved on by kt steps of k.
-      if (kfull)
-        out += fmt::format("{}  (void)r;\n{}  const bool ok = {}_row[u];\n", pad, pad, o.name);
-      else
-        out += fmt::format("{}  (void)r;\n{}  const bool ok = {}_row[u] && c < kr;\n", pad, pad, o.name);
+      out += fmt::format("{}  (void)r;\n{}  const bool ok = {}_row[u]{};\n", pad, pad, o.name, kfull ? "" : " && c < kr");
       out += fmt::format("{}  const int si = {};\n", pad, smem_at(s, "out", "in"));
       out += fmt::format("{}  dcc_cp_async16(&st[si], ok ? {}_src[u] + kstep : &{}[0], ok);\n", pad, o.name, ptr);
       return out + pad + "}\n";
@@ -322,17 +319,17 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   out += fmt::format("    {}* st = {} + stage * {};\n", storage_type(s.elem), s.name, s.stage_elems());
   if (c.vector > 1) {
     out += fmt::format("    if ({}_vec) {{\n", o.name);
-    if (hoisted)
-      // (kr in 64 bits: clamped to 32, the 3-stage wgmma form spilled.)
+    if (hoisted) {
+      // (kr in 64 bits: clamped to 32, the 3-stage wgmma form spilled.) A
+      // step with a whole block_k of k left checks only the rows (1.01-1.08x
+      // on an H200, bench/RESULTS.md session 23); the last, partial one also k.
       out += fmt::format("      const int64_t kr = {} - kt * {}, kstep = kt * {} * {};  // the k left from the step's start\n",
                          k.k_extent, k.block_k, k.block_k, o.k_stride);
-    // A step with a whole block_k of k left checks only the rows (1.01-1.08x
-    // on an H200, bench/RESULTS.md session 23); the last, partial one also k.
-    if (hoisted)
       out += fmt::format("      if (kr >= {}) {{\n", k.block_k) + loop(c.vector, "        ", true) + "      } else {\n" +
              loop(c.vector, "        ") + "      }\n";
-    else
+    } else {
       out += loop(c.vector, "      ");
+    }
     out += "    } else {\n" + loop(1, "      ") + "    }\n";
   } else {
     out += loop(1, "    ");
@@ -543,9 +540,7 @@ std::string paired_epilogue(const Kernel& k, DeviceText& d) {
   o += fmt::format("            const int64_t {} = c0 + c;\n            (void){};\n", col, col);
   o += fmt::format("            {} = acc[i][j][2 * h + c];\n", d.scalar(ep.acc));
   o += fmt::format("            pr[c] = {};\n          }}\n", wide ? d.expr(st->value) : d.expr_unrounded(st->value));
-  o += wide ? fmt::format("          *reinterpret_cast<float2*>(&{}[ob + c0]) = make_float2(pr[0], pr[1]);\n", ptr)
-            : fmt::format("          *reinterpret_cast<uint32_t*>(&{}[ob + c0]) = {}(pr[0], pr[1]);\n", ptr,
-                          st->buffer->type == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
+  o += "          " + pair_store(ptr, "ob + c0", ep.pair->bits, st->buffer->type) + "\n";
   o += "        } else {\n#pragma unroll\n          for (int c = 0; c < 2; ++c) {\n";
   o += fmt::format("            const int64_t {} = c0 + c;\n", col);
   o += fmt::format("            if ({} >= {}) continue;\n", col, k.b.rows);
@@ -610,6 +605,12 @@ std::string form_body(const Kernel& k, DeviceText& d) {
 }
 
 }  // namespace
+
+std::string pair_store(const std::string& ptr, const std::string& at, int bits, Scalar t) {
+  if (bits == 64) return fmt::format("*reinterpret_cast<float2*>(&{}[{}]) = make_float2(pr[0], pr[1]);", ptr, at);
+  return fmt::format("*reinterpret_cast<uint32_t*>(&{}[{}]) = {}(pr[0], pr[1]);", ptr, at,
+                     t == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
+}
 
 std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b) {
   const char* t = elem_name(e);

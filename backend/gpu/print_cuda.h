@@ -58,4 +58,9 @@ enum class WgmmaA { Registers, SharedK, SharedMN };
 /// shared memory; guarded so that kernels using the same one may each print it.
 std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b);
 
+/// The store of a paired output's two f32 values `pr[0]`, `pr[1]` at
+/// `ptr[at]` (StorePair): one float2 for f32 (`bits` 64), else both rounded
+/// to `t` (bf16 / f16) and packed by one cvt into a 32-bit word.
+std::string pair_store(const std::string& ptr, const std::string& at, int bits, Scalar t);
+
 }  // namespace dccc::gpu
