@@ -140,9 +140,9 @@ options:
                      key loop's copies run S - 1 key tiles ahead), fewer
                      where one block's shared memory would not hold them
   --gemm-stages=S     the tensor-core contractions of --target=cuda: give a
-                     16-bit one an sm_90a (wgmma) form with S shared-memory
-                     stages of 32 KB (3-6; default 3); 0 leaves it out
-                     (sm_90a then runs the mma.sync form)
+                     16-bit one an sm_90a (wgmma, warp-specialized) form
+                     with S shared-memory stages of 48 KB (2-4; default 4);
+                     0 leaves it out (sm_90a then runs the mma.sync form)
   --attention-split=C,W,N
                      likewise for head dims from 257 to C x W (a score
                      summed over heads): W warps share 16 query rows, C
@@ -321,8 +321,8 @@ int parse_args(int argc, char** argv, Options& o) {
       std::string v = a.substr(14);
       int n = 0;
       char tail = 0;
-      if (std::sscanf(v.c_str(), "%d%c", &n, &tail) != 1 || (n != 0 && (n < 3 || n > 6)))
-        return usage_error("bad --gemm-stages `" + v + "`; expected 3-6 (the wgmma form's shared-memory stages) or 0 (none)");
+      if (std::sscanf(v.c_str(), "%d%c", &n, &tail) != 1 || (n != 0 && (n < 2 || n > 4)))
+        return usage_error("bad --gemm-stages `" + v + "`; expected 2-4 (the wgmma form's shared-memory stages) or 0 (none)");
       o.cuda.gemm_stages = n;
     } else if (a.rfind("--attention-split=", 0) == 0) {
       std::string v = a.substr(18);

@@ -73,10 +73,10 @@ struct CudaOptions {
   /// flushed to 0; docs/cuda.md "Fast math") instead of `expf`.
   bool fast_math = false;
   /// `--gemm-stages`: shared-memory stages of a 16-bit contraction's sm_90a
-  /// (wgmma) form, 3-6; 0: no such form (gpu::PlanOptions::wgmma_stages).
-  /// 3 by default (two blocks an SM): on an H200 the fastest of 3-6 stages
-  /// (bench/RESULTS.md, session 23; docs/cuda.md, "wgmma GEMM").
-  int gemm_stages = 3;
+  /// (wgmma, warp-specialized) form, 2-4 (48 KB each); 0: no such form
+  /// (gpu::PlanOptions::wgmma_stages). 4 by default, the most that fit
+  /// (docs/cuda.md, "wgmma GEMM").
+  int gemm_stages = 4;
   /// `--attention-tiles`: tiles forced on the fused attention kernel.
   gpu::AttentionTuning attention;
   /// Non-empty (`dccc -lineinfo`: the root `.toy` file's path): `#line N

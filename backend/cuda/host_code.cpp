@@ -126,7 +126,7 @@ std::string FuncEmitter::size_decls() const {
 /// prelude cache (tile_list), then one block per entry.
 std::string FuncEmitter::mma_launch(const Launch& l) {
   const gpu::Kernel& k = *l.mma;
-  const int w = gpu::tile_entry_ints(k);
+  const int gw = gpu::tile_entry_ints(k);
   std::string o;
   std::string pad = "      ";
   for (const auto& b : k.tiles.batch) {
@@ -134,8 +134,14 @@ std::string FuncEmitter::mma_launch(const Launch& l) {
     o += fmt::format("{0}for (int64_t {1} = 0, {1}_n = {2}; {1} < {1}_n; ++{1}) {{\n", pad, v, host_.expr(b.extent));
     pad += "  ";
   }
-  o += fmt::format("{}const int64_t tm = ({} + {}) / {}, tn = ({} + {}) / {};\n", pad, host_.expr(k.tiles.rows),
-                   k.tiles.tile_m - 1, k.tiles.tile_m, host_.expr(k.tiles.cols), k.tiles.tile_n - 1, k.tiles.tile_n);
+  // The tile width of the form the device runs (wg: the sm_90a one).
+  const gpu::Kernel* w = k.sm90a.get();
+  if (w && w->tiles.tile_m != k.tiles.tile_m) throw std::logic_error("kernel IR: the sm_90a form's tile rows differ");
+  const std::string tn = w && w->tiles.tile_n != k.tiles.tile_n
+                             ? fmt::format("(wg ? {} : {})", w->tiles.tile_n, k.tiles.tile_n)
+                             : std::to_string(k.tiles.tile_n);
+  o += fmt::format("{}const int64_t tm = ({} + {}) / {}, tn = ({} + {} - 1) / {};\n", pad, host_.expr(k.tiles.rows),
+                   k.tiles.tile_m - 1, k.tiles.tile_m, host_.expr(k.tiles.cols), tn, tn);
   o += fmt::format("{}if (tm > INT32_MAX || tn > INT32_MAX) ovf = 1;\n", pad);
   o += fmt::format("{}for (int64_t mt = 0; mt < tm && !ovf; ++mt)\n{}  for (int64_t nt = 0; nt < tn; ++nt) {{\n", pad, pad);
   for (const auto& b : k.tiles.batch) o += fmt::format("{}    tl.push_back((int32_t){});\n", pad, host_.var(b.var));
@@ -144,22 +150,40 @@ std::string FuncEmitter::mma_launch(const Launch& l) {
     pad.resize(pad.size() - 2);
     o += pad + "}\n";
   }
-  std::string out = tile_list(k.name, o, w);
+  std::string out;
+  if (w) {
+    // Whether the device runs the module's sm_90a compilation, whose wgmma
+    // form has its own tile width, threads, shared memory and grid
+    // (gpu::Kernel::sm90a; read from the module once a device).
+    out += "    const int wg = dcc__wgmma_form();\n";
+    out += "    if (wg < 0) { st = dcc_set_error(DCC_ERR_CUDA, \"cannot read which compilation of the kernels the device runs\"); goto done; }\n";
+  }
+  out += tile_list(k.name, o, gw);
   out += "    const int64_t ntiles = tv->ntiles;\n";
   out += "    if (ntiles > 0) {\n";
   out += fmt::format("      {}__launch lp;\n      lp.a = a;\n", k.name);
-  out += "      lp.tiles = (const int32_t*)tv->dev;\n";
-  std::string smem = "0";
-  if (k.sm90a && k.sm90a->dynamic_smem) {
-    // A compute capability 9 device runs the sm_90a compilation, whose
-    // wgmma form takes its shared memory dynamically (gpu::Kernel::sm90a).
-    out += fmt::format("      const int dsm = dcc__cc_major() == 9 ? {} : 0;\n", k.sm90a->dynamic_smem);
+  out += "      lp.tiles = (const int32_t*)tv->dev;\n      lp.ntiles = ntiles;\n";
+  std::string smem = "0", threads = std::to_string(k.threads), grid = "(unsigned)ntiles";
+  if (w && w->dynamic_smem) {
+    out += fmt::format("      const int dsm = wg ? {} : 0;\n", w->dynamic_smem);
     out += fmt::format("      if (dsm > 0 && cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, dsm) != cudaSuccess) "
                        "{{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
                        k.name);
     smem = "dsm";
   }
-  out += fmt::format("      {}<<<(unsigned)ntiles, {}, {}, strm>>>(lp);\n    }}\n", k.name, k.threads, smem);
+  if (w && w->threads != k.threads) threads = fmt::format("wg ? {} : {}", w->threads, k.threads);
+  if (w && w->specialized && w->specialized->persistent) {
+    // A persistent grid: min(entries, SMs x the blocks an SM holds).
+    out += "      int64_t blocks = ntiles;\n      if (wg) {\n        int dev = 0, sms = 0, occ = 0;\n";
+    out += fmt::format("        cudaError_t ge = cudaGetDevice(&dev);\n"
+                       "        if (ge == cudaSuccess) ge = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);\n"
+                       "        if (ge == cudaSuccess) ge = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, {}, {}, {});\n"
+                       "        if (ge != cudaSuccess) {{ st = dcc_cuda_fail(ge, \"sizing the persistent grid\"); goto done; }}\n",
+                       k.name, w->threads, smem);
+    out += "        blocks = std::min<int64_t>(ntiles, (int64_t)std::max(occ, 1) * std::max(sms, 1));\n      }\n";
+    grid = "(unsigned)blocks";
+  }
+  out += fmt::format("      {}<<<{}, {}, {}, strm>>>(lp);\n    }}\n", k.name, grid, threads, smem);
   return out;
 }
 

@@ -119,6 +119,7 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
     o += copy_name(c.mode);
     if (c.element_unroll) o += fmt::format(", element loop unrolled {}x", c.element_unroll);
     if (c.hoisted_addresses) o += ", 16-byte copies' addresses computed once a block";
+    if (c.linear_addresses) o += ", 16-byte copies' addresses: a pointer a thread, moved on by whole lines a copy";
     o += "\n";
   }
   o += pad + fmt::format("mma: {}", mma_name(k.mma.shape));
@@ -131,9 +132,24 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
     for (size_t i = 0; i < list.size(); ++i) o += (i ? "; " : " ") + op_text(list[i]);
     o += "\n";
   };
-  ops("prologue", k.prologue);
-  ops("step", k.body);
-  if (!k.drain.empty()) ops("after the last step", k.drain);
+  if (const auto& sp = k.specialized) {
+    const int stages = k.shared.empty() ? 0 : k.shared[0].stages;
+    std::string copies;
+    for (const auto& c : k.copies) copies += "copy " + c.operand + "; ";
+    o += pad + fmt::format("  producer (threads {}-{}): per step: wait for stage s empty (after the first {}); {}arrive on "
+                           "full[s] as the copies land\n",
+                           sp->consumers, sp->consumers + sp->producers - 1, stages, copies);
+    o += pad + fmt::format("  consumers (threads 0-{}): per step: wait for full[s]; fence.proxy.async; mma; wgmma wait 0; "
+                           "arrive on empty[s] (a warp)\n",
+                           sp->consumers - 1);
+    o += pad + fmt::format("  grid: {}\n", sp->persistent ? "persistent, min(entries, SMs x blocks an SM) blocks, block b takes "
+                                                             "entries b, b + G, b + 2G, ..."
+                                                           : "one block an entry");
+  } else {
+    ops("prologue", k.prologue);
+    ops("step", k.body);
+    if (!k.drain.empty()) ops("after the last step", k.drain);
+  }
   if (k.dynamic_smem) o += pad + fmt::format("shared memory: {} bytes, dynamic\n", k.dynamic_smem);
   if (k.min_blocks) o += pad + fmt::format("registers capped for {} block(s) an SM\n", k.min_blocks);
   return o;
@@ -155,8 +171,10 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
   o += staging(k, text, "  ");
   if (k.sm90a) {
     const Kernel& w = *k.sm90a;
-    o += fmt::format("  sm_90a form (the same kernel compiled for sm_90a): {} warps ({} warpgroups), warp tile {} x {}\n",
-                     w.warps.warps_m * w.warps.warps_n, w.warps.warps_m * w.warps.warps_n / 4, w.warps.warp_m, w.warps.warp_n);
+    o += fmt::format("  sm_90a form (the same kernel compiled for sm_90a): {} threads, {} warps ({} warpgroups) of MMAs, "
+                     "warp tile {} x {}, tiles {} x {}\n",
+                     w.threads, w.warps.warps_m * w.warps.warps_n, w.warps.warps_m * w.warps.warps_n / 4, w.warps.warp_m,
+                     w.warps.warp_n, w.tiles.tile_m, w.tiles.tile_n);
     o += staging(w, text, "    ");
     for (const auto& n : w.notes) o += "    note: " + n + "\n";
   }

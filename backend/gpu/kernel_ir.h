@@ -195,6 +195,14 @@ struct Copy {
   /// selects were 60% of the wgmma form's executed instructions (ncu, H200,
   /// bench/RESULTS.md session 23).
   bool hoisted_addresses = false;
+  /// Like hoisted_addresses with fewer registers, where the copying threads
+  /// cover whole lines of the tile (their count a multiple of the 16-byte
+  /// chunks a line): a thread's copy u is its first one `step` lines on
+  /// (step = threads / chunks a line), at the same place in the line, so
+  /// one pointer a thread (moved on by step lines a copy) and one row bound
+  /// serve all its copies. The warp-specialized form's producers: with a
+  /// pointer and a flag a copy, ptxas spilled 672 bytes.
+  bool linear_addresses = false;
 };
 
 /// The main loop over K-steps, as operations in program order:
@@ -258,6 +266,22 @@ struct Epilogue {
   std::optional<StorePair> pair;
 };
 
+/// Warp specialization of the sm_90a (wgmma) form (docs/cuda.md, "wgmma
+/// GEMM"): the block's first `consumers` threads (warpgroups of wgmmas)
+/// compute, the last `producers` (one warpgroup) copy. Stage s of the
+/// shared buffers has two mbarriers: `full`, completed by the producers'
+/// arrivals once their copies into it landed (cp.async.mbarrier.arrive.noinc,
+/// or after the copies through registers a plain arrive), and `empty`,
+/// completed by one arrival a consumer warp once its MMAs read the stage
+/// (no MMA group left in flight). No block-wide barrier in the K-loop.
+/// `persistent`: a grid of min(entries, SMs x blocks an SM) blocks that
+/// take tile-list entries b, b + G, b + 2G, ..., the producers copying the
+/// next entry's first K-steps while the consumers store this one's tile.
+struct Specialized {
+  int consumers = 256, producers = 128;
+  bool persistent = true;
+};
+
 /// A tiled MMA contraction kernel.
 struct Kernel {
   std::string name;        // the CUDA function's name
@@ -280,11 +304,18 @@ struct Kernel {
   /// Blocks an SM the registers are capped for (`__launch_bounds__`'s
   /// second argument; 0: none).
   int min_blocks = 0;
-  /// The form compiled for sm_90a (wgmma), or null: same tile list,
-  /// threads, scalars and epilogue, its own shared buffers, K-steps, copies
+  /// The form compiled for sm_90a (wgmma), or null: same scalars and
+  /// epilogue, its own tile width, threads, shared buffers, K-steps, copies
   /// and MMAs. One __global__ function holds both: its sm_90a compilation
-  /// (DCC_WGMMA) runs this form, every other compilation the mma.sync one.
+  /// (DCC_WGMMA) runs this form, every other compilation the mma.sync one;
+  /// the launcher asks the loaded module which one it has (the tile list's
+  /// width, the block's threads and the grid follow).
   std::shared_ptr<const Kernel> sm90a;
+  /// Set on a warp-specialized form (the sm_90a one): who copies, who
+  /// computes, and how the grid takes the tile list.
+  std::optional<Specialized> specialized;
+  /// The threads that copy the operands and the index of one among them.
+  int copy_threads() const { return specialized ? specialized->producers : threads; }
   Epilogue epilogue;
   /// Why the planner chose what it did, one line each (printed by
   /// --emit=kernel, shown by --explain).

@@ -98,21 +98,27 @@ std::vector<Op> copies_ahead(int steps) {
   return ops;
 }
 
-/// The sm_90a form of the 16-bit contraction `k` (same tile list, threads,
-/// scalars and epilogue): the block's 128 x 128 tile as two warpgroups of
-/// m64n128k16 wgmmas with A and B read from shared memory by descriptor --
-/// no fragments in registers, no ldmatrix -- in K-steps of 64 (one 128-byte
-/// swizzled line of A, or 64 lines of B) over `stages` stages in dynamic
-/// shared memory (32 KB a stage). With one block an SM one MMA group stays
-/// in flight while the next is issued, so a stage is rewritten two steps
-/// after it was read and the copies run `stages - 2` steps ahead; with two
-/// (3 stages) none, and they run `stages - 1` ahead (docs/cuda.md, "wgmma
-/// GEMM").
+/// The sm_90a form of the 16-bit contraction `k` (same scalars and
+/// epilogue), warp-specialized (Specialized, docs/cuda.md "wgmma GEMM"):
+/// 128 x 256 block tiles, two consumer warpgroups of m64n256k16 wgmmas
+/// (64 rows each) reading A and B from 128-byte swizzled shared memory by
+/// descriptor, a producer warpgroup copying K-steps of 64 into `stages`
+/// stages (48 KB each), handed over by mbarriers, on a persistent grid of
+/// one block an SM. Measured on an H200 against the form before (two
+/// warpgroups copying and computing a 128 x 128 tile, __syncthreads each
+/// step, two blocks an SM): 1.17-1.23x; of that, 128 x 128 tiles with a
+/// producer warpgroup (6 stages) gave only 1.01-1.08x, 128 x 256 ones with a
+/// producer of two warps 1.03-1.07x, and the persistent grid 1.00-1.04x
+/// (bench/RESULTS.md, session 24).
 Kernel wgmma_form(const Kernel& k, int stages) {
   Kernel w = k;
   w.notes.clear();
   w.sm90a = nullptr;
-  w.warps = WarpTiling{k.threads / 32, 1, 16, k.tiles.tile_n};
+  w.tiles.tile_n = 256;
+  Specialized sp;
+  w.threads = sp.consumers + sp.producers;
+  w.specialized = sp;
+  w.warps = WarpTiling{sp.consumers / 32, 1, 16, w.tiles.tile_n};
   w.block_k = 64;
   w.mma.shape = k.mma.shape == MmaShape::M16N8K16_F16 ? MmaShape::WGMMA_F16 : MmaShape::WGMMA_BF16;
   w.mma.step_partials = false;
@@ -120,46 +126,35 @@ Kernel wgmma_form(const Kernel& k, int stages) {
   for (auto& s : w.shared) {
     s.stages = stages;
     s.k = w.block_k;
+    s.rows = s.name == w.b.shared ? w.tiles.tile_n : w.tiles.tile_m;
     s.pad = 0;
     s.atom = 128 / elem_bytes(s.elem);
     bytes += s.stages * s.stage_elems() * elem_bytes(s.elem);
   }
-  w.dynamic_smem = bytes;
-  // Three stages (97 KB) leave room for a second block an SM, whose MMAs
-  // run while this one waits at its barrier; 256 threads twice cap the
-  // registers at 128 (ptxas: 60 bytes of spills, from 189 for one block).
-  w.min_blocks = stages == 3 ? 2 : 1;
+  w.dynamic_smem = bytes + 2 * 8 * stages;  // then a full and an empty mbarrier a stage
+  // One block an SM: 384 threads, registers capped at 168 (the consumers'
+  // 128 accumulators each).
+  w.min_blocks = 1;
   for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
   for (Copy& c : w.copies) {
     c.element_unroll = 4;
-    c.hoisted_addresses = c.vector > 1;
+    const SharedBuffer* sb = nullptr;
+    for (const auto& s : w.shared)
+      if (s.name == (c.operand == w.a.name ? w.a.shared : w.b.shared)) sb = &s;
+    const int chunks = sb ? (sb->layout == SmemLayout::RowK ? sb->k : sb->rows) / std::max(c.vector, 1) : 0;
+    c.linear_addresses = c.vector > 1 && chunks > 0 && sp.producers % chunks == 0;
+    c.hoisted_addresses = c.vector > 1 && !c.linear_addresses;
   }
-  // MMA groups left in flight at the end of a step: one with one block an
-  // SM (the next step's copies and barrier overlap its MMAs); none with two,
-  // whose other block keeps the tensor cores busy, so that the copies run a
-  // step further ahead (3 stages: 1.05-1.08x on an H200, bench/RESULTS.md
-  // session 23; with one block an SM none in flight was 0.82-0.86x).
-  const int inflight = w.min_blocks >= 2 ? 0 : 1;
-  // Step kt: its copies landed (this thread's, then everyone's after the
-  // fence and barrier -- which every thread reaches after its wait for step
-  // kt - 1 - inflight's MMAs, so their stage is free for step kt + ahead).
-  const int ahead = stages - 1 - inflight;
-  w.prologue = copies_ahead(ahead);
-  w.body = {{OpKind::WaitPrior, "", ahead - 1},
-            {OpKind::FenceProxy, "", 0},
-            {OpKind::Barrier, "", 0},
-            {OpKind::CopyNext, "A", ahead},
-            {OpKind::CopyNext, "B", ahead},
-            {OpKind::Commit, "", 0},
-            {OpKind::MmaStep, "", 0},
-            {OpKind::MmaWait, "", inflight}};
-  w.drain = {{OpKind::MmaWait, "", 0}};
+  // The K-loop is the producer's and the consumers' (print_cuda), not ops.
+  w.prologue.clear();
+  w.body.clear();
+  w.drain.clear();
   w.notes.push_back(fmt::format(
-      "sm_90a: {} warpgroups of m64n{}k16 wgmma, A {} and B {} by shared-memory descriptor (128-byte swizzle), "
-      "K-steps of {} in {} stages ({} bytes of dynamic shared memory, {} block(s) an SM), {} MMA group in flight",
-      k.threads / 128, w.warps.warp_n, k.shared[0].layout == SmemLayout::RowK ? "K-major" : "MN-major",
-      k.shared[1].layout == SmemLayout::RowK ? "K-major" : "MN-major", w.block_k, stages, bytes, w.min_blocks,
-      inflight ? "one" : "no"));
+      "sm_90a: warp-specialized, {} consumer warpgroups of m64n{}k16 wgmma, A {} and B {} by shared-memory descriptor "
+      "(128-byte swizzle), a producer warpgroup copying K-steps of {} into {} stages ({} bytes of dynamic shared memory), "
+      "mbarriers between them, a persistent grid of one block an SM",
+      sp.consumers / 128, w.warps.warp_n, k.shared[0].layout == SmemLayout::RowK ? "K-major" : "MN-major",
+      k.shared[1].layout == SmemLayout::RowK ? "K-major" : "MN-major", w.block_k, stages, w.dynamic_smem));
   return w;
 }
 
@@ -403,7 +398,7 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
                              k.warps.warp_n, k.block_k, stages));
   if (p->elem == Elem::F32)
     k.notes.push_back(fmt::format("f32 operands on tf32 tensor cores, --fp32-math={}", fp32_math_name(options.fp32)));
-  if (p->elem != Elem::F32 && !p->value && !q->value && options.wgmma_stages >= 3 && options.wgmma_stages <= 6)
+  if (p->elem != Elem::F32 && !p->value && !q->value && options.wgmma_stages >= 2 && options.wgmma_stages <= 4)
     k.sm90a = std::make_shared<const Kernel>(wgmma_form(k, options.wgmma_stages));
   return k;
 }

@@ -32,10 +32,10 @@ struct PlanOptions {
   /// Whether a loop's iterations may run in parallel (backend/cuda's
   /// is_parallel_loop): every loop of the nest must be.
   std::function<bool(const ir::Stmt&)> parallel;
-  /// Shared-memory stages of the sm_90a (wgmma) form of a 16-bit
-  /// contraction (3-6; 0: no such form, sm_90a runs the mma.sync one).
-  /// The driver's default is 3 (CudaOptions::gemm_stages).
-  int wgmma_stages = 3;
+  /// Shared-memory stages of the sm_90a (wgmma, warp-specialized) form of
+  /// a 16-bit contraction (2-4, 48 KB each; 0: no such form, sm_90a runs
+  /// the mma.sync one). The driver's default is 4 (CudaOptions::gemm_stages).
+  int wgmma_stages = 4;
 };
 
 /// The kernel named `name` for statement `item` of `f`, or nullopt with

@@ -8,6 +8,7 @@
 namespace dccc::gpu {
 
 const char* const kMmaPrologue = R"CU(
+#include <atomic>
 // ---- tensor-core helpers (backend/gpu/print_cuda.cpp; layouts: docs/cuda.md) ----
 __device__ __forceinline__ uint32_t dcc_pack16(uint16_t lo, uint16_t hi) { return (uint32_t)lo | ((uint32_t)hi << 16); }
 // 4 bytes global -> shared, asynchronously; `full` false: 4 zero bytes.
@@ -184,6 +185,65 @@ __device__ __forceinline__ void dcc_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
+// ---- mbarriers (the warp-specialized wgmma form; docs/cuda.md "wgmma GEMM") ----
+// `bar`: a shared-memory address of 8 bytes (dcc_smem_u32).
+__device__ __forceinline__ void dcc_mbar_init(uint32_t bar, unsigned count) {
+#ifdef DCC_EMU
+  dcc_emu_mbar_init(bar, count);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+__device__ __forceinline__ void dcc_mbar_arrive(uint32_t bar) {
+#ifdef DCC_EMU
+  dcc_emu_mbar_arrive(bar);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// An arrival once every cp.async this thread issued so far has landed (the
+// count was set for it: .noinc).
+__device__ __forceinline__ void dcc_mbar_arrive_cp_async(uint32_t bar) {
+#ifdef DCC_EMU
+  dcc_emu_mbar_arrive(bar);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// Until the phase of parity `parity` completed.
+__device__ __forceinline__ void dcc_mbar_wait(uint32_t bar, uint32_t parity) {
+#ifdef DCC_EMU
+  dcc_emu_mbar_wait(bar, parity);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("{\n.reg .pred p;\nDCC_MBAR_WAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               "@!p bra DCC_MBAR_WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+#endif
+}
+__device__ __forceinline__ void dcc_cp_async_wait_all() {
+#ifndef DCC_EMU
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+// Which compilation of this module the device runs (1: sm_90a, with the
+// wgmma forms), read by the launchers once a device (dcc__wgmma_form): the
+// forms differ in tile width, threads and grid.
+__device__ int dcc__wgmma_module = DCC_WGMMA;
+static int dcc__wgmma_form() {
+  static std::atomic<int> known[64];  // 0: not read yet, else 1 + the value
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) {
+    cudaGetLastError();
+    return -1;
+  }
+  if (dev < 64 && known[dev].load() != 0) return known[dev].load() - 1;
+  int v = 0;
+  if (cudaMemcpyFromSymbol(&v, dcc__wgmma_module, sizeof v) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  if (dev < 64) known[dev].store(1 + v);
+  return v;
+}
 // d (m64nN, f32) += a b: specialised per shape and B layout by the kernels
 // that use them (gpu::wgmma_function).
 template <int N, int TRANS_B>
@@ -248,23 +308,42 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   const int inner = rowk ? s.k : s.rows;
   const std::string origin = &o == &k.a ? "m0" : "n0";
   std::string ptr = d.buffer(o.buffer);
+  // The copying threads: all, or a warp-specialized form's producers (`ct`).
+  const int threads = k.copy_threads();
+  const std::string thread = k.specialized ? "ct" : "threadIdx.x";
   // The header of a loop over this thread's copies of `v` elements each:
   // copy u's place in the tile (`in` along the contiguous dimension, `out`
   // across it) and its row r and k c.
   auto loop_head = [&](int v, const std::string& pad) {
-    const int per = elems / v / k.threads;
-    if (per < 1 || per * v * k.threads != elems || inner % v != 0)
+    const int per = elems / v / threads;
+    if (per < 1 || per * v * threads != elems || inner % v != 0)
       throw std::logic_error("kernel IR: a staged tile does not divide among the threads");
     const std::string unroll = v == 1 && c.element_unroll ? fmt::format(" {}", c.element_unroll) : "";
     std::string out = fmt::format("{}#pragma unroll{}\n{}for (int u = 0; u < {}; ++u) {{\n", pad, unroll, pad, per);
-    out += fmt::format("{}  const int e = threadIdx.x + {} * u, in = (e % {}) * {}, out = e / {};\n", pad, k.threads,
+    out += fmt::format("{}  const int e = {} + {} * u, in = (e % {}) * {}, out = e / {};\n", pad, thread, threads,
                        inner / v, v, inner / v);
     out += fmt::format("{}  const int r = {}, c = {};\n", pad, rowk ? "out" : "in", rowk ? "in" : "out");
     return out;
   };
   const bool hoisted = c.hoisted_addresses && c.vector > 1 && !o.value;
-  const int per_vec = elems / c.vector / k.threads;
+  const bool linear = c.linear_addresses && c.vector > 1 && !o.value;
+  const int chunks = inner / std::max(c.vector, 1), step = chunks ? threads / chunks : 0;  // lines a copy moves on (linear)
+  if (linear && (inner % c.vector || step * chunks != threads))
+    throw std::logic_error("kernel IR: linear copy addresses need the copying threads to cover whole lines");
+  const int per_vec = elems / c.vector / threads;
   auto loop = [&](int v, const std::string& pad, bool kfull = false) {
+    if (linear && v > 1) {
+      // Copy u: the thread's first, u * step lines on (one pointer, moved on).
+      std::string out = fmt::format("{}const {}* p = {}_src + kstep;\n", pad, storage_type(s.elem), o.name);
+      out += fmt::format("{}#pragma unroll\n{}for (int u = 0; u < {}; ++u) {{\n", pad, pad, per_vec);
+      out += fmt::format("{}  const int out = {}_out0 + {} * u, in = {}_in0;\n", pad, o.name, step, o.name);
+      std::string ok = rowk ? fmt::format("{} * u < {}_left", step, o.name) : o.name + "_row";
+      if (!kfull) ok += rowk ? fmt::format(" && {}_in0 < kr", o.name) : " && out < kr";
+      out += fmt::format("{}  const bool ok = {};\n", pad, ok);
+      out += fmt::format("{}  dcc_cp_async16(&st[{}], ok ? p : &{}[0], ok);\n", pad, smem_at(s, "out", "in"), ptr);
+      out += fmt::format("{}  p += {}_ustep;\n", pad, o.name);
+      return out + pad + "}\n";
+    }
     std::string out = loop_head(v, pad);
     if (hoisted && v > 1) {
       // The addresses of kt = 0 (computed once a block, below) moved on by kt steps of k.
@@ -304,6 +383,24 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
                        "(uintptr_t)&{}[{}] % 16 == 0;\n",
                        o.name, unit, other, c.vector, o.base, c.vector, extent, c.vector, ptr, o.base);
   }
+  if (linear) {
+    // The thread's first copy (line out0, place in0 in it) at kt = 0, the
+    // lines' bound or its row's flag, and the step between its copies.
+    out += fmt::format("  const int {0}_in0 = ({1} % {2}) * {3}, {0}_out0 = {1} / {2};\n", o.name, thread, chunks, c.vector);
+    const std::string r0 = o.name + (rowk ? "_out0" : "_in0"), c0 = o.name + (rowk ? "_in0" : "_out0");
+    std::string inside;
+    if (rowk) {
+      out += fmt::format("  const int64_t {}_left = {} - {} - {};  // copy u's row is inside while {} u is below\n", o.name, o.rows,
+                         origin, r0, step);
+      inside = o.name + "_left > 0";
+    } else {
+      out += fmt::format("  const bool {}_row = {} + {} < {};\n", o.name, origin, r0, o.rows);
+      inside = o.name + "_row";
+    }
+    out += fmt::format("  const {}* {}_src = {}_vec && {} ? &{}[{} + ({} + {}) * {} + (int64_t){} * {}] : &{}[0];\n", storage_type(s.elem),
+                       o.name, o.name, inside, ptr, o.base, origin, r0, o.row_stride, c0, o.k_stride, ptr);
+    out += fmt::format("  const int64_t {}_ustep = {} * {};\n", o.name, step, rowk ? o.row_stride : o.k_stride);
+  }
   if (hoisted) {
     // Each 16-byte copy's source at kt = 0 and whether its row is inside.
     const std::string elem = storage_type(s.elem);
@@ -319,7 +416,7 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   out += fmt::format("    {}* st = {} + stage * {};\n", storage_type(s.elem), s.name, s.stage_elems());
   if (c.vector > 1) {
     out += fmt::format("    if ({}_vec) {{\n", o.name);
-    if (hoisted) {
+    if (hoisted || linear) {
       // (kr in 64 bits: clamped to 32, the 3-stage wgmma form spilled.) A
       // step with a whole block_k of k left checks only the rows (1.01-1.08x
       // on an H200, bench/RESULTS.md session 23); the last, partial one also k.
@@ -550,18 +647,17 @@ std::string paired_epilogue(const Kernel& k, DeviceText& d) {
   return o;
 }
 
-/// The body of one form of the kernel after the tile-list entry's values:
-/// shared memory, fragments, the K-loop and the epilogue.
-std::string form_body(const Kernel& k, DeviceText& d) {
-  const int fm = k.warps.frags_m(), fn = k.warps.frags_n();
+/// Shared memory: one dynamic allocation (Kernel::dynamic_smem), the
+/// buffers from its first 1024-byte boundary (`sbase`), or static arrays.
+/// `used`: the bytes the buffers take from `sbase`.
+std::string smem_setup(const Kernel& k, int* used) {
   std::string o;
+  int at = 0;
   if (k.dynamic_smem) {
-    // One allocation; the buffers from its first 1024-byte boundary (Kernel::dynamic_smem).
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
                      "  extern __shared__ __align__(16) char smem[];\n#endif\n",
                      k.dynamic_smem);
     o += "  char* sbase = smem + ((1024 - (dcc_smem_u32(smem) & 1023)) & 1023);\n";
-    int at = 0;
     for (const auto& s : k.shared) {
       o += fmt::format("  {0}* {1} = reinterpret_cast<{0}*>(sbase + {2});\n", storage_type(s.elem), s.name, at);
       o += fmt::format("  const uint32_t {0}_u32 = dcc_smem_u32({0});\n  (void){0}_u32;\n", s.name);
@@ -572,24 +668,31 @@ std::string form_body(const Kernel& k, DeviceText& d) {
     for (const auto& s : k.shared)
       o += fmt::format("  __shared__ __align__(16) {} {}[{}];\n", storage_type(s.elem), s.name, s.stages * s.stage_elems());
   }
-  o += "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3;\n";
+  if (used) *used = at;
+  return o;
+}
+
+/// The warp's place in the block tile and its accumulators, declared.
+std::string warp_tile(const Kernel& k) {
+  std::string o = "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3;\n";
   o += "  (void)lane, (void)gid, (void)tig;\n";
   o += fmt::format("  const int wm0 = (warp / {}) * {}, wn0 = (warp % {}) * {};\n  (void)wn0;\n", k.warps.warps_n, k.warps.warp_m,
                    k.warps.warps_n, k.warps.warp_n);
-  o += fmt::format("  float acc[{}][{}][4];\n", fm, fn);
-  o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n"
-                   "      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;\n",
-                   fm, fn);
-  o += fmt::format("  const int64_t nk = ({} + {}) / {};\n", k.k_extent, k.block_k - 1, k.block_k);
-  for (const auto& c : k.copies) o += copy_lambda(k, c, d);
-  o += "  {\n";
-  for (const auto& op : k.prologue) o += op_code(k, op, true);
-  o += "  }\n  int kst = 0;  // kt's stage\n  for (int64_t kt = 0; kt < nk; ++kt) {\n";
-  for (const auto& op : k.body) o += op_code(k, op, false);
-  o += fmt::format("    kst = kst + 1 == {} ? 0 : kst + 1;\n  }}\n", stages_of(k));
-  for (const auto& op : k.drain) o += op_code(k, op, true);
-  // Epilogue: element e of tile (i, j) is at row gid + 8 (e >> 1), column 2 tig + (e & 1).
-  o += "  " + d.declare(k.epilogue.acc) + "\n";
+  o += fmt::format("  float acc[{}][{}][4];\n", k.warps.frags_m(), k.warps.frags_n());
+  return o;
+}
+
+std::string zero_acc(const Kernel& k, const std::string& pad) {
+  return fmt::format("{0}#pragma unroll\n{0}for (int i = 0; i < {1}; ++i)\n{0}#pragma unroll\n{0}  for (int j = 0; j < {2}; ++j)\n"
+                     "{0}    for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;\n",
+                     pad, k.warps.frags_m(), k.warps.frags_n());
+}
+
+/// The epilogue: element e of tile (i, j) is at row gid + 8 (e >> 1),
+/// column 2 tig + (e & 1).
+std::string epilogue_code(const Kernel& k, DeviceText& d) {
+  const int fm = k.warps.frags_m(), fn = k.warps.frags_n();
+  std::string o = "  " + d.declare(k.epilogue.acc) + "\n";
   if (k.epilogue.pair) return o + paired_epilogue(k, d);
   for (const auto* b : k.epilogue.locals) o += "  " + d.declare(b) + "\n";
   o += fmt::format("#pragma unroll\n  for (int i = 0; i < {}; ++i)\n#pragma unroll\n    for (int j = 0; j < {}; ++j)\n", fm, fn);
@@ -601,6 +704,111 @@ std::string form_body(const Kernel& k, DeviceText& d) {
   o += fmt::format("        {} = acc[i][j][e];\n", d.scalar(k.epilogue.acc));
   o += d.stmts(k.epilogue.stmts, 4);
   o += "      }\n";
+  return o;
+}
+
+/// The values of tile-list entry `index`: its batch indices, the tile's
+/// first row and column (m0, n0) and the kernel's scalars.
+std::string tile_header(const Kernel& k, DeviceText& d, const std::string& index) {
+  const int w = tile_entry_ints(k);
+  std::string o = fmt::format("  const int32_t* entry = launch.tiles + (int64_t)({}) * {};\n", index, w);
+  for (size_t i = 0; i < k.tiles.batch.size(); ++i)
+    o += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.tiles.batch[i].var), i);
+  o += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {}, n0 = (int64_t)entry[{}] * {};\n", w - 2, k.tiles.tile_m, w - 1,
+                   k.tiles.tile_n);
+  for (const auto& s : k.scalars) o += fmt::format("  const int64_t {} = {};\n", s.name, d.expr(s.value));
+  return o;
+}
+
+/// `text` with every line indented by `by` more spaces (preprocessor
+/// lines as they are).
+std::string indented(const std::string& text, int by) {
+  std::string o, pad(static_cast<size_t>(by), ' ');
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    o += (line.empty() || line[0] == '#' ? line : pad + line) + "\n";
+    at = end + 1;
+  }
+  return o;
+}
+
+/// The body of one form of the kernel after the tile-list entry's values:
+/// shared memory, fragments, the K-loop and the epilogue.
+std::string form_body(const Kernel& k, DeviceText& d) {
+  std::string o = smem_setup(k, nullptr) + warp_tile(k) + zero_acc(k, "  ");
+  o += fmt::format("  const int64_t nk = ({} + {}) / {};\n", k.k_extent, k.block_k - 1, k.block_k);
+  for (const auto& c : k.copies) o += copy_lambda(k, c, d);
+  o += "  {\n";
+  for (const auto& op : k.prologue) o += op_code(k, op, true);
+  o += "  }\n  int kst = 0;  // kt's stage\n  for (int64_t kt = 0; kt < nk; ++kt) {\n";
+  for (const auto& op : k.body) o += op_code(k, op, false);
+  o += fmt::format("    kst = kst + 1 == {} ? 0 : kst + 1;\n  }}\n", stages_of(k));
+  for (const auto& op : k.drain) o += op_code(k, op, true);
+  return o + epilogue_code(k, d);
+}
+
+/// A warp-specialized form (Kernel::specialized): the mbarriers, then the
+/// producer warpgroup's loop over the block's entries and their K-steps
+/// (wait until the stage is empty, copy, arrive on its full barrier) and
+/// the consumers' (wait until full, MMAs, release the stage; the epilogue).
+/// Stage kst of round r (kph = r % 2): full's phase r completes when the
+/// copies landed, empty's phase r when the consumers read it.
+std::string specialized_body(const Kernel& k, DeviceText& d) {
+  const Specialized& sp = *k.specialized;
+  const int stages = stages_of(k);
+  if (!is_wgmma(k.mma.shape) || sp.consumers % 128 || sp.producers % 32 || k.threads != sp.consumers + sp.producers ||
+      k.warps.warps_m * k.warps.warps_n * 32 != sp.consumers)
+    throw std::logic_error("kernel IR: a warp-specialized form is wgmma consumer warpgroups and producer warps");
+  int used = 0;
+  std::string o = smem_setup(k, &used);
+  if (used + 1024 + 16 * stages > k.dynamic_smem) throw std::logic_error("kernel IR: no room for the stages' mbarriers");
+  o += fmt::format("  const uint32_t dcc_full = dcc_smem_u32(sbase + {}), dcc_empty = dcc_full + {};  // stage s's at + 8 s\n", used,
+                   8 * stages);
+  o += fmt::format("  if (threadIdx.x == 0)\n    for (int s = 0; s < {}; ++s) {{\n      dcc_mbar_init(dcc_full + 8 * s, {});\n"
+                   "      dcc_mbar_init(dcc_empty + 8 * s, {});\n    }}\n  __syncthreads();\n",
+                   stages, sp.producers, sp.consumers / 32);
+  const std::string loop = "  for (int64_t dcc_t = blockIdx.x; dcc_t < launch.ntiles; dcc_t += gridDim.x) {\n";
+  const std::string nk = fmt::format("  const int64_t nk = ({} + {}) / {};\n", k.k_extent, k.block_k - 1, k.block_k);
+  const std::string advance = fmt::format("    if (++kst == {}) {{\n      kst = 0;\n      kph ^= 1;\n    }}\n", stages);
+  // The producers.
+  std::string p = fmt::format("const int ct = threadIdx.x - {};  // the copying thread\n", sp.consumers);
+  p += "int kst = 0;\nuint32_t kph = 0;\nint64_t fills = 0;\n" + loop.substr(2);
+  std::string t = tile_header(k, d, "dcc_t") + nk;
+  bool all_vec = true;
+  for (const auto& c : k.copies) {
+    t += copy_lambda(k, c, d);
+    all_vec = all_vec && c.vector > 1;
+  }
+  t += "  for (int64_t kt = 0; kt < nk; ++kt) {\n";
+  t += fmt::format("    if (fills++ >= {}) dcc_mbar_wait(dcc_empty + 8 * kst, kph ^ 1);  // read in the round before\n", stages);
+  std::string vec;
+  for (const auto& c : k.copies) {
+    t += fmt::format("    copy_{}(kt, kst);\n", c.operand);
+    vec += (vec.empty() ? "" : " && ") + c.operand + "_vec";
+  }
+  // cp.async copies arrive as they land; copies through registers are
+  // stores of this thread, ordered before a plain arrival.
+  const std::string plain = "      dcc_cp_async_wait_all();\n      dcc_mbar_arrive(dcc_full + 8 * kst);\n";
+  if (all_vec)
+    t += fmt::format("    if ({})\n      dcc_mbar_arrive_cp_async(dcc_full + 8 * kst);\n    else {{\n{}    }}\n", vec, plain);
+  else
+    t += "    {\n" + plain + "    }\n";
+  t += advance + "  }\n";
+  p += t + "}\ndcc_cp_async_wait_all();\nreturn;\n";
+  o += fmt::format("  if (threadIdx.x >= {}) {{\n", sp.consumers) + indented(p, 4) + "  }\n";
+  // The consumers.
+  o += warp_tile(k) + "  int kst = 0;\n  uint32_t kph = 0;\n" + loop;
+  std::string c = tile_header(k, d, "dcc_t") + nk + zero_acc(k, "  ");
+  c += "  for (int64_t kt = 0; kt < nk; ++kt) {\n    dcc_mbar_wait(dcc_full + 8 * kst, kph);\n";
+  c += "    dcc_fence_proxy_async();  // the copies (generic proxy) before wgmma's reads (async proxy)\n";
+  c += mma_step(k);
+  c += fmt::format("    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<{}>(&acc[0][0][0]);\n", k.warps.frags_n() * 4 * k.warps.frags_m());
+  c += "    if (lane == 0) dcc_mbar_arrive(dcc_empty + 8 * kst);\n" + advance + "  }\n";
+  c += epilogue_code(k, d);
+  o += indented(c, 2) + "  }\n";
   return o;
 }
 
@@ -654,34 +862,32 @@ std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b) {
 }
 
 std::string print_cuda(const Kernel& k, DeviceText& d) {
-  const int w = tile_entry_ints(k);
   std::string o = fmt::format("// {}: tensor-core contraction (dccc --emit=kernel shows its kernel IR)\n", k.name);
   if (k.sm90a) {
     const Kernel& g = *k.sm90a;
     o += wgmma_function(g.a.elem, g.warps.warp_n, desc_plan(shared_of(g, g.a), 0).mn_major ? WgmmaA::SharedMN : WgmmaA::SharedK,
                         desc_plan(shared_of(g, g.b), 0).mn_major);
   }
-  o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n}};\n\n", k.name, d.args_type());
+  o += fmt::format("struct {}__launch {{\n  {} a;\n  const int32_t* tiles;\n  int64_t ntiles;  // entries\n}};\n\n", k.name,
+                   d.args_type());
   auto bounds = [](const Kernel& f) {
     return f.min_blocks ? fmt::format("{}, {}", f.threads, f.min_blocks) : std::to_string(f.threads);
   };
-  if (k.sm90a && k.sm90a->min_blocks != k.min_blocks)
+  const bool two = k.sm90a && (k.sm90a->min_blocks != k.min_blocks || k.sm90a->threads != k.threads);
+  if (two)
     o += fmt::format("#if DCC_WGMMA\n__global__ void __launch_bounds__({}) {}({}__launch launch) {{\n#else\n", bounds(*k.sm90a),
                      k.name, k.name);
   o += fmt::format("__global__ void __launch_bounds__({}) {}({}__launch launch) {{\n", bounds(k), k.name, k.name);
-  if (k.sm90a && k.sm90a->min_blocks != k.min_blocks) o += "#endif\n";
+  if (two) o += "#endif\n";
   o += fmt::format("  const {}& a = launch.a;\n", d.args_type());
-  o += fmt::format("  const int32_t* entry = launch.tiles + (int64_t)blockIdx.x * {};\n", w);
-  for (size_t i = 0; i < k.tiles.batch.size(); ++i)
-    o += fmt::format("  const int64_t {} = entry[{}];\n", d.var(k.tiles.batch[i].var), i);
-  o += fmt::format("  const int64_t m0 = (int64_t)entry[{}] * {}, n0 = (int64_t)entry[{}] * {};\n", w - 2, k.tiles.tile_m,
-                   w - 1, k.tiles.tile_n);
-  for (const auto& s : k.scalars) o += fmt::format("  const int64_t {} = {};\n", s.name, d.expr(s.value));
   if (k.sm90a) {
     // The sm_90a compilation holds the wgmma form, every other the mma.sync one.
-    o += "#if DCC_WGMMA\n" + form_body(*k.sm90a, d) + "#else\n" + form_body(k, d) + "#endif\n";
+    const Kernel& w = *k.sm90a;
+    o += "#if DCC_WGMMA\n";
+    o += w.specialized ? specialized_body(w, d) : tile_header(w, d, "blockIdx.x") + form_body(w, d);
+    o += "#else\n" + tile_header(k, d, "blockIdx.x") + form_body(k, d) + "#endif\n";
   } else {
-    o += form_body(k, d);
+    o += tile_header(k, d, "blockIdx.x") + form_body(k, d);
   }
   o += "}\n\n";
   return o;

@@ -32,8 +32,8 @@ build heads "$src/tests/kernel_ir/bf16_heads.toy"
 # The 16-bit contractions' sm_90a (wgmma) form (--gemm-stages; the sm_80
 # compilation holds the mma.sync one only).
 if [[ "$arch" == sm_90a ]]; then
-  build gemm16wgmma "$src/examples/batched_gemm_bf16.toy" --gemm-stages=5
-  grep -q "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" <("$dccc" --emit=cuda --gemm-stages=5 "$src/examples/batched_gemm_bf16.toy") ||
+  build gemm16wgmma "$src/examples/batched_gemm_bf16.toy" --gemm-stages=2
+  grep -q "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" <("$dccc" --emit=cuda --gemm-stages=2 "$src/examples/batched_gemm_bf16.toy") ||
     { echo "cuda_compile: gemm16wgmma: no wgmma in the CUDA source"; exit 1; }
 fi
 # The fused attention kernel (backend/gpu/plan_attention.h), every head dim.

@@ -187,8 +187,8 @@ NVCC
   usage_error "$toy" --target=cuda --attention-grid=dynamic --emit=kernel  # tiles, static or atomic
   usage_error "$toy" --target=cuda --attention-stages=1 --emit=kernel  # K/V stages: 2, 3 or 4
   usage_error "$toy" --target=cuda --attention-stages=3x --emit=kernel
-  usage_error "$toy" --target=cuda --gemm-stages=2 --emit=kernel  # wgmma GEMM stages: 3-6 or 0
-  usage_error "$toy" --target=cuda --gemm-stages=7 --emit=kernel
+  usage_error "$toy" --target=cuda --gemm-stages=1 --emit=kernel  # wgmma GEMM stages: 2-4 or 0
+  usage_error "$toy" --target=cuda --gemm-stages=5 --emit=kernel
   ;;
 depfile)
   mkdir "$tmp/my dir"

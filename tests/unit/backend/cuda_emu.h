@@ -269,6 +269,37 @@ inline uint32_t dcc_emu_smem_u32(const void* p) {
   return static_cast<uint32_t>(c - dcc_emu_smem_base);
 }
 
+// mbarriers (the warp-specialized wgmma form): 8 bytes of shared memory
+// holding the expected and pending arrival counts and the phase; a waiter
+// yields until the phase of the parity it waits for completed. cp.async
+// copies land at once here, so their arrivals are plain ones. Arrivals
+// count as progress (the launcher's deadlock check).
+struct DccEmuMbar {
+  uint16_t expected, pending;
+  uint32_t phase;
+};
+static_assert(sizeof(DccEmuMbar) == 8);
+inline DccEmuMbar* dcc_emu_mbar(uint32_t bar) {
+  if (!dcc_emu_smem_base || bar % 8 != 0 || bar >= (1u << 18)) std::abort();
+  return reinterpret_cast<DccEmuMbar*>(const_cast<char*>(dcc_emu_smem_base) + bar);
+}
+inline void dcc_emu_mbar_init(uint32_t bar, unsigned count) {
+  if (count == 0 || count > 0xFFFF) std::abort();
+  *dcc_emu_mbar(bar) = DccEmuMbar{static_cast<uint16_t>(count), static_cast<uint16_t>(count), 0};
+}
+inline void dcc_emu_mbar_arrive(uint32_t bar) {
+  DccEmuMbar* m = dcc_emu_mbar(bar);
+  if (m->pending == 0) std::abort();
+  if (--m->pending == 0) {
+    m->pending = m->expected;
+    ++m->phase;
+  }
+  ++dcc_emu::fibers->progress;
+}
+inline void dcc_emu_mbar_wait(uint32_t bar, uint32_t parity) {
+  while ((dcc_emu_mbar(bar)->phase & 1) == (parity & 1)) dcc_emu::yield();
+}
+
 // The 16-bit element (mn, k) of a matrix in shared memory described by a
 // wgmma descriptor with 128-byte swizzle, by the PTX ISA's canonical
 // layouts: K-major at start + (mn / 8) SBO + (mn % 8) 128 + 2 k; MN-major at
@@ -442,6 +473,13 @@ inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
 }
 template <typename K>
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, K, int, size_t) { *n = 1; return cudaSuccess; }
+// A __device__ variable is a host one here.
+template <typename T>
+cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, size_t n, size_t offset = 0) {
+  if (offset + n > sizeof(T)) return 1;
+  std::memcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, n);
+  return cudaSuccess;
+}
 inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* p, int) { *p = nullptr; return cudaSuccess; }
 inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) { return cudaSuccess; }
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }

@@ -122,9 +122,9 @@ TEST(MmaEmu, Bf16AndF16GroupedGemm) {
   EXPECT_GT(checked, 20000);
 }
 
-/// Patterns for the wgmma form's K-steps of 64 in 5 stages: the above
-/// with K over several steps (the stages wrapped around twice), unaligned
-/// and aligned.
+/// Patterns for the wgmma form's K-steps of 64 in 2-4 stages: the above
+/// with K over several steps (the stages wrapped around several times),
+/// unaligned and aligned, and N over several 256-column tiles.
 std::vector<Lengths> wgmma_patterns() {
   std::vector<Lengths> out = patterns();
   out.push_back({{130, 0, 17}, {136, 5, 64}, {520, 64, 1}});
@@ -132,26 +132,30 @@ std::vector<Lengths> wgmma_patterns() {
   // 16-byte copies (K and N multiples of 8) whose last K-step has 56 of its
   // 64 k: only that step checks k (Copy::hoisted_addresses).
   out.push_back({{70, 33}, {120, 184}, {136, 72}});
+  // N over two and three 256-column tiles of the persistent grid.
+  out.push_back({{40, 3}, {72, 64}, {520, 700}});
   return out;
 }
 
-// The sm_90a form (gpu::Kernel::sm90a): two warpgroups of m64n128k16
-// wgmmas reading A and B from 128-byte swizzled shared memory by
-// descriptor, the emulator reading that memory by the PTX ISA's canonical
-// layouts (cuda_emu.h, dcc_emu_desc_elem), independently of the printer's
-// own addressing.
+// The sm_90a form (gpu::Kernel::sm90a): warp-specialized, a producer
+// warpgroup copying K-steps into 4 stages handed over by mbarriers (the
+// emulator's: cuda_emu.h), two consumer warpgroups of m64n256k16 wgmmas
+// reading A and B from 128-byte swizzled shared memory by descriptor, the
+// emulator reading that memory by the PTX ISA's canonical layouts
+// (dcc_emu_desc_elem), independently of the printer's own addressing; on a
+// persistent grid of two blocks (the emulated device's SMs), each looping
+// over many tile-list entries.
 TEST(MmaEmu, WgmmaGroupedGemm) {
   std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm_bf16.toy");
   int checked = 0;
   for (auto [fn, in, out, mma, tol] :
-       {std::tuple{"grouped_gemm_bf16", Scalar::BF16, Scalar::BF16, "dcc_wgmma_ss_bf16<128, 0, 1>(", Tolerance{1e-5, 1.0 / 256}},
-        std::tuple{"grouped_gemm_f16", Scalar::F16, Scalar::F32, "dcc_wgmma_ss_f16<128, 0, 1>(", Tolerance{1e-5, 0}}}) {
+       {std::tuple{"grouped_gemm_bf16", Scalar::BF16, Scalar::BF16, "dcc_wgmma_ss_bf16<256, 0, 1>(", Tolerance{1e-5, 1.0 / 256}},
+        std::tuple{"grouped_gemm_f16", Scalar::F16, Scalar::F32, "dcc_wgmma_ss_f16<256, 0, 1>(", Tolerance{1e-5, 0}}}) {
     SCOPED_TRACE(fn);
     Program keep;
     const ir::Func* f = g_unused;
     std::string cu;
-    CudaOptions o;
-    o.gemm_stages = 5;
+    CudaOptions o;  // the default: 4 stages
     Entry e = build("batched_gemm_bf16.toy", src, fn, o, f, keep, cu, /*sm90a=*/true);
     ASSERT_TRUE(e && f);
     EXPECT_NE(cu.find(mma), std::string::npos) << "no wgmma form (A K-major, B MN-major)";
@@ -193,10 +197,10 @@ TEST(MmaEmu, WgmmaTransposedOperands) {
   const ir::Func* f = g_unused;
   std::string cu;
   CudaOptions o;
-  o.gemm_stages = 3;  // the fewest: stage kt + 1 copied while step kt - 1's MMAs may still run
+  o.gemm_stages = 2;  // the fewest: the producer waits for a stage to be read every other step
   Entry e = build("tt.toy", kTransposed, "tt", o, f, keep, cu, /*sm90a=*/true);
   ASSERT_TRUE(e && f);
-  EXPECT_NE(cu.find("dcc_wgmma_ss_bf16<128, 1, 0>("), std::string::npos);
+  EXPECT_NE(cu.find("dcc_wgmma_ss_bf16<256, 1, 0>("), std::string::npos);
   int checked = 0;
   run_grouped(e, *f, Scalar::BF16, Scalar::F32, {1e-5, 0}, checked, wgmma_patterns(), /*a_km=*/true, /*b_nk=*/true);
   EXPECT_GT(checked, 20000);

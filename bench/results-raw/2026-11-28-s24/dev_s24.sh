@@ -1,0 +1,127 @@
+#!/bin/bash
+# Session 24 device calls, from the repository root, build-var/s24 carried
+# (bench_gemm.py, seqlens, include/, libdccrt.a, finallibs.tar.xz = session
+# 23's final libraries (f3: the defaults), ws.cu + abi.o = the generated
+# batched_gemm_bf16 CUDA and C wrapper with a hand-written warp-specialized
+# sm_90a form of grouped_gemm_bf16 (an experiment before the planner makes it)).
+# PART=a: variants of the warp-specialized kernel, built here with nvcc
+# (sm_90a only), float64 checks, then the bf16 table against f3.
+R=$OUT
+cd build-var/s24 || exit 1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $R/${P}gpu.txt
+tar -xJf finallibs.tar.xz
+build() {  # build NAME SOURCE FLAGS...
+  local n=$1 src=$2; shift 2; mkdir -p $n
+  nvcc "$@" -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a -I. -o $n/batched_gemm_bf16.so $src abi.o libdccrt.a -lpthread > $n.log 2>&1
+  echo "$n rc=$? $(grep -c error $n.log)"
+}
+if [[ $PART == a ]]; then
+  build wa ws.cu -DWS_NOREG -DWS_PRODUCERS=64 &
+  build wb ws.cu -DWS_NOREG -DWS_PRODUCERS=64 -DWS_INFLIGHT=0 &
+  build wc ws.cu -DWS_NOREG -DWS_PRODUCERS=64 -DWS_TN=256 -DWS_S=4 -DWS_MINB=1 &
+  build wd ws.cu -DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=256 -DWS_S=4 -DWS_MINB=1 &
+  wait
+  V=wa=wa,wb=wb,wc=wc,wd=wd
+  timeout 90 python3 bench_gemm.py --dir f3 --bf16-only --check-only --variants $V --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -3 $R/${P}check.txt
+  timeout 300 python3 bench_gemm.py --dir f3 --seqlens seqlens --reps 20 --bf16-only --variants $V \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -90
+fi
+if [[ $PART == b ]]; then
+# PART b: the best of a (wd: 128 x 256 tiles, 4 stages, a producer warpgroup,
+# one MMA group in flight) against: we = none in flight; wf = 128 x 128 tiles
+# in 6 stages with a producer warpgroup (one block an SM); wp = wd persistent
+# (one block an SM looping over the tile list: the producer loads the next
+# tile while the consumers store this one); wq = wp with none in flight.
+  build wd ws.cu -DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=256 -DWS_S=4 -DWS_MINB=1 &
+  build we ws.cu -DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=256 -DWS_S=4 -DWS_MINB=1 -DWS_INFLIGHT=0 &
+  build wf ws.cu -DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=128 -DWS_S=6 -DWS_MINB=1 &
+  build wp wsp.cu -DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=256 -DWS_S=4 -DWS_MINB=1 &
+  build wq wsp.cu -DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=256 -DWS_S=4 -DWS_MINB=1 -DWS_INFLIGHT=0 &
+  wait
+  V=wd=wd,we=we,wf=wf,wp=wp,wq=wq
+  timeout 90 python3 bench_gemm.py --dir f3 --bf16-only --check-only --variants $V --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -3 $R/${P}check.txt
+  timeout 100 compute-sanitizer --tool racecheck python3 bench_gemm.py --dir wp --bf16-only --check-only --out /dev/null > $R/${P}racecheck.txt 2>&1
+  echo "racecheck wp rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $R/${P}racecheck.txt | tail -1)"
+  timeout 100 compute-sanitizer --tool memcheck python3 bench_gemm.py --dir wp --bf16-only --check-only --out /dev/null > $R/${P}memcheck.txt 2>&1
+  echo "memcheck wp rc=$?: $(grep -E 'ERROR SUMMARY' $R/${P}memcheck.txt | tail -1)"
+  timeout 300 python3 bench_gemm.py --dir f3 --seqlens seqlens --reps 20 --bf16-only --variants $V \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -90
+fi
+if [[ $PART == c ]]; then
+# PART c: the compiler's warp-specialized form (newlibs.tar.xz: n4 = the
+# defaults, 4 stages; n2 = --gemm-stages=2) against session 23's f3 and the
+# hand-written wq (PART b): float64 checks, memcheck / racecheck, the GPU
+# GEMM tests, the table (bf16 and f32).
+  tar -xJf newlibs.tar.xz
+  build wq wsp.cu -DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=256 -DWS_S=4 -DWS_MINB=1 -DWS_INFLIGHT=0
+  timeout 90 python3 bench_gemm.py --dir n4 --bf16-only --check-only --variants n2=n2,f3=f3,wq=wq --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -2 $R/${P}check.txt
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool $tool python3 bench_gemm.py --dir n4 --bf16-only --check-only --variants n2=n2 --out /dev/null > $R/${P}$tool.txt 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}$tool.txt | tail -1); $(grep -c 'check: OK' $R/${P}$tool.txt) OK"
+  done
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+    timeout 200 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.MmaGemm*' > $R/${P}gpu_gemm_tests.txt 2>&1
+  echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure|max \|err" $R/${P}gpu_gemm_tests.txt | head -20
+  timeout 300 python3 bench_gemm.py --dir n4 --seqlens seqlens --reps 20 --variants n2=n2,f3=f3,wq=wq --f32-variants f3=f3 \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -120
+fi
+if [[ $PART == d ]]; then
+# PART d: why the compiler's form (n4, built here by dccc) ran 0.81-0.92x the
+# hand-written wq: nd = dccc's generated kernels.cu (n4k.cu) compiled on the
+# device like wq; nn = the same without the occupancy query; wl = wq's source
+# compiled by the local nvcc.
+  tar -xJf newlibs.tar.xz; tar -xJf wl.tar.xz
+  build wq wsp.cu -DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=256 -DWS_S=4 -DWS_MINB=1 -DWS_INFLIGHT=0 &
+  mkdir -p nd nn
+  nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a -I. -o nd/batched_gemm_bf16.so n4k.cu n4abi.o libdccrt.a -lpthread > nd.log 2>&1 &
+  nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a -I. -o nn/batched_gemm_bf16.so n4k_noocc.cu n4abi.o libdccrt.a -lpthread > nn.log 2>&1 &
+  wait; ls nd nn wq wl; nvcc --version | tail -1
+  V=nd=nd,nn=nn,wq=wq,wl=wl
+  timeout 90 python3 bench_gemm.py --dir n4 --bf16-only --check-only --variants $V --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -1 $R/${P}check.txt
+  timeout 300 python3 bench_gemm.py --dir n4 --seqlens seqlens --reps 20 --bf16-only --variants $V \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio" $R/${P}bench_gemm.txt | head -120
+fi
+if [[ $PART == e ]]; then
+# PART e: the final compiler's libraries (finallibs24.tar.xz: g4 = the
+# defaults with the f32 ones; g2 = --gemm-stages=2; g0 = --gemm-stages=0,
+# mma.sync) against session 23's f3, and g4 again as a variant (the same
+# library, its own output buffer): checks, sanitizers, the table.
+  tar -xJf finallibs24.tar.xz
+  V=g4same=g4,g2=g2,g0=g0,f3=f3
+  timeout 90 python3 bench_gemm.py --dir g4 --bf16-only --check-only --variants g2=g2,g0=g0 --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -1 $R/${P}check.txt
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool $tool python3 bench_gemm.py --dir g4 --bf16-only --check-only --variants g2=g2 --out /dev/null > $R/${P}$tool.txt 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}$tool.txt | tail -1); $(grep -c 'check: OK' $R/${P}$tool.txt) OK"
+  done
+  timeout 330 python3 bench_gemm.py --dir g4 --seqlens seqlens --reps 20 --variants $V --f32-variants f3=f3 \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -120
+  timeout 100 ncu --clock-control none --kernel-name regex:grouped_gemm_bf16__k0 --launch-skip 4 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+    --section ComputeWorkloadAnalysis --section InstructionStats --import-source no -o /tmp/prof_e \
+    python3 bench_gemm.py --dir g4 --seqlens seqlens --batches race --K 4096 --bf16-only --reps 3 --out /dev/null > /tmp/ncu_e.txt 2>&1
+  echo "ncu rc=$?"
+  ncu -i /tmp/prof_e.ncu-rep --page details > $R/${P}ncu_dccc.txt 2>&1
+  grep -E "Duration|Registers Per|Achieved Occ|Compute \(SM\) Thr|Memory Thr|DRAM Thr|L2 Hit|Issued Instructions  |Stall|Executed Ipc A" $R/${P}ncu_dccc.txt | tr -s ' ' | head -24
+fi
+if [[ $PART == f ]]; then
+# PART f: every GPU test of the final compiler (test.tar.xz).
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+    timeout 540 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*' > $R/${P}gpu_test_all.txt 2>&1
+  echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure|SKIPPED" $R/${P}gpu_test_all.txt | head -30
+fi
