@@ -106,10 +106,10 @@ std::vector<Op> copies_ahead(int steps) {
 /// stages (48 KB each), handed over by mbarriers, on a persistent grid of
 /// one block an SM. Measured on an H200 against the form before (two
 /// warpgroups copying and computing a 128 x 128 tile, __syncthreads each
-/// step, two blocks an SM): 1.17-1.23x; of that, 128 x 128 tiles with a
-/// producer warpgroup (6 stages) gave only 1.01-1.08x, 128 x 256 ones with a
-/// producer of two warps 1.03-1.07x, and the persistent grid 1.00-1.04x
-/// (bench/RESULTS.md, session 24).
+/// step, two blocks an SM): 1.11-1.14x; in hand-written variants, 128 x 128
+/// tiles with a producer warpgroup (6 stages) gave only 1.01-1.08x, 128 x
+/// 256 ones with a producer of two warps 1.03-1.07x, and the persistent
+/// grid 1.00-1.04x (bench/RESULTS.md, session 24).
 Kernel wgmma_form(const Kernel& k, int stages) {
   Kernel w = k;
   w.notes.clear();

@@ -98,7 +98,7 @@ if [[ $PART == e ]]; then
 # mma.sync) against session 23's f3, and g4 again as a variant (the same
 # library, its own output buffer): checks, sanitizers, the table.
   tar -xJf finallibs24.tar.xz
-  V=g4same=g4,g2=g2,g0=g0,f3=f3
+  V=g4same=g4,g4a=g4a,g2=g2,g0=g0,f3=f3
   timeout 90 python3 bench_gemm.py --dir g4 --bf16-only --check-only --variants g2=g2,g0=g0 --out /dev/null > $R/${P}check.txt 2>&1
   echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -1 $R/${P}check.txt
   for tool in memcheck racecheck; do
@@ -124,4 +124,34 @@ if [[ $PART == f ]]; then
     DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
     timeout 540 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*' > $R/${P}gpu_test_all.txt 2>&1
   echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure|SKIPPED" $R/${P}gpu_test_all.txt | head -30
+fi
+if [[ $PART == g ]]; then
+# PART g: the table again with bench_gemm.py's output buffers taken in turn
+# (PART e: the same library timed 1.07-1.20x faster as a variant, into a
+# buffer of its own, than as the main library), then every GPU test.
+  tar -xJf finallibs24.tar.xz
+  timeout 200 python3 bench_gemm.py --dir g4 --seqlens seqlens --reps 20 --variants g4same=g4,f3=f3,g0=g0 --f32-variants f3=f3 \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -120
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+    timeout 380 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*' > $R/${P}gpu_test_all.txt 2>&1
+  echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure|SKIPPED" $R/${P}gpu_test_all.txt | head -30
+fi
+if [[ $PART == h ]]; then
+# PART h: the table with the implementations in a random order each round
+# (g1_: with the order rotated, the same library measured 1.09-1.18x faster
+# right after itself), 30 rounds; then the GPU GEMM test.
+  tar -xJf finallibs24.tar.xz
+  timeout 300 python3 bench_gemm.py --dir g4 --seqlens seqlens --reps 30 --variants g4same=g4,f3=f3,g0=g0 --f32-variants f3=f3 \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -120
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+    timeout 150 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*:-CudaBackend.ExamplesMatchCpuBackendAndFloat64Reference:CudaBackend.ScheduledMatchCpuBackend:CudaBackend.Exp16AndDiv16WithinOneUnitOnEveryInput:CudaBackend.FastExpWithinItsBound' > $R/${P}gpu_test_rest.txt 2>&1
+  echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure|SKIPPED|max \|err" $R/${P}gpu_test_rest.txt | head -30
 fi
