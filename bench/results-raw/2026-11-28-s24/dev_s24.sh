@@ -155,3 +155,24 @@ if [[ $PART == h ]]; then
     timeout 150 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*:-CudaBackend.ExamplesMatchCpuBackendAndFloat64Reference:CudaBackend.ScheduledMatchCpuBackend:CudaBackend.Exp16AndDiv16WithinOneUnitOnEveryInput:CudaBackend.FastExpWithinItsBound' > $R/${P}gpu_test_rest.txt 2>&1
   echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure|SKIPPED|max \|err" $R/${P}gpu_test_rest.txt | head -30
 fi
+if [[ $PART == i ]]; then
+# PART i: where the 3xTF32 kernel's time goes (ncu, race K = 4,096; g4's
+# batched_gemm.so, unchanged since session 23).
+  tar -xJf finallibs24.tar.xz
+  mkdir -p t3 && cp g4/batched_gemm.so g4/batched_gemm_bf16.so t3/  # 3xTF32 the only f32 library
+  timeout 150 ncu --clock-control none --kernel-name regex:grouped_gemm__k0 --launch-skip 4 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
+    --section ComputeWorkloadAnalysis --section InstructionStats -o /tmp/prof_i \
+    python3 bench_gemm.py --dir t3 --seqlens seqlens --batches race --K 4096 --reps 3 --out /dev/null > /tmp/ncu_i.txt 2>&1
+  echo "ncu rc=$?"; tail -2 /tmp/ncu_i.txt
+  ncu -i /tmp/prof_i.ncu-rep --page details > $R/${P}ncu_3xtf32.txt 2>&1
+  grep -E "Duration|Registers Per|Achieved Occ|Compute \(SM\) Thr|Issued Instructions  |Executed Ipc A|Warp Cycles Per Issued|Block Size|Grid Size|Shared Memory Per|dominated|Stall" $R/${P}ncu_3xtf32.txt | tr -s ' ' | head -24
+  ncu -i /tmp/prof_i.ncu-rep --page details --print-details all 2>/dev/null | grep -E "^ +[A-Za-z_ ]*(Pipe|pipe)|Stall [A-Z]" | tr -s ' ' | head -40 > $R/${P}ncu_3xtf32_pipes.txt
+fi
+if [[ $PART == j ]]; then
+# PART j: the other length batches (bf16, random order, 20 rounds).
+  tar -xJf finallibs24.tar.xz
+  timeout 300 python3 bench_gemm.py --dir g4 --seqlens seqlens --batches wiki512,wiki128,mnli,cola --reps 20 --bf16-only --variants f3=f3 \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -80
+fi

@@ -20,7 +20,8 @@
 // computes the elements of D its own registers hold, reading A and B where
 // the PTX ISA's fragment layouts put them (docs/cuda.md), and adding them
 // up as the tensor core does (truncating; dcc_emu_fused_sum). cp.async is a
-// plain copy there.
+// plain copy there; mbarriers (the warp-specialized wgmma form) are counts
+// in shared memory whose waiters yield (dcc_emu_mbar_*).
 #pragma once
 
 #define DCC_EMU 1
