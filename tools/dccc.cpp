@@ -141,7 +141,7 @@ options:
                      where one block's shared memory would not hold them
   --gemm-stages=S     the tensor-core contractions of --target=cuda: give a
                      16-bit one an sm_90a (wgmma, warp-specialized) form
-                     with S shared-memory stages of 48 KB (2-4; default 4);
+                     with S shared-memory stages of 48 KB (2-4; default 3);
                      0 leaves it out (sm_90a then runs the mma.sync form)
   --attention-split=C,W,N
                      likewise for head dims from 257 to C x W (a score

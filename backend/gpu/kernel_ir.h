@@ -264,6 +264,15 @@ struct Epilogue {
   /// e + 1 of an m16n8 tile) are stored as one word, both rounded by one
   /// conversion. Else element by element.
   std::optional<StorePair> pair;
+  /// A warp-specialized form's 16-bit paired store, staged (0: stores from
+  /// registers): each consumer warpgroup writes its 64 rows' packed pairs
+  /// into shared memory at `staged_at` (from the buffers' base; rows of
+  /// `staged_row_bytes`, padded by 16 so that a warp's pairs fall in 32
+  /// banks), then stores them 16 bytes at a time along the row where the
+  /// row's index at column 0 is a multiple of 8 and the tensor 16-byte
+  /// aligned (else element by element): coalesced stores, an eighth as
+  /// many. Named barriers (1 + the warpgroup) around the writes.
+  int staged_row_bytes = 0, staged_at = 0;
 };
 
 /// Warp specialization of the sm_90a (wgmma) form (docs/cuda.md, "wgmma

@@ -98,6 +98,9 @@ std::vector<Op> copies_ahead(int steps) {
   return ops;
 }
 
+/// The most dynamic shared memory a block of an sm_90 device may ask for (227 KB).
+constexpr int kMaxDynamicSmem = 232448;
+
 /// The sm_90a form of the 16-bit contraction `k` (same scalars and
 /// epilogue), warp-specialized (Specialized, docs/cuda.md "wgmma GEMM"):
 /// 128 x 256 block tiles, two consumer warpgroups of m64n256k16 wgmmas
@@ -132,6 +135,17 @@ Kernel wgmma_form(const Kernel& k, int stages) {
     bytes += s.stages * s.stage_elems() * elem_bytes(s.elem);
   }
   w.dynamic_smem = bytes + 2 * 8 * stages;  // then a full and an empty mbarrier a stage
+  // A 16-bit paired output through shared memory where it fits beside the
+  // stages (3 of them: 1.05-1.14x over stores from registers on an H200,
+  // bench/RESULTS.md session 24): two warpgroups' 64 rows of tile_n values.
+  const int row_bytes = w.tiles.tile_n * 2 + 16;
+  const int staged_at = (w.dynamic_smem - 1024 + 127) / 128 * 128;
+  const int staged_end = 1024 + staged_at + (sp.consumers / 128) * 64 * row_bytes;
+  if (w.epilogue.pair && w.epilogue.pair->bits == 32 && staged_end <= kMaxDynamicSmem) {
+    w.epilogue.staged_row_bytes = row_bytes;
+    w.epilogue.staged_at = staged_at;
+    w.dynamic_smem = staged_end;
+  }
   // One block an SM: 384 threads, registers capped at 168 (the consumers'
   // 128 accumulators each).
   w.min_blocks = 1;
@@ -152,9 +166,10 @@ Kernel wgmma_form(const Kernel& k, int stages) {
   w.notes.push_back(fmt::format(
       "sm_90a: warp-specialized, {} consumer warpgroups of m64n{}k16 wgmma, A {} and B {} by shared-memory descriptor "
       "(128-byte swizzle), a producer warpgroup copying K-steps of {} into {} stages ({} bytes of dynamic shared memory), "
-      "mbarriers between them, a persistent grid of one block an SM",
+      "mbarriers between them, a persistent grid of one block an SM{}",
       sp.consumers / 128, w.warps.warp_n, k.shared[0].layout == SmemLayout::RowK ? "K-major" : "MN-major",
-      k.shared[1].layout == SmemLayout::RowK ? "K-major" : "MN-major", w.block_k, stages, w.dynamic_smem));
+      k.shared[1].layout == SmemLayout::RowK ? "K-major" : "MN-major", w.block_k, stages, w.dynamic_smem,
+      w.epilogue.staged_row_bytes ? ", the output staged in shared memory and stored 16 bytes at a time" : ""));
   return w;
 }
 

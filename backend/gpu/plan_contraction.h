@@ -34,8 +34,8 @@ struct PlanOptions {
   std::function<bool(const ir::Stmt&)> parallel;
   /// Shared-memory stages of the sm_90a (wgmma, warp-specialized) form of
   /// a 16-bit contraction (2-4, 48 KB each; 0: no such form, sm_90a runs
-  /// the mma.sync one). The driver's default is 4 (CudaOptions::gemm_stages).
-  int wgmma_stages = 4;
+  /// the mma.sync one). The driver's default is 3 (CudaOptions::gemm_stages).
+  int wgmma_stages = 3;
 };
 
 /// The kernel named `name` for statement `item` of `f`, or nullopt with

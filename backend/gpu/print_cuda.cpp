@@ -219,6 +219,14 @@ __device__ __forceinline__ void dcc_mbar_wait(uint32_t bar, uint32_t parity) {
                "@!p bra DCC_MBAR_WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 #endif
 }
+// Named barrier `id` of `count` threads (whole warps).
+__device__ __forceinline__ void dcc_bar_sync(int id, int count) {
+#ifdef DCC_EMU
+  dcc_emu_named_barrier(id, count);
+#else
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#endif
+}
 __device__ __forceinline__ void dcc_cp_async_wait_all() {
 #ifndef DCC_EMU
   asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -750,6 +758,48 @@ std::string form_body(const Kernel& k, DeviceText& d) {
   return o + epilogue_code(k, d);
 }
 
+/// The staged epilogue (Epilogue::staged_row_bytes) of a consumer
+/// warpgroup: its rows' values computed and packed as the paired store
+/// packs them, written to its part of the staging memory, then each row
+/// stored 16 bytes at a time where the row's index at column 0 is a
+/// multiple of 8 and the tensor 16-byte aligned, else element by element
+/// (the same bits either way).
+std::string staged_epilogue(const Kernel& k, DeviceText& d) {
+  const Epilogue& ep = k.epilogue;
+  if (!ep.pair || ep.pair->bits != 32 || k.warps.warp_m != 16 || k.warps.frags_m() != 1 || k.warps.warp_n != k.tiles.tile_n)
+    throw std::logic_error("kernel IR: a staged epilogue is a 16-bit paired store of warps of 16 rows over all columns");
+  const ir::Stmt& st = ep.stmts[0];
+  const std::string ptr = d.buffer(st->buffer.get()), row = d.var(ep.row_var), col = d.var(ep.col_var);
+  const int rb = ep.staged_row_bytes, fn = k.warps.frags_n(), chunks = k.tiles.tile_n / 8;
+  std::string o = "  " + d.declare(ep.acc) + "\n";
+  o += fmt::format("  {{\n    const int wgi = warp >> 2;\n    char* stg = sbase + {} + wgi * {};  // this warpgroup's 64 rows\n",
+                   ep.staged_at, 64 * rb);
+  o += "    dcc_bar_sync(1 + wgi, 128);  // the previous entry's rows stored\n";
+  o += "#pragma unroll\n    for (int h = 0; h < 2; ++h) {\n";
+  o += fmt::format("      const int64_t {} = m0 + wm0 + gid + 8 * h;\n      (void){};\n", row, row);
+  o += fmt::format("#pragma unroll\n      for (int j = 0; j < {}; ++j) {{\n        float pr[2];\n", fn);
+  o += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+  o += fmt::format("          const int64_t {} = n0 + wn0 + 8 * j + 2 * tig + c;\n          (void){};\n", col, col);
+  o += fmt::format("          {} = acc[0][j][2 * h + c];\n          pr[c] = {};\n        }}\n", d.scalar(ep.acc),
+                   d.expr_unrounded(st->value));
+  o += fmt::format("        *reinterpret_cast<uint32_t*>(stg + ((warp & 3) * 16 + gid + 8 * h) * {} + (wn0 + 8 * j + 2 * tig) * 2) = {}(pr[0], pr[1]);\n",
+                   rb, st->buffer->type == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
+  o += "      }\n    }\n    dcc_bar_sync(1 + wgi, 128);\n";
+  o += fmt::format("    const bool al = (uintptr_t){} % 16 == 0;\n", ptr);
+  o += fmt::format("#pragma unroll 4\n    for (int q = 0; q < {}; ++q) {{\n", 64 * chunks / 128);
+  o += fmt::format("      const int ch = (threadIdx.x & 127) + 128 * q, r = ch / {}, c8 = (ch % {}) * 8;\n", chunks, chunks);
+  o += fmt::format("      const int64_t {} = m0 + wgi * 64 + r;\n      if ({} >= {}) continue;\n", row, row, k.a.rows);
+  o += fmt::format("      const int64_t ob = {};  // the row's index at column 0\n", d.expr(ep.pair->row_index));
+  o += "      const int64_t gc = n0 + c8;\n";
+  o += fmt::format("      const char* sp = stg + r * {} + c8 * 2;\n", rb);
+  o += fmt::format("      if (al && ob % 8 == 0 && gc + 8 <= {}) {{\n", k.b.rows);
+  o += fmt::format("        *reinterpret_cast<uint4*>(&{}[ob + gc]) = *reinterpret_cast<const uint4*>(sp);\n", ptr);
+  o += "      } else {\n#pragma unroll\n        for (int e = 0; e < 8; ++e)\n";
+  o += fmt::format("          if (gc + e < {}) {}[ob + gc + e] = reinterpret_cast<const uint16_t*>(sp)[e];\n", k.b.rows, ptr);
+  o += "      }\n    }\n  }\n";
+  return o;
+}
+
 /// A warp-specialized form (Kernel::specialized): the mbarriers, then the
 /// producer warpgroup's loop over the block's entries and their K-steps
 /// (wait until the stage is empty, copy, arrive on its full barrier) and
@@ -807,7 +857,7 @@ std::string specialized_body(const Kernel& k, DeviceText& d) {
   c += mma_step(k);
   c += fmt::format("    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<{}>(&acc[0][0][0]);\n", k.warps.frags_n() * 4 * k.warps.frags_m());
   c += "    if (lane == 0) dcc_mbar_arrive(dcc_empty + 8 * kst);\n" + advance + "  }\n";
-  c += epilogue_code(k, d);
+  c += k.epilogue.staged_row_bytes ? staged_epilogue(k, d) : epilogue_code(k, d);
   o += indented(c, 2) + "  }\n";
   return o;
 }

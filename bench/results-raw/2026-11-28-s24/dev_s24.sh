@@ -176,3 +176,49 @@ if [[ $PART == j ]]; then
       --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
   echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -80
 fi
+if [[ $PART == k ]]; then
+# PART k: the epilogue through shared memory (hand-written, wsp2.cu from
+# mk2.py + ws_body_p2.cu): each consumer warpgroup stages its 64 x 256 bf16
+# rows (528-byte rows), then 16-byte coalesced stores; 3 stages to make room.
+# wk4 / wk3 = the persistent form as compiled (4 / 3 stages, stores from
+# registers), we3 = 3 stages with the staged epilogue; against g4.
+  tar -xJf finallibs24.tar.xz
+  F="-DWS_NOREG -DWS_PRODUCERS=128 -DWS_TN=256 -DWS_MINB=1 -DWS_INFLIGHT=0"
+  build wk4 wsp2.cu $F -DWS_S=4 &
+  build wk3 wsp2.cu $F -DWS_S=3 &
+  build we3 wsp2.cu $F -DWS_S=3 -DWS_SMEM_EPI &
+  wait
+  V=wk4=wk4,wk3=wk3,we3=we3
+  timeout 90 python3 bench_gemm.py --dir g4 --bf16-only --check-only --variants $V --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -1 $R/${P}check.txt
+  timeout 100 compute-sanitizer --tool racecheck python3 bench_gemm.py --dir we3 --bf16-only --check-only --out /dev/null > $R/${P}racecheck.txt 2>&1
+  echo "racecheck we3 rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' $R/${P}racecheck.txt | tail -1)"
+  timeout 300 python3 bench_gemm.py --dir g4 --seqlens seqlens --batches race,squad,wiki512 --reps 20 --bf16-only --variants $V \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio" $R/${P}bench_gemm.txt | head -80
+fi
+if [[ $PART == l ]]; then
+# PART l: the staged epilogue in the compiler (libs_s.tar.xz: s3 = the new
+# defaults, 3 stages, the bf16 output staged; s2 = --gemm-stages=2, staged;
+# s4 = --gemm-stages=4, not staged; g4 = e1_'s defaults): checks, sanitizers,
+# the GPU GEMM test, the table (random order) and wiki512.
+  tar -xJf libs_s.tar.xz; tar -xJf finallibs.tar.xz
+  timeout 90 python3 bench_gemm.py --dir s3 --bf16-only --check-only --variants s2=s2,s4=s4 --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?: $(grep -ciE 'wrong|fail' $R/${P}check.txt) wrong"; tail -1 $R/${P}check.txt
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool $tool python3 bench_gemm.py --dir s3 --bf16-only --check-only --variants s2=s2 --out /dev/null > $R/${P}$tool.txt 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}$tool.txt | tail -1); $(grep -c 'check: OK' $R/${P}$tool.txt) OK"
+  done
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+    timeout 150 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.MmaGemm*' > $R/${P}gpu_gemm_tests.txt 2>&1
+  echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure|max \|err" $R/${P}gpu_gemm_tests.txt | head -12
+  timeout 240 python3 bench_gemm.py --dir s3 --seqlens seqlens --reps 30 --variants g4=g4,f3=f3,s2=s2 --f32-variants f3=f3 \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|ratio|dccc bf16 " $R/${P}bench_gemm.txt | head -120
+  timeout 100 python3 bench_gemm.py --dir s3 --seqlens seqlens --batches wiki512,wiki128 --reps 20 --bf16-only --variants g4=g4 \
+      --out $R/${P}bench_gemm_wiki.txt > $R/${P}bench_log_wiki.txt 2>&1
+  echo "bench wiki rc=$?"; grep -E "^##|ratio" $R/${P}bench_gemm_wiki.txt | head -40
+fi

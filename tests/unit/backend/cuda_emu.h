@@ -61,6 +61,9 @@ inline float2 make_float2(float x, float y) { return {x, y}; }
 struct alignas(16) float4 {
   float x, y, z, w;
 };
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
 
 inline thread_local uint3 threadIdx, blockIdx;
 inline thread_local dim3 blockDim, gridDim;
@@ -120,6 +123,7 @@ struct Barrier {
 struct Block {
   Barrier all;
   std::vector<Barrier> warps;
+  std::vector<Barrier> named = std::vector<Barrier>(16);  // bar.sync id, count (expected set at first use)
   std::vector<uint64_t> lanes;  // shuffle values, one per thread
   std::vector<uint32_t> frags;  // mma operand registers, kFragRegs per thread
 };
@@ -127,6 +131,14 @@ inline thread_local Block* block = nullptr;
 }  // namespace dcc_emu
 
 inline void __syncthreads() { dcc_emu::block->all.arrive_and_wait(); }
+// bar.sync id, count: the first `count` arrivals at barrier `id` release it.
+inline void dcc_emu_named_barrier(int id, int count) {
+  if (id <= 0 || id >= 16 || count <= 0) std::abort();
+  dcc_emu::Barrier& b = dcc_emu::block->named[static_cast<size_t>(id)];
+  if (b.expected == 0) b.expected = static_cast<unsigned>(count);
+  if (b.expected != static_cast<unsigned>(count)) std::abort();
+  b.arrive_and_wait();
+}
 
 template <typename T>
 T __shfl_xor_sync(unsigned, T v, int off) {

@@ -138,13 +138,15 @@ std::vector<Lengths> wgmma_patterns() {
 }
 
 // The sm_90a form (gpu::Kernel::sm90a): warp-specialized, a producer
-// warpgroup copying K-steps into 4 stages handed over by mbarriers (the
+// warpgroup copying K-steps into 3 stages handed over by mbarriers (the
 // emulator's: cuda_emu.h), two consumer warpgroups of m64n256k16 wgmmas
 // reading A and B from 128-byte swizzled shared memory by descriptor, the
 // emulator reading that memory by the PTX ISA's canonical layouts
 // (dcc_emu_desc_elem), independently of the printer's own addressing; on a
 // persistent grid of two blocks (the emulated device's SMs), each looping
-// over many tile-list entries.
+// over many tile-list entries; the bf16 output staged in shared memory
+// between named barriers and stored 16 bytes at a time (the f16 one, f32,
+// from registers).
 TEST(MmaEmu, WgmmaGroupedGemm) {
   std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm_bf16.toy");
   int checked = 0;
@@ -155,7 +157,7 @@ TEST(MmaEmu, WgmmaGroupedGemm) {
     Program keep;
     const ir::Func* f = g_unused;
     std::string cu;
-    CudaOptions o;  // the default: 4 stages
+    CudaOptions o;  // the default: 3 stages
     Entry e = build("batched_gemm_bf16.toy", src, fn, o, f, keep, cu, /*sm90a=*/true);
     ASSERT_TRUE(e && f);
     EXPECT_NE(cu.find(mma), std::string::npos) << "no wgmma form (A K-major, B MN-major)";
