@@ -222,3 +222,12 @@ if [[ $PART == l ]]; then
       --out $R/${P}bench_gemm_wiki.txt > $R/${P}bench_log_wiki.txt 2>&1
   echo "bench wiki rc=$?"; grep -E "^##|ratio" $R/${P}bench_gemm_wiki.txt | head -40
 fi
+if [[ $PART == m ]]; then
+# PART m: the GPU tests other than ExamplesMatchCpuBackend (323 s) with the final compiler.
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+    timeout 150 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.*:-CudaBackend.ExamplesMatchCpuBackendAndFloat64Reference:CudaBackend.MmaGemm*' > $R/${P}gpu_tests.txt 2>&1
+  echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure" $R/${P}gpu_tests.txt | head -12
+fi
