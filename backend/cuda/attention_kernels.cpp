@@ -130,13 +130,8 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
     if (k.grid == gpu::AttnGrid::Tiles) {
       o += fmt::format("        {}<<<{}, {}, {}, strm>>>(lp);\n", kernel, fmt::format(fmt::runtime(grid), "(unsigned)ntiles"), threads, smem);
     } else {
-      o += "        int dev = 0, sms = 0, occ = 0;\n";
-      o += fmt::format("        cudaError_t ge = cudaGetDevice(&dev);\n"
-                       "        if (ge == cudaSuccess) ge = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);\n"
-                       "        if (ge == cudaSuccess) ge = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, {}, {}, {});\n"
-                       "        if (ge != cudaSuccess) {{ st = dcc_cuda_fail(ge, \"sizing the persistent grid\"); goto done; }}\n",
-                       kernel, threads, smem);
-      o += "        const int64_t blocks = std::min<int64_t>(ntiles, (int64_t)std::max(occ, 1) * std::max(sms, 1));\n";
+      o += persistent_grid_sizing(kernel, threads, std::to_string(smem));
+      o += fmt::format("        const int64_t blocks = {};\n", kPersistentBlocks);
       if (k.grid == gpu::AttnGrid::Atomic)
         o += "        if (!dalloc(sizeof(unsigned), (void**)&lp.counter)) { st = DCC_ERR_CUDA; goto done; }\n";
       o += fmt::format("        {}<<<{}, {}, {}, strm>>>(lp);\n", kernel, fmt::format(fmt::runtime(grid), "(unsigned)blocks"), threads, smem);

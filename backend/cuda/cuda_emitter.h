@@ -61,6 +61,14 @@ std::string round_to(Scalar t, const std::string& v);
 double round_bf16_host(double v);
 std::string float_literal(double v, Scalar t);
 
+// host_code.cpp
+/// A launcher's statements (8 spaces in) that set `sms` and `occ`, the
+/// device's SMs and the blocks of `kernel` (`threads`, `smem` bytes) an SM
+/// holds, failing the call when they cannot be read; then a persistent
+/// grid is min(entries, kPersistentBlocks).
+std::string persistent_grid_sizing(const std::string& kernel, int threads, const std::string& smem);
+inline constexpr const char* kPersistentBlocks = "std::min<int64_t>(ntiles, (int64_t)std::max(occ, 1) * std::max(sms, 1))";
+
 /// The shape of the shared-memory contraction kernels: outputs per thread
 /// along X and along Y (4 or 8; a block of 16 x 16 threads then covers 64
 /// or 128 of each), reduction values staged per step, and the minimum

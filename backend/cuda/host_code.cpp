@@ -174,17 +174,21 @@ std::string FuncEmitter::mma_launch(const Launch& l) {
   if (w && w->threads != k.threads) threads = fmt::format("wg ? {} : {}", w->threads, k.threads);
   if (w && w->specialized && w->specialized->persistent) {
     // A persistent grid: min(entries, SMs x the blocks an SM holds).
-    out += "      int64_t blocks = ntiles;\n      if (wg) {\n        int dev = 0, sms = 0, occ = 0;\n";
-    out += fmt::format("        cudaError_t ge = cudaGetDevice(&dev);\n"
-                       "        if (ge == cudaSuccess) ge = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);\n"
-                       "        if (ge == cudaSuccess) ge = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, {}, {}, {});\n"
-                       "        if (ge != cudaSuccess) {{ st = dcc_cuda_fail(ge, \"sizing the persistent grid\"); goto done; }}\n",
-                       k.name, w->threads, smem);
-    out += "        blocks = std::min<int64_t>(ntiles, (int64_t)std::max(occ, 1) * std::max(sms, 1));\n      }\n";
+    out += "      int64_t blocks = ntiles;\n      if (wg) {\n" + persistent_grid_sizing(k.name, w->threads, smem);
+    out += fmt::format("        blocks = {};\n      }}\n", kPersistentBlocks);
     grid = "(unsigned)blocks";
   }
   out += fmt::format("      {}<<<{}, {}, {}, strm>>>(lp);\n    }}\n", k.name, grid, threads, smem);
   return out;
+}
+
+std::string persistent_grid_sizing(const std::string& kernel, int threads, const std::string& smem) {
+  return fmt::format("        int dev = 0, sms = 0, occ = 0;\n"
+                     "        cudaError_t ge = cudaGetDevice(&dev);\n"
+                     "        if (ge == cudaSuccess) ge = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);\n"
+                     "        if (ge == cudaSuccess) ge = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, {}, {}, {});\n"
+                     "        if (ge != cudaSuccess) {{ st = dcc_cuda_fail(ge, \"sizing the persistent grid\"); goto done; }}\n",
+                     kernel, threads, smem);
 }
 
 /// FNV-1a, 64 bits: the cache kind of a launch's tile list.

@@ -86,8 +86,6 @@ std::string op_text(const Op& op) {
     case OpKind::WaitPrior: return fmt::format("wait {}", op.count);
     case OpKind::Barrier: return "barrier";
     case OpKind::MmaStep: return "mma";
-    case OpKind::FenceProxy: return "fence.proxy.async";
-    case OpKind::MmaWait: return fmt::format("wgmma wait {}", op.count);
   }
   return "?";
 }
@@ -118,7 +116,6 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
     if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
     o += copy_name(c.mode);
     if (c.element_unroll) o += fmt::format(", element loop unrolled {}x", c.element_unroll);
-    if (c.hoisted_addresses) o += ", 16-byte copies' addresses computed once a block";
     if (c.linear_addresses) o += ", 16-byte copies' addresses: a pointer a thread, moved on by whole lines a copy";
     o += "\n";
   }
@@ -148,7 +145,6 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
   } else {
     ops("prologue", k.prologue);
     ops("step", k.body);
-    if (!k.drain.empty()) ops("after the last step", k.drain);
   }
   if (k.dynamic_smem) o += pad + fmt::format("shared memory: {} bytes, dynamic\n", k.dynamic_smem);
   if (k.min_blocks) o += pad + fmt::format("registers capped for {} block(s) an SM\n", k.min_blocks);

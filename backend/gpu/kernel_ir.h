@@ -188,20 +188,17 @@ struct Copy {
   /// of 64 has 32 elements a thread of each operand; unrolled fully with
   /// their 64-bit addresses, nvcc spills (2.4 KB a thread for the wgmma form).
   int element_unroll = 0;
-  /// The 16-byte copies' global addresses computed once a block (a pointer
-  /// and a row-in-range flag for each of the thread's copies, in registers)
-  /// instead of once a K-step: a step adds kt x block_k x the k stride and
-  /// checks the k left. Computed a step, their 64-bit products, bounds and
-  /// selects were 60% of the wgmma form's executed instructions (ncu, H200,
-  /// bench/RESULTS.md session 23).
-  bool hoisted_addresses = false;
-  /// Like hoisted_addresses with fewer registers, where the copying threads
-  /// cover whole lines of the tile (their count a multiple of the 16-byte
-  /// chunks a line): a thread's copy u is its first one `step` lines on
-  /// (step = threads / chunks a line), at the same place in the line, so
-  /// one pointer a thread (moved on by step lines a copy) and one row bound
-  /// serve all its copies. The warp-specialized form's producers: with a
-  /// pointer and a flag a copy, ptxas spilled 672 bytes.
+  /// The 16-byte copies' global addresses once a block instead of once a
+  /// K-step (computed a step, their 64-bit products, bounds and selects had
+  /// been 60% of session 23's wgmma form's executed instructions: ncu, H200,
+  /// bench/RESULTS.md session 23), where the copying threads cover whole
+  /// lines of the tile (their count a multiple of the 16-byte chunks a
+  /// line): a thread's copy u is its first one `step` lines on (step =
+  /// threads / chunks a line), at the same place in the line, so one
+  /// pointer a thread (moved on by step lines a copy, and a step by kt x
+  /// block_k x the k stride) and one row bound serve all its copies; a step
+  /// with block_k of k left checks only the rows. (A pointer and a flag a
+  /// copy made ptxas spill 672 bytes in the warp-specialized form.)
   bool linear_addresses = false;
 };
 
@@ -215,8 +212,6 @@ enum class OpKind {
   WaitPrior,  // cp.async.wait_group `count` (at most `count` groups still in flight)
   Barrier,    // __syncthreads
   MmaStep,    // the warp's MMAs over the K-step's block_k values from the current stage
-  FenceProxy, // fence.proxy.async.shared::cta: the copies visible to wgmma's reads
-  MmaWait,    // wgmma.wait_group `count` (at most `count` of the warpgroup's MMA groups in flight)
 };
 
 struct Op {
@@ -303,8 +298,7 @@ struct Kernel {
   std::vector<SharedBuffer> shared;
   Operand a, b;
   std::vector<Copy> copies;
-  std::vector<Op> prologue, body;
-  std::vector<Op> drain;  // after the last K-step (wgmma: wait for the last group)
+  std::vector<Op> prologue, body;  // empty in a warp-specialized form (its loops are the printer's)
   Mma mma;
   /// Shared memory in one dynamic allocation of this many bytes (the
   /// buffers one after another from a 1024-byte boundary, hence 1,024 more

@@ -157,12 +157,10 @@ Kernel wgmma_form(const Kernel& k, int stages) {
       if (s.name == (c.operand == w.a.name ? w.a.shared : w.b.shared)) sb = &s;
     const int chunks = sb ? (sb->layout == SmemLayout::RowK ? sb->k : sb->rows) / std::max(c.vector, 1) : 0;
     c.linear_addresses = c.vector > 1 && chunks > 0 && sp.producers % chunks == 0;
-    c.hoisted_addresses = c.vector > 1 && !c.linear_addresses;
   }
   // The K-loop is the producer's and the consumers' (print_cuda), not ops.
   w.prologue.clear();
   w.body.clear();
-  w.drain.clear();
   w.notes.push_back(fmt::format(
       "sm_90a: warp-specialized, {} consumer warpgroups of m64n{}k16 wgmma, A {} and B {} by shared-memory descriptor "
       "(128-byte swizzle), a producer warpgroup copying K-steps of {} into {} stages ({} bytes of dynamic shared memory), "

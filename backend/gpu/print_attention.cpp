@@ -15,7 +15,6 @@ namespace {
 // of m16 tile mt in the element loops.
 constexpr const char* kRowSlot = "2 * mt + (e >> 1)";
 
-const char* pack_fn(Elem e) { return e == Elem::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2"; }
 const char* mma_fn(Elem e) { return e == Elem::BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16"; }
 
 struct Printer {
@@ -221,7 +220,7 @@ struct Printer {
                        "        {0}[1] = {1}(p[{2}][2 * kc][2], p[{2}][2 * kc][3]);\n"
                        "        {0}[2] = {1}(p[{2}][2 * kc + 1][0], p[{2}][2 * kc + 1][1]);\n"
                        "        {0}[3] = {1}(p[{2}][2 * kc + 1][2], p[{2}][2 * kc + 1][3]);\n",
-                       dst, pack_fn(k.elem), mt);
+                       dst, pack16_function(k.elem == Elem::BF16), mt);
   }
   /// O += P V on mma.sync: the key-step loop (the caller closes the P V block).
   void pv_16_sync() {

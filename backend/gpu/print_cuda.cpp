@@ -7,265 +7,6 @@
 
 namespace dccc::gpu {
 
-const char* const kMmaPrologue = R"CU(
-#include <atomic>
-// ---- tensor-core helpers (backend/gpu/print_cuda.cpp; layouts: docs/cuda.md) ----
-__device__ __forceinline__ uint32_t dcc_pack16(uint16_t lo, uint16_t hi) { return (uint32_t)lo | ((uint32_t)hi << 16); }
-// 4 bytes global -> shared, asynchronously; `full` false: 4 zero bytes.
-__device__ __forceinline__ void dcc_cp_async4(void* smem, const void* gmem, bool full) {
-#ifdef DCC_EMU
-  if (full) std::memcpy(smem, gmem, 4); else std::memset(smem, 0, 4);
-#else
-  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(full ? 4 : 0));
-#endif
-}
-__device__ __forceinline__ void dcc_cp_async_commit() {
-#ifndef DCC_EMU
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-// 16 bytes global -> shared (both 16-byte aligned), asynchronously; `full` false: zeros.
-__device__ __forceinline__ void dcc_cp_async16(void* smem, const void* gmem, bool full) {
-#ifdef DCC_EMU
-  if (full) std::memcpy(smem, gmem, 16); else std::memset(smem, 0, 16);
-#else
-  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(full ? 16 : 0));
-#endif
-}
-// Two adjacent 16-bit elements (4-byte aligned) as one register.
-__device__ __forceinline__ uint32_t dcc_ld32(const uint16_t* p) {
-#ifdef DCC_EMU
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-#else
-  return *reinterpret_cast<const uint32_t*>(p);
-#endif
-}
-// Four 8 x 8 matrices of 16-bit elements (ldmatrix.sync.aligned.m8n8.x4):
-// lane l gives the address of row l % 8 of matrix l / 8 (16 bytes,
-// 16-byte aligned); register q of a lane receives row lane / 4, elements
-// 2 (lane % 4) and + 1 of matrix q, or with .trans the elements at rows
-// 2 (lane % 4) and + 1 of column lane / 4 (lower half: the first).
-__device__ __forceinline__ void dcc_ldmatrix_x4(uint32_t* r, const uint16_t* p) {
-#ifdef DCC_EMU
-  dcc_emu_ldmatrix_x4(r, p, false);
-#else
-  unsigned s = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
-#endif
-}
-__device__ __forceinline__ void dcc_ldmatrix_x4_trans(uint32_t* r, const uint16_t* p) {
-#ifdef DCC_EMU
-  dcc_emu_ldmatrix_x4(r, p, true);
-#else
-  unsigned s = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
-#endif
-}
-template <int N>
-__device__ __forceinline__ void dcc_cp_async_wait() {
-#ifndef DCC_EMU
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
-// f32 -> tf32 (round to nearest, ties away; the low 13 bits zero).
-__device__ __forceinline__ uint32_t dcc_tf32(float x) {
-#ifdef DCC_EMU
-  return dcc_emu_tf32(x);
-#else
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-#endif
-}
-// d = a * b + d on one 16 x 8 tile of the warp (every lane calls it).
-__device__ __forceinline__ void dcc_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
-#ifndef DCC_EMU
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-__device__ __forceinline__ void dcc_mma_f16(float* d, const uint32_t* a, const uint32_t* b) {
-#ifndef DCC_EMU
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-__device__ __forceinline__ void dcc_mma_tf32(float* d, const uint32_t* a, const uint32_t* b) {
-#ifndef DCC_EMU
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
-}
-// acc[i][j] += a[i] * b[j] for the warp's FM x FN tiles (every lane calls it);
-// the CPU emulation exchanges the warp's registers once for all tiles.
-#ifdef DCC_EMU
-#define DCC_MMA_TILES(NAME, KIND)                                                                      \
-  template <int FM, int FN>                                                                           \
-  __device__ __forceinline__ void NAME(float (*acc)[FN][4], uint32_t (*a)[4], uint32_t (*b)[2]) { \
-    dcc_emu_mma_tiles(dcc_emu_mma_kind::KIND, &acc[0][0][0], &a[0][0], &b[0][0], FM, FN);             \
-  }
-#else
-#define DCC_MMA_TILES(NAME, KIND)                                                                      \
-  template <int FM, int FN>                                                                           \
-  __device__ __forceinline__ void NAME(float (*acc)[FN][4], uint32_t (*a)[4], uint32_t (*b)[2]) { \
-    _Pragma("unroll") for (int i = 0; i < FM; ++i)                                                    \
-      _Pragma("unroll") for (int j = 0; j < FN; ++j) dcc_mma_##KIND(acc[i][j], a[i], b[j]);          \
-  }
-#endif
-DCC_MMA_TILES(dcc_mma_tiles_bf16, bf16)
-DCC_MMA_TILES(dcc_mma_tiles_f16, f16)
-DCC_MMA_TILES(dcc_mma_tiles_tf32, tf32)
-// ---- warpgroup MMAs (wgmma, sm_90a only; docs/cuda.md "wgmma") ----
-// DCC_WGMMA: this compilation targets sm_90a (nvcc defines
-// __CUDA_ARCH_FEAT_SM90_ALL there; the CPU emulation when a test asks).
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || defined(DCC_EMU_SM90A)
-#define DCC_WGMMA 1
-#else
-#define DCC_WGMMA 0
-#endif
-// A shared-memory address (the shared window's offset) of a generic pointer.
-__device__ __forceinline__ uint32_t dcc_smem_u32(const void* p) {
-#ifdef DCC_EMU
-  return dcc_emu_smem_u32(p);
-#else
-  return (uint32_t)__cvta_generic_to_shared(p);
-#endif
-}
-// A matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address,
-// leading and stride byte offsets (each >> 4, 14 bits), base offset 0 (the
-// tile starts at a 1024-byte boundary), 128-byte swizzle (mode 1, bits 62-63).
-__device__ __forceinline__ uint64_t dcc_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
-         ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | ((uint64_t)1 << 62);
-}
-// The descriptor of the matrix `bytes` further on: the start address field
-// is the low 14 bits (address >> 4); a shared address stays below 2^18
-// (the 256 KB window), so the sum cannot carry out of the field. One add
-// where building a descriptor takes several uniform-datapath operations.
-__device__ __forceinline__ uint64_t dcc_wgmma_desc_at(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
-__device__ __forceinline__ void dcc_wgmma_fence() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void dcc_wgmma_commit() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void dcc_wgmma_wait() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-#endif
-}
-// The accumulators an in-flight wgmma writes: the compiler moves no access
-// to them across this point (before the fence, after the wait).
-template <int N>
-__device__ __forceinline__ void dcc_wgmma_keep(float* d) {
-#if !defined(DCC_EMU)
-  _Pragma("unroll") for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
-#else
-  (void)d;
-#endif
-}
-// The block's generic-proxy writes to shared memory (cp.async copies)
-// visible to the async proxy that wgmma reads through.
-__device__ __forceinline__ void dcc_fence_proxy_async() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-// ---- mbarriers (the warp-specialized wgmma form; docs/cuda.md "wgmma GEMM") ----
-// `bar`: a shared-memory address of 8 bytes (dcc_smem_u32).
-__device__ __forceinline__ void dcc_mbar_init(uint32_t bar, unsigned count) {
-#ifdef DCC_EMU
-  dcc_emu_mbar_init(bar, count);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-#endif
-}
-__device__ __forceinline__ void dcc_mbar_arrive(uint32_t bar) {
-#ifdef DCC_EMU
-  dcc_emu_mbar_arrive(bar);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-#endif
-}
-// An arrival once every cp.async this thread issued so far has landed (the
-// count was set for it: .noinc).
-__device__ __forceinline__ void dcc_mbar_arrive_cp_async(uint32_t bar) {
-#ifdef DCC_EMU
-  dcc_emu_mbar_arrive(bar);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-#endif
-}
-// Until the phase of parity `parity` completed.
-__device__ __forceinline__ void dcc_mbar_wait(uint32_t bar, uint32_t parity) {
-#ifdef DCC_EMU
-  dcc_emu_mbar_wait(bar, parity);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("{\n.reg .pred p;\nDCC_MBAR_WAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-               "@!p bra DCC_MBAR_WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-#endif
-}
-// Named barrier `id` of `count` threads (whole warps).
-__device__ __forceinline__ void dcc_bar_sync(int id, int count) {
-#ifdef DCC_EMU
-  dcc_emu_named_barrier(id, count);
-#else
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-#endif
-}
-__device__ __forceinline__ void dcc_cp_async_wait_all() {
-#ifndef DCC_EMU
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-#endif
-}
-// Which compilation of this module the device runs (1: sm_90a, with the
-// wgmma forms), read by the launchers once a device (dcc__wgmma_form): the
-// forms differ in tile width, threads and grid.
-__device__ int dcc__wgmma_module = DCC_WGMMA;
-static int dcc__wgmma_form() {
-  static std::atomic<int> known[64];  // 0: not read yet, else 1 + the value
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0) {
-    cudaGetLastError();
-    return -1;
-  }
-  if (dev < 64 && known[dev].load() != 0) return known[dev].load() - 1;
-  int v = 0;
-  if (cudaMemcpyFromSymbol(&v, dcc__wgmma_module, sizeof v) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  if (dev < 64) known[dev].store(1 + v);
-  return v;
-}
-// d (m64nN, f32) += a b: specialised per shape and B layout by the kernels
-// that use them (gpu::wgmma_function).
-template <int N, int TRANS_B>
-__device__ void dcc_wgmma_bf16(float* d, const uint32_t* a, uint64_t desc);
-template <int N, int TRANS_B>
-__device__ void dcc_wgmma_f16(float* d, const uint32_t* a, uint64_t desc);
-// d (m64nN, f32) += a b with A and B both in shared memory by descriptor
-// (TRANS_A / TRANS_B: MN-major), specialised per use (gpu::wgmma_function).
-template <int N, int TRANS_A, int TRANS_B>
-__device__ void dcc_wgmma_ss_bf16(float* d, uint64_t adesc, uint64_t bdesc);
-template <int N, int TRANS_A, int TRANS_B>
-__device__ void dcc_wgmma_ss_f16(float* d, uint64_t adesc, uint64_t bdesc);
-)CU";
-
 int tile_entry_ints(const Kernel& k) { return static_cast<int>(k.tiles.batch.size()) + 2; }
 
 namespace {
@@ -333,7 +74,6 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
     out += fmt::format("{}  const int r = {}, c = {};\n", pad, rowk ? "out" : "in", rowk ? "in" : "out");
     return out;
   };
-  const bool hoisted = c.hoisted_addresses && c.vector > 1 && !o.value;
   const bool linear = c.linear_addresses && c.vector > 1 && !o.value;
   const int chunks = inner / std::max(c.vector, 1), step = chunks ? threads / chunks : 0;  // lines a copy moves on (linear)
   if (linear && (inner % c.vector || step * chunks != threads))
@@ -353,13 +93,6 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
       return out + pad + "}\n";
     }
     std::string out = loop_head(v, pad);
-    if (hoisted && v > 1) {
-      // The addresses of kt = 0 (computed once a block, below) moved on by kt steps of k.
-      out += fmt::format("{}  (void)r;\n{}  const bool ok = {}_row[u]{};\n", pad, pad, o.name, kfull ? "" : " && c < kr");
-      out += fmt::format("{}  const int si = {};\n", pad, smem_at(s, "out", "in"));
-      out += fmt::format("{}  dcc_cp_async16(&st[si], ok ? {}_src[u] + kstep : &{}[0], ok);\n", pad, o.name, ptr);
-      return out + pad + "}\n";
-    }
     out += fmt::format("{}  const int64_t gr = {} + r, gk = kt * {} + c;\n", pad, origin, k.block_k);
     out += fmt::format("{}  const bool ok = gr < {} && gk < {};\n", pad, o.rows, k.k_extent);
     if (!o.value)
@@ -409,22 +142,12 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
                        o.name, o.name, inside, ptr, o.base, origin, r0, o.row_stride, c0, o.k_stride, ptr);
     out += fmt::format("  const int64_t {}_ustep = {} * {};\n", o.name, step, rowk ? o.row_stride : o.k_stride);
   }
-  if (hoisted) {
-    // Each 16-byte copy's source at kt = 0 and whether its row is inside.
-    const std::string elem = storage_type(s.elem);
-    out += fmt::format("  const {}* {}_src[{}];\n  bool {}_row[{}];\n", elem, o.name, per_vec, o.name, per_vec);
-    out += fmt::format("  if ({}_vec) {{\n", o.name) + loop_head(c.vector, "    ");
-    out += fmt::format("      const int64_t gr = {} + r;\n", origin);
-    out += fmt::format("      {}_row[u] = gr < {};\n", o.name, o.rows);
-    out += fmt::format("      {}_src[u] = &{}[{}_row[u] ? {} + gr * {} + (int64_t)c * {} : 0];\n    }}\n  }}\n", o.name, ptr,
-                       o.name, o.base, o.row_stride, o.k_stride);
-  }
   out += fmt::format("  auto copy_{} = [&](int64_t kt, int stage) {{\n", o.name);
   out += "    if (kt >= nk) return;\n";
   out += fmt::format("    {}* st = {} + stage * {};\n", storage_type(s.elem), s.name, s.stage_elems());
   if (c.vector > 1) {
     out += fmt::format("    if ({}_vec) {{\n", o.name);
-    if (hoisted || linear) {
+    if (linear) {
       // (kr in 64 bits: clamped to 32, the 3-stage wgmma form spilled.) A
       // step with a whole block_k of k left checks only the rows (1.01-1.08x
       // on an H200, bench/RESULTS.md session 23); the last, partial one also k.
@@ -497,7 +220,7 @@ DescPlan desc_plan(const SharedBuffer& s, int r0) {
 }
 
 /// One K-step of the warpgroup's wgmmas from stage kst (kt % stages), issued and
-/// committed as one group (completed by a later MmaWait).
+/// committed as one group (waited for by the caller).
 std::string wgmma_step(const Kernel& k) {
   const SharedBuffer& sa = shared_of(k, k.a);
   const SharedBuffer& sb = shared_of(k, k.b);
@@ -614,9 +337,6 @@ std::string op_code(const Kernel& k, const Op& op, bool prologue) {
     case OpKind::WaitPrior: return fmt::format("    dcc_cp_async_wait<{}>();\n", op.count);
     case OpKind::Barrier: return "    __syncthreads();\n";
     case OpKind::MmaStep: return mma_step(k);
-    case OpKind::FenceProxy: return "    dcc_fence_proxy_async();\n";
-    case OpKind::MmaWait:
-      return fmt::format("    dcc_wgmma_wait<{0}>();\n    dcc_wgmma_keep<{1}>(&acc[0][0][0]);\n", op.count, k.warps.frags_n() * 4 * k.warps.frags_m());
   }
   return "";
 }
@@ -754,7 +474,6 @@ std::string form_body(const Kernel& k, DeviceText& d) {
   o += "  }\n  int kst = 0;  // kt's stage\n  for (int64_t kt = 0; kt < nk; ++kt) {\n";
   for (const auto& op : k.body) o += op_code(k, op, false);
   o += fmt::format("    kst = kst + 1 == {} ? 0 : kst + 1;\n  }}\n", stages_of(k));
-  for (const auto& op : k.drain) o += op_code(k, op, true);
   return o + epilogue_code(k, d);
 }
 
@@ -783,7 +502,7 @@ std::string staged_epilogue(const Kernel& k, DeviceText& d) {
   o += fmt::format("          {} = acc[0][j][2 * h + c];\n          pr[c] = {};\n        }}\n", d.scalar(ep.acc),
                    d.expr_unrounded(st->value));
   o += fmt::format("        *reinterpret_cast<uint32_t*>(stg + ((warp & 3) * 16 + gid + 8 * h) * {} + (wn0 + 8 * j + 2 * tig) * 2) = {}(pr[0], pr[1]);\n",
-                   rb, st->buffer->type == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
+                   rb, pack16_function(st->buffer->type == Scalar::BF16));
   o += "      }\n    }\n    dcc_bar_sync(1 + wgi, 128);\n";
   o += fmt::format("    const bool al = (uintptr_t){} % 16 == 0;\n", ptr);
   o += fmt::format("#pragma unroll 4\n    for (int q = 0; q < {}; ++q) {{\n", 64 * chunks / 128);
@@ -864,10 +583,11 @@ std::string specialized_body(const Kernel& k, DeviceText& d) {
 
 }  // namespace
 
+const char* pack16_function(bool bf16) { return bf16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2"; }
+
 std::string pair_store(const std::string& ptr, const std::string& at, int bits, Scalar t) {
   if (bits == 64) return fmt::format("*reinterpret_cast<float2*>(&{}[{}]) = make_float2(pr[0], pr[1]);", ptr, at);
-  return fmt::format("*reinterpret_cast<uint32_t*>(&{}[{}]) = {}(pr[0], pr[1]);", ptr, at,
-                     t == Scalar::BF16 ? "dcc_pack_bf16x2" : "dcc_pack_f16x2");
+  return fmt::format("*reinterpret_cast<uint32_t*>(&{}[{}]) = {}(pr[0], pr[1]);", ptr, at, pack16_function(t == Scalar::BF16));
 }
 
 std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b) {
@@ -934,7 +654,8 @@ std::string print_cuda(const Kernel& k, DeviceText& d) {
     // The sm_90a compilation holds the wgmma form, every other the mma.sync one.
     const Kernel& w = *k.sm90a;
     o += "#if DCC_WGMMA\n";
-    o += w.specialized ? specialized_body(w, d) : tile_header(w, d, "blockIdx.x") + form_body(w, d);
+    if (!w.specialized) throw std::logic_error("kernel IR: the sm_90a form is warp-specialized");
+    o += specialized_body(w, d);
     o += "#else\n" + tile_header(k, d, "blockIdx.x") + form_body(k, d) + "#endif\n";
   } else {
     o += tile_header(k, d, "blockIdx.x") + form_body(k, d);

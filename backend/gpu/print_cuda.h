@@ -32,7 +32,8 @@ struct DeviceText {
 };
 
 /// Device helpers the printed kernels call (cp.async, tf32 conversion, the
-/// MMAs), once per source file that has such a kernel.
+/// MMAs, mbarriers; mma_prologue.cpp), once per source file that has such a
+/// kernel.
 extern const char* const kMmaPrologue;
 
 /// `k` as CUDA C++: a struct `NAME__launch { ARGS a; const int32_t* tiles; }`
@@ -62,5 +63,9 @@ std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b);
 /// `ptr[at]` (StorePair): one float2 for f32 (`bits` 64), else both rounded
 /// to `t` (bf16 / f16) and packed by one cvt into a 32-bit word.
 std::string pair_store(const std::string& ptr, const std::string& at, int bits, Scalar t);
+
+/// The prologue's helper that rounds two f32 values to bf16 (else f16) and
+/// packs them into one 32-bit word, the first in the low half.
+const char* pack16_function(bool bf16);
 
 }  // namespace dccc::gpu

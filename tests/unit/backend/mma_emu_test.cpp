@@ -130,7 +130,7 @@ std::vector<Lengths> wgmma_patterns() {
   out.push_back({{130, 0, 17}, {136, 5, 64}, {520, 64, 1}});
   out.push_back({{64, 129}, {24, 130}, {704, 463}});
   // 16-byte copies (K and N multiples of 8) whose last K-step has 56 of its
-  // 64 k: only that step checks k (Copy::hoisted_addresses).
+  // 64 k: only that step checks k (Copy::linear_addresses).
   out.push_back({{70, 33}, {120, 184}, {136, 72}});
   // N over two and three 256-column tiles of the persistent grid.
   out.push_back({{40, 3}, {72, 64}, {520, 700}});
