@@ -136,10 +136,14 @@ std::string explain_kernels(const ir::Module& m, const CudaOptions& options) {
       } else if (auto c = fe.plan_mma(items[k], name, &why)) {
         std::string wg = "assumed occupancy: not modelled";
         if (const auto& w = c->sm90a)
-          wg = fmt::format("sm_90a form: block tile {} x {}, {} warpgroups of wgmma m64n{}k16 from shared memory{}, K-steps "
+          wg = fmt::format("sm_90a form: block tile {} x {}, {} warpgroups of wgmma m64n{}k{}{} from shared memory{}, K-steps "
                            "of {} in {} stages ({} bytes of dynamic shared memory){}; assumed occupancy: {} block(s) an SM "
                            "on sm_90a, else not modelled",
                            w->tiles.tile_m, w->tiles.tile_n, w->warps.warps_m * w->warps.warps_n / 4, w->warps.warp_n,
+                           gpu::mma_k(w->mma.shape),
+                           w->mma.shape == gpu::MmaShape::WGMMA_TF32
+                               ? fmt::format(" tf32 ({})", gpu::fp32_math_name(w->mma.fp32))
+                               : std::string(),
                            w->specialized ? fmt::format(" and a producer warpgroup of copies ({} threads)", w->specialized->producers)
                                           : std::string(),
                            w->block_k, w->shared.empty() ? 0 : w->shared[0].stages, w->dynamic_smem,

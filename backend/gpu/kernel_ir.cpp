@@ -66,18 +66,28 @@ const char* mma_name(MmaShape s) {
     case MmaShape::M16N8K8_TF32: return "m16n8k8.row.col.f32.tf32.tf32.f32";
     case MmaShape::WGMMA_BF16: return "wgmma m64nNk16.f32.bf16.bf16, A and B by shared-memory descriptor";
     case MmaShape::WGMMA_F16: return "wgmma m64nNk16.f32.f16.f16, A and B by shared-memory descriptor";
+    case MmaShape::WGMMA_TF32: return "wgmma m64nNk8.f32.tf32.tf32, A and B by shared-memory descriptor (K-major)";
   }
   return "?";
 }
 
-int mma_k(MmaShape s) { return s == MmaShape::M16N8K8_TF32 ? 8 : 16; }
+int mma_k(MmaShape s) { return s == MmaShape::M16N8K8_TF32 || s == MmaShape::WGMMA_TF32 ? 8 : 16; }
 
-bool is_wgmma(MmaShape s) { return s == MmaShape::WGMMA_BF16 || s == MmaShape::WGMMA_F16; }
+bool is_wgmma(MmaShape s) {
+  return s == MmaShape::WGMMA_BF16 || s == MmaShape::WGMMA_F16 || s == MmaShape::WGMMA_TF32;
+}
 
 namespace {
 
 const char* layout_name(SmemLayout l) { return l == SmemLayout::RowK ? "[row][k]" : "[k][row]"; }
-const char* copy_name(CopyMode m) { return m == CopyMode::CpAsync4 ? "cp.async 4B, zero-fill" : "registers, zero-fill"; }
+const char* copy_name(CopyMode m) {
+  switch (m) {
+    case CopyMode::CpAsync4: return "cp.async 4B, zero-fill";
+    case CopyMode::Registers: return "registers, zero-fill";
+    case CopyMode::SplitTf32: return "registers, zero-fill, rounded to tf32 on the way";
+  }
+  return "?";
+}
 
 std::string op_text(const Op& op) {
   switch (op.kind) {
@@ -97,6 +107,7 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
   for (const auto& s : k.shared) {
     o += pad + fmt::format("shared {}: {} [{} stages]{} {} x {}, ", s.name, elem_name(s.elem), s.stages, layout_name(s.layout),
                      s.rows, s.k);
+    if (s.parts > 1) o += fmt::format("{} parts a stage (big = tf32(x), then small = tf32(x - big)), ", s.parts);
     if (s.atom)
       o += fmt::format("lines cut in 128-byte atoms of {} elements (atom-major), 16B chunk c of line l at c ^ (l & 7)\n", s.atom);
     else
@@ -113,14 +124,19 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
   }
   for (const auto& c : k.copies) {
     o += pad + fmt::format("copy {}: ", c.operand);
-    if (c.vector > 1) o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
+    if (c.mode == CopyMode::SplitTf32)
+      o += fmt::format("16-byte loads ({} elements) into registers when aligned, else element by element; {}", c.vector,
+                       c.transpose ? "4 k x 4 rows a thread, transposed in registers; " : "");
+    else if (c.vector > 1)
+      o += fmt::format("cp.async 16B ({} elements) when aligned, else ", c.vector);
     o += copy_name(c.mode);
     if (c.element_unroll) o += fmt::format(", element loop unrolled {}x", c.element_unroll);
     if (c.linear_addresses) o += ", 16-byte copies' addresses: a pointer a thread, moved on by whole lines a copy";
     o += "\n";
   }
   o += pad + fmt::format("mma: {}", mma_name(k.mma.shape));
-  if (k.mma.shape == MmaShape::M16N8K8_TF32) o += fmt::format(", fp32 {}", fp32_math_name(k.mma.fp32));
+  if (k.mma.shape == MmaShape::M16N8K8_TF32 || k.mma.shape == MmaShape::WGMMA_TF32)
+    o += fmt::format(", fp32 {}", fp32_math_name(k.mma.fp32));
   if (k.mma.step_partials) o += ", per-step partial sums added to acc in f32";
   o += "\n";
   o += pad + fmt::format("k-loop: {} in steps of {}\n", k.k_extent, k.block_k);
@@ -133,12 +149,20 @@ std::string staging(const Kernel& k, VloopText& text, const std::string& pad) {
     const int stages = k.shared.empty() ? 0 : k.shared[0].stages;
     std::string copies;
     for (const auto& c : k.copies) copies += "copy " + c.operand + "; ";
-    o += pad + fmt::format("  producer (threads {}-{}): per step: wait for stage s empty (after the first {}); {}arrive on "
-                           "full[s] as the copies land\n",
-                           sp->consumers, sp->consumers + sp->producers - 1, stages, copies);
+    const bool split = !k.copies.empty() && k.copies[0].mode == CopyMode::SplitTf32;
+    if (split)
+      o += pad + fmt::format("  producer (threads {}-{}): per step: load the step into registers; wait for stage s empty "
+                             "(after the first {}); round and store; fence.proxy.async; arrive on full[s]\n",
+                             sp->consumers, sp->consumers + sp->producers - 1, stages);
+    else
+      o += pad + fmt::format("  producer (threads {}-{}): per step: wait for stage s empty (after the first {}); {}arrive on "
+                             "full[s] as the copies land\n",
+                             sp->consumers, sp->consumers + sp->producers - 1, stages, copies);
     o += pad + fmt::format("  consumers (threads 0-{}): per step: wait for full[s]; fence.proxy.async; mma; wgmma wait 0; "
-                           "arrive on empty[s] (a warp)\n",
-                           sp->consumers - 1);
+                           "arrive on empty[s] (a warp){}\n",
+                           sp->consumers - 1, k.mma.step_partials ? "; acc += the step's partial sums" : "");
+    if (sp->producer_regs || sp->consumer_regs)
+      o += pad + fmt::format("  setmaxnreg: producers {} registers a thread, consumers {}\n", sp->producer_regs, sp->consumer_regs);
     o += pad + fmt::format("  grid: {}\n", sp->persistent ? "persistent, min(entries, SMs x blocks an SM) blocks, block b takes "
                                                              "entries b, b + G, b + 2G, ..."
                                                            : "one block an entry");

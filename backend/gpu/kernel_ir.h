@@ -76,6 +76,11 @@ enum class MmaShape {
   /// warps of 16 x N and the epilogue reads them as mma.sync's).
   WGMMA_BF16,
   WGMMA_F16,
+  /// wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32, both operands
+  /// K-major in shared memory by descriptor (tf32 has no MN-major form):
+  /// f32 operands rounded to tf32 (and split, for 3xTF32) by the producers
+  /// as they store them (CopyMode::SplitTf32); D as WGMMA_BF16's.
+  WGMMA_TF32,
 };
 bool is_wgmma(MmaShape s);
 const char* mma_name(MmaShape s);
@@ -120,7 +125,7 @@ struct SharedBuffer {
   int stages = 2, rows = 64, k = 16, pad = 0;
   SmemLayout layout = SmemLayout::RowK;
   int line() const { return (layout == SmemLayout::RowK ? k : rows) + pad; }  // elements per padded line
-  int stage_elems() const { return (layout == SmemLayout::RowK ? rows : k) * line(); }
+  int stage_elems() const { return parts * (layout == SmemLayout::RowK ? rows : k) * line(); }
   /// XOR swizzle instead of padding (`swizzle_mask` 0: none): the 16-byte
   /// chunk c of line l is stored at chunk c ^ ((l >> swizzle_shift) &
   /// swizzle_mask) of that line, so that eight consecutive lines' chunk c
@@ -136,6 +141,11 @@ struct SharedBuffer {
   /// what a descriptor with base offset 0 describes (docs/cuda.md, "wgmma").
   int atom = 0;
   int lines() const { return layout == SmemLayout::RowK ? rows : k; }
+  /// Copies of the tile a stage holds, one after the other: 2 for 3xTF32
+  /// on wgmma (the big parts tf32(x), then the small ones tf32(x - big);
+  /// CopyMode::SplitTf32), else 1. stage_elems() counts them all.
+  int parts = 1;
+  int part_elems() const { return (layout == SmemLayout::RowK ? rows : k) * line(); }
 };
 
 /// An MMA operand in global memory: element (row, k) of one batch entry is
@@ -171,6 +181,15 @@ struct Operand {
 enum class CopyMode {
   CpAsync4,   // `cp.async.ca.shared.global` of 4 bytes, zero-filled by src-size 0 (sm_80+)
   Registers,  // a load into a register, then a store to shared memory
+  /// f32 to a K-major wgmma tile (WGMMA_TF32): 4 elements a load (16 bytes
+  /// where the operand is aligned as for `vector`, else one by one with
+  /// bounds), each rounded to tf32 -- and with 2 parts its remainder too
+  /// (SharedBuffer::parts) -- and stored as 16-byte chunks of the tile's
+  /// lines. `transpose`: the operand is contiguous along its rows (B[k][n]),
+  /// so a thread loads 4 k x 4 rows and transposes them in registers.
+  /// A producer's loads of a step are issued before it waits for the stage
+  /// to be empty (registers, not shared memory), its stores after.
+  SplitTf32,
 };
 
 /// With `vector` > 1, a block whose operand is aligned for it copies
@@ -200,6 +219,8 @@ struct Copy {
   /// with block_k of k left checks only the rows. (A pointer and a flag a
   /// copy made ptxas spill 672 bytes in the warp-specialized form.)
   bool linear_addresses = false;
+  /// SplitTf32: the operand's unit-stride index is its row (above).
+  bool transpose = false;
 };
 
 /// The main loop over K-steps, as operations in program order:
@@ -284,6 +305,13 @@ struct Epilogue {
 struct Specialized {
   int consumers = 256, producers = 128;
   bool persistent = true;
+  /// Registers a thread after `setmaxnreg` (0: the launch's share): the
+  /// producers give theirs up (.dec), the consumers take them (.inc), as the
+  /// block's total allows (64K registers on sm_90).
+  int producer_regs = 0, consumer_regs = 0;
+  /// Producers that load through registers (CopyMode::SplitTf32) issue step
+  /// kt + 1's loads before they store step kt (twice the registers).
+  bool producer_ahead = false;
 };
 
 /// A tiled MMA contraction kernel.

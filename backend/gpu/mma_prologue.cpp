@@ -81,6 +81,20 @@ __device__ __forceinline__ uint32_t dcc_tf32(float x) {
   return r;
 #endif
 }
+// Four f32 values rounded to tf32 and stored as one 16-byte chunk at `big`
+// (the wgmma tf32 form's producers, gpu::CopyMode::SplitTf32); with `small`
+// also their remainders tf32(x - big) there (3xTF32).
+__device__ __forceinline__ void dcc_st_tf32x4(float* big, float4 v) {
+  *reinterpret_cast<float4*>(big) = make_float4(__uint_as_float(dcc_tf32(v.x)), __uint_as_float(dcc_tf32(v.y)),
+                                                __uint_as_float(dcc_tf32(v.z)), __uint_as_float(dcc_tf32(v.w)));
+}
+__device__ __forceinline__ void dcc_st_split_tf32x4(float* big, float* small, float4 v) {
+  const float b0 = __uint_as_float(dcc_tf32(v.x)), b1 = __uint_as_float(dcc_tf32(v.y)),
+              b2 = __uint_as_float(dcc_tf32(v.z)), b3 = __uint_as_float(dcc_tf32(v.w));
+  *reinterpret_cast<float4*>(big) = make_float4(b0, b1, b2, b3);
+  *reinterpret_cast<float4*>(small) = make_float4(__uint_as_float(dcc_tf32(v.x - b0)), __uint_as_float(dcc_tf32(v.y - b1)),
+                                                  __uint_as_float(dcc_tf32(v.z - b2)), __uint_as_float(dcc_tf32(v.w - b3)));
+}
 // d = a * b + d on one 16 x 8 tile of the warp (every lane calls it).
 __device__ __forceinline__ void dcc_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
 #ifndef DCC_EMU
@@ -262,6 +276,10 @@ template <int N, int TRANS_A, int TRANS_B>
 __device__ void dcc_wgmma_ss_bf16(float* d, uint64_t adesc, uint64_t bdesc);
 template <int N, int TRANS_A, int TRANS_B>
 __device__ void dcc_wgmma_ss_f16(float* d, uint64_t adesc, uint64_t bdesc);
+// d (m64nN, f32) = (scale_d ? d : 0) + a b, m64nNk8 on tf32 values, A and B
+// K-major in shared memory by descriptor (gpu::wgmma_function).
+template <int N>
+__device__ void dcc_wgmma_ss_tf32(float* d, uint64_t adesc, uint64_t bdesc, int scale_d);
 )CU";
 
 }  // namespace dccc::gpu

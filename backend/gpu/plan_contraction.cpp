@@ -172,6 +172,80 @@ Kernel wgmma_form(const Kernel& k, int stages) {
 }
 
 
+/// The sm_90a form of the f32 contraction `k` (3xTF32 or TF32): as
+/// wgmma_form's, warp-specialized on a persistent grid, but 128 x 128 block
+/// tiles of two consumer warpgroups of m64n128k8 tf32 wgmmas over K-steps
+/// of 32 (one 128-byte line of f32). tf32 wgmmas read both operands K-major
+/// only, and 3xTF32 needs each value's big and small tf32 parts, so the
+/// producer warpgroup loads the operands into registers (16 bytes at a
+/// time where aligned), rounds and splits each value once and stores both
+/// parts K-major (an operand contiguous along its rows, B[k][n],
+/// transposed 4 x 4 in registers) -- where the mma.sync form splits every
+/// fragment in every warp that reads it. 3xTF32 runs a_small b_big +
+/// a_big b_small + a_big b_big per k8 into partial sums that start at zero
+/// each K-step and are added to the accumulators in f32 (Mma::step_partials;
+/// the accumulators and the partials are 128 registers a thread, hence 128
+/// columns). Stages of 64 KB (3xTF32) or 32 KB: at most 3 (4) fit.
+Kernel wgmma_tf32_form(const Kernel& k, int stages) {
+  Kernel w = k;
+  w.notes.clear();
+  w.sm90a = nullptr;
+  w.tiles.tile_n = 128;
+  Specialized sp;
+  // Two producer warpgroups: one (384 threads) ran 0.83x of this (H200,
+  // bench/RESULTS.md session 25). 512 threads leave 128 registers a thread;
+  // setmaxnreg moves them to the consumers, whose accumulators and partial
+  // sums are 128 a thread. The counts are where ptxas (CUDA 13) spills
+  // nothing: 3xTF32's producers fit 88, TF32's need 104 (at 88 they spilled
+  // 104 bytes and ran 2x slower than 3xTF32).
+  const bool split = k.mma.fp32 == Fp32Math::Split3xTf32;
+  sp.producers = 256;
+  sp.producer_regs = split ? 88 : 104;
+  sp.consumer_regs = split ? 168 : 152;
+  w.threads = sp.consumers + sp.producers;
+  w.specialized = sp;
+  w.warps = WarpTiling{sp.consumers / 32, 1, 16, w.tiles.tile_n};
+  w.block_k = 32;
+  w.mma.shape = MmaShape::WGMMA_TF32;
+  w.mma.step_partials = split;
+  stages = std::min(stages, split ? 3 : 4);
+  int bytes = 1024;
+  std::vector<std::string> transposed;  // shared buffers of operands contiguous along their rows
+  for (auto& s : w.shared) {
+    if (s.layout == SmemLayout::KRow) transposed.push_back(s.name);
+    s.layout = SmemLayout::RowK;  // K-major: the only tf32 wgmma layout
+    s.stages = stages;
+    s.k = w.block_k;
+    s.rows = s.name == w.b.shared ? w.tiles.tile_n : w.tiles.tile_m;
+    s.pad = 0;
+    s.swizzle_mask = s.swizzle_shift = 0;
+    s.atom = 32;
+    s.parts = split ? 2 : 1;
+    bytes += s.stages * s.stage_elems() * elem_bytes(s.elem);
+  }
+  w.dynamic_smem = bytes + 2 * 8 * stages;
+  w.min_blocks = 1;
+  for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
+  std::string trans;
+  for (Copy& c : w.copies) {
+    const std::string& sh = c.operand == w.a.name ? w.a.shared : w.b.shared;
+    c = Copy{c.operand, CopyMode::SplitTf32, 4};
+    c.transpose = std::find(transposed.begin(), transposed.end(), sh) != transposed.end();
+    if (c.transpose) trans += fmt::format(" ({} transposed 4 x 4 in registers)", c.operand);
+  }
+  w.prologue.clear();
+  w.body.clear();
+  w.notes.push_back(fmt::format(
+      "sm_90a: warp-specialized, {} consumer warpgroups of m64n{}k8 tf32 wgmma ({}), A and B K-major by shared-memory "
+      "descriptor (128-byte swizzle), {} producer warpgroups loading K-steps of {} into registers, rounding {} them to "
+      "tf32 once and storing them{} into {} stages ({} bytes of dynamic shared memory), mbarriers between them, "
+      "setmaxnreg {} / {}, a persistent grid of one block an SM",
+      sp.consumers / 128, w.warps.warp_n, split ? "3xTF32: three a step, into partial sums added to acc in f32" : "TF32",
+      sp.producers / 128, w.block_k, split ? "and splitting" : "", trans, stages, w.dynamic_smem, sp.producer_regs,
+      sp.consumer_regs));
+  return w;
+}
+
 }  // namespace
 
 std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, const std::string& name,
@@ -411,8 +485,9 @@ std::optional<Kernel> plan_contraction(const ir::Func& f, const ir::Stmt& item, 
                              k.warps.warp_n, k.block_k, stages));
   if (p->elem == Elem::F32)
     k.notes.push_back(fmt::format("f32 operands on tf32 tensor cores, --fp32-math={}", fp32_math_name(options.fp32)));
-  if (p->elem != Elem::F32 && !p->value && !q->value && options.wgmma_stages >= 2 && options.wgmma_stages <= 4)
-    k.sm90a = std::make_shared<const Kernel>(wgmma_form(k, options.wgmma_stages));
+  if (!p->value && !q->value && options.wgmma_stages >= 2 && options.wgmma_stages <= 4)
+    k.sm90a = std::make_shared<const Kernel>(p->elem == Elem::F32 ? wgmma_tf32_form(k, options.wgmma_stages)
+                                                                  : wgmma_form(k, options.wgmma_stages));
   return k;
 }
 

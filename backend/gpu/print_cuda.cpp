@@ -166,6 +166,81 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   return out;
 }
 
+/// The copy of a K-step of an f32 operand to a K-major tf32 tile
+/// (CopyMode::SplitTf32) as two lambdas of the producers: `load_X(kt, v)`
+/// reads the step into `v` (float4s: 4 elements along k of one row, or with
+/// `transpose` 4 along the rows of one k, 4 k a block), `store_X(v,
+/// stage)` rounds (and splits) them and stores 16-byte chunks of the
+/// tile's lines (transposed blocks: line r gets the r-th element of each of
+/// its block's 4 float4s). Elements outside [0, rows) x [0, K) are zero.
+/// Thread ct's copy u is chunk (or block) e = ct + producers u; chunks
+/// along k are the fastest index, so 8 adjacent threads read one row's 128
+/// bytes (or 4 read 64 bytes of each of 4 k), and the 8 chunks of a line
+/// that a quarter-warp stores fall in 8 bank groups (the 128-byte swizzle).
+std::string split_copy_lambdas(const Kernel& k, const Copy& c, DeviceText& d, int* regs) {
+  const Operand& o = operand(k, c.operand);
+  const SharedBuffer& s = shared_of(k, o);
+  if (s.elem != Elem::F32 || s.layout != SmemLayout::RowK || !s.atom || s.k != 32 || c.vector != 4 || o.value)
+    throw std::logic_error("kernel IR: a tf32 split copy is of an f32 load to a K-major line of 32");
+  const int threads = k.copy_threads(), qk = s.k / 4;  // quads along k
+  const int units = s.rows * s.k / (c.transpose ? 16 : 4), per = units / threads;
+  if (per < 1 || per * threads != units || s.rows % 4) throw std::logic_error("kernel IR: a staged tile does not divide among the threads");
+  *regs = c.transpose ? 4 * per : per;
+  const std::string origin = &o == &k.a ? "m0" : "n0", ptr = d.buffer(o.buffer), n = o.name;
+  const std::string& unit = c.transpose ? o.row_stride : o.k_stride;
+  const std::string& other = c.transpose ? o.k_stride : o.row_stride;
+  const std::string& extent = c.transpose ? o.rows : k.k_extent;
+  std::string out;
+  out += fmt::format("  const bool {0}_vec = {1} == 1 && {2} % 4 == 0 && {3} % 4 == 0 && {4} % 4 == 0 && "
+                     "(uintptr_t)&{5}[{3}] % 16 == 0;\n",
+                     n, unit, other, o.base, extent, ptr);
+  // One float4 of 4 elements starting at (gr, gk), along k or (transpose) along the rows.
+  const std::string row_j = c.transpose ? "gr + j" : "gr", k_j = c.transpose ? "gk" : "gk + j";
+  auto load4 = [&](const std::string& dst, const std::string& pad) {
+    std::string l = fmt::format("{}if ({}_vec) {{\n", pad, n);
+    l += fmt::format("{}  {} = gr < {} && gk < {} ? *reinterpret_cast<const float4*>(&{}[{} + gr * {} + gk * {}]) : "
+                     "make_float4(0.f, 0.f, 0.f, 0.f);\n",
+                     pad, dst, o.rows, k.k_extent, ptr, o.base, o.row_stride, o.k_stride);
+    l += fmt::format("{0}}} else {{\n{0}  float t[4];\n#pragma unroll\n{0}  for (int j = 0; j < 4; ++j)\n", pad);
+    l += fmt::format("{}    t[j] = {} < {} && {} < {} ? {}[{} + ({}) * {} + ({}) * {}] : 0.f;\n", pad, row_j, o.rows, k_j,
+                     k.k_extent, ptr, o.base, row_j, o.row_stride, k_j, o.k_stride);
+    l += fmt::format("{0}  {1} = make_float4(t[0], t[1], t[2], t[3]);\n{0}}}\n", pad, dst);
+    return l;
+  };
+  out += fmt::format("  auto load_{} = [&](int64_t kt, float4* v) {{\n", n);
+  out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", per);
+  out += fmt::format("      const int e = ct + {} * u, kq = e % {}, rq = e / {};\n", threads, qk, qk);
+  if (c.transpose) {
+    out += fmt::format("      const int64_t gr = {} + 4 * rq;\n#pragma unroll\n      for (int r = 0; r < 4; ++r) {{\n", origin);
+    out += fmt::format("        const int64_t gk = kt * {} + 4 * kq + r;\n", k.block_k);
+    out += load4("v[4 * u + r]", "        ") + "      }\n";
+  } else {
+    out += fmt::format("      const int64_t gr = {} + rq, gk = kt * {} + 4 * kq;\n", origin, k.block_k);
+    out += load4("v[u]", "      ");
+  }
+  out += "    }\n  };\n";
+  out += fmt::format("  auto store_{} = [&](const float4* v, int stage) {{\n", n);
+  out += fmt::format("    float* st = {} + stage * {};\n", s.name, s.stage_elems());
+  out += fmt::format("#pragma unroll\n    for (int u = 0; u < {}; ++u) {{\n", per);
+  out += fmt::format("      const int e = ct + {} * u, kq = e % {}, rq = e / {};\n", threads, qk, qk);
+  auto st4 = [&](const std::string& line, const std::string& val, const std::string& pad) {
+    const std::string at = smem_at(s, line, "4 * kq");
+    if (s.parts == 2) return fmt::format("{}dcc_st_split_tf32x4(&st[{}], &st[{} + ({})], {});\n", pad, at, s.part_elems(), at, val);
+    return fmt::format("{}dcc_st_tf32x4(&st[{}], {});\n", pad, at, val);
+  };
+  if (c.transpose) {
+    // Line 4 rq + j holds element j of each of the block's 4 k.
+    const char* comp[4] = {"x", "y", "z", "w"};
+    for (int j = 0; j < 4; ++j)
+      out += st4(fmt::format("4 * rq + {}", j),
+                 fmt::format("make_float4(v[4 * u].{0}, v[4 * u + 1].{0}, v[4 * u + 2].{0}, v[4 * u + 3].{0})", comp[j]), "      ");
+  } else {
+    out += st4("rq", "v[u]", "      ");
+  }
+  out += "    }\n  };\n";
+  return out;
+}
+
 /// One K-step of m16n8k16 MMAs with fragments read by ldmatrix.x4 (the
 /// kk loop over the step in k16 slices).
 /// Matrix q = lane / 8 of an x4, row lane % 8 (docs/cuda.md, "ldmatrix"):
@@ -202,21 +277,21 @@ std::string ldmatrix_step(const Kernel& k, const SharedBuffer& sa, const SharedB
 }
 
 /// A wgmma operand's descriptor fields in shared buffer `s`: the byte
-/// offset of row `r0`, the leading and stride byte offsets, the bytes a k16
-/// step moves on, and whether it is MN-major (PTX ISA, "Matrix Descriptor
-/// Format"; docs/cuda.md, "wgmma GEMM").
+/// offset of row `r0`, the leading and stride byte offsets, the bytes one
+/// wgmma's k (`mk`: 16, or 8 for tf32) moves on, and whether it is MN-major
+/// (PTX ISA, "Matrix Descriptor Format"; docs/cuda.md, "wgmma GEMM").
 struct DescPlan {
-  int row_bytes, lbo, sbo, k16_bytes;
+  int row_bytes, lbo, sbo, kstep_bytes;
   bool mn_major;
 };
-DescPlan desc_plan(const SharedBuffer& s, int r0) {
+DescPlan desc_plan(const SharedBuffer& s, int r0, int mk = 16) {
   const int line_bytes = s.atom * elem_bytes(s.elem);  // 128
   if (s.layout == SmemLayout::RowK) {
     if (s.k != s.atom) throw std::logic_error("kernel IR: a K-major wgmma operand's K-step is one 128-byte atom");
-    return {r0 * line_bytes, 16, 8 * line_bytes, 16 * elem_bytes(s.elem), false};
+    return {r0 * line_bytes, 16, 8 * line_bytes, mk * elem_bytes(s.elem), false};
   }
   if (r0 % s.atom) throw std::logic_error("kernel IR: an MN-major wgmma operand's rows start at an atom");
-  return {(r0 / s.atom) * s.lines() * line_bytes, s.lines() * line_bytes, 8 * line_bytes, 16 * line_bytes, true};
+  return {(r0 / s.atom) * s.lines() * line_bytes, s.lines() * line_bytes, 8 * line_bytes, mk * line_bytes, true};
 }
 
 /// One K-step of the warpgroup's wgmmas from stage kst (kt % stages), issued and
@@ -227,20 +302,40 @@ std::string wgmma_step(const Kernel& k) {
   const int wg_rows = 4 * k.warps.warp_m;  // a warpgroup's rows: 64
   if (k.warps.warps_n != 1 || k.warps.warp_m != 16 || k.warps.warp_n != k.tiles.tile_n || k.block_k % 16)
     throw std::logic_error("kernel IR: a wgmma kernel's warps are 16-row slices of warpgroups over all columns");
-  const DescPlan pa = desc_plan(sa, wg_rows), pb = desc_plan(sb, 0);
+  const int mk = mma_k(k.mma.shape);
+  const DescPlan pa = desc_plan(sa, wg_rows, mk), pb = desc_plan(sb, 0, mk);
   const int nacc = k.warps.frags_n() * 4;
   const char* t = k.mma.shape == MmaShape::WGMMA_F16 ? "f16" : "bf16";
+  const bool tf32 = k.mma.shape == MmaShape::WGMMA_TF32;
+  if (tf32 && (pa.mn_major || pb.mn_major || sa.parts != sb.parts || k.mma.step_partials != (sa.parts == 2)))
+    throw std::logic_error("kernel IR: tf32 wgmma operands are K-major, split in two parts exactly for 3xTF32's partial sums");
   std::string o = "    {\n";
   o += fmt::format("      const uint32_t sa = {}_u32 + (uint32_t)(kst * {}) + (uint32_t)(warp >> 2) * {};\n", sa.name,
                    sa.stage_elems() * elem_bytes(sa.elem), pa.row_bytes);
   o += fmt::format("      const uint32_t sb = {}_u32 + (uint32_t)(kst * {});\n", sb.name, sb.stage_elems() * elem_bytes(sb.elem));
   o += fmt::format("      const uint64_t ad = dcc_wgmma_desc(sa, {}, {}), bd = dcc_wgmma_desc(sb, {}, {});\n", pa.lbo, pa.sbo, pb.lbo,
                    pb.sbo);
-  o += fmt::format("      dcc_wgmma_keep<{}>(&acc[0][0][0]);\n      dcc_wgmma_fence();\n", nacc);
-  o += fmt::format("#pragma unroll\n      for (int kk = 0; kk < {}; ++kk)\n", k.block_k / 16);
-  o += fmt::format("        dcc_wgmma_ss_{}<{}, {}, {}>(&acc[0][0][0], dcc_wgmma_desc_at(ad, kk * {}), dcc_wgmma_desc_at(bd, kk * {}));\n",
-                   t, k.warps.warp_n, pa.mn_major ? 1 : 0, pb.mn_major ? 1 : 0, pa.k16_bytes, pb.k16_bytes);
-  o += "      dcc_wgmma_commit();\n    }\n";
+  const char* target = k.mma.step_partials ? "part" : "acc";
+  o += fmt::format("      dcc_wgmma_keep<{}>(&{}[0][0][0]);\n      dcc_wgmma_fence();\n", nacc, target);
+  o += fmt::format("#pragma unroll\n      for (int kk = 0; kk < {}; ++kk) {{\n", k.block_k / mk);
+  if (!tf32) {
+    o += fmt::format("        dcc_wgmma_ss_{}<{}, {}, {}>(&acc[0][0][0], dcc_wgmma_desc_at(ad, kk * {}), dcc_wgmma_desc_at(bd, kk * {}));\n",
+                     t, k.warps.warp_n, pa.mn_major ? 1 : 0, pb.mn_major ? 1 : 0, pa.kstep_bytes, pb.kstep_bytes);
+  } else if (k.mma.step_partials) {
+    // 3xTF32: a_small b_big + a_big b_small + a_big b_big (the small parts
+    // a part further on), into the step's partial sums, which the first
+    // wgmma of the step starts from zero (scale-d 0).
+    const int sma = sa.part_elems() * 4, smb = sb.part_elems() * 4;
+    auto call = [&](int ax, int bx, const std::string& scale) {
+      return fmt::format("        dcc_wgmma_ss_tf32<{}>(&part[0][0][0], dcc_wgmma_desc_at(ad, kk * {} + {}), dcc_wgmma_desc_at(bd, kk * {} + {}), {});\n",
+                         k.warps.warp_n, pa.kstep_bytes, ax, pb.kstep_bytes, bx, scale);
+    };
+    o += call(sma, 0, "kk > 0") + call(0, smb, "1") + call(0, 0, "1");
+  } else {
+    o += fmt::format("        dcc_wgmma_ss_tf32<{}>(&acc[0][0][0], dcc_wgmma_desc_at(ad, kk * {}), dcc_wgmma_desc_at(bd, kk * {}), 1);\n",
+                     k.warps.warp_n, pa.kstep_bytes, pb.kstep_bytes);
+  }
+  o += "      }\n      dcc_wgmma_commit();\n    }\n";
   return o;
 }
 
@@ -543,39 +638,92 @@ std::string specialized_body(const Kernel& k, DeviceText& d) {
   const std::string nk = fmt::format("  const int64_t nk = ({} + {}) / {};\n", k.k_extent, k.block_k - 1, k.block_k);
   const std::string advance = fmt::format("    if (++kst == {}) {{\n      kst = 0;\n      kph ^= 1;\n    }}\n", stages);
   // The producers.
+  if ((sp.producer_regs || sp.consumer_regs) &&
+      (sp.producer_regs % 8 || sp.consumer_regs % 8 || sp.producer_regs < 24 || sp.consumer_regs > 256 ||
+       sp.producer_regs * sp.producers + sp.consumer_regs * sp.consumers > 65536))
+    throw std::logic_error("kernel IR: setmaxnreg counts are multiples of 8 in 24 .. 256 within 64K registers a block");
+  auto setmaxnreg = [](int regs, const char* dir) {
+    return fmt::format("asm volatile(\"setmaxnreg.{}.sync.aligned.u32 {};\\n\" ::: \"memory\");\n", dir, regs);
+  };
   std::string p = fmt::format("const int ct = threadIdx.x - {};  // the copying thread\n", sp.consumers);
+  if (sp.producer_regs) p += "#ifndef DCC_EMU\n" + setmaxnreg(sp.producer_regs, "dec") + "#endif\n";
   p += "int kst = 0;\nuint32_t kph = 0;\nint64_t fills = 0;\n" + loop.substr(2);
   std::string t = tile_header(k, d, "dcc_t") + nk;
+  const bool split = !k.copies.empty() && k.copies[0].mode == CopyMode::SplitTf32;
   bool all_vec = true;
+  std::vector<int> regs;
   for (const auto& c : k.copies) {
-    t += copy_lambda(k, c, d);
+    if ((c.mode == CopyMode::SplitTf32) != split) throw std::logic_error("kernel IR: tf32 split copies are all or none");
+    regs.push_back(0);
+    t += split ? split_copy_lambdas(k, c, d, &regs.back()) : copy_lambda(k, c, d);
     all_vec = all_vec && c.vector > 1;
   }
-  t += "  for (int64_t kt = 0; kt < nk; ++kt) {\n";
-  t += fmt::format("    if (fills++ >= {}) dcc_mbar_wait(dcc_empty + 8 * kst, kph ^ 1);  // read in the round before\n", stages);
-  std::string vec;
-  for (const auto& c : k.copies) {
-    t += fmt::format("    copy_{}(kt, kst);\n", c.operand);
-    vec += (vec.empty() ? "" : " && ") + c.operand + "_vec";
+  if (split && !sp.producer_ahead) {
+    // Loads into registers first (they touch no shared memory), then wait
+    // for the stage, round and store, and make the stores visible to
+    // wgmma's reads (async proxy) before the arrival.
+    t += "  for (int64_t kt = 0; kt < nk; ++kt) {\n";
+    for (size_t i = 0; i < k.copies.size(); ++i)
+      t += fmt::format("    float4 {0}_v[{1}];\n    load_{0}(kt, {0}_v);\n", k.copies[i].operand, regs[i]);
+    t += fmt::format("    if (fills++ >= {}) dcc_mbar_wait(dcc_empty + 8 * kst, kph ^ 1);  // read in the round before\n", stages);
+    for (const auto& c : k.copies) t += fmt::format("    store_{0}({0}_v, kst);\n", c.operand);
+    t += "    dcc_fence_proxy_async();\n    dcc_mbar_arrive(dcc_full + 8 * kst);\n" + advance + "  }\n";
+  } else if (split) {
+    // Software-pipelined by one step: step kt + 1's loads into registers
+    // (they touch no shared memory) are issued before step kt is stored,
+    // so their latency overlaps the wait for the stage, the rounding and
+    // the stores; then the stores are made visible to wgmma's reads (async
+    // proxy) before the arrival.
+    for (size_t i = 0; i < k.copies.size(); ++i) t += fmt::format("  float4 {}_v[{}];\n", k.copies[i].operand, regs[i]);
+    t += "  if (nk > 0) {\n";
+    for (const auto& c : k.copies) t += fmt::format("    load_{0}(0, {0}_v);\n", c.operand);
+    t += "  }\n  for (int64_t kt = 0; kt < nk; ++kt) {\n    const bool more = kt + 1 < nk;\n";
+    for (size_t i = 0; i < k.copies.size(); ++i) t += fmt::format("    float4 {}_n[{}];\n", k.copies[i].operand, regs[i]);
+    t += "    if (more) {\n";
+    for (const auto& c : k.copies) t += fmt::format("      load_{0}(kt + 1, {0}_n);\n", c.operand);
+    t += "    }\n";
+    t += fmt::format("    if (fills++ >= {}) dcc_mbar_wait(dcc_empty + 8 * kst, kph ^ 1);  // read in the round before\n", stages);
+    for (const auto& c : k.copies) t += fmt::format("    store_{0}({0}_v, kst);\n", c.operand);
+    t += "    dcc_fence_proxy_async();\n    dcc_mbar_arrive(dcc_full + 8 * kst);\n" + advance;
+    t += "    if (more) {\n";
+    for (size_t i = 0; i < k.copies.size(); ++i)
+      t += fmt::format("#pragma unroll\n      for (int u = 0; u < {1}; ++u) {0}_v[u] = {0}_n[u];\n", k.copies[i].operand, regs[i]);
+    t += "    }\n  }\n";
+  } else {
+    t += "  for (int64_t kt = 0; kt < nk; ++kt) {\n";
+    t += fmt::format("    if (fills++ >= {}) dcc_mbar_wait(dcc_empty + 8 * kst, kph ^ 1);  // read in the round before\n", stages);
+    std::string vec;
+    for (const auto& c : k.copies) {
+      t += fmt::format("    copy_{}(kt, kst);\n", c.operand);
+      vec += (vec.empty() ? "" : " && ") + c.operand + "_vec";
+    }
+    // cp.async copies arrive as they land; copies through registers are
+    // stores of this thread, ordered before a plain arrival.
+    const std::string plain = "      dcc_cp_async_wait_all();\n      dcc_mbar_arrive(dcc_full + 8 * kst);\n";
+    if (all_vec)
+      t += fmt::format("    if ({})\n      dcc_mbar_arrive_cp_async(dcc_full + 8 * kst);\n    else {{\n{}    }}\n", vec, plain);
+    else
+      t += "    {\n" + plain + "    }\n";
+    t += advance + "  }\n";
   }
-  // cp.async copies arrive as they land; copies through registers are
-  // stores of this thread, ordered before a plain arrival.
-  const std::string plain = "      dcc_cp_async_wait_all();\n      dcc_mbar_arrive(dcc_full + 8 * kst);\n";
-  if (all_vec)
-    t += fmt::format("    if ({})\n      dcc_mbar_arrive_cp_async(dcc_full + 8 * kst);\n    else {{\n{}    }}\n", vec, plain);
-  else
-    t += "    {\n" + plain + "    }\n";
-  t += advance + "  }\n";
   p += t + "}\ndcc_cp_async_wait_all();\nreturn;\n";
   o += fmt::format("  if (threadIdx.x >= {}) {{\n", sp.consumers) + indented(p, 4) + "  }\n";
   // The consumers.
-  o += warp_tile(k) + "  int kst = 0;\n  uint32_t kph = 0;\n" + loop;
+  if (sp.consumer_regs) o += "#ifndef DCC_EMU\n  " + setmaxnreg(sp.consumer_regs, "inc") + "#endif\n";
+  o += warp_tile(k) + "  int kst = 0;\n  uint32_t kph = 0;\n";
+  const int nacc = k.warps.frags_n() * 4 * k.warps.frags_m();
+  if (k.mma.step_partials)
+    o += fmt::format("  float part[{}][{}][4] = {{}};  // a K-step's sums (Mma::step_partials)\n", k.warps.frags_m(), k.warps.frags_n());
+  o += loop;
   std::string c = tile_header(k, d, "dcc_t") + nk + zero_acc(k, "  ");
   c += "  for (int64_t kt = 0; kt < nk; ++kt) {\n    dcc_mbar_wait(dcc_full + 8 * kst, kph);\n";
   c += "    dcc_fence_proxy_async();  // the copies (generic proxy) before wgmma's reads (async proxy)\n";
   c += mma_step(k);
-  c += fmt::format("    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<{}>(&acc[0][0][0]);\n", k.warps.frags_n() * 4 * k.warps.frags_m());
-  c += "    if (lane == 0) dcc_mbar_arrive(dcc_empty + 8 * kst);\n" + advance + "  }\n";
+  c += fmt::format("    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<{}>(&{}[0][0][0]);\n", nacc, k.mma.step_partials ? "part" : "acc");
+  c += "    if (lane == 0) dcc_mbar_arrive(dcc_empty + 8 * kst);\n";
+  if (k.mma.step_partials)
+    c += fmt::format("#pragma unroll\n    for (int x = 0; x < {}; ++x) (&acc[0][0][0])[x] += (&part[0][0][0])[x];\n", nacc);
+  c += advance + "  }\n";
   c += k.epilogue.staged_row_bytes ? staged_epilogue(k, d) : epilogue_code(k, d);
   o += indented(c, 2) + "  }\n";
   return o;
@@ -590,7 +738,42 @@ std::string pair_store(const std::string& ptr, const std::string& at, int bits, 
   return fmt::format("*reinterpret_cast<uint32_t*>(&{}[{}]) = {}(pr[0], pr[1]);", ptr, at, pack16_function(t == Scalar::BF16));
 }
 
+namespace {
+/// dcc_wgmma_ss_tf32<n>(d, adesc, bdesc, scale_d): m64n<n>k8 on tf32, both
+/// operands K-major by descriptor (tf32 has no transposed form and no
+/// immediate transpose operands), d = (scale_d ? d : 0) + a b.
+std::string wgmma_tf32_function(int n) {
+  const int regs = n / 2;
+  const std::string guard = fmt::format("DCC_WGMMA_SS_tf32_N{}", n);
+  std::string o = fmt::format("#ifndef {0}\n#define {0}\n", guard);
+  o += fmt::format("// d (m64n{0}, f32) = (scale_d ? d : 0) + a (m64k8, tf32, shared memory by descriptor, K-major)\n"
+                   "// b (k8n{0}, the same); issued by the warpgroup, completed by dcc_wgmma_wait.\n",
+                   n);
+  o += fmt::format("template <>\n__device__ __forceinline__ void dcc_wgmma_ss_tf32<{}>(float* d, uint64_t adesc, uint64_t bdesc, "
+                   "int scale_d) {{\n",
+                   n);
+  o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma_ss(dcc_emu_mma_kind::tf32, d, adesc, bdesc, {}, false, false, scale_d != 0);\n", n);
+  o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  std::string dl, outs;
+  for (int r = 0; r < regs; ++r) {
+    dl += fmt::format("{}%{}", r ? ", " : "", r);
+    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
+  }
+  o += fmt::format("  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n\"\n"
+                   "               \"wgmma.mma_async.sync.aligned.m64n{1}k8.f32.tf32.tf32 {{{2}}}, %{3}, %{4}, p, 1, 1;\\n}}\\n\"\n"
+                   "               : {5}\n               : \"r\"(scale_d), \"l\"(adesc), \"l\"(bdesc));\n",
+                   regs, n, dl, regs + 1, regs + 2, outs);
+  o += "#else\n  (void)d; (void)adesc; (void)bdesc; (void)scale_d;\n#endif\n}\n#endif\n";
+  return o;
+}
+}  // namespace
+
 std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b) {
+  if (e == Elem::F32) {
+    if (a == WgmmaA::Registers || a == WgmmaA::SharedMN || trans_b)
+      throw std::logic_error("kernel IR: a tf32 wgmma reads both operands K-major from shared memory");
+    return wgmma_tf32_function(n);
+  }
   const char* t = elem_name(e);
   const bool ss = a != WgmmaA::Registers;
   const int ta = a == WgmmaA::SharedMN ? 1 : 0, tb = trans_b ? 1 : 0;

@@ -161,7 +161,7 @@ def main():
             raise SystemExit(f"{vdir}: no batched_gemm.so for f32 variant {vname}")
         libs["f32variant " + vname] = (f, lib)
     if args.check_only:
-        return check_odd({k: v for k, v in libs.items() if k == "bf16" or k.startswith("variant ")})
+        return check_odd(libs)
     torch.backends.cuda.matmul.allow_tf32 = False  # the f32 loop is IEEE SGEMM
     dev = torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu (smoke test)"
     emit(f"# device: {dev}; torch {torch.__version__}; command: {' '.join(sys.argv)}")
@@ -180,7 +180,9 @@ def main():
 
 
 def check_odd(libs):
-    """The bf16 libraries on ragged groups of odd sizes against float64."""
+    """Every library on ragged groups of odd sizes against float64: the bf16
+    ones within their output's rounding, the f32 ones (3xTF32, IEEE: 1e-4
+    sqrt(K); TF32: 1e-2 sqrt(K), values N(0, 1))."""
     shapes = [(0, 16, 16), (1, 1, 1), (15, 17, 16), (16, 15, 17), (17, 16, 15), (64, 64, 64), (130, 520, 136),
               (520, 130, 17), (129, 463, 130), (1, 4096, 8), (300, 1024, 1024), (17, 0, 40), (64, 72, 0)]
     torch.manual_seed(1)
@@ -188,15 +190,21 @@ def check_odd(libs):
     k = torch.tensor([s[1] for s in shapes], dtype=torch.int32, device=DEVICE)
     n = torch.tensor([s[2] for s in shapes], dtype=torch.int32, device=DEVICE)
     G = len(shapes)
-    a_parts = [torch.randn(M, K, device=DEVICE).bfloat16() for M, K, _ in shapes]
-    b_parts = [torch.randn(K, N, device=DEVICE).bfloat16() for _, K, N in shapes]
-    a = torch.cat([x.reshape(-1) for x in a_parts])
-    b = torch.cat([x.reshape(-1) for x in b_parts])
-    ref = [x.double() @ y.double() for x, y in zip(a_parts, b_parts)]
+    a32_parts = [torch.randn(M, K, device=DEVICE) for M, K, _ in shapes]
+    b32_parts = [torch.randn(K, N, device=DEVICE) for _, K, N in shapes]
+    data = {}
+    for dt in (torch.bfloat16, torch.float32):
+        a_parts = [x.to(dt) for x in a32_parts]
+        b_parts = [x.to(dt) for x in b32_parts]
+        data[dt] = (torch.cat([x.reshape(-1) for x in a_parts]), torch.cat([x.reshape(-1) for x in b_parts]),
+                    [x.double() @ y.double() for x, y in zip(a_parts, b_parts)])
     total_c = sum(M * N for M, _, N in shapes)
     failed = False
     for key, (fn, lib) in libs.items():
-        c = torch.full((total_c,), float("nan"), device=DEVICE, dtype=torch.bfloat16)
+        f32 = not (key == "bf16" or key.startswith("variant "))
+        dt = torch.float32 if f32 else torch.bfloat16
+        a, b, ref = data[dt]
+        c = torch.full((total_c,), float("nan"), device=DEVICE, dtype=dt)
         x = GemmBatch(a.data_ptr(), a.numel(), b.data_ptr(), b.numel(), m.data_ptr(), G, k.data_ptr(), G,
                       n.data_ptr(), G, G)
         res = GemmOut(c.data_ptr(), c.numel(), 0, 0, 0, 0, 0)
@@ -212,13 +220,18 @@ def check_odd(libs):
             at += M * N
             if M * N == 0:
                 continue
-            # bf16 output: within 2^-8 of the exact sum (one rounding) plus f32 accumulation.
-            err = ((got - r).abs() - 2 ** -8 * r.abs()).max().item()
+            if f32:
+                err = (got - r).abs().max().item()
+                bound = (1e-2 if key == "tf32" else 1e-4) * math.sqrt(max(K, 1))
+            else:
+                # bf16 output: within 2^-8 of the exact sum (one rounding) plus f32 accumulation.
+                err = ((got - r).abs() - 2 ** -8 * r.abs()).max().item()
+                bound = 1e-3 * math.sqrt(max(K, 1))
             worst = max(worst, err)
-            if not (err <= 1e-3 * math.sqrt(max(K, 1))):
-                print(f"{key}: M={M} K={K} N={N}: error beyond bf16 rounding {err:.3e}: FAILED")
+            if not (err <= bound):  # NaN (an element never written) fails too
+                print(f"{key}: M={M} K={K} N={N}: error {err:.3e} beyond {bound:.3e}: FAILED")
                 failed = True
-        print(f"{key}: {G} groups (M, K, N in {shapes}): worst error beyond bf16 rounding {worst:.3e}"
+        print(f"{key}: {G} groups (M, K, N in {shapes}): worst error{'' if f32 else ' beyond bf16 rounding'} {worst:.3e}"
               f"{'' if not failed else ' (see above)'}")
     print("check: FAILED" if failed else "check: OK")
     return 1 if failed else 0

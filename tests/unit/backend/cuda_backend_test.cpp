@@ -414,6 +414,9 @@ TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {
       {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Ieee, Scalar::F32, Scalar::F32, {1e-5, 0}, ""},
       {"batched_gemm_bf16.toy", "grouped_gemm_bf16", gpu::Fp32Math::Split3xTf32, Scalar::BF16, Scalar::BF16, {1e-5, 1.0 / 256}, "dcc_wgmma_ss_bf16<256, 0, 1>(", 3},
       {"batched_gemm_bf16.toy", "grouped_gemm_f16", gpu::Fp32Math::Split3xTf32, Scalar::F16, Scalar::F32, {1e-5, 0}, "dcc_wgmma_ss_f16<256, 0, 1>(", 2},
+      // f32 on the sm_90a tf32 wgmma form (both operands split by the producers).
+      {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Split3xTf32, Scalar::F32, Scalar::F32, {1e-5, 0}, "dcc_wgmma_ss_tf32<128>(&part[0][0][0]", 3},
+      {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Tf32, Scalar::F32, Scalar::F32, {1.0 / 1024, 0}, "dcc_wgmma_ss_tf32<128>(&acc[0][0][0]", 2},
   };
   std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
   int checked = 0, serial = 0;

@@ -61,6 +61,7 @@ inline float2 make_float2(float x, float y) { return {x, y}; }
 struct alignas(16) float4 {
   float x, y, z, w;
 };
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 struct alignas(16) uint4 {
   unsigned x, y, z, w;
 };
@@ -318,14 +319,21 @@ inline void dcc_emu_mbar_wait(uint32_t bar, uint32_t parity) {
 // layouts: K-major at start + (mn / 8) SBO + (mn % 8) 128 + 2 k; MN-major at
 // start + (mn / 64) LBO + (k / 8) SBO + (k % 8) 128 + 2 (mn % 64); then the
 // 16-byte chunk bits [4, 7) XOR bits [7, 10).
-inline uint16_t dcc_emu_desc_elem(uint64_t desc, int mn, int k, bool mn_major) {
-  if ((desc >> 62) != 1 || ((desc >> 49) & 7) != 0) std::abort();
+// `bytes` = 4: a 32-bit (tf32) element, K-major only (start + (mn / 8) SBO +
+// (mn % 8) 128 + 4 k).
+inline uint32_t dcc_emu_desc_elem(uint64_t desc, int mn, int k, bool mn_major, int bytes = 2) {
+  if ((desc >> 62) != 1 || ((desc >> 49) & 7) != 0 || (bytes == 4 && mn_major)) std::abort();
   const uint32_t start = static_cast<uint32_t>(desc & 0x3FFF) << 4, lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4,
                  sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFF) << 4;
   uint32_t off = mn_major ? start + (mn / 64) * lbo + (k / 8) * sbo + (k % 8) * 128 + 2 * (mn % 64)
-                          : start + (mn / 8) * sbo + (mn % 8) * 128 + 2 * k;
+                          : start + (mn / 8) * sbo + (mn % 8) * 128 + bytes * k;
   off ^= ((off >> 7) & 7) << 4;
-  if (off + 2 > (1u << 18)) std::abort();
+  if (off + bytes > (1u << 18)) std::abort();
+  if (bytes == 4) {
+    uint32_t w;
+    std::memcpy(&w, dcc_emu_smem_base + off, 4);
+    return w;
+  }
   uint16_t h;
   std::memcpy(&h, dcc_emu_smem_base + off, 2);
   return h;
@@ -362,12 +370,13 @@ inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, ui
   for (size_t x = 0; x < out.size(); ++x) d[x] = out[x];
 }
 
-// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A and B both
-// in shared memory by descriptor (trans_a / trans_b: MN-major), computed at
-// the call: warp w % 4 of the warpgroup computes rows 16 (w % 4) .. of the
-// 64, D as in dcc_emu_wgmma.
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} (m64nNk8.f32.tf32.tf32
+// for tf32: K-major only, fused steps of 4) with A and B both in shared
+// memory by descriptor (trans_a / trans_b: MN-major), computed at the call:
+// warp w % 4 of the warpgroup computes rows 16 (w % 4) .. of the 64, D as
+// in dcc_emu_wgmma; without `scale_d` D starts from zero.
 inline void dcc_emu_wgmma_ss(dcc_emu_mma_kind kind, float* d, uint64_t adesc, uint64_t bdesc, int n, bool trans_a,
-                             bool trans_b) {
+                             bool trans_b, bool scale_d = true) {
   auto& blk = *dcc_emu::block;
   unsigned t = threadIdx.x, lane = t % 32;
   if ((blockDim.x % 128) != 0 || n % 8 != 0 || n > 256) std::abort();
@@ -377,9 +386,12 @@ inline void dcc_emu_wgmma_ss(dcc_emu_mma_kind kind, float* d, uint64_t adesc, ui
   for (int j = 0; j < n / 8; ++j)
     for (int e = 0; e < 4; ++e) {
       int row = r0 + static_cast<int>(lane / 4) + 8 * (e >> 1), col = 8 * j + 2 * static_cast<int>(lane % 4) + (e & 1);
+      const bool tf32 = kind == dcc_emu_mma_kind::tf32;
+      const int bytes = tf32 ? 4 : 2;
       out[4 * j + e] = dcc_emu_fused_dot(
-          d[4 * j + e], 16, 8, [&](int k) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(adesc, row, k, trans_a), 0); },
-          [&](int k) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(bdesc, col, k, trans_b), 0); });
+          scale_d ? d[4 * j + e] : 0.0f, tf32 ? 8 : 16, tf32 ? 4 : 8,
+          [&](int k) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(adesc, row, k, trans_a, bytes), 0); },
+          [&](int k) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(bdesc, col, k, trans_b, bytes), 0); });
     }
   blk.warps[t / 32].arrive_and_wait();
   for (size_t x = 0; x < out.size(); ++x) d[x] = out[x];

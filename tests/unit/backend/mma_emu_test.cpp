@@ -274,6 +274,69 @@ TEST(MmaEmu, F32GroupedGemmEveryMode) {
   EXPECT_GT(checked, 30000);
 }
 
+// The f32 sm_90a form (gpu::MmaShape::WGMMA_TF32): the producers load each
+// K-step of 32 into registers, round (3xTF32: and split) every value once
+// and store K-major tf32 tiles -- B (stored [k][n]) transposed 4 x 4 in
+// registers, A ([m][k]) as loaded, 16 bytes at a time where the group is
+// aligned, else element by element; two consumer warpgroups of m64n128k8
+// tf32 wgmmas (three a k8 for 3xTF32, into partial sums started by scale-d
+// 0 and added to the accumulators a step). The emulator reads the tiles by
+// the PTX ISA's K-major layout of 4-byte elements; same tolerances as the
+// mma.sync form.
+TEST(MmaEmu, WgmmaF32GroupedGemm) {
+  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
+  int checked = 0;
+  double worst[2] = {0, 0};
+  const gpu::Fp32Math modes[2] = {gpu::Fp32Math::Split3xTf32, gpu::Fp32Math::Tf32};
+  const Tolerance tols[2] = {{1e-5, 0}, {1.0 / 1024, 0}};
+  for (int m = 0; m < 2; ++m) {
+    SCOPED_TRACE(gpu::fp32_math_name(modes[m]));
+    CudaOptions o;
+    o.fp32 = modes[m];
+    Program keep;
+    const ir::Func* f = g_unused;
+    std::string cu;
+    Entry e = build("batched_gemm.toy", src, "grouped_gemm", o, f, keep, cu, /*sm90a=*/true);
+    ASSERT_TRUE(e && f);
+    EXPECT_NE(cu.find("dcc_wgmma_ss_tf32<128>(float* d"), std::string::npos) << "no tf32 wgmma form";
+    const bool split = cu.find("dcc_st_split_tf32x4(&st[") != std::string::npos;
+    EXPECT_EQ(split, modes[m] == gpu::Fp32Math::Split3xTf32);
+    EXPECT_NE(cu.find("make_float4(v[4 * u].x, v[4 * u + 1].x"), std::string::npos) << "B is not transposed in registers";
+    worst[m] = run_grouped(e, *f, Scalar::F32, Scalar::F32, tols[m], checked, wgmma_patterns());
+    std::printf("grouped_gemm (tf32 wgmma) --fp32-math=%s: max |err| / sum|ab| = %.3g\n", gpu::fp32_math_name(modes[m]),
+                worst[m]);
+  }
+  EXPECT_LT(worst[0] * 50, worst[1]);
+  EXPECT_GT(worst[1], 1e-5) << "tf32 inputs were not rounded";
+  EXPECT_GT(checked, 30000);
+}
+
+// The other transposition: A stored [k][m] (transposed by the producers),
+// B [n][k] (as loaded), 2 stages.
+const char* kTransposedF32 = R"(
+type T = coupling { a: [g: G][k[g], m[g]]f32, b: [g: G][n[g], k[g]]f32, m: [G]i32, k: [G]i32, n: [G]i32 }
+type O = coupling { c: [g: G][m[g], n[g]]f32, m: [G]i32, n: [G]i32 }
+fn tt(x: T) O {
+    let out = O { c: [g: G][x.m[g], x.n[g]]f32, m: x.m, n: x.n };
+    out.c[g][i, j] = reduce(+, x.a[g][p, i] * x.b[g][j, p]);
+    return out;
+}
+)";
+
+TEST(MmaEmu, WgmmaF32TransposedOperands) {
+  Program keep;
+  const ir::Func* f = g_unused;
+  std::string cu;
+  CudaOptions o;
+  o.gemm_stages = 2;
+  Entry e = build("tt.toy", kTransposedF32, "tt", o, f, keep, cu, /*sm90a=*/true);
+  ASSERT_TRUE(e && f);
+  EXPECT_NE(cu.find("dcc_wgmma_ss_tf32<128>(float* d"), std::string::npos);
+  int checked = 0;
+  run_grouped(e, *f, Scalar::F32, Scalar::F32, {1e-5, 0}, checked, wgmma_patterns(), /*a_km=*/true, /*b_nk=*/true);
+  EXPECT_GT(checked, 20000);
+}
+
 // The emulated tensor core's fused sums (cuda_emu.h), on cases worked by
 // hand: terms aligned to the largest and truncated there (no guard bits),
 // the exact sum of the aligned terms truncated to f32 (toward zero).
@@ -317,12 +380,16 @@ std::vector<float> run_one_group(Entry entry, const ir::Func& f, int M, int K, i
 // same inputs -- centred values, and positive ones, whose partial sums grow
 // with K, so that an error with one sign (the tensor core's truncation, see
 // cuda_emu.h) shows up.
+// Both forms: mma.sync (partial sums a K-step of 16) and sm_90a's tf32
+// wgmma (a K-step of 32).
 TEST(MmaEmu, Split3xTf32AtK4096IsF32Level) {
   std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
+  for (bool sm90a : {false, true}) {
+  SCOPED_TRACE(sm90a ? "wgmma" : "mma.sync");
   Program keep;
   const ir::Func* f = g_unused;
   std::string cu;
-  Entry e = build("batched_gemm.toy", src, "grouped_gemm", {}, f, keep, cu);
+  Entry e = build("batched_gemm.toy", src, "grouped_gemm", {}, f, keep, cu, sm90a);
   ASSERT_TRUE(e && f);
   const int M = 32, N = 32, K = 4096;
   for (auto [lo, hi] : {std::pair{-1.0, 1.0}, std::pair{0.0, 1.0}}) {
@@ -340,10 +407,11 @@ TEST(MmaEmu, Split3xTf32AtK4096IsF32Level) {
         err_mma = std::max(err_mma, std::fabs(c[static_cast<size_t>(i) * N + j] - ref));
         err_fma = std::max(err_fma, std::fabs(fma - ref));
       }
-    std::printf("K = %d, values in [%g, %g]: max |err| 3xTF32 %.3g, f32 FMA %.3g (ratio %.2f)\n", K, lo, hi, err_mma,
-                err_fma, err_mma / err_fma);
+    std::printf("%s: K = %d, values in [%g, %g]: max |err| 3xTF32 %.3g, f32 FMA %.3g (ratio %.2f)\n",
+                sm90a ? "wgmma" : "mma.sync", K, lo, hi, err_mma, err_fma, err_mma / err_fma);
     EXPECT_GT(err_fma, 0);
     EXPECT_LE(err_mma, 2 * err_fma) << "values in [" << lo << ", " << hi << "]";
+  }
   }
 }
 
