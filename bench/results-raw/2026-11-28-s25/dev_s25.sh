@@ -104,3 +104,69 @@ if [[ $PART == f ]]; then
     timeout ${TLIM:-540} /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter="${FILTER:-CudaBackend.*}" > $R/${P}gpu_tests.txt 2>&1
   echo "tests rc=$?"; grep -E "OK \]|FAILED|PASSED|Failure|max \|err" $R/${P}gpu_tests.txt | head -30
 fi
+if [[ $PART == h ]]; then
+# PART h: --fp32-math=tf32 on the wgmma form runs 2x slower than 3xTF32
+# (a third of the MMAs): do the consumers' mbarrier polls slow the
+# producers? ws/ws_{tf32,3xtf32}.cu = the compiler's kernels, WS_SLEEP = a
+# __nanosleep(N) between polls of the mbarrier waits.
+  SRC=ws_tf32.cu build t0 &
+  SRC=ws_tf32.cu build ts -DWS_SLEEP=100 &
+  SRC=ws_tf32.cu build ts5 -DWS_SLEEP=500 &
+  SRC=ws_3xtf32.cu build xs -DWS_SLEEP=100 &
+  wait
+  timeout 200 python3 bench_gemm.py --dir f5 --seqlens seqlens --reps 10 --K 4096 --f32-variants t0=t0,ts=ts,ts5=ts5,xs=xs \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|f32|FAIL" $R/${P}bench_gemm.txt | head -60
+fi
+if [[ $PART == i ]]; then
+# PART i: tp = the 3xTF32 kernel issuing only a_big b_big (one wgmma a k8,
+# still into per-step partial sums: TF32's MMAs on 3xTF32's schedule);
+# ncu's source counters (stall reasons by SASS line) of the tf32 library.
+  SRC=ws_3xtf32.cu build tp -DWS_ONE
+  timeout 200 python3 bench_gemm.py --dir f5 --seqlens seqlens --batches race --reps 10 --K 4096 --f32-variants tp=tp \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|f32|FAIL" $R/${P}bench_gemm.txt | head -30
+  mkdir -p tt && cp f5/batched_gemm_tf32.so tt/batched_gemm.so && cp f5/batched_gemm_bf16.so tt/
+  timeout 150 ncu --clock-control none --kernel-name regex:grouped_gemm__k0 --launch-skip 4 --launch-count 1 \
+      --section WarpStateStats --section SourceCounters --section SpeedOfLight --import-source no -o /tmp/prof_t \
+      python3 bench_gemm.py --dir tt --seqlens seqlens --batches race --K 4096 --reps 3 --out /dev/null > /tmp/ncu_t.txt 2>&1
+  echo "ncu rc=$?"
+  ncu -i /tmp/prof_t.ncu-rep --page details > $R/${P}ncu_tf32.txt 2>&1
+  ncu -i /tmp/prof_t.ncu-rep --page source --csv --print-source sass > $R/${P}ncu_tf32_sass.csv 2>&1
+  grep -E "Duration|Stall|Warp Cycles" $R/${P}ncu_tf32.txt | head; wc -l $R/${P}ncu_tf32_sass.csv
+fi
+if [[ $PART == j ]]; then
+# PART j: the tf32 form's stores as explicit st.shared.v4 (NVVM had split
+# the transposed chunks' float4 stores of the TF32 form into 4-byte ones):
+# f5 = the new libraries, p5 / p5t = e1_'s 3xTF32 / TF32 libraries.
+  timeout 90 python3 bench_gemm.py --dir f5 --check-only --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?"; grep -E "FAIL|OK" $R/${P}check.txt | cut -c1-40
+  timeout 300 python3 bench_gemm.py --dir f5 --seqlens seqlens --reps 15 --f32-variants p5=p5,p5t=p5t \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|f32|FAIL" $R/${P}bench_gemm.txt | grep -v "ieee" | head -80
+fi
+if [[ $PART == k ]]; then
+# PART k: what makes the TF32 form slow: ta = setmaxnreg 88 / 168 (3xTF32's;
+# ptxas spills 104 bytes), tb = 120 / 136, t4 = --gemm-stages=4 (4 stages,
+# 128 KB of shared memory) against f5's (104 / 152, 3 stages).
+  SRC=wst.cu build ta -DWS_P=88 -DWS_C=168 &
+  SRC=wst.cu build tb -DWS_P=120 -DWS_C=136 &
+  wait
+  timeout 200 python3 bench_gemm.py --dir f5 --seqlens seqlens --batches race --reps 10 --K 4096 --f32-variants ta=ta,tb=tb,t4=t4 \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|f32|FAIL" $R/${P}bench_gemm.txt | grep -v "ieee" | head -30
+fi
+if [[ $PART == l ]]; then
+# PART l: the producers' 16-byte loads as one predicated ld.global.v4 each
+# (dcc_ldg4_or_zero) instead of `ok ? load : zero`: f5 = new, o5 / o5t =
+# j1_'s 3xTF32 / TF32 libraries. Checks, memcheck, racecheck, the table.
+  timeout 90 python3 bench_gemm.py --dir f5 --check-only --out /dev/null > $R/${P}check.txt 2>&1
+  echo "check rc=$?"; grep -E "FAIL|OK" $R/${P}check.txt | cut -c1-40
+  for tool in memcheck racecheck; do
+    timeout 100 compute-sanitizer --tool $tool python3 bench_gemm.py --dir f5 --check-only --out /dev/null > $R/${P}$tool.txt 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}$tool.txt | tail -1); $(grep -c 'check: OK' $R/${P}$tool.txt) OK"
+  done
+  timeout 280 python3 bench_gemm.py --dir f5 --seqlens seqlens --reps 20 --f32-variants o5=o5,o5t=o5t \
+      --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
+  echo "bench rc=$?"; grep -E "^##|f32|FAIL|bf16" $R/${P}bench_gemm.txt | grep -v "ieee" | head -80
+fi
