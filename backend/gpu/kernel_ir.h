@@ -293,7 +293,7 @@ struct Epilogue {
 
 /// Warp specialization of the sm_90a (wgmma) form (docs/cuda.md, "wgmma
 /// GEMM"): the block's first `consumers` threads (warpgroups of wgmmas)
-/// compute, the last `producers` (one warpgroup) copy. Stage s of the
+/// compute, the last `producers` (one or two warpgroups) copy. Stage s of the
 /// shared buffers has two mbarriers: `full`, completed by the producers'
 /// arrivals once their copies into it landed (cp.async.mbarrier.arrive.noinc,
 /// or after the copies through registers a plain arrive), and `empty`,

@@ -170,3 +170,17 @@ if [[ $PART == l ]]; then
       --out $R/${P}bench_gemm.txt > $R/${P}bench_log.txt 2>&1
   echo "bench rc=$?"; grep -E "^##|f32|FAIL|bf16" $R/${P}bench_gemm.txt | grep -v "ieee" | head -80
 fi
+if [[ $PART == m ]]; then
+# PART m: compute-sanitizer memcheck and racecheck over the GPU GEMM test
+# (every MMA path with ragged lengths to 4,096, the f32 wgmma forms
+# included), as run_gpu.sh's memcheck:mma.
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  for tool in memcheck racecheck; do
+    LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+      DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 \
+      timeout 130 compute-sanitizer --tool $tool --error-exitcode 86 --print-limit 20 \
+      /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.MmaGemm*' > $R/${P}$tool.txt 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}$tool.txt | tail -1); $(grep -E 'PASSED|FAILED' $R/${P}$tool.txt | tail -1)"
+  done
+fi

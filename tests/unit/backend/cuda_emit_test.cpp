@@ -53,9 +53,12 @@ TEST(CudaEmit, MaterialisedAttentionHasARowKernelPerReduction) {
   // maximum and the row sum each a row kernel of its own -- besides the
   // prologue's dcc__set_bytes (f_on_stream's scalar arguments). Nothing
   // folds a row into memory with atomics, and no MMA sums a column of ones.
-  EXPECT_EQ(count(cu, "__global__ void"), 5u) << cu;
+  // (A kernel with an sm_90a form of other threads declares its function
+  // twice, under #if DCC_WGMMA and #else: the scores', on tf32 wgmma.)
+  EXPECT_EQ(count(cu, "__global__ void") - count(cu, "#else\n__global__ void"), 5u) << cu;
   EXPECT_EQ(count(cu, "__global__ void dcc__set_bytes("), 1u) << cu;
   EXPECT_EQ(count(cu, "dcc_mma_tiles_tf32<"), 6u) << cu;  // 3xTF32: three MMAs a step, in two kernels
+  EXPECT_EQ(count(cu, "dcc_wgmma_ss_tf32<128>(&part"), 3u) << cu;  // the scores' sm_90a form (PV's factor is computed)
   EXPECT_EQ(cu.find("atomicM"), std::string::npos) << cu;
   EXPECT_EQ(cu.find("uint32_t ones["), std::string::npos) << cu;
 }

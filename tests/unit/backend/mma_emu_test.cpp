@@ -429,13 +429,21 @@ fn scores(q: Q, kv: KV) Scores {
 }
 )";
 
+// bf16 on mma.sync, and the same in f32 on the sm_90a tf32 wgmma form
+// (materialised mha's scores: row strides of H x D, a partial K-step).
 TEST(MmaEmu, ScoresWithHeads) {
+  for (bool f32 : {false, true}) {
+  SCOPED_TRACE(f32 ? "f32, tf32 wgmma" : "bf16, mma.sync");
+  std::string text = kScores;
+  if (f32)
+    for (size_t at = text.find("]bf16"); at != std::string::npos; at = text.find("]bf16", at)) text.replace(at, 5, "]f32");
   Program keep;
   const ir::Func* f = g_unused;
   std::string cu;
-  Entry e = build("scores.toy", kScores, "scores", {}, f, keep, cu);
+  Entry e = build("scores.toy", text, "scores", {}, f, keep, cu, /*sm90a=*/f32);
   ASSERT_TRUE(e && f);
-  EXPECT_NE(cu.find("dcc_mma_tiles_bf16<"), std::string::npos);
+  EXPECT_NE(cu.find(f32 ? "dcc_wgmma_ss_tf32<128>(&part" : "dcc_mma_tiles_bf16<"), std::string::npos);
+  const Scalar elem = f32 ? Scalar::F32 : Scalar::BF16;
   const int H = 3, D = 40;
   int checked = 0;
   for (const auto& [ql, kl] : {std::pair{std::vector<int32_t>{0, 17, 70, 1}, std::vector<int32_t>{5, 16, 66, 0}},
@@ -453,7 +461,7 @@ TEST(MmaEmu, ScoresWithHeads) {
       ko.push_back(ko.back() + static_cast<size_t>(kl[b]) * H * D);
       so.push_back(so.back() + static_cast<size_t>(ql[b]) * H * kl[b]);
     }
-    Buf q{Scalar::BF16, {}}, k{Scalar::BF16, {}}, s{Scalar::F32, {}};
+    Buf q{elem, {}}, k{elem, {}}, s{Scalar::F32, {}};
     q.resize(qo.back());
     k.resize(ko.back());
     s.resize(so.back());
@@ -491,6 +499,7 @@ TEST(MmaEmu, ScoresWithHeads) {
           }
   }
   EXPECT_GT(checked, 20000);
+  }
 }
 
 }  // namespace
