@@ -184,3 +184,16 @@ if [[ $PART == m ]]; then
     echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}$tool.txt | tail -1); $(grep -E 'PASSED|FAILED' $R/${P}$tool.txt | tail -1)"
   done
 fi
+if [[ $PART == n ]]; then
+# PART n: compute-sanitizer memcheck and racecheck over the examples whose f32
+# contractions now take the tf32 wgmma form (DCCC_EXAMPLES_ONLY).
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  ROOT=$(cd ../.. && pwd)
+  for tool in memcheck racecheck; do
+    LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$ROOT/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+      DCCC_RUNTIME_INCLUDE="$PWD/include" DCC_POISON_UNINIT=1 DCCC_EXAMPLES_ONLY=ragged_pool,batched_gemm \
+      timeout 60 compute-sanitizer --tool $tool --error-exitcode 86 --print-limit 20 \
+      /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.ExamplesMatch*' > $R/${P}$tool.txt 2>&1
+    echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}$tool.txt | tail -1); $(grep -E 'PASSED|FAILED' $R/${P}$tool.txt | tail -1)"
+  done
+fi
