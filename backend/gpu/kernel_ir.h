@@ -309,9 +309,6 @@ struct Specialized {
   /// producers give theirs up (.dec), the consumers take them (.inc), as the
   /// block's total allows (64K registers on sm_90).
   int producer_regs = 0, consumer_regs = 0;
-  /// Producers that load through registers (CopyMode::SplitTf32) issue step
-  /// kt + 1's loads before they store step kt (twice the registers).
-  bool producer_ahead = false;
 };
 
 /// A tiled MMA contraction kernel.

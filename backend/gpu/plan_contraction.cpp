@@ -101,6 +101,48 @@ std::vector<Op> copies_ahead(int steps) {
 /// The most dynamic shared memory a block of an sm_90 device may ask for (227 KB).
 constexpr int kMaxDynamicSmem = 232448;
 
+/// What both sm_90a forms of `k` share: its scalars and epilogue, no
+/// notes, warp specialization `sp` (consumer warpgroups of 16-row warps
+/// over all `tile_n` columns, one block an SM), K-steps of `block_k`, the
+/// K-loop the printer's (no ops), shared buffers of `stages` stages in
+/// wgmma's 128-byte swizzle (each buffer's layout and `parts` as the
+/// caller leaves them before stage_buffers).
+Kernel specialized_skeleton(const Kernel& k, const Specialized& sp, int tile_n, int block_k, int stages) {
+  Kernel w = k;
+  w.notes.clear();
+  w.sm90a = nullptr;
+  w.tiles.tile_n = tile_n;
+  w.threads = sp.consumers + sp.producers;
+  w.specialized = sp;
+  w.warps = WarpTiling{sp.consumers / 32, 1, 16, tile_n};
+  w.block_k = block_k;
+  w.min_blocks = 1;
+  for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
+  for (auto& s : w.shared) {
+    s.stages = stages;
+    s.k = block_k;
+    s.rows = s.name == w.b.shared ? tile_n : w.tiles.tile_m;
+    s.pad = 0;
+    s.swizzle_mask = s.swizzle_shift = 0;
+    s.atom = 128 / elem_bytes(s.elem);
+  }
+  w.prologue.clear();
+  w.body.clear();
+  return w;
+}
+
+/// The dynamic shared memory of `w`'s buffers: from a 1024-byte boundary
+/// of the allocation, one after another, then a full and an empty
+/// mbarrier a stage.
+int stage_buffers_bytes(const Kernel& w) {
+  int bytes = 1024, stages = 0;
+  for (const auto& s : w.shared) {
+    bytes += s.stages * s.stage_elems() * elem_bytes(s.elem);
+    stages = s.stages;
+  }
+  return bytes + 2 * 8 * stages;
+}
+
 /// The sm_90a form of the 16-bit contraction `k` (same scalars and
 /// epilogue), warp-specialized (Specialized, docs/cuda.md "wgmma GEMM"):
 /// 128 x 256 block tiles, two consumer warpgroups of m64n256k16 wgmmas
@@ -114,27 +156,11 @@ constexpr int kMaxDynamicSmem = 232448;
 /// 256 ones with a producer of two warps 1.03-1.07x, and the persistent
 /// grid 1.00-1.04x (bench/RESULTS.md, session 24).
 Kernel wgmma_form(const Kernel& k, int stages) {
-  Kernel w = k;
-  w.notes.clear();
-  w.sm90a = nullptr;
-  w.tiles.tile_n = 256;
-  Specialized sp;
-  w.threads = sp.consumers + sp.producers;
-  w.specialized = sp;
-  w.warps = WarpTiling{sp.consumers / 32, 1, 16, w.tiles.tile_n};
-  w.block_k = 64;
+  const Specialized sp;
+  Kernel w = specialized_skeleton(k, sp, 256, 64, stages);
   w.mma.shape = k.mma.shape == MmaShape::M16N8K16_F16 ? MmaShape::WGMMA_F16 : MmaShape::WGMMA_BF16;
   w.mma.step_partials = false;
-  int bytes = 1024;  // the buffers start at a 1024-byte boundary of the allocation
-  for (auto& s : w.shared) {
-    s.stages = stages;
-    s.k = w.block_k;
-    s.rows = s.name == w.b.shared ? w.tiles.tile_n : w.tiles.tile_m;
-    s.pad = 0;
-    s.atom = 128 / elem_bytes(s.elem);
-    bytes += s.stages * s.stage_elems() * elem_bytes(s.elem);
-  }
-  w.dynamic_smem = bytes + 2 * 8 * stages;  // then a full and an empty mbarrier a stage
+  w.dynamic_smem = stage_buffers_bytes(w);
   // A 16-bit paired output through shared memory where it fits beside the
   // stages (3 of them: 1.05-1.14x over stores from registers on an H200,
   // bench/RESULTS.md session 24): two warpgroups' 64 rows of tile_n values.
@@ -148,8 +174,6 @@ Kernel wgmma_form(const Kernel& k, int stages) {
   }
   // One block an SM: 384 threads, registers capped at 168 (the consumers'
   // 128 accumulators each).
-  w.min_blocks = 1;
-  for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
   for (Copy& c : w.copies) {
     c.element_unroll = 4;
     const SharedBuffer* sb = nullptr;
@@ -158,9 +182,6 @@ Kernel wgmma_form(const Kernel& k, int stages) {
     const int chunks = sb ? (sb->layout == SmemLayout::RowK ? sb->k : sb->rows) / std::max(c.vector, 1) : 0;
     c.linear_addresses = c.vector > 1 && chunks > 0 && sp.producers % chunks == 0;
   }
-  // The K-loop is the producer's and the consumers' (print_cuda), not ops.
-  w.prologue.clear();
-  w.body.clear();
   w.notes.push_back(fmt::format(
       "sm_90a: warp-specialized, {} consumer warpgroups of m64n{}k16 wgmma, A {} and B {} by shared-memory descriptor "
       "(128-byte swizzle), a producer warpgroup copying K-steps of {} into {} stages ({} bytes of dynamic shared memory), "
@@ -187,45 +208,29 @@ Kernel wgmma_form(const Kernel& k, int stages) {
 /// the accumulators and the partials are 128 registers a thread, hence 128
 /// columns). Stages of 64 KB (3xTF32) or 32 KB: at most 3 (4) fit.
 Kernel wgmma_tf32_form(const Kernel& k, int stages) {
-  Kernel w = k;
-  w.notes.clear();
-  w.sm90a = nullptr;
-  w.tiles.tile_n = 128;
-  Specialized sp;
   // Two producer warpgroups: one (384 threads) ran 0.83x of this (H200,
   // bench/RESULTS.md session 25). 512 threads leave 128 registers a thread;
   // setmaxnreg moves them to the consumers, whose accumulators and partial
   // sums are 128 a thread. The counts are where ptxas (CUDA 13) spills
-  // nothing: 3xTF32's producers fit 88, TF32's need 104 (at 88 they spilled
-  // 104 bytes and ran 2x slower than 3xTF32).
+  // nothing: 3xTF32's producers fit 88, TF32's need 104 (at 88 they spill
+  // 104 bytes; TF32's 2x slowdown against 3xTF32 is another matter, open:
+  // docs/cuda.md "tf32 wgmma GEMM").
   const bool split = k.mma.fp32 == Fp32Math::Split3xTf32;
+  Specialized sp;
   sp.producers = 256;
   sp.producer_regs = split ? 88 : 104;
   sp.consumer_regs = split ? 168 : 152;
-  w.threads = sp.consumers + sp.producers;
-  w.specialized = sp;
-  w.warps = WarpTiling{sp.consumers / 32, 1, 16, w.tiles.tile_n};
-  w.block_k = 32;
+  stages = std::min(stages, split ? 3 : 4);
+  Kernel w = specialized_skeleton(k, sp, 128, 32, stages);
   w.mma.shape = MmaShape::WGMMA_TF32;
   w.mma.step_partials = split;
-  stages = std::min(stages, split ? 3 : 4);
-  int bytes = 1024;
   std::vector<std::string> transposed;  // shared buffers of operands contiguous along their rows
   for (auto& s : w.shared) {
     if (s.layout == SmemLayout::KRow) transposed.push_back(s.name);
     s.layout = SmemLayout::RowK;  // K-major: the only tf32 wgmma layout
-    s.stages = stages;
-    s.k = w.block_k;
-    s.rows = s.name == w.b.shared ? w.tiles.tile_n : w.tiles.tile_m;
-    s.pad = 0;
-    s.swizzle_mask = s.swizzle_shift = 0;
-    s.atom = 32;
     s.parts = split ? 2 : 1;
-    bytes += s.stages * s.stage_elems() * elem_bytes(s.elem);
   }
-  w.dynamic_smem = bytes + 2 * 8 * stages;
-  w.min_blocks = 1;
-  for (Operand* o : {&w.a, &w.b}) o->ldmatrix = o->ldmatrix_trans = false;
+  w.dynamic_smem = stage_buffers_bytes(w);
   std::string trans;
   for (Copy& c : w.copies) {
     const std::string& sh = c.operand == w.a.name ? w.a.shared : w.b.shared;
@@ -233,8 +238,6 @@ Kernel wgmma_tf32_form(const Kernel& k, int stages) {
     c.transpose = std::find(transposed.begin(), transposed.end(), sh) != transposed.end();
     if (c.transpose) trans += fmt::format(" ({} transposed 4 x 4 in registers)", c.operand);
   }
-  w.prologue.clear();
-  w.body.clear();
   w.notes.push_back(fmt::format(
       "sm_90a: warp-specialized, {} consumer warpgroups of m64n{}k8 tf32 wgmma ({}), A and B K-major by shared-memory "
       "descriptor (128-byte swizzle), {} producer warpgroups loading K-steps of {} into registers, rounding {} them to "

@@ -45,6 +45,20 @@ const Operand& operand(const Kernel& k, const std::string& name) {
   throw std::logic_error("kernel IR: no operand " + name);
 }
 
+/// `X_vec`: whether a block's copies of operand `o` may move `vector`
+/// elements (16 bytes) at a time -- its contiguous index (the row with
+/// `rows_contiguous`, else k) has stride 1, and the other stride, the base
+/// offset, the contiguous extent and the address line up -- checked at run
+/// time per block, since ragged rows may be of any length.
+std::string vector_flag(const Kernel& k, const Operand& o, bool rows_contiguous, int vector, const std::string& ptr) {
+  const std::string& unit = rows_contiguous ? o.row_stride : o.k_stride;
+  const std::string& other = rows_contiguous ? o.k_stride : o.row_stride;
+  const std::string& extent = rows_contiguous ? o.rows : k.k_extent;
+  return fmt::format("  const bool {0}_vec = {1} == 1 && {2} % {3} == 0 && {4} % {3} == 0 && {5} % {3} == 0 && "
+                     "(uintptr_t)&{6}[{4}] % 16 == 0;\n",
+                     o.name, unit, other, vector, o.base, extent, ptr);
+}
+
 /// The copy of one K-step `kt` of `c`'s operand into stage `stage` (kt %
 /// stages, kept by the K-loop as a 32-bit counter: the 64-bit modulo in
 /// each copy and MMA step had cost about 12 instructions each; 3xTF32's
@@ -114,16 +128,7 @@ std::string copy_lambda(const Kernel& k, const Copy& c, DeviceText& d) {
   std::string out;
   if (o.value && (c.vector > 1 || s.elem != Elem::F32))
     throw std::logic_error("kernel IR: a computed operand is f32 and copied element by element");
-  if (c.vector > 1) {
-    // Whole vectors: the contiguous index has stride 1, and the other
-    // stride, the base, the contiguous extent and the address line up.
-    const std::string& unit = rowk ? o.k_stride : o.row_stride;
-    const std::string& other = rowk ? o.row_stride : o.k_stride;
-    const std::string& extent = rowk ? k.k_extent : o.rows;
-    out += fmt::format("  const bool {}_vec = {} == 1 && {} % {} == 0 && {} % {} == 0 && {} % {} == 0 && "
-                       "(uintptr_t)&{}[{}] % 16 == 0;\n",
-                       o.name, unit, other, c.vector, o.base, c.vector, extent, c.vector, ptr, o.base);
-  }
+  if (c.vector > 1) out += vector_flag(k, o, !rowk, c.vector, ptr);
   if (linear) {
     // The thread's first copy (line out0, place in0 in it) at kt = 0, the
     // lines' bound or its row's flag, and the step between its copies.
@@ -187,13 +192,7 @@ std::string split_copy_lambdas(const Kernel& k, const Copy& c, DeviceText& d, in
   if (per < 1 || per * threads != units || s.rows % 4) throw std::logic_error("kernel IR: a staged tile does not divide among the threads");
   *regs = c.transpose ? 4 * per : per;
   const std::string origin = &o == &k.a ? "m0" : "n0", ptr = d.buffer(o.buffer), n = o.name;
-  const std::string& unit = c.transpose ? o.row_stride : o.k_stride;
-  const std::string& other = c.transpose ? o.k_stride : o.row_stride;
-  const std::string& extent = c.transpose ? o.rows : k.k_extent;
-  std::string out;
-  out += fmt::format("  const bool {0}_vec = {1} == 1 && {2} % 4 == 0 && {3} % 4 == 0 && {4} % 4 == 0 && "
-                     "(uintptr_t)&{5}[{3}] % 16 == 0;\n",
-                     n, unit, other, o.base, extent, ptr);
+  std::string out = vector_flag(k, o, c.transpose, c.vector, ptr);
   // One float4 of 4 elements starting at (gr, gk), along k or (transpose) along the rows.
   const std::string row_j = c.transpose ? "gr + j" : "gr", k_j = c.transpose ? "gk" : "gk + j";
   auto load4 = [&](const std::string& dst, const std::string& pad) {
@@ -321,19 +320,21 @@ std::string wgmma_step(const Kernel& k) {
   if (!tf32) {
     o += fmt::format("        dcc_wgmma_ss_{}<{}, {}, {}>(&acc[0][0][0], dcc_wgmma_desc_at(ad, kk * {}), dcc_wgmma_desc_at(bd, kk * {}));\n",
                      t, k.warps.warp_n, pa.mn_major ? 1 : 0, pb.mn_major ? 1 : 0, pa.kstep_bytes, pb.kstep_bytes);
-  } else if (k.mma.step_partials) {
-    // 3xTF32: a_small b_big + a_big b_small + a_big b_big (the small parts
-    // a part further on), into the step's partial sums, which the first
-    // wgmma of the step starts from zero (scale-d 0).
-    const int sma = sa.part_elems() * 4, smb = sb.part_elems() * 4;
-    auto call = [&](int ax, int bx, const std::string& scale) {
-      return fmt::format("        dcc_wgmma_ss_tf32<{}>(&part[0][0][0], dcc_wgmma_desc_at(ad, kk * {} + {}), dcc_wgmma_desc_at(bd, kk * {} + {}), {});\n",
-                         k.warps.warp_n, pa.kstep_bytes, ax, pb.kstep_bytes, bx, scale);
-    };
-    o += call(sma, 0, "kk > 0") + call(0, smb, "1") + call(0, 0, "1");
   } else {
-    o += fmt::format("        dcc_wgmma_ss_tf32<{}>(&acc[0][0][0], dcc_wgmma_desc_at(ad, kk * {}), dcc_wgmma_desc_at(bd, kk * {}), 1);\n",
-                     k.warps.warp_n, pa.kstep_bytes, pb.kstep_bytes);
+    // tf32: A and B `ax` / `bx` bytes on from their big parts. 3xTF32:
+    // a_small b_big + a_big b_small + a_big b_big (the small parts a part
+    // further on), into the step's partial sums, which the first wgmma of
+    // the step starts from zero (scale-d 0); TF32: a_big b_big into acc.
+    auto call = [&](int ax, int bx, const std::string& scale) {
+      const std::string at = k.mma.step_partials ? fmt::format(" + {}", ax) : "",
+                        bt = k.mma.step_partials ? fmt::format(" + {}", bx) : "";
+      return fmt::format("        dcc_wgmma_ss_tf32<{}>(&{}[0][0][0], dcc_wgmma_desc_at(ad, kk * {}{}), dcc_wgmma_desc_at(bd, kk * {}{}), {});\n",
+                         k.warps.warp_n, target, pa.kstep_bytes, at, pb.kstep_bytes, bt, scale);
+    };
+    if (k.mma.step_partials)
+      o += call(sa.part_elems() * 4, 0, "kk > 0") + call(0, sb.part_elems() * 4, "1") + call(0, 0, "1");
+    else
+      o += call(0, 0, "1");
   }
   o += "      }\n      dcc_wgmma_commit();\n    }\n";
   return o;
@@ -658,7 +659,7 @@ std::string specialized_body(const Kernel& k, DeviceText& d) {
     t += split ? split_copy_lambdas(k, c, d, &regs.back()) : copy_lambda(k, c, d);
     all_vec = all_vec && c.vector > 1;
   }
-  if (split && !sp.producer_ahead) {
+  if (split) {
     // Loads into registers first (they touch no shared memory), then wait
     // for the stage, round and store, and make the stores visible to
     // wgmma's reads (async proxy) before the arrival.
@@ -668,27 +669,6 @@ std::string specialized_body(const Kernel& k, DeviceText& d) {
     t += fmt::format("    if (fills++ >= {}) dcc_mbar_wait(dcc_empty + 8 * kst, kph ^ 1);  // read in the round before\n", stages);
     for (const auto& c : k.copies) t += fmt::format("    store_{0}({0}_v, kst);\n", c.operand);
     t += "    dcc_fence_proxy_async();\n    dcc_mbar_arrive(dcc_full + 8 * kst);\n" + advance + "  }\n";
-  } else if (split) {
-    // Software-pipelined by one step: step kt + 1's loads into registers
-    // (they touch no shared memory) are issued before step kt is stored,
-    // so their latency overlaps the wait for the stage, the rounding and
-    // the stores; then the stores are made visible to wgmma's reads (async
-    // proxy) before the arrival.
-    for (size_t i = 0; i < k.copies.size(); ++i) t += fmt::format("  float4 {}_v[{}];\n", k.copies[i].operand, regs[i]);
-    t += "  if (nk > 0) {\n";
-    for (const auto& c : k.copies) t += fmt::format("    load_{0}(0, {0}_v);\n", c.operand);
-    t += "  }\n  for (int64_t kt = 0; kt < nk; ++kt) {\n    const bool more = kt + 1 < nk;\n";
-    for (size_t i = 0; i < k.copies.size(); ++i) t += fmt::format("    float4 {}_n[{}];\n", k.copies[i].operand, regs[i]);
-    t += "    if (more) {\n";
-    for (const auto& c : k.copies) t += fmt::format("      load_{0}(kt + 1, {0}_n);\n", c.operand);
-    t += "    }\n";
-    t += fmt::format("    if (fills++ >= {}) dcc_mbar_wait(dcc_empty + 8 * kst, kph ^ 1);  // read in the round before\n", stages);
-    for (const auto& c : k.copies) t += fmt::format("    store_{0}({0}_v, kst);\n", c.operand);
-    t += "    dcc_fence_proxy_async();\n    dcc_mbar_arrive(dcc_full + 8 * kst);\n" + advance;
-    t += "    if (more) {\n";
-    for (size_t i = 0; i < k.copies.size(); ++i)
-      t += fmt::format("#pragma unroll\n      for (int u = 0; u < {1}; ++u) {0}_v[u] = {0}_n[u];\n", k.copies[i].operand, regs[i]);
-    t += "    }\n  }\n";
   } else {
     t += "  for (int64_t kt = 0; kt < nk; ++kt) {\n";
     t += fmt::format("    if (fills++ >= {}) dcc_mbar_wait(dcc_empty + 8 * kst, kph ^ 1);  // read in the round before\n", stages);
