@@ -504,6 +504,24 @@ struct AttentionKernel {
   /// and pv_p is the f32 value before that rounding: packing P's fragments
   /// (cvt.rn.bf16x2 / f16x2) rounds it to the same bits, once.
   bool pv_rounded_by_pack = false;
+  /// Deferred rescaling (backend/gpu/plan_lazy_rescale.h): a running
+  /// maximum's copy `ref` (R) that the element values read only as
+  /// exp(x - R), in values reaching the sums and P V linearly, follows the
+  /// fold's accumulator `acc` (A) only when A grows past R + `slack`: step
+  /// `step` holds `if (R < A - slack) R = A` instead of the program's
+  /// `eager` copy `R = A`, so the rescale factors stay 1 (no multiply of the
+  /// output's registers) on most tiles. After the key loop a lane with a row
+  /// where R != A runs the key loop's row statements once more as for a tile
+  /// without keys, with `eager` (the folds' terms their identity, P 0),
+  /// which brings every running result to what the program computes.
+  struct LazyReference {
+    size_t step = 0;
+    const ir::BufferNode* ref = nullptr;
+    const ir::BufferNode* acc = nullptr;
+    ir::Stmt eager;
+    double slack = 0;
+  };
+  std::vector<LazyReference> lazy;
   /// After the key loop: loops over the output columns (per accumulator
   /// element, T's loads read registers) and row statements.
   std::vector<ir::Stmt> post;

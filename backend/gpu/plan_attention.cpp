@@ -2,6 +2,7 @@
 // properties, then the tile, warp and staging choices of the kernel.
 #include "backend/gpu/plan_attention.h"
 #include "backend/gpu/plan_block_values.h"
+#include "backend/gpu/plan_lazy_rescale.h"
 
 #include <fmt/format.h>
 
@@ -539,6 +540,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       return no(fmt::format("the rescale factor `{}` is not 1, or exp(F(new) - F(old)) of a running result and its copy "
                             "from before the update: a tile of keys could not be folded at once", cb->name));
   }
+  plan_lazy_rescale(k, f);
   // Before the key loop: row statements and T's start at 0.
   bool t_init = false;
   std::set<const ir::BufferNode*> pre_w;

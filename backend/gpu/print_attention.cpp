@@ -175,15 +175,7 @@ struct Printer {
       }
       case AttnStepKind::Pv: {
         out += "    {  // O = O * c + P V\n";
-        if (k.pv_scale) {
-          out += "    float c[2 * MT];\n#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) c[rr] = 1.0f;\n";
-          out += row_loop(fmt::format("      c[rr] = {};\n", d.expr(k.pv_scale)));
-          // A lane whose rows keep their max (every c 1, most tiles after
-          // the first few) skips the multiplies by 1.
-          out += "    bool rescale = false;\n#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) rescale = rescale || c[rr] != 1.0f;\n";
-          out += "    if (rescale) {\n#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n"
-                 "      for (int e = 0; e < 4; ++e) o[mt][dt][e] *= c[" + std::string(kRowSlot) + "];\n    }\n";
-        }
+        if (k.pv_scale) out += o_rescale();
         out += "    float p[MT][NT][4];\n";
         out += element_loop(fmt::format("          p[mt][nt][e] = {};\n", d.expr(k.pv_p)), "          p[mt][nt][e] = 0.0f;\n", true);
         if (k.elem == Elem::F32) {
@@ -212,6 +204,50 @@ struct Printer {
         return;
       }
     }
+  }
+  /// O = O * c (the output's registers by the rescale factor of each row).
+  std::string o_rescale() {
+    std::string o = "    float c[2 * MT];\n#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) c[rr] = 1.0f;\n";
+    o += row_loop(fmt::format("      c[rr] = {};\n", d.expr(k.pv_scale)));
+    // A lane whose rows keep their max (every c 1, most tiles after
+    // the first few) skips the multiplies by 1.
+    o += "    bool rescale = false;\n#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) rescale = rescale || c[rr] != 1.0f;\n";
+    o += "    if (rescale) {\n#pragma unroll\n    for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n"
+         "      for (int e = 0; e < 4; ++e) o[mt][dt][e] *= c[" + std::string(kRowSlot) + "];\n    }\n";
+    return o;
+  }
+  /// Deferred rescaling's catch-up after the key loop (AttentionKernel::lazy):
+  /// a lane with a row whose deferred reference differs from its running
+  /// maximum runs the key loop's row statements once as for a tile without
+  /// keys -- each reference's eager copy, the `+` folds with 0, the output's
+  /// rescale -- which brings the running results to the program's.
+  void catch_up() {
+    if (k.lazy.empty()) return;
+    bind_invariants();
+    std::string stale;
+    for (const auto& lz : k.lazy)
+      stale += fmt::format(" || w_{}[rr] != w_{}[rr]", d.scalar(lz.ref), d.scalar(lz.acc));
+    out += "  {  // deferred rescaling: the running results relative to the running maximum\n"
+           "  bool stale = false;\n#pragma unroll\n  for (int rr = 0; rr < 2 * MT; ++rr) stale = stale" + stale + ";\n"
+           "  if (stale) {\n";
+    for (size_t x = 0; x < k.steps.size(); ++x) {
+      const AttnStep& s = k.steps[x];
+      ir::Stmt st = s.stmt;
+      for (const auto& lz : k.lazy)
+        if (lz.step == x) st = lz.eager;
+      if (s.kind == AttnStepKind::Row) {
+        out += row_loop(d.stmts({st}, 3));
+      } else if (s.kind == AttnStepKind::Fold && s.op == ir::BinOp::Add) {
+        d.bind(s.term.get(), "0.0f");
+        out += row_loop(d.stmts({st}, 3));
+        d.unbind_all();
+        bind_invariants();
+      } else if (s.kind == AttnStepKind::Pv && k.pv_scale) {
+        out += "    {\n" + o_rescale() + "    }\n";
+      }
+    }
+    out += "  }\n  }\n";
+    d.unbind_all();
   }
   /// `dst`[0..3] = the A fragment of P's k-step kc (m16 tile `mt`): the C
   /// fragments of n-tiles 2 kc and 2 kc + 1 packed to 16 bits.
@@ -647,6 +683,7 @@ struct Printer {
       key_loop();
       out += "  }\n";
     }
+    catch_up();
     // After the key loop: the stores' block invariants (by a block with a
     // row and a column to store), then loops over the output columns read
     // O's registers.

@@ -140,8 +140,13 @@ struct Data {
 
 /// Runs every case; returns the largest error. `tol`: the bound on an
 /// output's error (bf16 programs 0.02, see the top; f32 ones tighter).
+/// `ramp`: key j's values scaled by 1 + j / 4 (scores that grow along the
+/// keys, so a row's maximum moves by more than the deferred rescaling's
+/// slack after the first key tile); `extra(l)`: added to every output of a
+/// row whose exponentials (relative to its maximum) sum to l.
 double run(const Built& b, const Mod& mod, int& checked, int groups = 0, bool f32 = false, double tol = 0.02,
-           bool few = false, const std::vector<Case>* only = nullptr, bool f16 = false) {
+           bool few = false, const std::vector<Case>* only = nullptr, bool f16 = false, bool ramp = false,
+           const std::function<double(double)>& extra = nullptr) {
   double worst = 0;
   for (const Case& c : only ? *only : cases(groups, few)) {
     const size_t Bn = c.ql.size();
@@ -157,6 +162,9 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0, bool f3
         out(f32, qo.back(), f16 ? 0x7E00 : 0x7FC0, NAN, f16);  // NaN until written
     for (size_t x = 0; x < q.size(); ++x) q.set(x, 2 * dist(rng));
     for (size_t x = 0; x < k.size(); ++x) k.set(x, 2 * dist(rng));
+    if (ramp)
+      for (size_t x = 0; x < Bn; ++x)
+        for (size_t e = ko[x]; e < ko[x + 1]; ++e) k.set(e, k[e] * (1 + static_cast<double>((e - ko[x]) / (KH * D)) / 4));
     for (size_t x = 0; x < v.size(); ++x) v.set(x, dist(rng));
     std::vector<int32_t> ql = c.ql, kl = c.kl;
     std::map<std::string, void*> bufs{{"q.seqlen", ql.data()}, {"kv.seqlen", kl.data()}, {"q.data", q.ptr()},
@@ -194,7 +202,7 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0, bool f3
             for (int d = 0; d < D; ++d) ref[d] += p * v[ko[x] + (static_cast<size_t>(j) * KH + h / G) * D + d];
           }
           for (int d = 0; d < D; ++d) {
-            double r = sum == 0 ? 0 : ref[d] / sum;
+            double r = (sum == 0 ? 0 : ref[d] / sum) + (extra ? extra(sum) : 0.0);
             double got = out[qo[x] + (static_cast<size_t>(i) * H + h) * D + d];
             EXPECT_FALSE(std::isnan(got)) << "b " << x << " i " << i << " h " << h << " d " << d;
             if (sum == 0) {
@@ -415,6 +423,47 @@ TEST(AttentionEmu, MhaF32) {
 TEST(AttentionEmu, CausalF32) {
   check_f32("mha_causal.toy", "mha_causal", [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true,
             gpu::Fp32Math::Split3xTf32, 1e-6, true);
+}
+
+// Deferred rescaling (backend/gpu/plan_lazy_rescale.h): keys whose scores
+// grow along the sequence (key j's values scaled by 1 + j / 4: the row
+// maximum moves by tens after the first tile, past the slack, and would
+// overflow exp if the reference stayed behind), in f32 (mha.toy) and with
+// FlashAttention-2's precision; and a version of mha.toy whose output also
+// reads the row sum after the key loop (+ 0.01 log(row_sum + 1)): the sum is
+// relative to the running maximum only after the catch-up, so without it
+// the output is off by up to 0.01 x the slack.
+TEST(AttentionEmu, DeferredRescale) {
+  const std::vector<Case> only{{{300, 2}, {290, 70}, 2, 64}, {{70, 0, 19}, {130, 5, 19}, 1, 128}};
+  const Mod plain = [](double s, int, int) { return s; };
+  std::string mha = read(DCCC_EXAMPLES_DIR "/mha.toy");
+  const std::string lse = std::regex_replace(mha, std::regex("/ row_sum\\[b\\]\\[i, h\\];"),
+                                             "/ row_sum[b][i, h] + 0.01 * log(row_sum[b][i, h] + 1.0);");
+  ASSERT_NE(lse, mha);
+  struct Variant {
+    const char* file;
+    std::string source;
+    std::string fn;
+    bool f32;
+    double tol;
+    std::function<double(double)> extra;
+  };
+  const std::vector<Variant> variants{
+      {"mha.toy", mha, "mha", true, 2e-5, nullptr},
+      {"mha_lse.toy", lse, "mha", true, 2e-5, [](double l) { return 0.01 * std::log(l + 1); }},
+      {"mha_bf16_f32_scores.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16_f32_scores.toy"), "mha_bf16_f32_scores", false, 0.02,
+       nullptr}};
+  for (const auto& v : variants) {
+    SCOPED_TRACE(v.file);
+    Built b;
+    build(v.file, v.source, v.fn, b);
+    ASSERT_TRUE(b.entry);
+    EXPECT_NE(b.cu.find("bool stale = false;"), std::string::npos) << "no deferred rescaling";
+    int checked = 0;
+    double worst = run(b, plain, checked, 0, v.f32, v.tol, false, &only, false, true, v.extra);
+    std::printf("%s (scores growing along the keys): %d outputs, max |err| = %.4g\n", v.file, checked, worst);
+    EXPECT_GT(checked, 10000);
+  }
 }
 
 // Grouped-query attention (examples/gqa_bf16.toy): K/V head h / G for
