@@ -87,7 +87,9 @@ int link_cuda(const LibraryOptions& o, const fs::path& out, const fs::path& head
     return kExitErrors;
   }
   std::vector<std::string> archs = o.cuda_archs.empty() ? default_cuda_archs() : o.cuda_archs;
-  cmd = shell_quote(nvcc) + " -O" + std::to_string(o.cuda_opt_level) + " -std=c++17 -shared -Xcompiler -fPIC " +
+  // --threads 0: nvcc compiles the targets (each SASS and the PTX) in
+  // parallel, one a CPU: 46 -> 28 s for mha_bf16.toy's three on 2 cores.
+  cmd = shell_quote(nvcc) + " --threads 0 -O" + std::to_string(o.cuda_opt_level) + " -std=c++17 -shared -Xcompiler -fPIC " +
         (o.lineinfo ? "-lineinfo " : "") + gencode_flags(archs) + " -I" + dir + " -Xlinker " +
         shell_quote("-soname=" + out.filename().string()) + " -o " + shell_quote(out.string()) +
         " " + shell_quote((tmp / "kernels.cu").string()) + " " + shell_quote((tmp / "abi.o").string()) + " " +

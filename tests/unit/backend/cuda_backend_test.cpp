@@ -70,7 +70,7 @@ void* build(const std::string& nvcc, const std::string& source, const std::files
             const std::string& stem, std::string& log) {
   std::filesystem::path cu = dir / (stem + ".cu"), so = dir / (stem + ".so");
   std::ofstream(cu) << source;
-  std::string cmd = nvcc + " -O3 -std=c++17 -shared -Xcompiler -fPIC " + arch_flags() + " -I" +
+  std::string cmd = nvcc + " --threads 0 -O3 -std=c++17 -shared -Xcompiler -fPIC " + arch_flags() + " -I" +
                     path_from_env("DCCC_RUNTIME_INCLUDE", DCCC_RUNTIME_INCLUDE) + " -o " + so.string() + " " +
                     cu.string() + " " + path_from_env("DCCC_RUNTIME_LIB", DCCC_RUNTIME_LIB) + " -lpthread 2>&1";
   return testing::build_and_open(cmd, so, log);
