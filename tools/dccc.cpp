@@ -152,6 +152,11 @@ options:
                      default), or a persistent grid (SMs x resident
                      blocks) striding over the entries or taking the next
                      from an atomic counter
+  --attention-q=registers|smem
+                     likewise: the wgmma form (sm_90a, head dims 64 and
+                     128) reads Q's fragments into registers (the default)
+                     or takes Q from shared memory, its registers capped
+                     for one block an SM more (4 at head dim 128)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -342,6 +347,11 @@ int parse_args(int argc, char** argv, Options& o) {
       else if (v == "static") o.cuda.attention.grid = dccc::gpu::AttnGrid::Static;
       else if (v == "atomic") o.cuda.attention.grid = dccc::gpu::AttnGrid::Atomic;
       else return usage_error("bad --attention-grid `" + v + "`; expected tiles, static or atomic");
+    } else if (a.rfind("--attention-q=", 0) == 0) {
+      std::string v = a.substr(14);
+      if (v == "registers") o.cuda.attention.q_smem = false;
+      else if (v == "smem") o.cuda.attention.q_smem = true;
+      else return usage_error("bad --attention-q `" + v + "`; expected registers or smem");
     } else if (a == "--check") {
       o.emit.clear();
     } else if (a.rfind("--docs-name=", 0) == 0) {

@@ -97,13 +97,16 @@ int link_cuda(const LibraryOptions& o, const fs::path& out, const fs::path& head
                                 shell_quote("-rpath=" + fs::path(rt.shared_library).parent_path().string())
                           : shell_quote(rt.library)) +
         " -lpthread";
+  std::string names;
+  for (const auto& a : archs) names += " " + a;
+  // Progress where someone watches: nvcc takes seconds a kernel and minutes
+  // for a file of many fused attention kernels (std/attention.toy).
+  if (isatty(STDERR_FILENO)) std::cerr << "dccc: nvcc is compiling the CUDA kernels for" << names << "...\n";
   log.clear();
   if (run_command(cmd, log) != 0) {
     std::cerr << "dccc: error: nvcc failed on the generated CUDA code:\n" << cmd << "\n" << log;
     return kExitErrors;
   }
-  std::string names;
-  for (const auto& a : archs) names += " " + a;
   std::cerr << "dccc: wrote " << out.string() << " and " << header.string() << " (target: cuda," << names << ")\n";
   return kExitOk;
 }

@@ -270,7 +270,8 @@ int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
   // wgmma's tiles: unpadded 128-byte swizzled lines, from a 1024-byte
   // boundary (the swizzle's period); the launch sizes for either build.
   const int bn = long_keys ? attention_long_tile_n(k, dp) : attention_tile_n(k, dp);
-  return std::max(padded, ns * 2 * bn * dp * elem_bytes(k.elem) + 1024);
+  const int q = k.q_smem ? attention_tile_m(k, dp) * dp * elem_bytes(k.elem) : 0;  // Q's tile (AttentionKernel::q_smem)
+  return std::max(padded, q + ns * 2 * bn * dp * elem_bytes(k.elem) + 1024);
 }
 
 std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
@@ -302,8 +303,10 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
     std::string dims;
     for (int dp : k.wgmma_dims) dims += fmt::format("{}{} (S m64n{}k16, O m64n{}k16)", dims.empty() ? "" : ", ", dp, attention_tile_n(k, dp), dp);
     o += "  wgmma on sm_90a, head dims " + dims +
-         ": A (Q, P) from registers, K (K-major) and V (MN-major) from 128-byte swizzled shared memory by descriptor, "
-         "a warpgroup's 64 rows each\n";
+         (k.q_smem ? ": A of S (Q) from 128-byte swizzled shared memory by descriptor (K-major, copied with the first K and "
+                     "V tile), A of O (P) from registers, "
+                   : ": A (Q, P) from registers, ") +
+         "K (K-major) and V (MN-major) from 128-byte swizzled shared memory by descriptor, a warpgroup's 64 rows each\n";
   }
   if (k.index32) o += "  indices: row and key in 32 bits (i32 lengths)\n";
   o += k.guard_rows   ? "  checks: every element checks its row and key\n"

@@ -404,6 +404,8 @@ struct AttentionTuning {
   int split_cols = 0, split_warps = 0, split_keys = 0;
   /// How blocks find their tiles (AttentionKernel::grid, `dccc --attention-grid`).
   AttnGrid grid = AttnGrid::Tiles;
+  /// The wgmma form reads Q from shared memory (AttentionKernel::q_smem, `dccc --attention-q=smem`).
+  bool q_smem = false;
 };
 
 /// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)
@@ -491,6 +493,16 @@ struct AttentionKernel {
   std::vector<int> wgmma_dims;
   /// How blocks take the tile list's entries (AttnGrid).
   AttnGrid grid = AttnGrid::Tiles;
+  /// The wgmma form's S = Q K^T takes Q from shared memory (A by
+  /// descriptor, K-major, stored as K's tiles are) instead of registers:
+  /// the block copies its Q tile with the first K and V tile (cp.async),
+  /// and its threads keep no Q fragments (32 registers a lane at head dim
+  /// 128), so more blocks an SM fit. A tuning experiment (`dccc
+  /// --attention-q=smem`); the mma.sync form keeps Q in registers. The
+  /// wgmma build of a wgmma instantiation then caps its registers for one
+  /// block an SM more than min_blocks (4 of 4 warps at head dim 128: 16 KB
+  /// of Q and 32 KB of K and V stages a block).
+  bool q_smem = false;
   /// Before the key loop: row statements (running results' starts).
   std::vector<ir::Stmt> pre;
   /// The key loop's body after the score contraction, in program order.

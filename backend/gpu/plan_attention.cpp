@@ -298,6 +298,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       while (attention_stages(k, dp, true) > 2 && !fits(true)) k.long_key_stages[x] = attention_stages(k, dp, true) - 1;
   }
   k.grid = tune.grid;
+  k.q_smem = tune.q_smem && !k.wgmma_dims.empty();
   if (tune.split_cols) {
     k.split = tune.split_cols;
     k.split_warps = tune.split_warps;

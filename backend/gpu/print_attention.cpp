@@ -436,9 +436,18 @@ struct Printer {
     // The stage's descriptor once, each k-step's by an add (dcc_wgmma_desc_at).
     out += "    {\n    const uint64_t kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n"
            "    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    dcc_wgmma_fence();\n";
-    out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n"
-                       "      dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32));\n",
-                       elem_name(k.elem));
+    if (k.q_smem) {
+      // A = Q's tile by descriptor (K-major, laid out as K's stage with TM lines).
+      out += "    const uint64_t qd = dcc_wgmma_desc(qs_u32, 16, 1024);\n";
+      out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n"
+                         "      dcc_wgmma_ss_{}<BN, 0, 0>(&s[0][0][0], dcc_wgmma_desc_at(qd, (kq >> 2) * (TM * 128) + (kq & 3) * 32), "
+                         "dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32));\n",
+                         elem_name(k.elem));
+    } else {
+      out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n"
+                         "      dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32));\n",
+                         elem_name(k.elem));
+    }
     out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    }\n";
   }
 
@@ -491,9 +500,14 @@ struct Printer {
     out += "  auto kv_at = [](int r, int c) -> int {  // line r, column c of a stage\n"
            "    if constexpr (WG) return (c >> 6) * (BN * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n"
            "    else return r * LINE + c;\n  };\n  (void)kv_at;\n";
-    out += fmt::format("  {0}* Ks = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n  {0}* Vs = Ks + NS * STAGE;\n", st);
+    // Q's tile first where the wgmma form reads it from shared memory
+    // (AttentionKernel::q_smem: QS), in K's layout with TM lines.
+    out += fmt::format("  constexpr bool QS = WG && {};  // Q's tile in shared memory\n", k.q_smem && !wide_ && !split_ ? "true" : "false");
+    out += fmt::format("  {0}* Qs = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n"
+                       "  {0}* Ks = Qs + (QS ? TM * DP : 0);\n  {0}* Vs = Ks + NS * STAGE;\n", st);
     // The stages' shared addresses for wgmma's descriptors, once a block.
-    out += "  const uint32_t ks_u32 = dcc_smem_u32(Ks), vs_u32 = dcc_smem_u32(Vs);\n  (void)ks_u32, (void)vs_u32;\n";
+    out += "  const uint32_t qs_u32 = dcc_smem_u32(Qs), ks_u32 = dcc_smem_u32(Ks), vs_u32 = dcc_smem_u32(Vs);\n"
+           "  (void)qs_u32, (void)ks_u32, (void)vs_u32;\n";
     out += fmt::format("  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, gid = lane >> 2, tig = lane & 3, wm0 = {};\n",
                        split_ ? "0" : "warp * 16 * MT");
     out += fmt::format("  const {0}* Qp = (const {0}*){1};\n", st, d.buffer(k.q));
@@ -503,7 +517,7 @@ struct Printer {
     // Q's fragments, O and the row values' starts: with the streaming body
     // here; otherwise after the first K and V tile's copy is issued (below),
     // so that the block waits for Q and that tile at once.
-    std::string q_rows = wide_ ? "" : q_load(split_ ? "warp * DP" : "", "  ");
+    std::string q_rows = wide_ ? "" : split_ ? q_load("warp * DP", "  ") : "  if constexpr (!QS) {\n" + q_load("", "  ") + "  }\n";
     q_rows += "  float o[MT][DT][4];\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n"
               "    for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;\n";
     for (const auto* b : k.row_scalars) q_rows += fmt::format("  {} w_{}[2 * MT] = {{}};\n", d.value_type(b), d.scalar(b));
@@ -573,6 +587,20 @@ struct Printer {
     // The first NS - 1 needed tiles' copies, in flight while Q is read: one
     // commit group a stage, empty past the last tile, so that the key loop's
     // wait for all but the NS - 2 latest groups finds tile kt in.
+    if (k.q_smem && !split_) {
+      // Q's tile (QS): rows m0 .. m0 + TM - 1, zeros past M and QD, in the
+      // first commit group with the first K and V tile.
+      out += "  if constexpr (QS) {\n    constexpr int CPL = DP / VE, THREADS = WARPS * 32;\n"
+             "    const bool qvec = t_Q_ds == 1 && t_Q_rs % VE == 0 && t_Q_base % VE == 0 && t_QD % VE == 0 && (uintptr_t)Qp % 16 == 0;\n"
+             "    for (int u = threadIdx.x; u < TM * CPL; u += THREADS) {\n"
+             "      const int r = u / CPL, c = (u % CPL) * VE;\n      const int64_t row = m0 + r;\n";
+      out += fmt::format("      {}* q = &Qs[(c >> 6) * (TM * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3)];\n", st);
+      out += "      if (qvec) {\n        const bool ok = row < t_M && c < t_QD;\n"
+             "        dcc_cp_async16(q, &Qp[ok ? t_Q_base + row * t_Q_rs + c : 0], ok);\n      } else {\n"
+             "#pragma unroll\n        for (int e = 0; e < VE; ++e)\n";
+      out += fmt::format("          q[e] = row < t_M && c + e < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + e) * t_Q_ds] : ({})0;\n", st);
+      out += "      }\n    }\n  }\n";
+    }
     out += "  static_assert(NS >= 2, \"two stages at least\");\n"
            "  const int64_t kt0 = next_needed(0);\n  int64_t kc = kt0;  // the next tile to copy\n"
            "#pragma unroll\n  for (int s = 0; s < NS - 1; ++s) {\n"
@@ -772,9 +800,10 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
                    k.name, d.args_type());
   // The wgmma shapes the instantiations use (AttentionKernel::wgmma_dims):
   // S's m64 x keys-a-tile (K K-major), O's m64 x head dim (V transposed).
+  const WgmmaA qa = k.q_smem ? WgmmaA::SharedK : WgmmaA::Registers;  // S's A: Q (AttentionKernel::q_smem)
   for (int dp : k.wgmma_dims) {
-    o += wgmma_function(k.elem, attention_tile_n(k, dp), WgmmaA::Registers, false);
-    if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), WgmmaA::Registers, false);
+    o += wgmma_function(k.elem, attention_tile_n(k, dp), qa, false);
+    if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), qa, false);
     o += wgmma_function(k.elem, dp, WgmmaA::Registers, true);
   }
   o += p.body();
@@ -788,7 +817,12 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // dynamic shared memory and the body's template arguments.
   auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, const std::string& bn, int mt, int warps,
                      int blocks, int smem, bool wg, int ns) {
-    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__{}({}__launch launch) {{\n", warps * 32, blocks, k.name,
+    // With Q in shared memory (AttentionKernel::q_smem) the wgmma build of a
+    // wgmma instantiation caps its registers for one block an SM more where
+    // an H100's 228 KB hold their shared memory (1 KB reserved a block).
+    const bool more = wg && k.q_smem && (blocks + 1) * (smem + 1024) <= 228 * 1024;
+    const std::string bl = more ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", blocks + 1, blocks) : std::to_string(blocks);
+    o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__{}({}__launch launch) {{\n", warps * 32, bl, k.name,
                      suffix, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
                      "  extern __shared__ __align__(16) char smem[];\n#endif\n",

@@ -86,3 +86,21 @@ if [[ $PART == e ]]; then
   wait
   for t in attention ragged; do echo "$t: $(tail -1 $R/${P}stdlib_$t.txt)"; done
 fi
+if [[ $PART == f ]]; then
+  # For the next session (not run in session 26: no device time left).
+  # build-var/s26/f: bench_fused.py, seqlens/, and the f32-scores program
+  # (FA2's computation, --fast-math) built by this session's compiler as
+  # base/ (the defaults), qs/ (--attention-q=smem: Q from shared memory in
+  # the wgmma form, 4 blocks an SM at head dim 128), t8/
+  # (--attention-tiles=1,8,32,1: 128 query rows, two warpgroups sharing
+  # K and V) and t8qs/ (both), each mha_bf16.so with a copy as
+  # mha_causal_bf16.so. Float64 checks, then the batches under 256 tokens
+  # where the open bars are (wiki128, mnli) and race for the long side.
+  cd build-var/s26/f || exit 1
+  for v in base qs t8 t8qs; do
+    timeout 60 python3 bench_fused.py --dir $v --lengths 4096,0,1,17,300 --check-only 2>&1 | grep -E "check" | sed "s/^/$v /"
+  done
+  timeout 400 python3 bench_fused.py --dir base --seqlens seqlens --reps 20 --flush-l2 --batches wiki128,mnli,race \
+    --variants qs=qs,t8=t8,t8qs=t8qs --out $R/${P}bench_fused.txt > $R/${P}log.txt 2>&1
+  echo "bench rc=$?"; cat $R/${P}bench_fused.txt
+fi

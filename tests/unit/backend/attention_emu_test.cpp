@@ -352,6 +352,31 @@ TEST(AttentionEmu, WgmmaBf16) {
 // key loop's copies run two or three tiles ahead, the stages reused in
 // turn; causal skips tiles between copies (next_needed), and sequences of
 // fewer tiles than stages leave commit groups empty. mma.sync and wgmma.
+// Q from shared memory in the wgmma form (--attention-q=smem,
+// AttentionKernel::q_smem): S's A by descriptor from Q's tile, stored as
+// K's stages are (128-byte swizzled, 64 columns a part) and copied with the
+// first K and V tile; the sm_90a build's registers capped for 4 blocks an
+// SM. mha_bf16 and causal bf16 on every length pattern (rows past the end
+// read zero-filled Q lines), and the long-key instantiation.
+TEST(AttentionEmu, WgmmaQInSharedMemory) {
+  gpu::AttentionTuning q;
+  q.q_smem = true;
+  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
+        q, true);
+  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+        [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, q, true);
+  Built b;
+  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, q, true);
+  for (const char* text : {"dcc_wgmma_ss_bf16<64, 0, 0>", "dcc_wgmma_ss_bf16<32, 0, 0>", "constexpr bool QS = WG && true;",
+                           "__launch_bounds__(128, (DCC_WGMMA != 0 ? 4 : 3)) mha_bf16__k0__d128("})
+    EXPECT_NE(b.cu.find(text), std::string::npos) << text;
+  EXPECT_EQ(b.cu.find("dcc_wgmma_bf16<64, 0>"), std::string::npos) << "S's A still from registers";
+  const std::vector<Case> long_keys{{{40, 3}, {300, 280}, 1, 128}};
+  int checked = 0;
+  EXPECT_LE(run(b, [](double s, int, int) { return s; }, checked, 0, false, 0.02, false, &long_keys), 0.02);
+  EXPECT_GT(checked, 5000);
+}
+
 TEST(AttentionEmu, DeeperStagesBf16) {
   for (int stages : {3, 4}) {
     SCOPED_TRACE(stages);
