@@ -88,7 +88,7 @@ if [[ $PART == e ]]; then
 fi
 if [[ $PART == f ]]; then
   # For the next session (not run in session 26: no device time left).
-  # build-var/s26/f: bench_fused.py, seqlens/, and the f32-scores program
+  # build-var/s26/f (made by build_f.sh here): bench_fused.py, seqlens/, and the f32-scores program
   # (FA2's computation, --fast-math) built by this session's compiler as
   # base/ (the defaults), qs/ (--attention-q=smem: Q from shared memory in
   # the wgmma form, 4 blocks an SM at head dim 128), t8/
