@@ -274,6 +274,15 @@ int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
   return std::max(padded, q + ns * 2 * bn * dp * elem_bytes(k.elem) + 1024);
 }
 
+bool attention_smem_fits(const AttentionKernel& k, int dp, int blocks, bool long_keys) {
+  return blocks * (attention_smem_bytes(k, dp, long_keys) + 1024) <= 228 * 1024;
+}
+
+int attention_wgmma_min_blocks(const AttentionKernel& k, int dp, bool long_keys) {
+  const int b = attention_min_blocks(k, dp);
+  return k.q_smem && attention_wgmma(k, dp) && attention_smem_fits(k, dp, b + 1, long_keys) ? b + 1 : b;
+}
+
 std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   std::string o = fmt::format("kernel {} (fused attention) {{\n", k.name);
   o += fmt::format("  grid: {} (", attn_grid_name(k.grid));

@@ -379,6 +379,7 @@ struct AttnStep {
   ir::Stmt stmt;        // Element / Row / Fold: the statement (Row: may be an `if`)
   ir::Expr term;        // Fold: x, the per-element part of the value
   ir::BinOp op = ir::BinOp::Add;  // Fold: Add, Max or Min
+  ir::Expr scale;       // Fold `a = a * c + x`: c (null: none)
 };
 
 /// How the fused attention kernel's blocks take the tile list's entries:
@@ -613,6 +614,13 @@ int attention_tile_n(const AttentionKernel& k, int dp);
 int attention_m_tiles(const AttentionKernel& k, int dp);
 int attention_warps(const AttentionKernel& k, int dp);
 int attention_min_blocks(const AttentionKernel& k, int dp);  // blocks an SM its registers are capped for
+/// Whether `blocks` blocks of the instantiation for head dim `dp` hold their
+/// shared memory in an H100's 228 KB (1 KB reserved a block).
+bool attention_smem_fits(const AttentionKernel& k, int dp, int blocks, bool long_keys = false);
+/// The blocks an SM the sm_90a (wgmma) build of the instantiation caps its
+/// registers for: one more than attention_min_blocks with Q in shared
+/// memory (AttentionKernel::q_smem) where their shared memory fits.
+int attention_wgmma_min_blocks(const AttentionKernel& k, int dp, bool long_keys = false);
 int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_long_tile_n(const AttentionKernel& k, int dp);  // AttentionKernel::long_key_tiles (0: none)

@@ -290,9 +290,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       k.key_stages[x] = tune.stages;
       if (x < k.long_key_stages.size()) k.long_key_stages[x] = tune.stages;
     }
-    auto fits = [&](bool long_keys) {
-      return attention_min_blocks(k, dp) * (attention_smem_bytes(k, dp, long_keys) + 1024) <= 228 * 1024;
-    };
+    auto fits = [&](bool long_keys) { return attention_smem_fits(k, dp, attention_min_blocks(k, dp), long_keys); };
     while (k.key_stages[x] > 2 && !fits(false)) --k.key_stages[x];
     if (attention_long_tile_n(k, dp))
       while (attention_stages(k, dp, true) > 2 && !fits(true)) k.long_key_stages[x] = attention_stages(k, dp, true) - 1;
@@ -412,7 +410,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       k.pv_scale = scale;
       k.pv_offset = pv->args[0];
       k.scalars.push_back({"VD", st->extent});
-      k.steps.push_back({AttnStepKind::Pv, st, nullptr, BinOp::Add});
+      k.steps.push_back({AttnStepKind::Pv, st, nullptr, BinOp::Add, nullptr});
       if (rounded || rounded_qk)
         k.notes.push_back("the program rounds a product to 16 bits before summing it; the tensor core sums the exact "
                           "products (more accurate than written)");
@@ -435,7 +433,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
         row_s.insert(b);
         written_so_far.insert(b);
       }
-      k.steps.push_back({AttnStepKind::Row, st, nullptr, BinOp::Add});
+      k.steps.push_back({AttnStepKind::Row, st, nullptr, BinOp::Add, nullptr});
       continue;
     }
     if (st->kind != StmtKind::Store || !is_scalar(st->buffer.get()))
@@ -444,7 +442,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     const ir::Expr& v = st->value;
     if (ir::loads_from(v, b)) {
       // A fold: max(a, x), min(a, x), a [* c] + x.
-      AttnStep fs{AttnStepKind::Fold, st, nullptr, BinOp::Add};
+      AttnStep fs{AttnStepKind::Fold, st, nullptr, BinOp::Add, nullptr};
       if (v->kind == ExprKind::Binary && (v->binop == BinOp::Max || v->binop == BinOp::Min)) {
         for (int x = 0; x < 2; ++x)
           if (is_load_of(v->args[x], b) && !ir::loads_from(v->args[1 - x], b)) fs.term = v->args[1 - x];
@@ -458,8 +456,10 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
           if (a->kind == ExprKind::Binary && a->binop == BinOp::Mul)
             for (int y = 0; y < 2; ++y)
               if (is_load_of(a->args[y], b) && !ir::loads_from(a->args[1 - y], b) && !is_elem(a->args[1 - y]) &&
-                  reads_ok(a->args[1 - y]))
+                  reads_ok(a->args[1 - y])) {
                 fs.term = t;
+                fs.scale = a->args[1 - y];
+              }
         }
       }
       if (!fs.term || !is_elem(fs.term))
@@ -479,13 +479,13 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       if (!elem.count(b)) elem_order.push_back(b);
       elem.insert(b);
       written_so_far.insert(b);
-      k.steps.push_back({AttnStepKind::Element, st, nullptr, BinOp::Add});
+      k.steps.push_back({AttnStepKind::Element, st, nullptr, BinOp::Add, nullptr});
     } else {
       if (elem.count(b)) return no(fmt::format("`{}` is both a row value and a value per key", b->name));
       if (!row_s.count(b)) row_order.push_back(b);
       row_s.insert(b);
       written_so_far.insert(b);
-      k.steps.push_back({AttnStepKind::Row, st, nullptr, BinOp::Add});
+      k.steps.push_back({AttnStepKind::Row, st, nullptr, BinOp::Add, nullptr});
     }
   }
   if (!k.out_acc) return no("no loop over output columns `T[.., d] = T[.., d] [* c] + p * v[j, d]` in the key loop");
@@ -495,13 +495,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   std::vector<ir::Expr> scales;
   if (k.pv_scale) scales.push_back(k.pv_scale);
   for (const auto& s : k.steps)
-    if (s.kind == AttnStepKind::Fold && s.op == BinOp::Add) {
-      const ir::Expr& v = s.stmt->value;
-      for (const auto& a : v->args)
-        if (a->kind == ExprKind::Binary && a->binop == BinOp::Mul)
-          for (int y = 0; y < 2; ++y)
-            if (is_load_of(a->args[y], s.stmt->buffer.get())) scales.push_back(a->args[1 - y]);
-    }
+    if (s.kind == AttnStepKind::Fold && s.scale) scales.push_back(s.scale);
   std::map<const ir::BufferNode*, const ir::BufferNode*> copy_of;  // P -> R (P = R)
   for (const auto& s : k.steps)
     if (s.kind == AttnStepKind::Row && s.stmt->kind == StmtKind::Store && s.stmt->value->kind == ExprKind::Load &&

@@ -82,16 +82,6 @@ struct Degree {
   }
 };
 
-/// The rescale factor of an `a = a * c + x` fold (null: none).
-const ir::BufferNode* fold_scale(const AttnStep& s) {
-  const ir::BufferNode* b = s.stmt->buffer.get();
-  for (const auto& a : s.stmt->value->args)
-    if (a->kind == ExprKind::Binary && a->binop == BinOp::Mul)
-      for (int y = 0; y < 2; ++y)
-        if (a->args[y]->kind == ExprKind::Load && a->args[y]->buffer.get() == b) return scalar_of(a->args[1 - y]);
-  return nullptr;
-}
-
 /// Whether X(R) is K - R or -R, with K free of R and P.
 bool minus_ref(const ir::Expr& x, const ir::BufferNode* R, const ir::BufferNode* P) {
   if (x->kind == ExprKind::Unary && x->unop == UnOp::Neg) return scalar_of(x->args[0]) == R;
@@ -153,7 +143,7 @@ std::string check(const AttentionKernel& k, size_t at) {
       case AttnStepKind::Fold: {
         const int d = dg.of(s.term);
         if (d < 0 || (d > 0 && s.op != BinOp::Add)) return fmt::format("the fold of `{}`", s.stmt->buffer->name);
-        const ir::BufferNode* c = fold_scale(s);
+        const ir::BufferNode* c = s.scale ? scalar_of(s.scale) : nullptr;
         if (d == 1 ? !c || !factors.count(c) : c && factors.count(c))
           return fmt::format("the fold of `{}` is not rescaled as its term", s.stmt->buffer->name);
         break;

@@ -436,18 +436,14 @@ struct Printer {
     // The stage's descriptor once, each k-step's by an add (dcc_wgmma_desc_at).
     out += "    {\n    const uint64_t kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n"
            "    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    dcc_wgmma_fence();\n";
-    if (k.q_smem) {
-      // A = Q's tile by descriptor (K-major, laid out as K's stage with TM lines).
-      out += "    const uint64_t qd = dcc_wgmma_desc(qs_u32, 16, 1024);\n";
-      out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n"
-                         "      dcc_wgmma_ss_{}<BN, 0, 0>(&s[0][0][0], dcc_wgmma_desc_at(qd, (kq >> 2) * (TM * 128) + (kq & 3) * 32), "
-                         "dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32));\n",
-                         elem_name(k.elem));
-    } else {
-      out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n"
-                         "      dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32));\n",
-                         elem_name(k.elem));
-    }
+    const std::string kd = "dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32)";
+    // A: Q's fragments, or Q's tile by descriptor (K-major, laid out as K's stage with TM lines).
+    if (k.q_smem) out += "    const uint64_t qd = dcc_wgmma_desc(qs_u32, 16, 1024);\n";
+    const std::string call =
+        k.q_smem ? fmt::format("dcc_wgmma_ss_{}<BN, 0, 0>(&s[0][0][0], dcc_wgmma_desc_at(qd, (kq >> 2) * (TM * 128) + (kq & 3) * 32), {})",
+                               elem_name(k.elem), kd)
+                 : fmt::format("dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], {})", elem_name(k.elem), kd);
+    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n      " + call + ";\n";
     out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    }\n";
   }
 
@@ -497,8 +493,10 @@ struct Printer {
     // index mod 8), columns 64 .. 127 in a second part after the first's BN
     // lines (docs/cuda.md, "wgmma").
     out += "  constexpr int STAGE = WG ? BN * DP : BN * LINE;  // elements a K or V stage\n";
-    out += "  auto kv_at = [](int r, int c) -> int {  // line r, column c of a stage\n"
-           "    if constexpr (WG) return (c >> 6) * (BN * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n"
+    out += "  auto swz_at = [](int lines, int r, int c) -> int {  // line r, column c of a swizzled tile of `lines` lines\n"
+           "    return (c >> 6) * (lines * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n  };\n  (void)swz_at;\n";
+    out += "  auto kv_at = [&](int r, int c) -> int {  // line r, column c of a stage\n"
+           "    if constexpr (WG) return swz_at(BN, r, c);\n"
            "    else return r * LINE + c;\n  };\n  (void)kv_at;\n";
     // Q's tile first where the wgmma form reads it from shared memory
     // (AttentionKernel::q_smem: QS), in K's layout with TM lines.
@@ -594,7 +592,7 @@ struct Printer {
              "    const bool qvec = t_Q_ds == 1 && t_Q_rs % VE == 0 && t_Q_base % VE == 0 && t_QD % VE == 0 && (uintptr_t)Qp % 16 == 0;\n"
              "    for (int u = threadIdx.x; u < TM * CPL; u += THREADS) {\n"
              "      const int r = u / CPL, c = (u % CPL) * VE;\n      const int64_t row = m0 + r;\n";
-      out += fmt::format("      {}* q = &Qs[(c >> 6) * (TM * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3)];\n", st);
+      out += fmt::format("      {}* q = &Qs[swz_at(TM, r, c)];\n", st);
       out += "      if (qvec) {\n        const bool ok = row < t_M && c < t_QD;\n"
              "        dcc_cp_async16(q, &Qp[ok ? t_Q_base + row * t_Q_rs + c : 0], ok);\n      } else {\n"
              "#pragma unroll\n        for (int e = 0; e < VE; ++e)\n";
@@ -816,12 +814,10 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // One __global__ wrapper per instantiation: threads, blocks an SM, the
   // dynamic shared memory and the body's template arguments.
   auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, const std::string& bn, int mt, int warps,
-                     int blocks, int smem, bool wg, int ns) {
-    // With Q in shared memory (AttentionKernel::q_smem) the wgmma build of a
-    // wgmma instantiation caps its registers for one block an SM more where
-    // an H100's 228 KB hold their shared memory (1 KB reserved a block).
-    const bool more = wg && k.q_smem && (blocks + 1) * (smem + 1024) <= 228 * 1024;
-    const std::string bl = more ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", blocks + 1, blocks) : std::to_string(blocks);
+                     int blocks, int wg_blocks, int smem, bool wg, int ns) {
+    // The wgmma build's register cap where it differs (attention_wgmma_min_blocks).
+    const std::string bl =
+        wg && wg_blocks != blocks ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wg_blocks, blocks) : std::to_string(blocks);
     o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__{}({}__launch launch) {{\n", warps * 32, bl, k.name,
                      suffix, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
@@ -847,7 +843,8 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   };
   auto by_head_dim = [&](const std::string& suffix, const std::string& body, int dp) {
     wrapper(suffix, body, dp, std::to_string(attention_tile_n(k, dp)), attention_m_tiles(k, dp), attention_warps(k, dp),
-            attention_min_blocks(k, dp), attention_smem_bytes(k, dp), body.empty() && attention_wgmma(k, dp),
+            attention_min_blocks(k, dp), attention_wgmma_min_blocks(k, dp), attention_smem_bytes(k, dp),
+            body.empty() && attention_wgmma(k, dp),
             attention_stages(k, dp));
   };
   for (int dp : k.head_dims) {
@@ -856,12 +853,13 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     // tile in the wgmma form, the other's in the mma.sync form.
     if (const int bn = attention_long_tile_n(k, dp))
       wrapper(fmt::format("d{}L", dp), "", dp, fmt::format("(DCC_WGMMA != 0 ? {} : {})", bn, attention_tile_n(k, dp)),
-              attention_m_tiles(k, dp), attention_warps(k, dp), attention_min_blocks(k, dp), attention_smem_bytes(k, dp, true),
+              attention_m_tiles(k, dp), attention_warps(k, dp), attention_min_blocks(k, dp),
+              attention_wgmma_min_blocks(k, dp, true), attention_smem_bytes(k, dp, true),
               true, attention_stages(k, dp, true));
   }
   // The split instantiation (AttentionKernel::split): warps share 16 rows.
   if (k.split)
-    wrapper("dx", "_split", k.split, std::to_string(k.split_key_tile), 1, k.split_warps, 1, attention_split_smem_bytes(k), false,
+    wrapper("dx", "_split", k.split, std::to_string(k.split_key_tile), 1, k.split_warps, 1, 1, attention_split_smem_bytes(k), false,
             k.stages);
   // The streaming one (AttentionKernel::wide): head dim `wide`'s tiles;
   // blockIdx.y picks the output columns.
