@@ -134,7 +134,7 @@ options:
                      --target=cuda: every head dim takes M m16 tiles of
                      query rows a warp (1 or 2; f32 always 1), W warps a
                      block, N keys a tile, registers capped for B blocks an
-                     SM (--explain shows the choices)
+                     SM (W x B at most 16; --explain shows the choices)
   --attention-stages=S
                      likewise: S shared-memory stages of K and V (2-4; the
                      key loop's copies run S - 1 key tiles ahead), fewer
@@ -152,11 +152,12 @@ options:
                      default), or a persistent grid (SMs x resident
                      blocks) striding over the entries or taking the next
                      from an atomic counter
-  --attention-q=registers|smem
-                     likewise: the wgmma form (sm_90a, head dims 64 and
-                     128) reads Q's fragments into registers (the default)
-                     or takes Q from shared memory, its registers capped
-                     for one block an SM more (4 at head dim 128)
+  --attention-q=auto|registers|smem
+                     likewise: where the wgmma form (sm_90a, head dims 64
+                     and 128) reads Q: from shared memory where that buys
+                     its build a block an SM, registers capped for it (auto,
+                     the default: head dims 64 and 128 but 128's long-key
+                     tiles), or registers, or shared memory everywhere
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -307,10 +308,12 @@ int parse_args(int argc, char** argv, Options& o) {
       int t[4];
       char tail = 0;
       if (std::sscanf(v.c_str(), "%d,%d,%d,%d%c", &t[0], &t[1], &t[2], &t[3], &tail) != 4 || t[0] < 1 || t[0] > 2 ||
-          t[1] < 1 || t[1] > 8 || t[2] < 16 || t[2] > 128 || t[2] % 16 != 0 || t[3] < 1 || t[3] > 4)
+          t[1] < 1 || t[1] > 8 || t[2] < 16 || t[2] > 128 || t[2] % 16 != 0 || t[3] < 1 || t[3] > 4 ||
+          t[1] * t[3] > dccc::gpu::kAttentionMaxWarpsPerSm)
         return usage_error("bad --attention-tiles `" + v +
                            "`; expected M,W,N,B: m16 tiles a warp (1 or 2), warps a block (1-8), keys a tile "
-                           "(16-128, a multiple of 16), blocks an SM (1-4)");
+                           "(16-128, a multiple of 16), blocks an SM (1-4), W x B at most 16 (registers for 128 "
+                           "a thread)");
       o.cuda.attention.m_tiles = t[0];
       o.cuda.attention.warps = t[1];
       o.cuda.attention.key_tile = t[2];
@@ -349,9 +352,10 @@ int parse_args(int argc, char** argv, Options& o) {
       else return usage_error("bad --attention-grid `" + v + "`; expected tiles, static or atomic");
     } else if (a.rfind("--attention-q=", 0) == 0) {
       std::string v = a.substr(14);
-      if (v == "registers") o.cuda.attention.q_smem = false;
-      else if (v == "smem") o.cuda.attention.q_smem = true;
-      else return usage_error("bad --attention-q `" + v + "`; expected registers or smem");
+      if (v == "auto") o.cuda.attention.q = dccc::gpu::AttnQ::Auto;
+      else if (v == "registers") o.cuda.attention.q = dccc::gpu::AttnQ::Registers;
+      else if (v == "smem") o.cuda.attention.q = dccc::gpu::AttnQ::Smem;
+      else return usage_error("bad --attention-q `" + v + "`; expected auto, registers or smem");
     } else if (a == "--check") {
       o.emit.clear();
     } else if (a.rfind("--docs-name=", 0) == 0) {

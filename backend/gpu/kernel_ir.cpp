@@ -240,10 +240,15 @@ std::string attention_instances(const AttentionKernel& k) {
     o += fmt::format("{}head dim {}: {} query rows x {} keys a tile, {} warps of {} rows, {} block(s) an SM, {} K/V stages",
                      x ? "; " : "", dp, attention_tile_m(k, dp), attention_tile_n(k, dp), attention_warps(k, dp),
                      16 * attention_m_tiles(k, dp), attention_min_blocks(k, dp), attention_stages(k, dp));
+    if (attention_q_smem(k, dp))
+      o += fmt::format(", Q in shared memory and {} blocks an SM with wgmma", attention_wgmma_min_blocks(k, dp));
     if (attention_long_tile_n(k, dp))
       o += fmt::format(" ({} keys a tile and {} stages with wgmma where a launch's entries average {} keys or more on "
-                       "compute capability 9)",
-                       attention_long_tile_n(k, dp), attention_stages(k, dp, true), k.long_keys);
+                       "compute capability 9{})",
+                       attention_long_tile_n(k, dp), attention_stages(k, dp, true), k.long_keys,
+                       attention_q_smem(k, dp, true)
+                           ? fmt::format(", Q in shared memory, {} blocks an SM", attention_wgmma_min_blocks(k, dp, true))
+                           : "");
   }
   if (k.split)
     o += fmt::format("; head dims {} .. {}: 16 query rows x {} keys a tile, {} warps sharing the rows ({} columns of the "
@@ -270,7 +275,7 @@ int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
   // wgmma's tiles: unpadded 128-byte swizzled lines, from a 1024-byte
   // boundary (the swizzle's period); the launch sizes for either build.
   const int bn = long_keys ? attention_long_tile_n(k, dp) : attention_tile_n(k, dp);
-  const int q = k.q_smem ? attention_tile_m(k, dp) * dp * elem_bytes(k.elem) : 0;  // Q's tile (AttentionKernel::q_smem)
+  const int q = attention_q_smem(k, dp, long_keys) ? attention_tile_m(k, dp) * dp * elem_bytes(k.elem) : 0;  // Q's tile (AttentionKernel::q_smem)
   return std::max(padded, q + ns * 2 * bn * dp * elem_bytes(k.elem) + 1024);
 }
 
@@ -280,7 +285,17 @@ bool attention_smem_fits(const AttentionKernel& k, int dp, int blocks, bool long
 
 int attention_wgmma_min_blocks(const AttentionKernel& k, int dp, bool long_keys) {
   const int b = attention_min_blocks(k, dp);
-  return k.q_smem && attention_wgmma(k, dp) && attention_smem_fits(k, dp, b + 1, long_keys) ? b + 1 : b;
+  return attention_q_smem(k, dp, long_keys) && attention_block_fits(k, dp, b + 1, long_keys) ? b + 1 : b;
+}
+
+bool attention_block_fits(const AttentionKernel& k, int dp, int blocks, bool long_keys) {
+  return blocks * attention_warps(k, dp) <= kAttentionMaxWarpsPerSm && attention_smem_fits(k, dp, blocks, long_keys);
+}
+
+bool attention_q_smem(const AttentionKernel& k, int dp, bool long_keys) {
+  const auto& v = long_keys ? k.long_q_smem : k.q_smem;
+  const size_t x = static_cast<size_t>(std::find(k.head_dims.begin(), k.head_dims.end(), dp) - k.head_dims.begin());
+  return attention_wgmma(k, dp) && x < v.size() && v[x];
 }
 
 std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
@@ -310,11 +325,20 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
     o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
   if (!k.wgmma_dims.empty()) {
     std::string dims;
-    for (int dp : k.wgmma_dims) dims += fmt::format("{}{} (S m64n{}k16, O m64n{}k16)", dims.empty() ? "" : ", ", dp, attention_tile_n(k, dp), dp);
+    bool any_q = false;
+    for (int dp : k.wgmma_dims) {
+      const bool qs = attention_q_smem(k, dp), lqs = attention_long_tile_n(k, dp) && attention_q_smem(k, dp, true);
+      any_q = any_q || qs || lqs;
+      dims += fmt::format("{}{} (S m64n{}k16, O m64n{}k16{})", dims.empty() ? "" : ", ", dp, attention_tile_n(k, dp), dp,
+                          qs && (lqs || !attention_long_tile_n(k, dp)) ? "; Q in shared memory"
+                          : qs                                         ? "; Q in shared memory but for the long-key tiles"
+                          : lqs                                        ? "; Q in shared memory for the long-key tiles"
+                                                                       : "");
+    }
     o += "  wgmma on sm_90a, head dims " + dims +
-         (k.q_smem ? ": A of S (Q) from 128-byte swizzled shared memory by descriptor (K-major, copied with the first K and "
-                     "V tile), A of O (P) from registers, "
-                   : ": A (Q, P) from registers, ") +
+         (any_q ? ": A of S (Q) from registers or, where marked, from 128-byte swizzled shared memory by descriptor "
+                  "(K-major, copied with the first K and V tile, a warpgroup's 64 lines each), A of O (P) from registers, "
+                : ": A (Q, P) from registers, ") +
          "K (K-major) and V (MN-major) from 128-byte swizzled shared memory by descriptor, a warpgroup's 64 rows each\n";
   }
   if (k.index32) o += "  indices: row and key in 32 bits (i32 lengths)\n";

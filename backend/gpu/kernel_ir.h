@@ -392,6 +392,11 @@ struct AttnStep {
 enum class AttnGrid { Tiles, Static, Atomic };
 const char* attn_grid_name(AttnGrid g);
 
+/// Where the wgmma form's S = Q K^T takes Q (its A) from
+/// (AttentionKernel::q_smem): Auto is the planner's rule, the others force
+/// one place for every wgmma instantiation (`dccc --attention-q`).
+enum class AttnQ { Auto, Registers, Smem };
+
 /// Tile choices forced for every instantiation (`dccc --attention-tiles`,
 /// for tuning experiments); 0 keeps the planner's choice.
 struct AttentionTuning {
@@ -405,8 +410,9 @@ struct AttentionTuning {
   int split_cols = 0, split_warps = 0, split_keys = 0;
   /// How blocks find their tiles (AttentionKernel::grid, `dccc --attention-grid`).
   AttnGrid grid = AttnGrid::Tiles;
-  /// The wgmma form reads Q from shared memory (AttentionKernel::q_smem, `dccc --attention-q=smem`).
-  bool q_smem = false;
+  /// Where the wgmma form's S reads Q (AttentionKernel::q_smem, `dccc
+  /// --attention-q`): the planner's choice, registers, or shared memory.
+  AttnQ q = AttnQ::Auto;
 };
 
 /// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)
@@ -494,16 +500,22 @@ struct AttentionKernel {
   std::vector<int> wgmma_dims;
   /// How blocks take the tile list's entries (AttnGrid).
   AttnGrid grid = AttnGrid::Tiles;
-  /// The wgmma form's S = Q K^T takes Q from shared memory (A by
-  /// descriptor, K-major, stored as K's tiles are) instead of registers:
-  /// the block copies its Q tile with the first K and V tile (cp.async),
-  /// and its threads keep no Q fragments (32 registers a lane at head dim
-  /// 128), so more blocks an SM fit. A tuning experiment (`dccc
-  /// --attention-q=smem`); the mma.sync form keeps Q in registers. The
-  /// wgmma build of a wgmma instantiation then caps its registers for one
-  /// block an SM more than min_blocks (4 of 4 warps at head dim 128: 16 KB
-  /// of Q and 32 KB of K and V stages a block).
-  bool q_smem = false;
+  /// Per instantiation (as head_dims): the wgmma form's S = Q K^T takes Q
+  /// from shared memory (A by descriptor, K-major, stored as K's tiles are)
+  /// instead of registers: the block copies its Q tile with the first K and
+  /// V tile (cp.async), its threads keep no Q fragments (32 registers a lane
+  /// at head dim 128), and the wgmma build caps its registers for one block
+  /// an SM more than min_blocks where that block's shared memory fits
+  /// (attention_wgmma_min_blocks). `long_q_smem` for the long-key
+  /// instantiation. The planner's rule (AttnQ::Auto): where it buys that
+  /// block -- head dims 64 and 128 of the short-key tiles (4 blocks of 4
+  /// warps an SM); not the long-key tile of head dim 128, whose 64 KB of K
+  /// and V stages leave no room, and where Q read from shared memory by
+  /// every key tile's S costs without the block (0.85-0.93x on race and
+  /// squad, H200, bench/RESULTS.md session 27). The mma.sync form keeps Q
+  /// in registers.
+  std::vector<bool> q_smem{false, false, false, false};
+  std::vector<bool> long_q_smem{false, false, false, false};
   /// Before the key loop: row statements (running results' starts).
   std::vector<ir::Stmt> pre;
   /// The key loop's body after the score contraction, in program order.
@@ -617,10 +629,20 @@ int attention_min_blocks(const AttentionKernel& k, int dp);  // blocks an SM its
 /// Whether `blocks` blocks of the instantiation for head dim `dp` hold their
 /// shared memory in an H100's 228 KB (1 KB reserved a block).
 bool attention_smem_fits(const AttentionKernel& k, int dp, int blocks, bool long_keys = false);
+/// The most warps an SM a fused attention instantiation's register cap is
+/// set for: 64K registers / (32 x 16) = 128 a thread, what the wgmma form's
+/// m64n128 accumulators and fragments need (ptxas refuses fewer).
+constexpr int kAttentionMaxWarpsPerSm = 16;
+/// Whether `blocks` blocks of the instantiation fit an SM: their shared
+/// memory (attention_smem_fits) and at most kAttentionMaxWarpsPerSm warps.
+bool attention_block_fits(const AttentionKernel& k, int dp, int blocks, bool long_keys = false);
 /// The blocks an SM the sm_90a (wgmma) build of the instantiation caps its
 /// registers for: one more than attention_min_blocks with Q in shared
 /// memory (AttentionKernel::q_smem) where their shared memory fits.
 int attention_wgmma_min_blocks(const AttentionKernel& k, int dp, bool long_keys = false);
+/// Whether the wgmma build of the instantiation (its long-key one with
+/// `long_keys`) takes Q from shared memory (AttentionKernel::q_smem).
+bool attention_q_smem(const AttentionKernel& k, int dp, bool long_keys = false);
 int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_long_tile_n(const AttentionKernel& k, int dp);  // AttentionKernel::long_key_tiles (0: none)

@@ -292,11 +292,42 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     }
     auto fits = [&](bool long_keys) { return attention_smem_fits(k, dp, attention_min_blocks(k, dp), long_keys); };
     while (k.key_stages[x] > 2 && !fits(false)) --k.key_stages[x];
+    // A forced tile (--attention-tiles) whose blocks' shared memory does not
+    // fit even at 2 stages (keys 128 at head dim 256: 270 KB a block): fewer
+    // keys a tile, then fewer blocks an SM, said in a note, instead of a
+    // launch the GPU refuses.
+    const int asked_keys = k.key_tiles[x], asked_blocks = k.min_blocks[x];
+    while (!fits(false) && k.key_tiles[x] > 16) k.key_tiles[x] = std::max(16, k.key_tiles[x] / 2 / 16 * 16);
+    while (!fits(false) && k.min_blocks[x] > 1) --k.min_blocks[x];
+    if (k.key_tiles[x] != asked_keys || k.min_blocks[x] != asked_blocks)
+      k.notes.push_back(fmt::format("head dim {}: {} keys a tile at {} block(s) an SM do not fit an SM's shared memory; "
+                                    "{} keys at {}",
+                                    dp, asked_keys, asked_blocks, k.key_tiles[x], k.min_blocks[x]));
     if (attention_long_tile_n(k, dp))
       while (attention_stages(k, dp, true) > 2 && !fits(true)) k.long_key_stages[x] = attention_stages(k, dp, true) - 1;
   }
   k.grid = tune.grid;
-  k.q_smem = tune.q_smem && !k.wgmma_dims.empty();
+  // Q's tile in shared memory for the wgmma form (AttentionKernel::q_smem)
+  // where it buys its build a block an SM (its shared memory fits, and at
+  // most 16 warps an SM: 128 registers a thread): no Q fragments in registers,
+  // Q's 8-16 KB beside K's and V's stages. Measured on an H200 (session
+  // 27, the FA2-precision program, B = 128; bench/RESULTS.md): head dim 64
+  // 1.07-1.28x on every batch, head dim 128's short-key tiles 1.05-1.33x on
+  // wiki128, mnli and cola; where no block is gained (head dim 128's
+  // 64-key tiles) it costs 0.85-0.93x (Q read from shared memory by every
+  // key tile's S).
+  for (size_t x = 0; x < k.head_dims.size(); ++x) {
+    const int dp = k.head_dims[x];
+    k.q_smem.resize(k.head_dims.size(), false);
+    k.long_q_smem.resize(k.head_dims.size(), false);
+    if (!attention_wgmma(k, dp) || tune.q == AttnQ::Registers) continue;
+    for (bool long_keys : {false, true}) {
+      if (long_keys && !attention_long_tile_n(k, dp)) continue;
+      auto flag = [&]() -> std::vector<bool>::reference { return (long_keys ? k.long_q_smem : k.q_smem)[x]; };
+      flag() = true;  // (attention_smem_fits reads it: Q's tile counted)
+      flag() = tune.q == AttnQ::Smem || attention_block_fits(k, dp, attention_min_blocks(k, dp) + 1, long_keys);
+    }
+  }
   if (tune.split_cols) {
     k.split = tune.split_cols;
     k.split_warps = tune.split_warps;

@@ -24,6 +24,9 @@ bool is_zero(const ir::Expr& e) {
   return (e->kind == ExprKind::FloatImm && e->float_value == 0) || (e->kind == ExprKind::IntImm && e->int_value == 0);
 }
 
+/// Whether values of type `t` are rounded to 16 bits (bf16, f16).
+bool narrow16(Scalar t) { return t == Scalar::BF16 || t == Scalar::F16; }
+
 /// The degree of a value in w = exp(-R): 0 (no value built from R), 1 (w
 /// times a value free of R), -1 (anything else: R read outside exp(x - R),
 /// a sum of degrees 0 and 1, a product of two degree-1 values, a
@@ -66,7 +69,10 @@ struct Degree {
       }
       case ExprKind::Cast: {
         const int a = of(e->args[0]);
-        if (is_float(e->type) && is_float(e->args[0]->type)) return a;
+        // A degree-1 value rounded to 16 bits declines (narrow16): rounding
+        // is not homogeneous, and with R behind the maximum the row's
+        // largest element value is e^(A - R), not an exact 1.
+        if (is_float(e->type) && is_float(e->args[0]->type)) return a == 1 && narrow16(e->type) ? -1 : a;
         return a == 0 ? 0 : -1;
       }
       case ExprKind::Select: {
@@ -137,6 +143,7 @@ std::string check(const AttentionKernel& k, size_t at) {
       case AttnStepKind::Element: {
         const int d = dg.of(s.stmt->value);
         if (d < 0) return fmt::format("`{}` is not homogeneous in exp(-R)", s.stmt->buffer->name);
+        if (d == 1 && narrow16(s.stmt->buffer->type)) return fmt::format("`{}` is rounded to 16 bits", s.stmt->buffer->name);
         dg.elem[s.stmt->buffer.get()] = d;
         break;
       }
@@ -152,6 +159,8 @@ std::string check(const AttentionKernel& k, size_t at) {
         const int d = dg.of(k.pv_p);
         const ir::BufferNode* c = k.pv_scale ? scalar_of(k.pv_scale) : nullptr;
         if (d < 0 || (d == 1 ? !c || !factors.count(c) : c && factors.count(c))) return "P V is not rescaled as P";
+        // 16-bit operands: P is rounded to 16 bits for the tensor cores (narrow16).
+        if (d == 1 && k.elem != Elem::F32) return "P is rounded to 16 bits for P V";
         break;
       }
       case AttnStepKind::Row: break;

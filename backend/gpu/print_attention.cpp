@@ -25,6 +25,14 @@ struct Printer {
   bool wide_ = false;  // printing the streaming body (AttentionKernel::wide)
   bool split_ = false;  // printing the split body (AttentionKernel::split): warps share rows, split columns
   bool wg_ = false;  // printing the wgmma form's key loop (tile_loop(true))
+  /// Whether some wgmma instantiation takes Q from shared memory
+  /// (AttentionKernel::q_smem): the bodies then take it as template
+  /// parameter QS.
+  bool any_q() const {
+    for (int dp : k.wgmma_dims)
+      if (attention_q_smem(k, dp) || (attention_long_tile_n(k, dp) && attention_q_smem(k, dp, true))) return true;
+    return false;
+  }
   /// Offset of the warp's columns of K, V and the output in the split body.
   std::string warp_cols() const { return split_ ? " + warp * DP" : ""; }
   /// The shared-memory stage V's tile is in: K's and V's together, or V's
@@ -437,13 +445,20 @@ struct Printer {
     out += "    {\n    const uint64_t kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n"
            "    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    dcc_wgmma_fence();\n";
     const std::string kd = "dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32)";
-    // A: Q's fragments, or Q's tile by descriptor (K-major, laid out as K's stage with TM lines).
-    if (k.q_smem) out += "    const uint64_t qd = dcc_wgmma_desc(qs_u32, 16, 1024);\n";
-    const std::string call =
-        k.q_smem ? fmt::format("dcc_wgmma_ss_{}<BN, 0, 0>(&s[0][0][0], dcc_wgmma_desc_at(qd, (kq >> 2) * (TM * 128) + (kq & 3) * 32), {})",
-                               elem_name(k.elem), kd)
-                 : fmt::format("dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], {})", elem_name(k.elem), kd);
-    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n      " + call + ";\n";
+    // A: Q's fragments, or (QS) Q's tile by descriptor (K-major, laid out
+    // as K's stage with TM lines; warpgroup g's 64 rows from line 64 g: 8 KB on).
+    const std::string regs = fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n      "
+                                         "dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], {});\n",
+                                         elem_name(k.elem), kd);
+    if (!any_q()) {
+      out += regs;
+    } else {
+      out += "    if constexpr (QS) {\n    const uint64_t qd = dcc_wgmma_desc(qs_u32 + (uint32_t)(warp >> 2) * (64 * 128), 16, 1024);\n";
+      out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n      dcc_wgmma_ss_{}<BN, 0, 0>(&s[0][0][0], "
+                         "dcc_wgmma_desc_at(qd, (kq >> 2) * (TM * 128) + (kq & 3) * 32), {});\n",
+                         elem_name(k.elem), kd);
+      out += "    } else {\n" + regs + "    }\n";
+    }
     out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    }\n";
   }
 
@@ -456,9 +471,11 @@ struct Printer {
     // WARPS: warps a block (WARPS x 16 MT = the query tile), NS: K's and
     // V's shared-memory stages (AttentionKernel::key_stages).
     // WG: S and P V on wgmma (AttentionKernel::wgmma_dims; the wrapper
-    // passes DCC_WGMMA, true when compiled for sm_90a).
-    out += fmt::format("template <int DP, int BN, int MT, int WARPS, bool WG, int NS>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem, int64_t tile) {{\n",
-                       k.name, wide_ ? "_wide" : split_ ? "_split" : "", k.name);
+    // passes DCC_WGMMA, true when compiled for sm_90a). QS (where some
+    // instantiation has it): the wgmma form's S reads Q's tile from shared
+    // memory (AttentionKernel::q_smem).
+    out += fmt::format("template <int DP, int BN, int MT, int WARPS, bool WG, int NS{}>\n__device__ __forceinline__ void {}__body{}(const {}__launch& launch, char* smem, int64_t tile) {{\n",
+                       any_q() ? ", bool QS" : "", k.name, wide_ ? "_wide" : split_ ? "_split" : "", k.name);
     out += split_ ? "  constexpr int TM = 16 * MT;  // query rows a block (the warps share them)\n"
                   : "  constexpr int TM = WARPS * 16 * MT;  // query rows a block\n";
     if (f32) out += "  static_assert(MT == 1, \"f32: one m16 tile a warp\");\n";
@@ -500,7 +517,9 @@ struct Printer {
            "    else return r * LINE + c;\n  };\n  (void)kv_at;\n";
     // Q's tile first where the wgmma form reads it from shared memory
     // (AttentionKernel::q_smem: QS), in K's layout with TM lines.
-    out += fmt::format("  constexpr bool QS = WG && {};  // Q's tile in shared memory\n", k.q_smem && !wide_ && !split_ ? "true" : "false");
+    if (!any_q()) out += "  constexpr bool QS = false;  // Q's tile in shared memory\n";
+    else if (wide_ || split_) out += "  static_assert(!QS, \"Q's tile in shared memory: the one-warpgroup-row body only\");\n";
+    else out += "  static_assert(WG || !QS, \"Q's tile in shared memory: the wgmma form only\");\n";
     out += fmt::format("  {0}* Qs = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n"
                        "  {0}* Ks = Qs + (QS ? TM * DP : 0);\n  {0}* Vs = Ks + NS * STAGE;\n", st);
     // The stages' shared addresses for wgmma's descriptors, once a block.
@@ -585,7 +604,7 @@ struct Printer {
     // The first NS - 1 needed tiles' copies, in flight while Q is read: one
     // commit group a stage, empty past the last tile, so that the key loop's
     // wait for all but the NS - 2 latest groups finds tile kt in.
-    if (k.q_smem && !split_) {
+    if (any_q() && !split_ && !wide_) {
       // Q's tile (QS): rows m0 .. m0 + TM - 1, zeros past M and QD, in the
       // first commit group with the first K and V tile.
       out += "  if constexpr (QS) {\n    constexpr int CPL = DP / VE, THREADS = WARPS * 32;\n"
@@ -798,10 +817,11 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
                    k.name, d.args_type());
   // The wgmma shapes the instantiations use (AttentionKernel::wgmma_dims):
   // S's m64 x keys-a-tile (K K-major), O's m64 x head dim (V transposed).
-  const WgmmaA qa = k.q_smem ? WgmmaA::SharedK : WgmmaA::Registers;  // S's A: Q (AttentionKernel::q_smem)
+  // S's A (Q): registers, or shared memory (AttentionKernel::q_smem).
+  auto qa = [&](int dp, bool long_keys) { return attention_q_smem(k, dp, long_keys) ? WgmmaA::SharedK : WgmmaA::Registers; };
   for (int dp : k.wgmma_dims) {
-    o += wgmma_function(k.elem, attention_tile_n(k, dp), qa, false);
-    if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), qa, false);
+    o += wgmma_function(k.elem, attention_tile_n(k, dp), qa(dp, false), false);
+    if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), qa(dp, true), false);
     o += wgmma_function(k.elem, dp, WgmmaA::Registers, true);
   }
   o += p.body();
@@ -814,7 +834,7 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // One __global__ wrapper per instantiation: threads, blocks an SM, the
   // dynamic shared memory and the body's template arguments.
   auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, const std::string& bn, int mt, int warps,
-                     int blocks, int wg_blocks, int smem, bool wg, int ns) {
+                     int blocks, int wg_blocks, int smem, bool wg, int ns, bool qs) {
     // The wgmma build's register cap where it differs (attention_wgmma_min_blocks).
     const std::string bl =
         wg && wg_blocks != blocks ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wg_blocks, blocks) : std::to_string(blocks);
@@ -823,8 +843,9 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
                      "  extern __shared__ __align__(16) char smem[];\n#endif\n",
                      smem);
-    const std::string call = fmt::format("{}__body{}<{}, {}, {}, {}, {}, {}>(launch, smem, ", k.name, body, dp, bn, mt, warps,
-                                         wg ? "DCC_WGMMA != 0" : "false", ns);
+    const std::string call = fmt::format("{}__body{}<{}, {}, {}, {}, {}, {}{}>(launch, smem, ", k.name, body, dp, bn, mt, warps,
+                                         wg ? "DCC_WGMMA != 0" : "false", ns,
+                                         !p.any_q() ? "" : qs ? ", DCC_WGMMA != 0" : ", false");
     switch (k.grid) {
       case AttnGrid::Tiles: o += "  " + call + "blockIdx.x);\n}\n\n"; break;
       case AttnGrid::Static:
@@ -845,7 +866,7 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     wrapper(suffix, body, dp, std::to_string(attention_tile_n(k, dp)), attention_m_tiles(k, dp), attention_warps(k, dp),
             attention_min_blocks(k, dp), attention_wgmma_min_blocks(k, dp), attention_smem_bytes(k, dp),
             body.empty() && attention_wgmma(k, dp),
-            attention_stages(k, dp));
+            attention_stages(k, dp), body.empty() && attention_q_smem(k, dp));
   };
   for (int dp : k.head_dims) {
     by_head_dim(fmt::format("d{}", dp), "", dp);
@@ -855,12 +876,12 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
       wrapper(fmt::format("d{}L", dp), "", dp, fmt::format("(DCC_WGMMA != 0 ? {} : {})", bn, attention_tile_n(k, dp)),
               attention_m_tiles(k, dp), attention_warps(k, dp), attention_min_blocks(k, dp),
               attention_wgmma_min_blocks(k, dp, true), attention_smem_bytes(k, dp, true),
-              true, attention_stages(k, dp, true));
+              true, attention_stages(k, dp, true), attention_q_smem(k, dp, true));
   }
   // The split instantiation (AttentionKernel::split): warps share 16 rows.
   if (k.split)
     wrapper("dx", "_split", k.split, std::to_string(k.split_key_tile), 1, k.split_warps, 1, 1, attention_split_smem_bytes(k), false,
-            k.stages);
+            k.stages, false);
   // The streaming one (AttentionKernel::wide): head dim `wide`'s tiles;
   // blockIdx.y picks the output columns.
   if (k.wide) by_head_dim("dw", "_wide", k.wide);

@@ -181,13 +181,14 @@ NVCC
   usage_error "$toy" --target=cuda --attention-tiles=3,4,64,2 --emit=kernel  # m16 tiles a warp: 1 or 2
   usage_error "$toy" --target=cuda --attention-tiles=1,4,40,2 --emit=kernel  # keys: a multiple of 16
   usage_error "$toy" --target=cuda --attention-tiles=1,4,64 --emit=kernel
+  usage_error "$toy" --target=cuda --attention-tiles=1,8,64,4 --emit=kernel  # 32 warps an SM: 64 registers a thread
   usage_error "$toy" --target=cuda --attention-split=100,4,16 --emit=kernel  # columns a warp: 32, 64 or 128
   usage_error "$toy" --target=cuda --attention-split=64,9,16 --emit=kernel   # warps: 2-8
   usage_error "$toy" --target=cuda --attention-split=64,8 --emit=kernel
   usage_error "$toy" --target=cuda --attention-grid=dynamic --emit=kernel  # tiles, static or atomic
   usage_error "$toy" --target=cuda --attention-stages=1 --emit=kernel  # K/V stages: 2, 3 or 4
   usage_error "$toy" --target=cuda --attention-stages=3x --emit=kernel
-  usage_error "$toy" --target=cuda --attention-q=shared --emit=kernel  # registers or smem
+  usage_error "$toy" --target=cuda --attention-q=shared --emit=kernel  # auto, registers or smem
   usage_error "$toy" --target=cuda --gemm-stages=1 --emit=kernel  # wgmma GEMM stages: 2-4 or 0
   usage_error "$toy" --target=cuda --gemm-stages=5 --emit=kernel
   ;;

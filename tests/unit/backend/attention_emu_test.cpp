@@ -333,13 +333,23 @@ TEST(AttentionEmu, WgmmaBf16) {
   }
   Built b;
   build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, {}, true);
-  for (const char* shape : {"dcc_wgmma_bf16<64, 0>", "dcc_wgmma_bf16<64, 1>", "dcc_wgmma_bf16<32, 0>", "dcc_wgmma_bf16<128, 1>"})
+  // S with Q from shared memory where that buys a block an SM (head dims 64
+  // and 128's short-key tiles: AttentionKernel::q_smem, the planner's rule),
+  // from registers for head dim 128's long-key tiles; P V with P from registers.
+  for (const char* shape : {"dcc_wgmma_ss_bf16<64, 0, 0>", "dcc_wgmma_ss_bf16<32, 0, 0>", "dcc_wgmma_bf16<64, 0>",
+                            "dcc_wgmma_bf16<64, 1>", "dcc_wgmma_bf16<128, 1>"})
     EXPECT_NE(b.cu.find(shape), std::string::npos) << shape;
-  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0, 2>"), std::string::npos) << "head dim 64 not on wgmma";
-  EXPECT_NE(b.cu.find("mha_bf16__k0__body<32, 64, 1, 4, false, 2>"), std::string::npos) << "head dim 32 on wgmma";
+  EXPECT_EQ(b.cu.find("dcc_wgmma_bf16<32, 0>"), std::string::npos) << "head dim 128's short-key S with Q in registers";
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0, 2, DCC_WGMMA != 0>"), std::string::npos)
+      << "head dim 64 not on wgmma with Q in shared memory";
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<32, 64, 1, 4, false, 2, false>"), std::string::npos) << "head dim 32 on wgmma";
+  for (const char* bounds : {"__launch_bounds__(128, (DCC_WGMMA != 0 ? 4 : 3)) mha_bf16__k0__d64(",
+                             "__launch_bounds__(128, (DCC_WGMMA != 0 ? 4 : 3)) mha_bf16__k0__d128(",
+                             "__launch_bounds__(128, 3) mha_bf16__k0__d128L("})
+    EXPECT_NE(b.cu.find(bounds), std::string::npos) << bounds;
   // Head dim 128's long-key instantiation: 64 keys a tile with wgmma, taken by
   // launches whose entries average 192 keys or more (the 300/280-key case).
-  EXPECT_NE(b.cu.find("mha_bf16__k0__body<128, (DCC_WGMMA != 0 ? 64 : 32), 1, 4, DCC_WGMMA != 0, 2>"), std::string::npos);
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<128, (DCC_WGMMA != 0 ? 64 : 32), 1, 4, DCC_WGMMA != 0, 2, false>"), std::string::npos);
   EXPECT_NE(b.cu.find("tv->kmean >= 192 && dcc__cc_major() == 9"), std::string::npos);
   // ... and run by a launch of entries of 290 keys on average.
   const std::vector<Case> long_keys{{{40, 3}, {300, 280}, 1, 128}};
@@ -360,14 +370,15 @@ TEST(AttentionEmu, WgmmaBf16) {
 // read zero-filled Q lines), and the long-key instantiation.
 TEST(AttentionEmu, WgmmaQInSharedMemory) {
   gpu::AttentionTuning q;
-  q.q_smem = true;
+  q.q = gpu::AttnQ::Smem;
   check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
         q, true);
   check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, q, true);
   Built b;
   build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, q, true);
-  for (const char* text : {"dcc_wgmma_ss_bf16<64, 0, 0>", "dcc_wgmma_ss_bf16<32, 0, 0>", "constexpr bool QS = WG && true;",
+  for (const char* text : {"dcc_wgmma_ss_bf16<64, 0, 0>", "dcc_wgmma_ss_bf16<32, 0, 0>", "mha_bf16__k0__body<128, 32, 1, 4, DCC_WGMMA != 0, 2, DCC_WGMMA != 0>",
+                           "mha_bf16__k0__body<128, (DCC_WGMMA != 0 ? 64 : 32), 1, 4, DCC_WGMMA != 0, 2, DCC_WGMMA != 0>",
                            "__launch_bounds__(128, (DCC_WGMMA != 0 ? 4 : 3)) mha_bf16__k0__d128("})
     EXPECT_NE(b.cu.find(text), std::string::npos) << text;
   EXPECT_EQ(b.cu.find("dcc_wgmma_bf16<64, 0>"), std::string::npos) << "S's A still from registers";
@@ -375,6 +386,26 @@ TEST(AttentionEmu, WgmmaQInSharedMemory) {
   int checked = 0;
   EXPECT_LE(run(b, [](double s, int, int) { return s; }, checked, 0, false, 0.02, false, &long_keys), 0.02);
   EXPECT_GT(checked, 5000);
+  // --attention-q=registers: Q's fragments everywhere, the bodies without QS.
+  gpu::AttentionTuning r;
+  r.q = gpu::AttnQ::Registers;
+  Built br;
+  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", br, gpu::Fp32Math::Split3xTf32, r, true);
+  EXPECT_EQ(br.cu.find("dcc_wgmma_ss_bf16<"), std::string::npos);
+  EXPECT_EQ(br.cu.find("int NS, bool QS>"), std::string::npos);
+  EXPECT_NE(br.cu.find("constexpr bool QS = false;"), std::string::npos);
+  EXPECT_NE(br.cu.find("__launch_bounds__(128, 3) mha_bf16__k0__d128("), std::string::npos);
+  // Two warpgroups a block (128 query rows): each reads its own 64 lines of
+  // Q's tile (a descriptor without the warpgroup's offset gave every
+  // warpgroup rows 0-63: wrong results on an H200, session 27).
+  gpu::AttentionTuning q8 = q;
+  q8.warps = 8;
+  q8.key_tile = 32;
+  q8.min_blocks = 1;
+  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
+        q8, true);
+  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+        [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, q8, true);
 }
 
 TEST(AttentionEmu, DeeperStagesBf16) {
@@ -454,7 +485,8 @@ TEST(AttentionEmu, CausalF32) {
 // grow along the sequence (key j's values scaled by 1 + j / 4: the row
 // maximum moves by tens after the first tile, past the slack, and would
 // overflow exp if the reference stayed behind), in f32 (mha.toy) and with
-// FlashAttention-2's precision; and a version of mha.toy whose output also
+// FlashAttention-2's precision (which declines it: P rounded to bf16, run
+// eagerly on the same case); and a version of mha.toy whose output also
 // reads the row sum after the key loop (+ 0.01 log(row_sum + 1)): the sum is
 // relative to the running maximum only after the catch-up, so without it
 // the output is off by up to 0.01 x the slack.
@@ -472,18 +504,19 @@ TEST(AttentionEmu, DeferredRescale) {
     bool f32;
     double tol;
     std::function<double(double)> extra;
+    bool defers = true;
   };
   const std::vector<Variant> variants{
       {"mha.toy", mha, "mha", true, 2e-5, nullptr},
       {"mha_lse.toy", lse, "mha", true, 2e-5, [](double l) { return 0.01 * std::log(l + 1); }},
       {"mha_bf16_f32_scores.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16_f32_scores.toy"), "mha_bf16_f32_scores", false, 0.02,
-       nullptr}};
+       nullptr, false}};
   for (const auto& v : variants) {
     SCOPED_TRACE(v.file);
     Built b;
     build(v.file, v.source, v.fn, b);
     ASSERT_TRUE(b.entry);
-    EXPECT_NE(b.cu.find("bool stale = false;"), std::string::npos) << "no deferred rescaling";
+    EXPECT_EQ(b.cu.find("bool stale = false;") != std::string::npos, v.defers) << "deferred rescaling: " << v.defers;
     int checked = 0;
     double worst = run(b, plain, checked, 0, v.f32, v.tol, false, &only, false, true, v.extra);
     std::printf("%s (scores growing along the keys): %d outputs, max |err| = %.4g\n", v.file, checked, worst);
