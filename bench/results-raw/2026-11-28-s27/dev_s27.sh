@@ -141,3 +141,31 @@ if [[ $PART == h ]]; then
     --out $R/${P}bench_lazy_err.txt > $R/${P}log2.txt 2>&1
   echo "bench lazy rc=$?"; cat $R/${P}bench_lazy_err.txt
 fi
+if [[ $PART == n ]]; then
+  # build-var/s27/h's fin/: ncu (caches flushed, clocks as they run) on
+  # wiki128, head dim 128, no mask -- the one configuration under FA2 --
+  # for dccc's fused kernel and FA2's: memory throughput, occupancy, stalls.
+  cd build-var/s27/h || exit 1
+  for v in fin; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  S="--section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats --section LaunchStats --section SchedulerStats"
+  timeout 200 ncu --clock-control none --kernel-name regex:'__k0__d128|flash_fwd' --launch-skip 4 --launch-count 4 $S \
+    python3 bench_fused.py --dir fin --seqlens seqlens --batches wiki128 --mask full --D 128 --reps 3 > $R/${P}ncu_wiki128.txt 2>&1
+  echo "ncu rc=$?"
+  grep -E "^  [a-z_0-9]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Waves Per SM|Grid Size|Dynamic Shared|Issued Warp|No Eligible|Compute \(SM\) Throughput" $R/${P}ncu_wiki128.txt | head -90
+fi
+if [[ $PART == t ]]; then
+  # build-var/s27/h: fin/ (the final defaults) against 128 query rows a block
+  # as two warpgroups with Q in shared memory at 2 blocks an SM (16 warps,
+  # FA2's rows a block): t8b2/ (--attention-tiles=1,8,32,2
+  # --attention-q=smem) and t8k64/ (1,8,64,2: 64 keys a tile). Checks, then
+  # head dim 128 without a mask on the short batches and race.
+  cd build-var/s27/h || exit 1
+  for v in fin t8b2 t8k64; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  for v in t8b2 t8k64; do
+    timeout 60 python3 bench_fused.py --dir $v --lengths 4096,0,1,17,300 --check-only > $R/${P}check_$v.txt 2>&1
+    echo "check $v: $(grep -c 'check OK' $R/${P}check_$v.txt) OK, $(grep -ci 'wrong\|error\|Traceback' $R/${P}check_$v.txt) wrong"
+  done
+  timeout 150 python3 bench_fused.py --dir fin --seqlens seqlens --reps 20 --flush-l2 --D 128 --batches wiki128,mnli,cola,squad,race \
+    --variants t8b2=t8b2,t8k64=t8k64 --out $R/${P}bench_fused.txt > $R/${P}log.txt 2>&1
+  echo "bench rc=$?"; cat $R/${P}bench_fused.txt
+fi
