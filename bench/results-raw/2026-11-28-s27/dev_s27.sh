@@ -169,3 +169,16 @@ if [[ $PART == t ]]; then
     --variants t8b2=t8b2,t8k64=t8k64 --out $R/${P}bench_fused.txt > $R/${P}log.txt 2>&1
   echo "bench rc=$?"; cat $R/${P}bench_fused.txt
 fi
+if [[ $PART == a3 ]]; then
+  # build-var/s27/a3: the final compiler's GPU test binary: the examples whose
+  # kernels its last changes touch (16-bit fused attention: Q in shared
+  # memory by default, deferred rescaling declined for 16-bit P) on the GPU
+  # against the CPU backend and float64.
+  cd build-var/s27/a3 || exit 1
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  DCCC_EXAMPLES_ONLY=mha_bf16,gqa_bf16,mha_bf16_f32_scores,mha_generic \
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
+    timeout 200 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.ExamplesMatch*' > $R/${P}gpu_test.txt 2>&1
+  echo "gpu tests rc=$?"; grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|max|Failure" $R/${P}gpu_test.txt | tail -20
+fi
