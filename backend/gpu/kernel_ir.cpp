@@ -213,7 +213,8 @@ std::string print_kernel(const Kernel& k, VloopText& text) {
 
 namespace {
 /// The entry of a per-instantiation vector (parallel to k.head_dims) for head dim `dp`.
-int per_instance(const AttentionKernel& k, const std::vector<int>& v, int dp, int fallback) {
+template <class T>
+T per_instance(const AttentionKernel& k, const std::vector<T>& v, int dp, T fallback) {
   for (size_t x = 0; x < k.head_dims.size() && x < v.size(); ++x)
     if (k.head_dims[x] == dp) return v[x];
   return fallback;
@@ -293,9 +294,13 @@ bool attention_block_fits(const AttentionKernel& k, int dp, int blocks, bool lon
 }
 
 bool attention_q_smem(const AttentionKernel& k, int dp, bool long_keys) {
-  const auto& v = long_keys ? k.long_q_smem : k.q_smem;
-  const size_t x = static_cast<size_t>(std::find(k.head_dims.begin(), k.head_dims.end(), dp) - k.head_dims.begin());
-  return attention_wgmma(k, dp) && x < v.size() && v[x];
+  return attention_wgmma(k, dp) && per_instance(k, long_keys ? k.long_q_smem : k.q_smem, dp, false);
+}
+
+bool attention_any_q_smem(const AttentionKernel& k) {
+  for (int dp : k.wgmma_dims)
+    if (attention_q_smem(k, dp) || (attention_long_tile_n(k, dp) && attention_q_smem(k, dp, true))) return true;
+  return false;
 }
 
 std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
@@ -325,10 +330,8 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
     o += fmt::format("  mma: {} for S = Q K^T and O += P V; K fragments by ldmatrix.x4, V by ldmatrix.x4.trans\n", mma_name(k.shape));
   if (!k.wgmma_dims.empty()) {
     std::string dims;
-    bool any_q = false;
     for (int dp : k.wgmma_dims) {
       const bool qs = attention_q_smem(k, dp), lqs = attention_long_tile_n(k, dp) && attention_q_smem(k, dp, true);
-      any_q = any_q || qs || lqs;
       dims += fmt::format("{}{} (S m64n{}k16, O m64n{}k16{})", dims.empty() ? "" : ", ", dp, attention_tile_n(k, dp), dp,
                           qs && (lqs || !attention_long_tile_n(k, dp)) ? "; Q in shared memory"
                           : qs                                         ? "; Q in shared memory but for the long-key tiles"
@@ -336,7 +339,7 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
                                                                        : "");
     }
     o += "  wgmma on sm_90a, head dims " + dims +
-         (any_q ? ": A of S (Q) from registers or, where marked, from 128-byte swizzled shared memory by descriptor "
+         (attention_any_q_smem(k) ? ": A of S (Q) from registers or, where marked, from 128-byte swizzled shared memory by descriptor "
                   "(K-major, copied with the first K and V tile, a warpgroup's 64 lines each), A of O (P) from registers, "
                 : ": A (Q, P) from registers, ") +
          "K (K-major) and V (MN-major) from 128-byte swizzled shared memory by descriptor, a warpgroup's 64 rows each\n";

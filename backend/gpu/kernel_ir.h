@@ -643,6 +643,8 @@ int attention_wgmma_min_blocks(const AttentionKernel& k, int dp, bool long_keys 
 /// Whether the wgmma build of the instantiation (its long-key one with
 /// `long_keys`) takes Q from shared memory (AttentionKernel::q_smem).
 bool attention_q_smem(const AttentionKernel& k, int dp, bool long_keys = false);
+/// Whether some wgmma instantiation of `k` takes Q from shared memory.
+bool attention_any_q_smem(const AttentionKernel& k);
 int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_long_tile_n(const AttentionKernel& k, int dp);  // AttentionKernel::long_key_tiles (0: none)

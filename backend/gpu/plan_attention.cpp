@@ -316,10 +316,10 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   // wiki128, mnli and cola; where no block is gained (head dim 128's
   // 64-key tiles) it costs 0.85-0.93x (Q read from shared memory by every
   // key tile's S).
+  k.q_smem.assign(k.head_dims.size(), false);
+  k.long_q_smem.assign(k.head_dims.size(), false);
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
-    k.q_smem.resize(k.head_dims.size(), false);
-    k.long_q_smem.resize(k.head_dims.size(), false);
     if (!attention_wgmma(k, dp) || tune.q == AttnQ::Registers) continue;
     for (bool long_keys : {false, true}) {
       if (long_keys && !attention_long_tile_n(k, dp)) continue;

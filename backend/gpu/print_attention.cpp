@@ -28,11 +28,7 @@ struct Printer {
   /// Whether some wgmma instantiation takes Q from shared memory
   /// (AttentionKernel::q_smem): the bodies then take it as template
   /// parameter QS.
-  bool any_q() const {
-    for (int dp : k.wgmma_dims)
-      if (attention_q_smem(k, dp) || (attention_long_tile_n(k, dp) && attention_q_smem(k, dp, true))) return true;
-    return false;
-  }
+  bool any_q() const { return attention_any_q_smem(k); }
   /// Offset of the warp's columns of K, V and the output in the split body.
   std::string warp_cols() const { return split_ ? " + warp * DP" : ""; }
   /// The shared-memory stage V's tile is in: K's and V's together, or V's
