@@ -449,7 +449,9 @@ struct Printer {
     if (!any_q()) {
       out += regs;
     } else {
-      out += "    if constexpr (QS) {\n    const uint64_t qd = dcc_wgmma_desc(qs_u32 + (uint32_t)(warp >> 2) * (64 * 128), 16, 1024);\n";
+      // One warpgroup: no warp term, so that the descriptors are uniform
+      // (computed in uniform registers, not moved there a k-step at a time).
+      out += "    if constexpr (QS) {\n    const uint64_t qd = dcc_wgmma_desc(qs_u32 + (WARPS > 4 ? (uint32_t)(warp >> 2) * (64 * 128) : 0u), 16, 1024);\n";
       out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n      dcc_wgmma_ss_{}<BN, 0, 0>(&s[0][0][0], "
                          "dcc_wgmma_desc_at(qd, (kq >> 2) * (TM * 128) + (kq & 3) * 32), {});\n",
                          elem_name(k.elem), kd);

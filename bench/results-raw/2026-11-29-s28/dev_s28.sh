@@ -1,0 +1,68 @@
+#!/bin/bash
+# Session 28 device calls, from the repository root (P: a prefix for the
+# output files; PART: which part).
+#   PART a -- build-var/s28/a (build_a.sh): float64 checks of on/ and ons/,
+#     compute-sanitizer memcheck on on/ (the prefetch's addresses), then the
+#     benchmark: on/ against FA2 and cuDNN, off/ and ons/ interleaved.
+R=$OUT
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/${P}gpu.txt
+check() {  # check DIR DTYPE
+  local f=$R/${P}check_$1.txt
+  timeout 90 python3 bench_fused.py --dir $1 --dtype $2 --lengths 4096,0,1,17,300 --check-only > $f 2>&1
+  timeout 60 python3 bench_fused.py --dir $1 --dtype $2 --lengths 600,590,610 --D 128 --check-only >> $f 2>&1
+  timeout 60 python3 bench_fused.py --dir $1 --dtype $2 --lengths 33,1,0,65,7 --D 64,128 --check-only >> $f 2>&1
+  echo "check $1: $(grep -c 'check OK' $f) OK, $(grep -ci 'wrong\|error\|Traceback' $f) wrong"
+}
+sanitize() {  # sanitize DIR TOOLS...
+  local d=$1; shift
+  for tool in "$@"; do
+    timeout 150 compute-sanitizer --tool $tool python3 bench_fused.py --dir $d --lengths 300,0,1,17,70 --check-only \
+      --dccc-only --D 64,128 --mask full,causal > $R/${P}${tool}_$d.txt 2>&1
+    echo "$tool $d: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}${tool}_$d.txt | tail -1)"
+  done
+}
+if [[ $PART == a ]]; then
+  cd build-var/s28/a || exit 1
+  for v in on off ons; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  for v in on ons; do check $v bf16 > $R/${P}sum_$v.txt & done
+  sanitize on memcheck > $R/${P}san_on.txt &
+  wait
+  cat $R/${P}sum_*.txt $R/${P}san_*.txt
+  timeout 330 python3 bench_fused.py --dir on --seqlens seqlens --reps 30 --flush-l2 \
+    --variants off=off,ons=ons --out $R/${P}bench_fused.txt > $R/${P}log.txt 2>&1
+  echo "bench rc=$?"; cat $R/${P}bench_fused.txt
+fi
+if [[ $PART == b ]]; then
+  # build-var/s28/b (build_b.sh): float64 checks of every tiling, then head
+  # dim 128 on the short batches with the tilings interleaved against the
+  # planner's (base/); then base/ on the long batches (the stretch bar: FA2
+  # on documents up to 2,048 and chat up to 4,096 tokens).
+  cd build-var/s28/b || exit 1
+  V="base k64s3 k64s2 k32s3 k16s4"
+  for v in $V; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  for v in $V; do
+    (timeout 90 python3 bench_fused.py --dir $v --lengths 4096,0,1,17,300 --check-only > $R/${P}check_$v.txt 2>&1
+     echo "check $v: $(grep -c 'check OK' $R/${P}check_$v.txt) OK, $(grep -ci 'wrong\|error\|Traceback' $R/${P}check_$v.txt) wrong") &
+  done
+  wait
+  timeout 200 python3 bench_fused.py --dir base --seqlens seqlens --reps 30 --flush-l2 --D 128 --batches wiki128,mnli,cola \
+    --variants k64s3=k64s3,k64s2=k64s2,k32s3=k32s3,k16s4=k16s4 --out $R/${P}bench_tiles.txt > $R/${P}log_tiles.txt 2>&1
+  echo "bench tiles rc=$?"; cat $R/${P}bench_tiles.txt
+  timeout 240 python3 bench_fused.py --dir base --seqlens seqlens --reps 20 --flush-l2 --batches docs2k,chat4k \
+    --out $R/${P}bench_long.txt > $R/${P}log_long.txt 2>&1
+  echo "bench long rc=$?"; cat $R/${P}bench_long.txt
+fi
+if [[ $PART == c ]]; then
+  # build-var/s28/c: base/ (session 27's kernel, build_b.sh) against unif/
+  # (the Q descriptor without a warp term for one-warpgroup blocks: uniform
+  # descriptors); the SASS of unif's head-dim-128 kernel (fa2u.cubin).
+  cd build-var/s28/c || exit 1
+  cuobjdump -sass fa2u.cubin > $R/${P}fa2u.sass 2>&1
+  for v in base unif; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  timeout 90 python3 bench_fused.py --dir unif --lengths 4096,0,1,17,300 --check-only > $R/${P}check_unif.txt 2>&1
+  timeout 60 python3 bench_fused.py --dir unif --lengths 33,1,0,65,7 --D 64,128 --check-only >> $R/${P}check_unif.txt 2>&1
+  echo "check unif: $(grep -c 'check OK' $R/${P}check_unif.txt) OK, $(grep -ci 'wrong\|error\|Traceback' $R/${P}check_unif.txt) wrong"
+  timeout 300 python3 bench_fused.py --dir unif --seqlens seqlens --reps 30 --flush-l2 \
+    --variants base=base --out $R/${P}bench_fused.txt > $R/${P}log.txt 2>&1
+  echo "bench rc=$?"; cat $R/${P}bench_fused.txt
+fi
