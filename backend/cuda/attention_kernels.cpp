@@ -140,7 +140,7 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   };
   for (int dp : k.head_dims) {
     if (const int bn = gpu::attention_long_tile_n(k, dp); bn > 0)
-      branch(fmt::format("dmax <= {} && tv->kmean >= {} && dcc__cc_major() == 9", dp, k.long_keys), fmt::format("d{}L", dp),
+      branch(fmt::format("dmax <= {} && tv->kmean >= {} && dcc__cc_major() == 9", dp, gpu::attention_long_keys(k, dp)), fmt::format("d{}L", dp),
              "{}", gpu::attention_warps(k, dp) * 32, gpu::attention_smem_bytes(k, dp, true));
     branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "{}", gpu::attention_warps(k, dp) * 32,
            gpu::attention_smem_bytes(k, dp));

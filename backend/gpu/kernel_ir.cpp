@@ -227,6 +227,7 @@ int attention_warps(const AttentionKernel& k, int dp) { return per_instance(k, k
 int attention_min_blocks(const AttentionKernel& k, int dp) { return per_instance(k, k.min_blocks, dp, 1); }
 int attention_tile_m(const AttentionKernel& k, int dp) { return 16 * attention_m_tiles(k, dp) * attention_warps(k, dp); }
 int attention_long_tile_n(const AttentionKernel& k, int dp) { return per_instance(k, k.long_key_tiles, dp, 0); }
+int64_t attention_long_keys(const AttentionKernel& k, int dp) { return per_instance(k, k.long_keys, dp, int64_t{192}); }
 int attention_entry_width(const AttentionKernel& k) {
   return k.entry_width ? k.entry_width : static_cast<int>(k.batch.size()) + 1;
 }
@@ -246,7 +247,7 @@ std::string attention_instances(const AttentionKernel& k) {
     if (attention_long_tile_n(k, dp))
       o += fmt::format(" ({} keys a tile and {} stages with wgmma where a launch's entries average {} keys or more on "
                        "compute capability 9{})",
-                       attention_long_tile_n(k, dp), attention_stages(k, dp, true), k.long_keys,
+                       attention_long_tile_n(k, dp), attention_stages(k, dp, true), attention_long_keys(k, dp),
                        attention_q_smem(k, dp, true)
                            ? fmt::format(", Q in shared memory, {} blocks an SM", attention_wgmma_min_blocks(k, dp, true))
                            : "");

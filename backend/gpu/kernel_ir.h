@@ -448,14 +448,15 @@ struct AttentionKernel {
   std::vector<int> key_tiles{64, 64, 32, 32};
   std::vector<int> min_blocks{3, 3, 3, 1};
   /// Per instantiation: a second key tile (0: none) for launches whose
-  /// tile-list entries average at least `long_keys` keys, on a GPU of
+  /// tile-list entries average at least `long_keys` keys (per
+  /// instantiation too), on a GPU of
   /// compute capability 9 (its shared memory holds the same blocks an SM):
   /// one more instantiation `d{dp}L`, the same query tile, blocks an SM and
   /// tile list, the key tile where the wgmma form runs (the mma.sync form
   /// keeps key_tiles'). The launch picks it from the cached tile list's
   /// mean (DccTiles::kmean).
   std::vector<int> long_key_tiles{0, 0, 0, 0};
-  int64_t long_keys = 192;
+  std::vector<int64_t> long_keys{192, 192, 192, 192};
   /// Per instantiation: K's and V's shared-memory stages (cp.async): the
   /// key loop copies key tile kt + stages - 1 while it computes tile kt, so
   /// a block's copies run stages - 1 tiles ahead. `long_key_stages` for the
@@ -648,6 +649,9 @@ bool attention_any_q_smem(const AttentionKernel& k);
 int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_long_tile_n(const AttentionKernel& k, int dp);  // AttentionKernel::long_key_tiles (0: none)
+/// The entries' mean key count from which a launch takes the long-key
+/// instantiation of head dim `dp` (AttentionKernel::long_keys).
+int64_t attention_long_keys(const AttentionKernel& k, int dp);
 /// K's and V's shared-memory stages of the instantiation for head dim `dp`
 /// (its long-key one with `long_keys`; AttentionKernel::key_stages).
 int attention_stages(const AttentionKernel& k, int dp, bool long_keys = false);

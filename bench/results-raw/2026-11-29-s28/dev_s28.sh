@@ -66,3 +66,41 @@ if [[ $PART == c ]]; then
     --variants base=base --out $R/${P}bench_fused.txt > $R/${P}log.txt 2>&1
   echo "bench rc=$?"; cat $R/${P}bench_fused.txt
 fi
+if [[ $PART == d ]]; then
+  # build-var/s28/d (build_d.sh): float64 checks of the tilings, then the
+  # long batches (and race) with the tilings interleaved against base/.
+  cd build-var/s28/d || exit 1
+  V="base w8k64 w8k64s3 w4k128 w4k64s3"
+  for v in $V; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  for v in $V; do
+    (timeout 90 python3 bench_fused.py --dir $v --lengths 4096,0,1,17,300 --check-only > $R/${P}check_$v.txt 2>&1
+     echo "check $v: $(grep -c 'check OK' $R/${P}check_$v.txt) OK, $(grep -ci 'wrong\|error\|Traceback' $R/${P}check_$v.txt) wrong") &
+  done
+  wait
+  timeout 400 python3 bench_fused.py --dir base --seqlens seqlens --reps 15 --flush-l2 --batches docs2k,chat4k,race \
+    --variants w8k64=w8k64,w8k64s3=w8k64s3,w4k128=w4k128,w4k64s3=w4k64s3 --out $R/${P}bench_long.txt > $R/${P}log_long.txt 2>&1
+  echo "bench long rc=$?"; cat $R/${P}bench_long.txt
+fi
+if [[ $PART == e ]]; then
+  # build-var/s28/e: new/ (head dim 64's long-key instantiation: 128 keys a
+  # tile where entries average 768 keys or more, Q in registers) against
+  # base/ and w4k128/ (PART d's: 128 keys everywhere, Q in shared memory):
+  # checks (a long sequence takes the new instantiation), sanitizers, the
+  # long batches and race/squad, then all batches at head dim 64.
+  cd build-var/s28/e || exit 1
+  for v in new base w4k128; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  f=$R/${P}check_new.txt
+  timeout 90 python3 bench_fused.py --dir new --lengths 4096,0,1,17,300 --check-only > $f 2>&1
+  timeout 90 python3 bench_fused.py --dir new --lengths 2000,1500,900,3 --D 64 --check-only >> $f 2>&1
+  timeout 60 python3 bench_fused.py --dir new --lengths 33,1,0,65,7 --D 64,128 --check-only >> $f 2>&1
+  echo "check new: $(grep -c 'check OK' $f) OK, $(grep -ci 'wrong\|error\|Traceback' $f) wrong"
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool python3 bench_fused.py --dir new --lengths 2000,900,0,1,17 --check-only \
+      --dccc-only --D 64 --mask full,causal > $R/${P}${tool}_new.txt 2>&1
+    echo "$tool new: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}${tool}_new.txt | tail -1)"
+  done
+  timeout 300 python3 bench_fused.py --dir new --seqlens seqlens --reps 20 --flush-l2 --D 64 \
+    --batches docs2k,chat4k,race,squad,wiki128,mnli,cola --variants base=base,w4k128=w4k128 \
+    --out $R/${P}bench_d64.txt > $R/${P}log_d64.txt 2>&1
+  echo "bench rc=$?"; cat $R/${P}bench_d64.txt
+fi

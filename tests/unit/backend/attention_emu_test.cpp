@@ -356,6 +356,16 @@ TEST(AttentionEmu, WgmmaBf16) {
   int checked = 0;
   EXPECT_LE(run(b, [](double s, int, int) { return s; }, checked, 0, false, 0.02, false, &long_keys), 0.02);
   EXPECT_GT(checked, 5000);
+  // Head dim 64's: 128 keys a tile with wgmma (its S m64n128k16, Q from
+  // registers: Q's tile in shared memory buys no block there), taken by
+  // launches whose entries average 768 keys or more, run on entries of 950.
+  EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, (DCC_WGMMA != 0 ? 128 : 64), 1, 4, DCC_WGMMA != 0, 2, false>"), std::string::npos);
+  EXPECT_NE(b.cu.find("dmax <= 64 && tv->kmean >= 768 && dcc__cc_major() == 9"), std::string::npos);
+  EXPECT_NE(b.cu.find("dcc_wgmma_bf16<128, 0>"), std::string::npos);
+  const std::vector<Case> long64{{{40, 3}, {1000, 900}, 1, 64}};
+  checked = 0;
+  EXPECT_LE(run(b, [](double s, int, int) { return s; }, checked, 0, false, 0.02, false, &long64), 0.02);
+  EXPECT_GT(checked, 2500);
 }
 
 // Three and four shared-memory stages of K and V (--attention-stages): the
