@@ -158,6 +158,10 @@ options:
                      its build a block an SM, registers capped for it (auto,
                      the default: head dims 64 and 128 but 128's long-key
                      tiles), or registers, or shared memory everywhere
+  --attention-unmasked=on|off
+                     likewise: whether key tiles inside a mask (causal's
+                     below the diagonal) run a copy of the body without
+                     its compare and select (on, the default)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -356,6 +360,11 @@ int parse_args(int argc, char** argv, Options& o) {
       else if (v == "registers") o.cuda.attention.q = dccc::gpu::AttnQ::Registers;
       else if (v == "smem") o.cuda.attention.q = dccc::gpu::AttnQ::Smem;
       else return usage_error("bad --attention-q `" + v + "`; expected auto, registers or smem");
+    } else if (a.rfind("--attention-unmasked=", 0) == 0) {
+      std::string v = a.substr(21);
+      if (v == "on") o.cuda.attention.unmasked = true;
+      else if (v == "off") o.cuda.attention.unmasked = false;
+      else return usage_error("bad --attention-unmasked `" + v + "`; expected on or off");
     } else if (a == "--check") {
       o.emit.clear();
     } else if (a.rfind("--docs-name=", 0) == 0) {

@@ -384,6 +384,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
          "scaling, with the columns unchecked where all of the lane's lie inside\n";
   if (k.skip_conjuncts.empty()) o += "  skip: none\n";
   for (const auto& c : k.skip_conjuncts) o += fmt::format("  skip: key tiles where {} holds at no corner\n", text.expr(c));
+  if (k.unmasked)
+    o += fmt::format("  unmasked: full key tiles where {} holds at every corner run a copy of the body with it true\n",
+                     text.expr(k.unmasked));
   for (const auto& n : k.notes) o += "  note: " + n + "\n";
   return o + "}\n";
 }

@@ -413,6 +413,9 @@ struct AttentionTuning {
   /// Where the wgmma form's S reads Q (AttentionKernel::q_smem, `dccc
   /// --attention-q`): the planner's choice, registers, or shared memory.
   AttnQ q = AttnQ::Auto;
+  /// The mask-free copy of the tile body (AttentionKernel::unmasked,
+  /// `dccc --attention-unmasked`).
+  bool unmasked = true;
 };
 
 /// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)
@@ -558,6 +561,12 @@ struct AttentionKernel {
   /// j): a key tile in which one of them holds at no corner of the (query
   /// tile x key tile) box is skipped. Empty: no tile is skipped.
   std::vector<ir::Expr> skip_conjuncts;
+  /// The mask condition when each of its conjuncts is a skip conjunct (null
+  /// otherwise, or with --attention-unmasked=off): a full key tile in
+  /// whose box every conjunct holds at every corner runs a copy of the
+  /// tile body with the condition printed `true` (no compare and select an
+  /// element: causal's tiles below the diagonal).
+  ir::Expr unmasked;
   /// Whether the per-element work (element steps, fold terms, P) must skip
   /// query rows past the sequence's end: true when it reads memory or may
   /// set the error flag (integer division). Otherwise those rows compute

@@ -718,6 +718,9 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     } else if (k.skip_conjuncts.empty()) {
       skip_note = "no key tile is skipped: no conjunct of the mask is an affine comparison of i and j";
     } else {
+      // Every conjunct affine: where all hold at every corner of the box the
+      // mask holds throughout it (AttentionKernel::unmasked).
+      if (k.skip_conjuncts.size() == cs.size() && options.tuning.unmasked) k.unmasked = conds[0];
       skip_note = fmt::format("a key tile is skipped when one of the mask's {} affine conjunct(s) holds at no corner of "
                               "the query tile x key tile box (where the mask is false every fold and p get their identity)",
                               k.skip_conjuncts.size());

@@ -25,6 +25,7 @@ struct Printer {
   bool wide_ = false;  // printing the streaming body (AttentionKernel::wide)
   bool split_ = false;  // printing the split body (AttentionKernel::split): warps share rows, split columns
   bool wg_ = false;  // printing the wgmma form's key loop (tile_loop(true))
+  bool unmasked_ = false;  // printing the mask-free copy of the tile body (AttentionKernel::unmasked)
   /// Whether some wgmma instantiation takes Q from shared memory
   /// (AttentionKernel::q_smem): the bodies then take it as template
   /// parameter QS.
@@ -110,6 +111,20 @@ struct Printer {
         d.bind(u, inv.name);
         if (inv.divisor) d.bind_divisor(u, inv.name);
       }
+    if (unmasked_) bind_unmasked();
+  }
+  /// In the mask-free copy: each select on the mask condition
+  /// (AttentionKernel::unmasked) in the element values, folds and P takes
+  /// its first operand.
+  void bind_unmasked() {
+    auto visit = [&](const ir::ExprNode& x) {
+      if (x.kind == ir::ExprKind::Select && ir::same_expr(x.args[0], k.unmasked)) d.bind(x.args[0].get(), "true");
+    };
+    for (const auto& s : k.steps) {
+      if (s.kind == AttnStepKind::Element) ir::each_expr(s.stmt->value, visit);
+      if (s.kind == AttnStepKind::Fold) ir::each_expr(s.term, visit);
+    }
+    if (k.pv_p) ir::each_expr(k.pv_p, visit);
   }
 
   void step(const AttnStep& s) {
@@ -557,6 +572,19 @@ struct Printer {
     }
     out += "    return true;\n  };\n";
     out += "  auto next_needed = [&](int64_t kt) { while (kt < nkt && !needed(kt)) ++kt; return kt; };\n";
+    // A key tile inside the mask (AttentionKernel::unmasked): every conjunct
+    // holds at every corner of its box, so (affine) throughout it.
+    if (k.unmasked) {
+      out += "  auto inside = [&](int64_t kt) -> bool {\n";
+      out += "    const int64_t i_lo = m0, i_hi = (m0 + TM < t_M ? m0 + TM : t_M) - 1;\n";
+      out += "    const int64_t j_lo = kt * BN, j_hi = (j_lo + BN < t_N ? j_lo + BN : t_N) - 1;\n";
+      for (const auto& c : k.skip_conjuncts)
+        for (const char* ci : {"i_lo", "i_hi"})
+          for (const char* cj : {"j_lo", "j_hi"})
+            out += fmt::format("    {{ const int64_t {} = {}, {} = {}; if (!({})) return false; }}\n", d.var(k.row_var), ci,
+                               d.var(k.key_var), cj, d.expr(c));
+      out += "    return true;\n  };\n";
+    }
     // K and V tiles: 16 bytes a cp.async when aligned, else element by element; zeros outside.
     out += "  const bool vec = t_K_ds == 1 && t_V_ds == 1 && t_K_rs % VE == 0 && t_V_rs % VE == 0 && t_K_base % VE == 0 && "
            "t_V_base % VE == 0 && t_QD % VE == 0 && t_VD % VE == 0 && (uintptr_t)Kp % 16 == 0 && (uintptr_t)Vp % 16 == 0;\n";
@@ -637,8 +665,20 @@ struct Printer {
         for (const auto* b : k.element_scalars)
           out += fmt::format("    {} x_{}[MT][NT][4]{};\n", d.value_type(b), d.scalar(b), zero ? " = {}" : "");
       };
-      out += "    if (n0 + BN <= t_N) {\n";
       full_ = true;
+      if (k.unmasked) {
+        // The tiles inside the mask: a copy with no compare and select.
+        out += "    if (n0 + BN <= t_N && inside(kt)) {\n";
+        unmasked_ = true;
+        elements(false);
+        for (const auto& s : k.steps) step(s);
+        unmasked_ = false;
+        d.unbind_all();
+        out += "    } else ";
+      } else {
+        out += "    ";
+      }
+      out += "if (n0 + BN <= t_N) {\n";
       elements(false);
       for (const auto& s : k.steps) step(s);
       out += "    } else {\n      const int kn = (int)(t_N - n0);  // keys of the tile inside\n      (void)kn;\n";
