@@ -104,3 +104,32 @@ if [[ $PART == e ]]; then
     --out $R/${P}bench_d64.txt > $R/${P}log_d64.txt 2>&1
   echo "bench rc=$?"; cat $R/${P}bench_d64.txt
 fi
+if [[ $PART == f ]]; then
+  # build-var/s28/f (build_f.sh): the final compiler. GPU tests first: every
+  # fused-attention example on the GPU against the CPU backend and float64
+  # (CudaBackend.ExamplesMatch*, DCCC_EXAMPLES_ONLY), then float64 checks and
+  # compute-sanitizer on um/, then every batch (short and long) at both head
+  # dims with and without the mask, umoff/ interleaved.
+  cd build-var/s28/f || exit 1
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  DCCC_EXAMPLES_ONLY=mha,mha_bf16,mha_causal,mha_window,mha_softcap,mha_scale_after_max,gqa_bf16,mha_bf16_f32_scores,mha_generic,flash_attention,attention_data,transformer_block,causal_attention \
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
+    timeout 330 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.ExamplesMatch*' > $R/${P}gpu_test.txt 2>&1
+  echo "gpu tests rc=$?"; grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|Failure" $R/${P}gpu_test.txt | tail -8
+  for v in um umoff; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  f=$R/${P}check_um.txt
+  timeout 90 python3 bench_fused.py --dir um --lengths 4096,0,1,17,300 --check-only > $f 2>&1
+  timeout 90 python3 bench_fused.py --dir um --lengths 2000,1500,900,3 --check-only >> $f 2>&1
+  timeout 60 python3 bench_fused.py --dir um --lengths 33,1,0,65,7 --D 64,128 --check-only >> $f 2>&1
+  echo "check um: $(grep -c 'check OK' $f) OK, $(grep -ci 'wrong\|error\|Traceback' $f) wrong"
+  for tool in memcheck racecheck; do
+    timeout 120 compute-sanitizer --tool $tool python3 bench_fused.py --dir um --lengths 300,0,1,17,70 --check-only \
+      --dccc-only --D 64,128 --mask causal > $R/${P}${tool}_um.txt 2>&1
+    echo "$tool um: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}${tool}_um.txt | tail -1)"
+  done
+  timeout 330 python3 bench_fused.py --dir um --seqlens seqlens --reps 20 --flush-l2 \
+    --batches race,squad,wiki128,mnli,cola,docs2k,chat4k --variants umoff=umoff \
+    --out $R/${P}bench_fused.txt > $R/${P}log.txt 2>&1
+  echo "bench rc=$?"; cat $R/${P}bench_fused.txt
+fi
