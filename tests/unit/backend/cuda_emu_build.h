@@ -51,10 +51,16 @@ inline std::string emulated(const std::string& cu) {
   return out + s.substr(at);
 }
 
-inline void* build_emulated(const std::string& source, const std::filesystem::path& dir, const std::string& stem, std::string& log) {
+/// `opt`: the host compiler's optimization level. -O1 where the emulated
+/// kernels run long (the GEMMs at K = 4,096: 52 s at -O1, 92 s at -O0 for
+/// unit/mma_emu); -O0 where compiling dominates (a test building many
+/// programs that run briefly: unit/attention_emu and unit/cuda_emu, about
+/// a fifth faster).
+inline void* build_emulated(const std::string& source, const std::filesystem::path& dir, const std::string& stem, std::string& log,
+                            const char* opt = "-O1") {
   std::filesystem::path cc = dir / (stem + ".cpp"), so = dir / (stem + ".so");
   std::ofstream(cc) << source;
-  std::string cmd = std::string(DCCC_CXX) + " -O1 -std=c++20 -shared -fPIC -w -pthread -I" DCCC_SOURCE_DIR " -I" +
+  std::string cmd = std::string(DCCC_CXX) + " " + opt + " -std=c++20 -shared -fPIC -w -pthread -I" DCCC_SOURCE_DIR " -I" +
                     DCCC_RUNTIME_INCLUDE + " -o " + so.string() + " " + cc.string() + " " + DCCC_RUNTIME_LIB +
                     " -lpthread 2>&1";
   return build_and_open(cmd, so, log);
