@@ -227,7 +227,7 @@ int attention_warps(const AttentionKernel& k, int dp) { return per_instance(k, k
 int attention_min_blocks(const AttentionKernel& k, int dp) { return per_instance(k, k.min_blocks, dp, 1); }
 int attention_tile_m(const AttentionKernel& k, int dp) { return 16 * attention_m_tiles(k, dp) * attention_warps(k, dp); }
 int attention_long_tile_n(const AttentionKernel& k, int dp) { return per_instance(k, k.long_key_tiles, dp, 0); }
-int64_t attention_long_keys(const AttentionKernel& k, int dp) { return per_instance(k, k.long_keys, dp, int64_t{192}); }
+int64_t attention_long_keys(const AttentionKernel& k, int dp) { return per_instance(k, k.long_keys, dp, kAttentionLongKeys); }
 int attention_entry_width(const AttentionKernel& k) {
   return k.entry_width ? k.entry_width : static_cast<int>(k.batch.size()) + 1;
 }

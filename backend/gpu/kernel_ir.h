@@ -397,6 +397,10 @@ const char* attn_grid_name(AttnGrid g);
 /// one place for every wgmma instantiation (`dccc --attention-q`).
 enum class AttnQ { Auto, Registers, Smem };
 
+/// The long-key instantiations' default threshold: a launch's entries'
+/// mean key count (AttentionKernel::long_keys).
+constexpr int64_t kAttentionLongKeys = 192;
+
 /// Tile choices forced for every instantiation (`dccc --attention-tiles`,
 /// for tuning experiments); 0 keeps the planner's choice.
 struct AttentionTuning {
@@ -459,7 +463,7 @@ struct AttentionKernel {
   /// keeps key_tiles'). The launch picks it from the cached tile list's
   /// mean (DccTiles::kmean).
   std::vector<int> long_key_tiles{0, 0, 0, 0};
-  std::vector<int64_t> long_keys{192, 192, 192, 192};
+  std::vector<int64_t> long_keys{kAttentionLongKeys, kAttentionLongKeys, kAttentionLongKeys, kAttentionLongKeys};
   /// Per instantiation: K's and V's shared-memory stages (cp.async): the
   /// key loop copies key tile kt + stages - 1 while it computes tile kt, so
   /// a block's copies run stages - 1 tiles ahead. `long_key_stages` for the

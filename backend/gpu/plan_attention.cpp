@@ -274,15 +274,16 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   // on an H200 (bench/RESULTS.md, session 19): 64 keys 1.08-1.09x on race
   // (entries of 391 keys on average), 1.02x on squad (221), 0.90-0.98x on
   // the batches under 128 keys. Head dim 64 on wgmma: 128 keys a tile (3
-  // blocks an SM with Q in shared memory) where entries average 768 keys or
-  // more, 64 for the rest. Measured on an H200 (session 28): 1.07-1.12x on
-  // documents up to 2,048 tokens and chat up to 4,096, 0.96-0.99x on race.
+  // blocks an SM, Q in registers) where entries average 768 keys or more,
+  // 64 for the rest. Measured on an H200 (session 28): 1.09-1.21x on
+  // documents up to 2,048 tokens and chat up to 4,096; 128 keys everywhere
+  // was 0.95-0.99x on race and 0.88-0.92x on squad, hence the threshold.
   // Not when --attention-tiles forces the key tile.
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
     if (tune.key_tile || std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) == k.wgmma_dims.end()) continue;
     k.long_key_tiles.resize(k.head_dims.size(), 0);
-    k.long_keys.resize(k.head_dims.size(), 192);
+    k.long_keys.resize(k.head_dims.size(), kAttentionLongKeys);
     if (dp == 128 && k.key_tiles[x] == 32) k.long_key_tiles[x] = 64;
     if (dp == 64 && k.key_tiles[x] == 64) {
       k.long_key_tiles[x] = 128;

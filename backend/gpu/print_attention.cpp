@@ -475,6 +475,23 @@ struct Printer {
     out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    }\n";
   }
 
+  /// The (query tile x key tile kt) box's corners, inside the entry:
+  /// i_lo .. i_hi, j_lo .. j_hi (in `needed` and `inside`).
+  static std::string tile_box() {
+    return "    const int64_t i_lo = m0, i_hi = (m0 + TM < t_M ? m0 + TM : t_M) - 1;\n"
+           "    const int64_t j_lo = kt * BN, j_hi = (j_lo + BN < t_N ? j_lo + BN : t_N) - 1;\n";
+  }
+  /// `test` (a format string, {} the conjunct's value) at each corner of
+  /// the box, with i and j bound to it.
+  std::string at_corners(const ir::Expr& c, const char* test) {
+    std::string o;
+    for (const char* ci : {"i_lo", "i_hi"})
+      for (const char* cj : {"j_lo", "j_hi"})
+        o += fmt::format("    {{ const int64_t {} = {}, {} = {}; {} }}\n", d.var(k.row_var), ci, d.var(k.key_var), cj,
+                         fmt::format(fmt::runtime(test), d.expr(c)));
+    return o;
+  }
+
   std::string body() {
     const bool f32 = k.elem == Elem::F32;
     const char* st = f32 ? "float" : "uint16_t";
@@ -557,16 +574,9 @@ struct Printer {
     out += "  const int64_t nkt = (t_N + BN - 1) / BN;\n";
     out += "  auto needed = [&](int64_t kt) -> bool {\n";
     if (!k.skip_conjuncts.empty()) {
-      out += "    const int64_t i_lo = m0, i_hi = (m0 + TM < t_M ? m0 + TM : t_M) - 1;\n";
-      out += "    const int64_t j_lo = kt * BN, j_hi = (j_lo + BN < t_N ? j_lo + BN : t_N) - 1;\n    bool any;\n";
-      for (const auto& c : k.skip_conjuncts) {
-        out += "    any = false;\n";
-        for (const char* ci : {"i_lo", "i_hi"})
-          for (const char* cj : {"j_lo", "j_hi"})
-            out += fmt::format("    {{ const int64_t {} = {}, {} = {}; any = any || ({}); }}\n", d.var(k.row_var), ci,
-                               d.var(k.key_var), cj, d.expr(c));
-        out += "    if (!any) return false;\n";
-      }
+      out += tile_box() + "    bool any;\n";
+      for (const auto& c : k.skip_conjuncts)
+        out += "    any = false;\n" + at_corners(c, "any = any || ({});") + "    if (!any) return false;\n";
     } else {
       out += "    (void)kt;\n";
     }
@@ -575,14 +585,8 @@ struct Printer {
     // A key tile inside the mask (AttentionKernel::unmasked): every conjunct
     // holds at every corner of its box, so (affine) throughout it.
     if (k.unmasked) {
-      out += "  auto inside = [&](int64_t kt) -> bool {\n";
-      out += "    const int64_t i_lo = m0, i_hi = (m0 + TM < t_M ? m0 + TM : t_M) - 1;\n";
-      out += "    const int64_t j_lo = kt * BN, j_hi = (j_lo + BN < t_N ? j_lo + BN : t_N) - 1;\n";
-      for (const auto& c : k.skip_conjuncts)
-        for (const char* ci : {"i_lo", "i_hi"})
-          for (const char* cj : {"j_lo", "j_hi"})
-            out += fmt::format("    {{ const int64_t {} = {}, {} = {}; if (!({})) return false; }}\n", d.var(k.row_var), ci,
-                               d.var(k.key_var), cj, d.expr(c));
+      out += "  auto inside = [&](int64_t kt) -> bool {\n" + tile_box();
+      for (const auto& c : k.skip_conjuncts) out += at_corners(c, "if (!({})) return false;");
       out += "    return true;\n  };\n";
     }
     // K and V tiles: 16 bytes a cp.async when aligned, else element by element; zeros outside.

@@ -71,7 +71,7 @@ void build(const std::string& name, const std::string& source, const std::string
   std::string log;
   // sm90a: compiled as for sm_90a (DCC_WGMMA: the wgmma instantiations, emulated).
   void* lib = testing::build_emulated((sm90a ? "#define DCC_EMU_SM90A 1\n" : "") + testing::emulated(b.cu), dir,
-                                      fn + std::to_string(serial++), log, "-O0");
+                                      fn + std::to_string(serial++), log, testing::kEmuCompileBound);
   ASSERT_NE(lib, nullptr) << log;
   b.entry = reinterpret_cast<Entry>(dlsym(lib, (fn + "__cuda_host").c_str()));
   ASSERT_NE(b.entry, nullptr);

@@ -51,11 +51,14 @@ inline std::string emulated(const std::string& cu) {
   return out + s.substr(at);
 }
 
-/// `opt`: the host compiler's optimization level. -O1 where the emulated
-/// kernels run long (the GEMMs at K = 4,096: 52 s at -O1, 92 s at -O0 for
-/// unit/mma_emu); -O0 where compiling dominates (a test building many
-/// programs that run briefly: unit/attention_emu and unit/cuda_emu, about
-/// a fifth faster).
+/// build_emulated's `opt` where compiling dominates (tests building many
+/// programs that run briefly: unit/attention_emu and unit/cuda_emu, about a
+/// fifth faster than -O1).
+inline constexpr const char* kEmuCompileBound = "-O0";
+
+/// `opt`: the host compiler's optimization level. -O1 (the default) where
+/// the emulated kernels run long (the GEMMs at K = 4,096: 52 s at -O1, 92 s
+/// at -O0 for unit/mma_emu); kEmuCompileBound where compiling dominates.
 inline void* build_emulated(const std::string& source, const std::filesystem::path& dir, const std::string& stem, std::string& log,
                             const char* opt = "-O1") {
   std::filesystem::path cc = dir / (stem + ".cpp"), so = dir / (stem + ".so");

@@ -41,7 +41,7 @@ void compare(const Program& cpu, const Program& gpu, const std::filesystem::path
   auto jit = JitProgram::compile(*cpu.module, error);
   ASSERT_TRUE(jit) << error;
   std::string log;
-  void* lib = testing::build_emulated(testing::emulated(emit_cuda(*gpu.module)), dir, stem, log, "-O0");
+  void* lib = testing::build_emulated(testing::emulated(emit_cuda(*gpu.module)), dir, stem, log, testing::kEmuCompileBound);
   ASSERT_NE(lib, nullptr) << log;
   for (const auto& f : cpu.module->funcs) {
     // (An imported file's functions are inlined, not exported: `stem.name`.)
@@ -285,7 +285,7 @@ TEST(CudaEmu, RaggedSlicesMatchCpuBackend) {
   std::string error, log;
   auto jit = JitProgram::compile(*cpu.module, error);
   ASSERT_TRUE(jit) << error;
-  void* lib = testing::build_emulated(testing::emulated(cu), dir, "slices", log, "-O0");
+  void* lib = testing::build_emulated(testing::emulated(cu), dir, "slices", log, testing::kEmuCompileBound);
   ASSERT_NE(lib, nullptr) << log;
   auto last_error = reinterpret_cast<const char* (*)()>(dlsym(lib, "dcc_last_error"));
   ASSERT_NE(last_error, nullptr);
@@ -380,7 +380,7 @@ TEST(CudaEmu, NegativeComputedLengthIsAnError) {
   Program gpu = compile("negative.toy", text, false, /*cuda_passes=*/true);
   ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);
   std::string log;
-  void* lib = testing::build_emulated(testing::emulated(emit_cuda(*gpu.module)), dir, "negative", log, "-O0");
+  void* lib = testing::build_emulated(testing::emulated(emit_cuda(*gpu.module)), dir, "negative", log, testing::kEmuCompileBound);
   ASSERT_NE(lib, nullptr) << log;
   auto run = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, "f__cuda_host"));
   auto last_error = reinterpret_cast<const char* (*)()>(dlsym(lib, "dcc_last_error"));
@@ -432,7 +432,7 @@ TEST(CudaEmu, InlinedWhereIsChecked) {
   std::string cu = emit_cuda(*gpu.module);
   EXPECT_NE(cu.find("`where` constraint violated: x.seqlen[b] <= P (calling `g`)"), std::string::npos);
   std::string log;
-  void* lib = testing::build_emulated(testing::emulated(cu), dir, "where", log, "-O0");
+  void* lib = testing::build_emulated(testing::emulated(cu), dir, "where", log, testing::kEmuCompileBound);
   ASSERT_NE(lib, nullptr) << log;
   auto run = reinterpret_cast<int32_t (*)(const int64_t*, void* const*)>(dlsym(lib, "f__cuda_host"));
   auto last_error = reinterpret_cast<const char* (*)()>(dlsym(lib, "dcc_last_error"));
