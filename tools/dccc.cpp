@@ -162,6 +162,11 @@ options:
                      likewise: whether key tiles inside a mask (causal's
                      below the diagonal) run a copy of the body without
                      its compare and select (on, the default)
+  --attention-f32-wgmma=on|off|all
+                     likewise: whether f32 attention (3xTF32 or TF32)
+                     runs S and P V on tf32 wgmma where the CUDA code is
+                     built for sm_90a: head dim 64 (on, the default),
+                     64 and 128 (all), or on mma.sync everywhere (off)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -365,6 +370,11 @@ int parse_args(int argc, char** argv, Options& o) {
       if (v == "on") o.cuda.attention.unmasked = true;
       else if (v == "off") o.cuda.attention.unmasked = false;
       else return usage_error("bad --attention-unmasked `" + v + "`; expected on or off");
+    } else if (a.rfind("--attention-f32-wgmma=", 0) == 0) {
+      std::string v = a.substr(22);
+      if (v != "on" && v != "off" && v != "all") return usage_error("bad --attention-f32-wgmma `" + v + "`; expected on, off or all");
+      o.cuda.attention.f32_wgmma = v != "off";
+      o.cuda.attention.f32_wgmma_all = v == "all";
     } else if (a == "--check") {
       o.emit.clear();
     } else if (a.rfind("--docs-name=", 0) == 0) {

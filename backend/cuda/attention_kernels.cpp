@@ -122,7 +122,7 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   // its kernel launched on `grid` blocks of `threads` (a persistent grid:
   // `blocks` = min(entries, SMs x the blocks an SM holds), gpu::AttnGrid).
   std::string chain = "      ";
-  auto branch = [&](const std::string& cond, const std::string& suffix, const std::string& grid, int threads, int smem) {
+  auto branch = [&](const std::string& cond, const std::string& suffix, const std::string& grid, int threads, const std::string& smem) {
     const std::string kernel = fmt::format("{}__{}", k.name, suffix);
     o += fmt::format("{}if ({}) {{\n", chain, cond);
     o += fmt::format("        if (cudaFuncSetAttribute({}, cudaFuncAttributeMaxDynamicSharedMemorySize, {}) != cudaSuccess) {{ st = dcc_cuda_fail(cudaGetLastError(), \"cudaFuncSetAttribute\"); goto done; }}\n",
@@ -130,7 +130,7 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
     if (k.grid == gpu::AttnGrid::Tiles) {
       o += fmt::format("        {}<<<{}, {}, {}, strm>>>(lp);\n", kernel, fmt::format(fmt::runtime(grid), "(unsigned)ntiles"), threads, smem);
     } else {
-      o += persistent_grid_sizing(kernel, threads, std::to_string(smem));
+      o += persistent_grid_sizing(kernel, threads, smem);
       o += fmt::format("        const int64_t blocks = {};\n", kPersistentBlocks);
       if (k.grid == gpu::AttnGrid::Atomic)
         o += "        if (!dalloc(sizeof(unsigned), (void**)&lp.counter)) { st = DCC_ERR_CUDA; goto done; }\n";
@@ -141,20 +141,25 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   for (int dp : k.head_dims) {
     if (const int bn = gpu::attention_long_tile_n(k, dp); bn > 0)
       branch(fmt::format("dmax <= {} && tv->kmean >= {} && dcc__cc_major() == 9", dp, gpu::attention_long_keys(k, dp)), fmt::format("d{}L", dp),
-             "{}", gpu::attention_warps(k, dp) * 32, gpu::attention_smem_bytes(k, dp, true));
-    branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "{}", gpu::attention_warps(k, dp) * 32,
-           gpu::attention_smem_bytes(k, dp));
+             "{}", gpu::attention_warps(k, dp) * 32, std::to_string(gpu::attention_smem_bytes(k, dp, true)));
+    // f32's wgmma build needs more shared memory than its mma.sync build
+    // (which a GPU without wgmma runs): the launch asks for its own form's.
+    const std::string smem = gpu::attention_f32_wgmma(k, dp)
+                                 ? fmt::format("(dcc__wgmma_form() == 1 ? {} : {})", gpu::attention_smem_bytes(k, dp),
+                                               gpu::attention_sync_smem_bytes(k, dp))
+                                 : std::to_string(gpu::attention_smem_bytes(k, dp));
+    branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "{}", gpu::attention_warps(k, dp) * 32, smem);
   }
   // Up to split x split_warps: warps sharing 16 rows (gpu::AttentionKernel::split).
   if (k.split)
     branch(fmt::format("dmax <= {}", k.split * k.split_warps), "dx", "{}", k.split_warps * 32,
-           gpu::attention_split_smem_bytes(k));
+           std::to_string(gpu::attention_split_smem_bytes(k)));
   // Larger head dims: the streaming instantiation, blockIdx.y over the
   // output columns in chunks of k.wide (gpu::AttentionKernel::wide).
   if (k.wide)
     branch(fmt::format("(dmax + {0} - 1) / {0} <= 65535", k.wide), "dw",
            fmt::format("dim3({{}}, (unsigned)((dmax + {0} - 1) / {0}))", k.wide),
-           gpu::attention_warps(k, k.wide) * 32, gpu::attention_smem_bytes(k, k.wide));
+           gpu::attention_warps(k, k.wide) * 32, std::to_string(gpu::attention_smem_bytes(k, k.wide)));
   o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",
                    f_.name, k.wide ? int64_t{65535} * k.wide : int64_t{k.head_dims.back()});
   return o;

@@ -124,7 +124,12 @@ std::string explain_kernels(const ir::Module& m, const CudaOptions& options) {
       if (auto a = fe.plan_attention(items[k], name, &why_attn)) {
         std::string wg;
         for (int dp : a->wgmma_dims) wg += fmt::format("{}{}", wg.empty() ? "" : ", ", dp);
-        if (!wg.empty()) wg = " (compiled for sm_90a, head dims " + wg + ": wgmma.mma_async m64nNk16, K and V 128-byte swizzled)";
+        if (!wg.empty())
+          wg = a->elem == gpu::Elem::F32
+                   ? " (compiled for sm_90a, head dims " + wg +
+                         ": wgmma.mma_async m64nNk8 on tf32, S from Q's and K's tf32 parts in shared memory, P V from P's "
+                         "fragments and V transposed, K's small parts and V's transposed parts made once a tile by the block)"
+                   : " (compiled for sm_90a, head dims " + wg + ": wgmma.mma_async m64nNk16, K and V 128-byte swizzled)";
         out += fmt::format("kernel {}: fused attention (one kernel for the whole softmax chain): K and V through shared-memory stages (cp.async), mma.sync {}{}; {}; schedule: "
                            "{}{}, longest key sequence first; {}\n",
                            name, gpu::mma_name(a->shape), wg, gpu::attention_instances(*a),

@@ -222,6 +222,10 @@ T per_instance(const AttentionKernel& k, const std::vector<T>& v, int dp, T fall
 }  // namespace
 
 int attention_tile_n(const AttentionKernel& k, int dp) { return per_instance(k, k.key_tiles, dp, k.tile_n); }
+int attention_wg_tile_n(const AttentionKernel& k, int dp) {
+  const int t = per_instance(k, k.wg_key_tiles, dp, 0);
+  return t ? t : attention_tile_n(k, dp);
+}
 int attention_m_tiles(const AttentionKernel& k, int dp) { return per_instance(k, k.m_tiles, dp, 1); }
 int attention_warps(const AttentionKernel& k, int dp) { return per_instance(k, k.warps, dp, 4); }
 int attention_min_blocks(const AttentionKernel& k, int dp) { return per_instance(k, k.min_blocks, dp, 1); }
@@ -244,6 +248,9 @@ std::string attention_instances(const AttentionKernel& k) {
                      16 * attention_m_tiles(k, dp), attention_min_blocks(k, dp), attention_stages(k, dp));
     if (attention_q_smem(k, dp))
       o += fmt::format(", Q in shared memory and {} blocks an SM with wgmma", attention_wgmma_min_blocks(k, dp));
+    if (attention_f32_wgmma(k, dp))
+      o += fmt::format(" ({} keys a tile, {} block(s) an SM and {} KB of shared memory with wgmma)", attention_wg_tile_n(k, dp),
+                       attention_wgmma_min_blocks(k, dp), (attention_smem_bytes(k, dp) + 1023) / 1024);
     if (attention_long_tile_n(k, dp))
       o += fmt::format(" ({} keys a tile and {} stages with wgmma where a launch's entries average {} keys or more on "
                        "compute capability 9{})",
@@ -270,10 +277,21 @@ int attention_split_smem_bytes(const AttentionKernel& k) {
 bool attention_wgmma(const AttentionKernel& k, int dp) {
   return std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) != k.wgmma_dims.end();
 }
+int attention_sync_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
+  return attention_stages(k, dp, long_keys) * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
+}
+bool attention_f32_wgmma(const AttentionKernel& k, int dp) { return k.elem == Elem::F32 && attention_wgmma(k, dp); }
 int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
   const int ns = attention_stages(k, dp, long_keys);
-  const int padded = ns * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
+  const int padded = attention_sync_smem_bytes(k, dp, long_keys);
   if (!attention_wgmma(k, dp)) return padded;
+  if (k.elem == Elem::F32) {
+    // f32 on tf32 wgmma: Q's tf32 parts (TM x DP each: big, and small for
+    // 3xTF32), K's and V's raw stages, one tile's K small part and V's
+    // transposed parts (big, small); from a 1024-byte boundary.
+    const int parts = k.fp32 == Fp32Math::Split3xTf32 ? 2 : 1, bn = attention_wg_tile_n(k, dp);
+    return std::max(padded, (parts * attention_tile_m(k, dp) * dp + ns * 2 * bn * dp + (2 * parts - 1) * bn * dp) * 4 + 1024);
+  }
   // wgmma's tiles: unpadded 128-byte swizzled lines, from a 1024-byte
   // boundary (the swizzle's period); the launch sizes for either build.
   const int bn = long_keys ? attention_long_tile_n(k, dp) : attention_tile_n(k, dp);
@@ -282,11 +300,17 @@ int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
 }
 
 bool attention_smem_fits(const AttentionKernel& k, int dp, int blocks, bool long_keys) {
-  return blocks * (attention_smem_bytes(k, dp, long_keys) + 1024) <= 228 * 1024;
+  // f32's wgmma build sizes its blocks an SM by its own shared memory (attention_wgmma_min_blocks).
+  const int bytes = attention_f32_wgmma(k, dp) ? attention_sync_smem_bytes(k, dp, long_keys) : attention_smem_bytes(k, dp, long_keys);
+  return blocks * (bytes + 1024) <= 228 * 1024;
 }
 
 int attention_wgmma_min_blocks(const AttentionKernel& k, int dp, bool long_keys) {
-  const int b = attention_min_blocks(k, dp);
+  int b = attention_min_blocks(k, dp);
+  if (attention_f32_wgmma(k, dp)) {
+    while (b > 1 && b * (attention_smem_bytes(k, dp, long_keys) + 1024) > 228 * 1024) --b;
+    return b;
+  }
   return attention_q_smem(k, dp, long_keys) && attention_block_fits(k, dp, b + 1, long_keys) ? b + 1 : b;
 }
 

@@ -420,6 +420,10 @@ struct AttentionTuning {
   /// The mask-free copy of the tile body (AttentionKernel::unmasked,
   /// `dccc --attention-unmasked`).
   bool unmasked = true;
+  /// f32 attention on tf32 wgmma where built for sm_90a (AttentionKernel::
+  /// wgmma_dims; `dccc --attention-f32-wgmma`): head dim 64, or with
+  /// f32_wgmma_all also 128.
+  bool f32_wgmma = true, f32_wgmma_all = false;
 };
 
 /// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)
@@ -453,6 +457,10 @@ struct AttentionKernel {
   /// capped at 64K / (blocks x threads)). Head dim 128 takes keys 32 at a
   /// time to fit 3 blocks (168 registers, 35 KB of shared memory each).
   std::vector<int> key_tiles{64, 64, 32, 32};
+  /// Per instantiation: the wgmma form's key tile where it differs from
+  /// key_tiles' (0: the same; f32's head dim 128: 32 keys on wgmma, 16 on
+  /// mma.sync).
+  std::vector<int> wg_key_tiles{0, 0, 0, 0};
   std::vector<int> min_blocks{3, 3, 3, 1};
   /// Per instantiation: a second key tile (0: none) for launches whose
   /// tile-list entries average at least `long_keys` keys (per
@@ -637,6 +645,7 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text);
 /// Key-tile size, m16 tiles a warp, warps a block and dynamic shared memory
 /// of the instantiation for head dim `dp`.
 int attention_tile_n(const AttentionKernel& k, int dp);
+int attention_wg_tile_n(const AttentionKernel& k, int dp);  // the wgmma form's key tile (AttentionKernel::wg_key_tiles)
 int attention_m_tiles(const AttentionKernel& k, int dp);
 int attention_warps(const AttentionKernel& k, int dp);
 int attention_min_blocks(const AttentionKernel& k, int dp);  // blocks an SM its registers are capped for
@@ -671,6 +680,11 @@ int attention_stages(const AttentionKernel& k, int dp, bool long_keys = false);
 /// Dynamic shared memory of the instantiation for head dim `dp` (`long_keys`:
 /// its long-key one, AttentionKernel::long_key_tiles).
 int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys = false);
+/// The mma.sync form's (K's and V's padded stages): what a launch of a
+/// build without wgmma needs where f32's wgmma form needs more.
+int attention_sync_smem_bytes(const AttentionKernel& k, int dp, bool long_keys = false);
+/// Whether head dim `dp`'s f32 instantiation runs on tf32 wgmma on sm_90a.
+bool attention_f32_wgmma(const AttentionKernel& k, int dp);
 /// Whether head dim `dp`'s instantiation takes wgmma on sm_90a (AttentionKernel::wgmma_dims).
 bool attention_wgmma(const AttentionKernel& k, int dp);
 /// int32s a tile-list entry of `k` (AttentionKernel::entry_width).

@@ -81,6 +81,14 @@ __device__ __forceinline__ uint32_t dcc_tf32(float x) {
   return r;
 #endif
 }
+// The big part of 3xTF32 (the fused f32 attention's wgmma form): x rounded
+// to tf32 by two integer operations (half of tf32's ulp added to the
+// magnitude's bits, the low 13 cleared; cvt.rna.tf32.f32 is a
+// compare-and-select sequence in SASS): cvt.rna's value for every finite x
+// and the infinities. The small part is x - big, exact and left unrounded
+// (the tensor core reads its tf32 truncation), which carries a NaN x to the
+// products whatever its big part became.
+__device__ __forceinline__ float dcc_tf32_big(float x) { return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xFFFFE000u); }
 // Four f32 values rounded to tf32 and stored as one 16-byte chunk at `big`
 // (the wgmma tf32 form's producers, gpu::CopyMode::SplitTf32); with `small`
 // also their remainders tf32(x - big) there (3xTF32).
@@ -94,6 +102,12 @@ __device__ __forceinline__ void dcc_st_split_tf32x4(float* big, float* small, fl
   *reinterpret_cast<float4*>(big) = make_float4(b0, b1, b2, b3);
   *reinterpret_cast<float4*>(small) = make_float4(__uint_as_float(dcc_tf32(v.x - b0)), __uint_as_float(dcc_tf32(v.y - b1)),
                                                   __uint_as_float(dcc_tf32(v.z - b2)), __uint_as_float(dcc_tf32(v.w - b3)));
+}
+// The same with dcc_tf32_big's parts (small = x - big, unrounded).
+__device__ __forceinline__ void dcc_st_split_tf32x4_fast(float* big, float* small, float4 v) {
+  const float b0 = dcc_tf32_big(v.x), b1 = dcc_tf32_big(v.y), b2 = dcc_tf32_big(v.z), b3 = dcc_tf32_big(v.w);
+  *reinterpret_cast<float4*>(big) = make_float4(b0, b1, b2, b3);
+  *reinterpret_cast<float4*>(small) = make_float4(v.x - b0, v.y - b1, v.z - b2, v.w - b3);
 }
 // d = a * b + d on one 16 x 8 tile of the warp (every lane calls it).
 __device__ __forceinline__ void dcc_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
@@ -276,6 +290,10 @@ template <int N, int TRANS_A, int TRANS_B>
 __device__ void dcc_wgmma_ss_bf16(float* d, uint64_t adesc, uint64_t bdesc);
 template <int N, int TRANS_A, int TRANS_B>
 __device__ void dcc_wgmma_ss_f16(float* d, uint64_t adesc, uint64_t bdesc);
+// d (m64nN, f32) += a b, m64nNk8 on tf32 values, A's fragments in registers
+// (mma.sync m16n8k8's tf32 layout), B K-major by descriptor (gpu::wgmma_function).
+template <int N>
+__device__ void dcc_wgmma_tf32(float* d, const uint32_t* a, uint64_t desc);
 // d (m64nN, f32) = (scale_d ? d : 0) + a b, m64nNk8 on tf32 values, A and B
 // K-major in shared memory by descriptor (gpu::wgmma_function).
 template <int N>

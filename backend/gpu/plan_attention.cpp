@@ -268,6 +268,22 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     if (*et != Elem::F32 && (dp == 64 || dp == 128) && k.warps[x] % 4 == 0 && k.m_tiles[x] == 1 && k.key_tiles[x] % 16 == 0 &&
         k.key_tiles[x] <= 256)
       k.wgmma_dims.push_back(dp);
+    // f32 (3xTF32 or TF32) on tf32 wgmma: one warpgroup (64 rows), keys
+    // a multiple of 32 a tile (V's transposed tile: 128-byte lines of 32
+    // keys); 32 unless forced. Q's tf32 parts in shared memory, K's small
+    // part and V's transposed parts made once a tile by the block
+    // (docs/cuda.md, "f32 on tf32 wgmma"). Head dim 64 (88 KB of shared
+    // memory: 2 blocks an SM), measured on an H200 (bench/RESULTS.md,
+    // session 29): 1.05-1.35x the mma.sync form on every batch but mnli
+    // (1.00x). Not head dim 128 (unless --attention-f32-wgmma=all): its
+    // 177 KB allow one block an SM, 1.04-1.16x on race and squad but
+    // 0.65-0.94x on wiki128, mnli and cola.
+    const int wg_keys = tune.key_tile ? tune.key_tile : 32;
+    if (*et == Elem::F32 && tune.f32_wgmma && (dp == 64 || (dp == 128 && tune.f32_wgmma_all)) && k.warps[x] == 4 &&
+        k.m_tiles[x] == 1 && wg_keys % 32 == 0 && wg_keys <= 128) {
+      k.wgmma_dims.push_back(dp);
+      if (wg_keys != k.key_tiles[x]) k.wg_key_tiles[x] = wg_keys;
+    }
   }
   // Head dim 128 on wgmma: 64 keys a tile for launches of long key
   // sequences (AttentionKernel::long_key_tiles), 32 for the rest. Measured
@@ -281,7 +297,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   // Not when --attention-tiles forces the key tile.
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
-    if (tune.key_tile || std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) == k.wgmma_dims.end()) continue;
+    if (tune.key_tile || *et == Elem::F32 || std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) == k.wgmma_dims.end()) continue;
     k.long_key_tiles.resize(k.head_dims.size(), 0);
     k.long_keys.resize(k.head_dims.size(), kAttentionLongKeys);
     if (dp == 128 && k.key_tiles[x] == 32) k.long_key_tiles[x] = 64;
@@ -330,7 +346,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   k.long_q_smem.assign(k.head_dims.size(), false);
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
-    if (!attention_wgmma(k, dp) || tune.q == AttnQ::Registers) continue;
+    if (!attention_wgmma(k, dp) || k.elem == Elem::F32 || tune.q == AttnQ::Registers) continue;
     for (bool long_keys : {false, true}) {
       if (long_keys && !attention_long_tile_n(k, dp)) continue;
       auto flag = [&]() -> std::vector<bool>::reference { return (long_keys ? k.long_q_smem : k.q_smem)[x]; };

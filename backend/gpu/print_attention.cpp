@@ -198,7 +198,8 @@ struct Printer {
         out += "    float p[MT][NT][4];\n";
         out += element_loop(fmt::format("          p[mt][nt][e] = {};\n", d.expr(k.pv_p)), "          p[mt][nt][e] = 0.0f;\n", true);
         if (k.elem == Elem::F32) {
-          pv_f32();
+          if (wg_) pv_f32_wg();
+          else pv_f32();
           return;
         }
         out += fmt::format("    const uint16_t* vs = Vs + {} * STAGE{};\n", vstage(), warp_cols());
@@ -358,6 +359,106 @@ struct Printer {
     out += "      }\n";
     out += "      for (int e = 0; e < 4; ++e) o[0][dt][e] += part[0][0][e];\n    }\n";
     out += "    }\n";
+  }
+
+  // f32 on tf32 wgmma (AttentionKernel::wgmma_dims): tf32 wgmma reads both
+  // operands K-major from shared memory (no transposed form), its A also
+  // from registers. 3xTF32's parts: big = x rounded to tf32 by two integer
+  // operations (dcc_tf32_big), small = x - big, exact, read by the tensor
+  // core truncated to tf32 (three operations a value instead of two
+  // cvt.rna sequences; with the small part also rounded the error was 2x
+  // lower and the conversion the kernel's largest cost). One TF32 product
+  // (--fp32-math=tf32) rounds by cvt.rna (dcc_tf32). S = Q K^T: Q's and K's tiles [row][d] are K-major as
+  // they are. O += P V: A = P's fragments, B = V transposed (lines of d,
+  // keys along them), each 8 keys in the order 0 2 4 6 1 3 5 7: A reg r of
+  // a lane holds k slot tig + 4 (r >> 1), and the lane's S values are keys
+  // 2 tig and 2 tig + 1 (P's slot tig stands for key 2 tig, slot tig + 4 for
+  // key 2 tig + 1). The tensor core truncates its sums toward zero, so S
+  // is summed in partial sums of 32 columns of d each, and each tile's P V
+  // in a fresh fragment, added in f32 (round to nearest).
+
+  /// Q's tile as tf32 parts in shared memory (swizzled, TM lines), once a
+  /// block: rows m0 .., zeros past M and QD.
+  std::string q_tile_f32() {
+    // 16 bytes a load where Q's rows are contiguous and aligned.
+    std::string o = "    const bool qvec = t_Q_ds == 1 && t_Q_rs % 4 == 0 && t_Q_base % 4 == 0 && t_QD % 4 == 0 && (uintptr_t)Qp % 16 == 0;\n"
+                    "    for (int u = threadIdx.x; u < TM * (DP / 4); u += WARPS * 32) {\n"
+                    "      const int r = u / (DP / 4), c = (u % (DP / 4)) * 4;\n      const int64_t row = m0 + r;\n"
+                    "      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+                    "      if (qvec) {\n        if (row < t_M && c < t_QD) {\n"
+                    "          const float4 q4 = *reinterpret_cast<const float4*>(&Qp[t_Q_base + row * t_Q_rs + c]);\n"
+                    "          v[0] = q4.x, v[1] = q4.y, v[2] = q4.z, v[3] = q4.w;\n        }\n      } else {\n"
+                    "#pragma unroll\n        for (int e = 0; e < 4; ++e)\n"
+                    "          if (row < t_M && c + e < t_QD) v[e] = Qp[t_Q_base + row * t_Q_rs + (c + e) * t_Q_ds];\n      }\n";
+    o += split() ? "      dcc_st_split_tf32x4_fast(&Qs[swz_at(TM, r, c)], &Qs[TM * DP + swz_at(TM, r, c)], make_float4(v[0], v[1], v[2], v[3]));\n"
+                 : "      dcc_st_tf32x4(&Qs[swz_at(TM, r, c)], make_float4(v[0], v[1], v[2], v[3]));\n";
+    return o + "    }\n";
+  }
+  /// After the barrier that finds tile kt in its stage: K's small parts
+  /// (Kl; its big part is the stage) and V's transposed parts (Vb, Vl), made by the
+  /// block's threads (lanes along the keys: V's stores fill whole lines),
+  /// made visible to wgmma (async proxy) by a second barrier.
+  void convert_f32() {
+    out += "    {\n    float* ks = Ks + stage * STAGE;\n    const float* vs = Vs + stage * STAGE;\n";
+    out += "#pragma unroll 4\n    for (int u = threadIdx.x; u < BN * (DP / 4); u += WARPS * 32) {\n";
+    out += "      const int r = u % BN, c = (u / BN) * 4, at = swz_at(BN, r, c);\n";
+    out += split() ? "      dcc_st_split_tf32x4_fast(&ks[at], &Kl[at], *reinterpret_cast<const float4*>(&ks[at]));\n"
+                   : "      dcc_st_tf32x4(&ks[at], *reinterpret_cast<const float4*>(&ks[at]));\n";
+    out += "      const float4 v = *reinterpret_cast<const float4*>(&vs[at]);\n";
+    out += "      const int slot = (r & ~7) | ((r & 7) >> 1) | ((r & 1) << 2);  // key r's place in its 8\n";
+    out += "      const float vx[4] = {v.x, v.y, v.z, v.w};\n";
+    out += "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n        const int vt = swz_at(DP, c + e, slot);\n";
+    out += (split() ? "        const float b = dcc_tf32_big(vx[e]);\n        Vb[vt] = b;\n        Vl[vt] = vx[e] - b;\n"
+                    : "        Vb[vt] = __uint_as_float(dcc_tf32(vx[e]));\n");
+    out += "      }\n    }\n    }\n    dcc_fence_proxy_async();\n    __syncthreads();  // the tile's tf32 parts are in\n";
+  }
+  /// S = Q K^T on tf32 wgmma, both from shared memory: per 32 columns of d
+  /// (four k-steps) a partial sum (fresh: scale-d 0 at its first product),
+  /// the partial sums added in f32 after the wait. 3xTF32: each k-step
+  /// q_small k_big + q_big k_small + q_big k_big.
+  void wg_scores_f32() {
+    out += "    float s[MT][NT][4];\n    {\n    constexpr int SG = (DP + 31) / 32;  // S's partial sums\n    float sp[SG][NT][4];\n";
+    out += "    const uint64_t qd = dcc_wgmma_desc(qs_u32, 16, 1024), kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n";
+    if (split()) out += "    const uint64_t qld = dcc_wgmma_desc(qs_u32 + (uint32_t)(TM * DP * sizeof(*Qs)), 16, 1024), kld = dcc_wgmma_desc(kl_u32, 16, 1024);\n";
+    out += "    dcc_wgmma_keep<SG * NT * 4>(&sp[0][0][0]);\n    dcc_wgmma_fence();\n";
+    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n";
+    out += "      const uint32_t oq = (kq >> 2) * (TM * 128) + (kq & 3) * 32, ok = (kq >> 2) * (BN * 128) + (kq & 3) * 32;\n";
+    out += "      const int first = (kq & 3) == 0 ? 0 : 1;  // scale-d: a partial sum's first product starts it\n";
+    if (split()) {
+      out += "      dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qld, oq), dcc_wgmma_desc_at(kd, ok), first);\n";
+      out += "      dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qd, oq), dcc_wgmma_desc_at(kld, ok), 1);\n";
+      out += "      dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qd, oq), dcc_wgmma_desc_at(kd, ok), 1);\n";
+    } else {
+      out += "      dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qd, oq), dcc_wgmma_desc_at(kd, ok), first);\n";
+    }
+    out += "    }\n    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<SG * NT * 4>(&sp[0][0][0]);\n";
+    out += "#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n"
+           "        float t = sp[0][nt][e];\n#pragma unroll\n        for (int g = 1; g < SG; ++g) t += sp[g][nt][e];\n"
+           "        s[0][nt][e] = t;\n      }\n    }\n";
+  }
+  /// O = O c + P V on tf32 wgmma: P's fragments (tf32 parts, keys paired
+  /// as V's transposed tile has them) from registers, V transposed from
+  /// shared memory; the tile's products in a fresh fragment added to O.
+  void pv_f32_wg() {
+    out += "    {\n    uint32_t pb[NT][4]" + std::string(split() ? ", ps[NT][4]" : "") + ";\n";
+    out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n";
+    out += "      const float pr[4] = {p[0][kc][0], p[0][kc][2], p[0][kc][1], p[0][kc][3]};\n";
+    out += split() ? "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n        const float b = dcc_tf32_big(pr[r]);\n"
+                     "        pb[kc][r] = __float_as_uint(b);\n        ps[kc][r] = __float_as_uint(pr[r] - b);\n"
+                   : "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n        pb[kc][r] = dcc_tf32(pr[r]);\n";
+    out += "      }\n    }\n";
+    out += "    float part[DT][4];\n#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n      for (int e = 0; e < 4; ++e) part[dt][e] = 0.0f;\n";
+    out += "    const uint64_t vbd = dcc_wgmma_desc(vb_u32, 16, 1024);\n";
+    if (split()) out += "    const uint64_t vld = dcc_wgmma_desc(vl_u32, 16, 1024);\n";
+    out += "    dcc_wgmma_keep<DT * 4>(&part[0][0]);\n    dcc_wgmma_fence();\n";
+    out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n      const uint32_t ov = (kc >> 2) * (DP * 128) + (kc & 3) * 32;\n";
+    if (split()) {
+      out += "      dcc_wgmma_tf32<DP>(&part[0][0], ps[kc], dcc_wgmma_desc_at(vbd, ov));\n";
+      out += "      dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vld, ov));\n";
+    }
+    out += "      dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vbd, ov));\n    }\n";
+    out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<DT * 4>(&part[0][0]);\n";
+    out += "#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n      for (int e = 0; e < 4; ++e) o[0][dt][e] += part[dt][e];\n    }\n    }\n";
   }
 
   /// The lane's Q fragments for the score's columns q0 + 0 .. DP - 1 (q0
@@ -533,15 +634,18 @@ struct Printer {
     out += fmt::format("  constexpr int LW = {}DP;  // K's and V's line: elements copied\n", split_ ? "WARPS * " : "");
     out += fmt::format("  constexpr int LINE = LW + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
                        k.pad, f32 ? 8 : 16, f32 ? 4 : 8);
-    if (f32 || wide_ || split_) out += "  static_assert(!WG, \"wgmma: the 16-bit one-warpgroup body only\");\n";
+    if (f32 && !wide_ && !split_)
+      out += "  static_assert(!WG || (MT == 1 && WARPS == 4 && DP % 32 == 0 && BN % 32 == 0), \"f32 wgmma: one warpgroup of 16-row warps\");\n";
+    else if (f32 || wide_ || split_) out += "  static_assert(!WG, \"wgmma: the 16-bit one-warpgroup body only\");\n";
     else out += "  static_assert(!WG || (MT == 1 && WARPS % 4 == 0 && DP % 64 == 0 && BN % 16 == 0), \"wgmma: warpgroups of 16-row warps\");\n";
     // A stage of K or V: lines of LINE elements, or with wgmma 128-byte
     // swizzled lines of 64 columns (the 16-byte chunk index XOR the line's
     // index mod 8), columns 64 .. 127 in a second part after the first's BN
     // lines (docs/cuda.md, "wgmma").
     out += "  constexpr int STAGE = WG ? BN * DP : BN * LINE;  // elements a K or V stage\n";
-    out += "  auto swz_at = [](int lines, int r, int c) -> int {  // line r, column c of a swizzled tile of `lines` lines\n"
-           "    return (c >> 6) * (lines * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n  };\n  (void)swz_at;\n";
+    out += "  auto swz_at = [](int lines, int r, int c) -> int {  // line r, column c of a swizzled tile of `lines` lines\n";
+    out += f32 ? "    return (c >> 5) * (lines * 32) + r * 32 + ((((c & 31) >> 2) ^ (r & 7)) << 2) + (c & 3);\n  };\n  (void)swz_at;\n"
+               : "    return (c >> 6) * (lines * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n  };\n  (void)swz_at;\n";
     out += "  auto kv_at = [&](int r, int c) -> int {  // line r, column c of a stage\n"
            "    if constexpr (WG) return swz_at(BN, r, c);\n"
            "    else return r * LINE + c;\n  };\n  (void)kv_at;\n";
@@ -550,8 +654,20 @@ struct Printer {
     if (!any_q()) out += "  constexpr bool QS = false;  // Q's tile in shared memory\n";
     else if (wide_ || split_) out += "  static_assert(!QS, \"Q's tile in shared memory: the one-warpgroup-row body only\");\n";
     else out += "  static_assert(WG || !QS, \"Q's tile in shared memory: the wgmma form only\");\n";
-    out += fmt::format("  {0}* Qs = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n"
-                       "  {0}* Ks = Qs + (QS ? TM * DP : 0);\n  {0}* Vs = Ks + NS * STAGE;\n", st);
+    out += fmt::format("  {0}* Qs = reinterpret_cast<{0}*>(smem + (WG ? (1024 - (dcc_smem_u32(smem) & 1023)) & 1023 : 0));\n", st);
+    if (f32 && !wide_ && !split_) {
+      // f32 on wgmma (AttentionKernel::wgmma_dims): Q's tf32 parts (big,
+      // then small for 3xTF32), K's and V's raw stages, then one tile's K
+      // small part and V's transposed big and small parts.
+      out += fmt::format("  constexpr int QP = {};  // tf32 parts of an operand (3xTF32: big and small)\n", split() ? 2 : 1);
+      out += "  float* Ks = Qs + (WG ? QP * TM * DP : 0);\n  float* Vs = Ks + NS * STAGE;\n"
+             "  float* Kl = Vs + NS * STAGE;  // K's small parts (wgmma)\n  float* Vb = Kl + (QP - 1) * STAGE;  // V transposed: big parts\n"
+             "  float* Vl = Vb + STAGE;  // and small\n"
+             "  const uint32_t kl_u32 = dcc_smem_u32(Kl), vb_u32 = dcc_smem_u32(Vb), vl_u32 = dcc_smem_u32(Vl);\n"
+             "  (void)kl_u32, (void)vb_u32, (void)vl_u32;\n";
+    } else {
+      out += fmt::format("  {0}* Ks = Qs + (QS ? TM * DP : 0);\n  {0}* Vs = Ks + NS * STAGE;\n", st);
+    }
     // The stages' shared addresses for wgmma's descriptors, once a block.
     out += "  const uint32_t qs_u32 = dcc_smem_u32(Qs), ks_u32 = dcc_smem_u32(Ks), vs_u32 = dcc_smem_u32(Vs);\n"
            "  (void)qs_u32, (void)ks_u32, (void)vs_u32;\n";
@@ -565,6 +681,7 @@ struct Printer {
     // here; otherwise after the first K and V tile's copy is issued (below),
     // so that the block waits for Q and that tile at once.
     std::string q_rows = wide_ ? "" : split_ ? q_load("warp * DP", "  ") : "  if constexpr (!QS) {\n" + q_load("", "  ") + "  }\n";
+    if (f32 && !wide_ && !split_) q_rows = "  if constexpr (WG) {\n" + q_tile_f32() + "  } else {\n" + q_load("", "  ") + "  }\n";
     q_rows += "  float o[MT][DT][4];\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n"
               "    for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;\n";
     for (const auto* b : k.row_scalars) q_rows += fmt::format("  {} w_{}[2 * MT] = {{}};\n", d.value_type(b), d.scalar(b));
@@ -702,7 +819,14 @@ struct Printer {
       out += "    __syncthreads();  // tile kt is in; every warp is done with stage `fill` (the previous tile's)\n";
       out += "    if (kc < nkt) {\n      copy_kv(kc, fill);\n      kc = next_needed(kc + 1);\n    }\n"
              "    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
-      if (wg) {
+      if (wg && f32) {
+        // f32: the tile's tf32 parts made by the block, then S.
+        convert_f32();
+        wg_scores_f32();
+        wg_ = true;
+        tile_body();
+        wg_ = false;
+      } else if (wg) {
         // Every warp of the warpgroup issues the MMAs.
         wg_scores();
         wg_ = true;
@@ -742,7 +866,7 @@ struct Printer {
         out += "    }\n    stage ^= 1;\n    }\n    const int64_t n0 = kt * BN;\n    if (m0 + wm0 < t_M) {\n";
         tile_body();
         out += "    }  // the warp's rows\n    vstage ^= 1;\n    kt = nxt;\n  }\n";
-      } else if (!split_ && !f32) {
+      } else if (!split_) {
         out += "  if constexpr (WG) {\n";
         tile_loop(true);
         out += "  } else {\n";
@@ -862,6 +986,11 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // S's A (Q): registers, or shared memory (AttentionKernel::q_smem).
   auto qa = [&](int dp, bool long_keys) { return attention_q_smem(k, dp, long_keys) ? WgmmaA::SharedK : WgmmaA::Registers; };
   for (int dp : k.wgmma_dims) {
+    if (k.elem == Elem::F32) {  // S: both from shared memory; P V: P's fragments, V transposed (K-major)
+      o += wgmma_function(k.elem, attention_wg_tile_n(k, dp), WgmmaA::SharedK, false);
+      o += wgmma_function(k.elem, dp, WgmmaA::Registers, false);
+      continue;
+    }
     o += wgmma_function(k.elem, attention_tile_n(k, dp), qa(dp, false), false);
     if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), qa(dp, true), false);
     o += wgmma_function(k.elem, dp, WgmmaA::Registers, true);
@@ -905,7 +1034,11 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     }
   };
   auto by_head_dim = [&](const std::string& suffix, const std::string& body, int dp) {
-    wrapper(suffix, body, dp, std::to_string(attention_tile_n(k, dp)), attention_m_tiles(k, dp), attention_warps(k, dp),
+    // The wgmma form's key tile where it differs (AttentionKernel::wg_key_tiles).
+    const int bn = attention_tile_n(k, dp), wbn = attention_wg_tile_n(k, dp);
+    const bool wg = body.empty() && attention_wgmma(k, dp);
+    wrapper(suffix, body, dp, wg && wbn != bn ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wbn, bn) : std::to_string(bn),
+            attention_m_tiles(k, dp), attention_warps(k, dp),
             attention_min_blocks(k, dp), attention_wgmma_min_blocks(k, dp), attention_smem_bytes(k, dp),
             body.empty() && attention_wgmma(k, dp),
             attention_stages(k, dp), body.empty() && attention_q_smem(k, dp));

@@ -746,13 +746,37 @@ std::string wgmma_tf32_function(int n) {
   o += "#else\n  (void)d; (void)adesc; (void)bdesc; (void)scale_d;\n#endif\n}\n#endif\n";
   return o;
 }
+/// dcc_wgmma_tf32<n>(d, a, desc): d += a b, m64n<n>k8 on tf32, A's four
+/// fragment registers a thread (mma.sync m16n8k8's tf32 layout; the fused
+/// f32 attention's Q and P), B K-major by descriptor.
+std::string wgmma_tf32_rs_function(int n) {
+  const int regs = n / 2;
+  const std::string guard = fmt::format("DCC_WGMMA_tf32_N{}", n);
+  std::string o = fmt::format("#ifndef {0}\n#define {0}\n", guard);
+  o += fmt::format("// d (m64n{0}, f32) += a (m64k8, tf32 fragments in registers) b (k8n{0}, shared memory by descriptor,\n"
+                   "// K-major); issued by the warpgroup, completed by dcc_wgmma_wait.\n",
+                   n);
+  o += fmt::format("template <>\n__device__ __forceinline__ void dcc_wgmma_tf32<{}>(float* d, const uint32_t* a, uint64_t desc) {{\n", n);
+  o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma(dcc_emu_mma_kind::tf32, d, a, desc, {}, false);\n", n);
+  o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
+  std::string dl, outs;
+  for (int r = 0; r < regs; ++r) {
+    dl += fmt::format("{}%{}", r ? ", " : "", r);
+    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
+  }
+  o += fmt::format("  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n\"\n"
+                   "               \"wgmma.mma_async.sync.aligned.m64n{1}k8.f32.tf32.tf32 {{{2}}}, {{%{3}, %{4}, %{5}, %{6}}}, %{7}, p, 1, 1;\\n}}\\n\"\n"
+                   "               : {8}\n               : \"r\"(1), \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc));\n",
+                   regs, n, dl, regs + 1, regs + 2, regs + 3, regs + 4, regs + 5, outs);
+  o += "#else\n  (void)d; (void)a; (void)desc;\n#endif\n}\n#endif\n";
+  return o;
+}
 }  // namespace
 
 std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b) {
   if (e == Elem::F32) {
-    if (a == WgmmaA::Registers || a == WgmmaA::SharedMN || trans_b)
-      throw std::logic_error("kernel IR: a tf32 wgmma reads both operands K-major from shared memory");
-    return wgmma_tf32_function(n);
+    if (a == WgmmaA::SharedMN || trans_b) throw std::logic_error("kernel IR: a tf32 wgmma reads its operands K-major");
+    return a == WgmmaA::Registers ? wgmma_tf32_rs_function(n) : wgmma_tf32_function(n);
   }
   const char* t = elem_name(e);
   const bool ss = a != WgmmaA::Registers;

@@ -56,7 +56,9 @@ enum class WgmmaA { Registers, SharedK, SharedMN };
 /// shared-memory descriptor, K-major or (trans_b) MN-major:
 /// `dcc_wgmma_{bf16,f16}<n, trans_b>(d, a, bdesc)` with A from registers,
 /// `dcc_wgmma_ss_{bf16,f16}<n, trans_a, trans_b>(d, adesc, bdesc)` with A in
-/// shared memory; guarded so that kernels using the same one may each print it.
+/// shared memory; for f32 (m64n<n>k8 on tf32, K-major only)
+/// `dcc_wgmma_tf32<n>(d, a, bdesc)` and `dcc_wgmma_ss_tf32<n>(d, adesc, bdesc,
+/// scale_d)`; guarded so that kernels using the same one may each print it.
 std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b);
 
 /// The store of a paired output's two f32 values `pr[0]`, `pr[1]` at

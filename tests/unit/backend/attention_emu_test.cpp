@@ -461,15 +461,27 @@ TEST(AttentionEmu, SoftcapBf16) {
 // error was 1.5e-6, which this bound rejects); one TF32 product
 // (--fp32-math=tf32) within 5e-3 (measured 5.5e-4).
 void check_f32(const std::string& file, const std::string& fn, const Mod& mod, bool skips_tiles,
-               gpu::Fp32Math fp32, double tol, bool few = false) {
-  SCOPED_TRACE(fn + " " + gpu::fp32_math_name(fp32));
+               gpu::Fp32Math fp32, double tol, bool few = false, bool sm90a = false) {
+  SCOPED_TRACE(fn + " " + gpu::fp32_math_name(fp32) + (sm90a ? " sm_90a" : ""));
   Built b;
-  build(file, read(std::string(DCCC_EXAMPLES_DIR "/") + file), fn, b, fp32);
+  gpu::AttentionTuning tune;
+  tune.f32_wgmma_all = true;  // head dim 128 too (the test's cases run both)
+  build(file, read(std::string(DCCC_EXAMPLES_DIR "/") + file), fn, b, fp32, tune, sm90a);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
   EXPECT_NE(b.cu.find("dcc_mma_tiles_tf32<1, 1>(part, &pb[kc], vb);"), std::string::npos) << "P V is not on the tensor cores";
   EXPECT_EQ(b.cu.find("dcc_mma_tiles_tf32<1, 1>(part, qs, kb);") != std::string::npos, fp32 == gpu::Fp32Math::Split3xTf32)
       << "3xTF32 products exactly when asked";
+  // The wgmma form (head dims 64 and 128; what an sm_90a build runs).
+  for (const char* text : {"dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vbd, ov));",
+                           "__body<64, 32, 1, 4, DCC_WGMMA != 0, 2>(launch", "__body<128, (DCC_WGMMA != 0 ? 32 : 16), 1, 4, DCC_WGMMA != 0, 2>(launch",
+                           "void dcc_wgmma_tf32<128>(", "void dcc_wgmma_ss_tf32<32>("})
+    EXPECT_NE(b.cu.find(text), std::string::npos) << text;
+  // Head dim 128's 3xTF32 wgmma build: 177 KB of shared memory, one block an SM (two with one TF32 product).
+  EXPECT_EQ(b.cu.find("__launch_bounds__(128, (DCC_WGMMA != 0 ? 1 : 2)) " + fn + "__k0__d128(") != std::string::npos,
+            fp32 == gpu::Fp32Math::Split3xTf32);
+  EXPECT_EQ(b.cu.find("dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qld, oq)") != std::string::npos,
+            fp32 == gpu::Fp32Math::Split3xTf32);
   EXPECT_EQ(b.cu.find("if (!any) return false;") != std::string::npos, skips_tiles);
   int checked = 0;
   double worst = run(b, mod, checked, 0, true, tol, few);
@@ -480,6 +492,16 @@ void check_f32(const std::string& file, const std::string& fn, const Mod& mod, b
 TEST(AttentionEmu, MhaF32) {
   check_f32("mha.toy", "mha", [](double s, int, int) { return s; }, false, gpu::Fp32Math::Split3xTf32, 1e-6);
   check_f32("mha.toy", "mha", [](double s, int, int) { return s; }, false, gpu::Fp32Math::Tf32, 5e-3, true);
+}
+
+// f32 on tf32 wgmma (sm_90a; head dims 64 and 128): Q's and K's tf32 parts
+// from shared memory, P from registers against V transposed with its keys
+// paired as P's fragments hold them.
+TEST(AttentionEmu, MhaF32Wgmma) {
+  check_f32("mha.toy", "mha", [](double s, int, int) { return s; }, false, gpu::Fp32Math::Split3xTf32, 1e-6, false, true);
+  check_f32("mha.toy", "mha", [](double s, int, int) { return s; }, false, gpu::Fp32Math::Tf32, 5e-3, true, true);
+  check_f32("mha_causal.toy", "mha_causal", [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true,
+            gpu::Fp32Math::Split3xTf32, 1e-6, true, true);
 }
 
 // The masks and the soft cap run through the same element steps as in bf16

@@ -339,7 +339,9 @@ inline uint32_t dcc_emu_desc_elem(uint64_t desc, int mn, int k, bool mn_major, i
   return h;
 }
 
-// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} with A in registers
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16} (m64nNk8.f32.tf32.tf32
+// for tf32: A's registers one value each, mma.sync m16n8k8's layout; B
+// K-major, fused steps of 4) with A in registers
 // (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate"),
 // computed at the call (the wait is then a no-op). Warp w % 4 of the
 // warpgroup owns rows 16 (w % 4) ..; its lanes' A registers are mma.sync's
@@ -354,16 +356,20 @@ inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, ui
   if ((blockDim.x % 128) != 0 || n % 8 != 0 || n > 256) std::abort();
   for (unsigned r = 0; r < 4; ++r) blk.frags[dcc_emu::kFragRegs * t + r] = a[r];
   blk.warps[t / 32].arrive_and_wait();
+  const bool tf32 = kind == dcc_emu_mma_kind::tf32;
+  if (tf32 && trans_b) std::abort();  // tf32: K-major B only
   auto A = [&](int row, int k) {
+    if (tf32)  // m64nNk8: mma.sync m16n8k8's tf32 A layout, one value a register
+      return dcc_emu_mma_value(kind, blk.frags[dcc_emu::kFragRegs * (base + (row % 8) * 4 + k % 4) + (row >= 8) + 2 * (k >= 4)], 0);
     uint32_t reg = blk.frags[dcc_emu::kFragRegs * (base + (row % 8) * 4 + (k % 8) / 2) + (row >= 8) + 2 * (k >= 8)];
     return dcc_emu_mma_value(kind, reg, k % 2);
   };
-  auto B = [&](int k, int col) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(desc, col, k, trans_b), 0); };
+  auto B = [&](int k, int col) { return dcc_emu_mma_value(kind, dcc_emu_desc_elem(desc, col, k, trans_b, tf32 ? 4 : 2), 0); };
   std::vector<float> out(static_cast<size_t>(n / 2));
   for (int j = 0; j < n / 8; ++j)
     for (int e = 0; e < 4; ++e) {
       int row = static_cast<int>(lane / 4) + 8 * (e >> 1), col = 8 * j + 2 * static_cast<int>(lane % 4) + (e & 1);
-      out[4 * j + e] = dcc_emu_fused_dot(d[4 * j + e], 16, 8, [&](int k) { return A(row, k); },
+      out[4 * j + e] = dcc_emu_fused_dot(d[4 * j + e], tf32 ? 8 : 16, tf32 ? 4 : 8, [&](int k) { return A(row, k); },
                                          [&](int k) { return B(k, col); });
     }
   blk.warps[t / 32].arrive_and_wait();
