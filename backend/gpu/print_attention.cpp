@@ -2,6 +2,8 @@
 // its --emit=kernel text is kernel_ir.cpp's (print_attention_kernel).
 #include "backend/gpu/print_attention.h"
 
+#include "backend/gpu/print_attention_f32.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -294,173 +296,14 @@ struct Printer {
                        mma_fn(k.elem));
   }
 
-  // f32 operands on m16n8k8 tf32 MMAs (3xTF32: a = a_big + a_small with
-  // both parts tf32, a b ~ a_small b_big + a_big b_small + a_big b_big).
+  // f32 operands (backend/gpu/print_attention_f32.h): 3xTF32 or one TF32 product.
   bool split() const { return k.fp32 == Fp32Math::Split3xTf32; }
-  /// Fragment registers `big` (and `small`) of the f32 values `x` (n of them).
-  std::string split_regs(const std::string& big, const std::string& small, const std::string& x, int n,
-                         const std::string& pad) {
-    std::string o = fmt::format("{}uint32_t {}[1][{}]{};\n", pad, big, n, split() ? fmt::format(", {}[1][{}]", small, n) : "");
-    for (int r = 0; r < n; ++r) {
-      o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}]);\n", pad, big, r, x, r);
-      if (split()) o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}] - __uint_as_float({}[0][{}]));\n", pad, small, r, x, r, big, r);
-    }
-    return o;
-  }
-  /// The tf32 MMAs of acc (FM x FN tiles) += A B, from the parts A_b / A_s, B_b / B_s.
-  std::string mmas_tf32(const std::string& fm, const std::string& fn, const std::string& acc, const std::string& ab,
-                        const std::string& as, const std::string& bb, const std::string& bs, const std::string& pad) {
-    std::string o;
-    if (split()) {
-      o += fmt::format("{}dcc_mma_tiles_tf32<{}, {}>({}, {}, {});\n", pad, fm, fn, acc, as, bb);
-      o += fmt::format("{}dcc_mma_tiles_tf32<{}, {}>({}, {}, {});\n", pad, fm, fn, acc, ab, bs);
-    }
-    return o + fmt::format("{}dcc_mma_tiles_tf32<{}, {}>({}, {}, {});\n", pad, fm, fn, acc, ab, bb);
-  }
-  /// S = Q K^T for f32: K-steps of 8 (d); B reg jj of key tile nt holds
-  /// K[key 8 nt + gid][d 8 kq + tig + 4 jj], read from shared memory (lines
-  /// of DP + 4 floats: the warp's 32 reads fall in 32 banks) and split just
-  /// before its MMAs (few registers live: Q's and S's fragments dominate).
-  /// Each K-step's three products go to a fresh fragment added to S with f32
-  /// adds (the tensor core truncates its sums; see pv_f32).
-  void s_f32() {
-    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n";
-    out += split_regs("qb", "qs", "qf[kq]", 4, "      ");
-    out += "#pragma unroll\n      for (int nt = 0; nt < NT; ++nt) {\n";
-    out += "        const float k0 = ks[(8 * nt + gid) * LINE + 8 * kq + tig], k1 = ks[(8 * nt + gid) * LINE + 8 * kq + tig + 4];\n";
-    out += "        const float kx[2] = {k0, k1};\n";
-    out += split_regs("kb", "kl", "kx", 2, "        ");
-    out += "        float part[1][1][4] = {{{0.0f, 0.0f, 0.0f, 0.0f}}};\n";
-    out += mmas_tf32("1", "1", "part", "qb", "qs", "kb", "kl", "        ");
-    out += "        for (int e = 0; e < 4; ++e) s[0][nt][e] += part[0][0][e];\n";
-    out += "      }\n    }\n";
-  }
-  /// O = O c + P V for f32, P's K-step kc being key tile kc of S: A reg r of
-  /// an m16n8k8 tile holds (row gid + 8 (r & 1), k tig + 4 (r >> 1)), and the
-  /// lane's S values are keys 2 tig, 2 tig + 1; so k slot tig stands for key
-  /// 2 tig and slot tig + 4 for key 2 tig + 1 (a sum over keys in any order),
-  /// and V's B reg jj holds V[key 8 kc + 2 tig + jj][column 8 dt + gid]. P's
-  /// tf32 parts are made once a tile; per output column tile dt the tile's
-  /// products are summed in a fresh fragment, then added to O in f32 (the
-  /// tensor core truncates its sums: one tile's worth of error, not N's).
-  void pv_f32() {
-    out += fmt::format("    const float* vs = Vs + {} * (BN * LINE){};\n", vstage(), warp_cols());
-    out += "    uint32_t pb[NT][4]" + std::string(split() ? ", ps[NT][4]" : "") + ";\n";
-    out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n";
-    out += "      const float pr[4] = {p[0][kc][0], p[0][kc][2], p[0][kc][1], p[0][kc][3]};\n";
-    out += "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n        pb[kc][r] = dcc_tf32(pr[r]);\n";
-    if (split()) out += "        ps[kc][r] = dcc_tf32(pr[r] - __uint_as_float(pb[kc][r]));\n";
-    out += "      }\n    }\n";
-    out += "#pragma unroll\n    for (int dt = 0; dt < DT; ++dt) {\n      float part[1][1][4] = {{{0.0f, 0.0f, 0.0f, 0.0f}}};\n";
-    out += "#pragma unroll\n      for (int kc = 0; kc < NT; ++kc) {\n";
-    out += "        const float vx[2] = {vs[(8 * kc + 2 * tig) * LINE + 8 * dt + gid], vs[(8 * kc + 2 * tig + 1) * LINE + 8 * dt + gid]};\n";
-    out += split_regs("vb", "vl", "vx", 2, "        ");
-    out += mmas_tf32("1", "1", "part", "&pb[kc]", "&ps[kc]", "vb", "vl", "        ");
-    out += "      }\n";
-    out += "      for (int e = 0; e < 4; ++e) o[0][dt][e] += part[0][0][e];\n    }\n";
-    out += "    }\n";
-  }
-
-  // f32 on tf32 wgmma (AttentionKernel::wgmma_dims): tf32 wgmma reads both
-  // operands K-major from shared memory (no transposed form), its A also
-  // from registers. 3xTF32's parts: big = x rounded to tf32 by two integer
-  // operations (dcc_tf32_big), small = x - big, exact, read by the tensor
-  // core truncated to tf32 (three operations a value instead of two
-  // cvt.rna sequences; with the small part also rounded the error was 2x
-  // lower and the conversion the kernel's largest cost). One TF32 product
-  // (--fp32-math=tf32) rounds by cvt.rna (dcc_tf32). S = Q K^T: Q's and K's tiles [row][d] are K-major as
-  // they are. O += P V: A = P's fragments, B = V transposed (lines of d,
-  // keys along them), each 8 keys in the order 0 2 4 6 1 3 5 7: A reg r of
-  // a lane holds k slot tig + 4 (r >> 1), and the lane's S values are keys
-  // 2 tig and 2 tig + 1 (P's slot tig stands for key 2 tig, slot tig + 4 for
-  // key 2 tig + 1). The tensor core truncates its sums toward zero, so S
-  // is summed in partial sums of 32 columns of d each, and each tile's P V
-  // in a fresh fragment, added in f32 (round to nearest).
-
-  /// Q's tile as tf32 parts in shared memory (swizzled, TM lines), once a
-  /// block: rows m0 .., zeros past M and QD.
-  std::string q_tile_f32() {
-    // 16 bytes a load where Q's rows are contiguous and aligned.
-    std::string o = "    const bool qvec = t_Q_ds == 1 && t_Q_rs % 4 == 0 && t_Q_base % 4 == 0 && t_QD % 4 == 0 && (uintptr_t)Qp % 16 == 0;\n"
-                    "    for (int u = threadIdx.x; u < TM * (DP / 4); u += WARPS * 32) {\n"
-                    "      const int r = u / (DP / 4), c = (u % (DP / 4)) * 4;\n      const int64_t row = m0 + r;\n"
-                    "      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
-                    "      if (qvec) {\n        if (row < t_M && c < t_QD) {\n"
-                    "          const float4 q4 = *reinterpret_cast<const float4*>(&Qp[t_Q_base + row * t_Q_rs + c]);\n"
-                    "          v[0] = q4.x, v[1] = q4.y, v[2] = q4.z, v[3] = q4.w;\n        }\n      } else {\n"
-                    "#pragma unroll\n        for (int e = 0; e < 4; ++e)\n"
-                    "          if (row < t_M && c + e < t_QD) v[e] = Qp[t_Q_base + row * t_Q_rs + (c + e) * t_Q_ds];\n      }\n";
-    o += split() ? "      dcc_st_split_tf32x4_fast(&Qs[swz_at(TM, r, c)], &Qs[TM * DP + swz_at(TM, r, c)], make_float4(v[0], v[1], v[2], v[3]));\n"
-                 : "      dcc_st_tf32x4(&Qs[swz_at(TM, r, c)], make_float4(v[0], v[1], v[2], v[3]));\n";
-    return o + "    }\n";
-  }
-  /// After the barrier that finds tile kt in its stage: K's small parts
-  /// (Kl; its big part is the stage) and V's transposed parts (Vb, Vl), made by the
-  /// block's threads (lanes along the keys: V's stores fill whole lines),
-  /// made visible to wgmma (async proxy) by a second barrier.
-  void convert_f32() {
-    out += "    {\n    float* ks = Ks + stage * STAGE;\n    const float* vs = Vs + stage * STAGE;\n";
-    out += "#pragma unroll 4\n    for (int u = threadIdx.x; u < BN * (DP / 4); u += WARPS * 32) {\n";
-    out += "      const int r = u % BN, c = (u / BN) * 4, at = swz_at(BN, r, c);\n";
-    out += split() ? "      dcc_st_split_tf32x4_fast(&ks[at], &Kl[at], *reinterpret_cast<const float4*>(&ks[at]));\n"
-                   : "      dcc_st_tf32x4(&ks[at], *reinterpret_cast<const float4*>(&ks[at]));\n";
-    out += "      const float4 v = *reinterpret_cast<const float4*>(&vs[at]);\n";
-    out += "      const int slot = (r & ~7) | ((r & 7) >> 1) | ((r & 1) << 2);  // key r's place in its 8\n";
-    out += "      const float vx[4] = {v.x, v.y, v.z, v.w};\n";
-    out += "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n        const int vt = swz_at(DP, c + e, slot);\n";
-    out += (split() ? "        const float b = dcc_tf32_big(vx[e]);\n        Vb[vt] = b;\n        Vl[vt] = vx[e] - b;\n"
-                    : "        Vb[vt] = __uint_as_float(dcc_tf32(vx[e]));\n");
-    out += "      }\n    }\n    }\n    dcc_fence_proxy_async();\n    __syncthreads();  // the tile's tf32 parts are in\n";
-  }
-  /// S = Q K^T on tf32 wgmma, both from shared memory: per 32 columns of d
-  /// (four k-steps) a partial sum (fresh: scale-d 0 at its first product),
-  /// the partial sums added in f32 after the wait. 3xTF32: each k-step
-  /// q_small k_big + q_big k_small + q_big k_big.
-  void wg_scores_f32() {
-    out += "    float s[MT][NT][4];\n    {\n    constexpr int SG = (DP + 31) / 32;  // S's partial sums\n    float sp[SG][NT][4];\n";
-    out += "    const uint64_t qd = dcc_wgmma_desc(qs_u32, 16, 1024), kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n";
-    if (split()) out += "    const uint64_t qld = dcc_wgmma_desc(qs_u32 + (uint32_t)(TM * DP * sizeof(*Qs)), 16, 1024), kld = dcc_wgmma_desc(kl_u32, 16, 1024);\n";
-    out += "    dcc_wgmma_keep<SG * NT * 4>(&sp[0][0][0]);\n    dcc_wgmma_fence();\n";
-    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n";
-    out += "      const uint32_t oq = (kq >> 2) * (TM * 128) + (kq & 3) * 32, ok = (kq >> 2) * (BN * 128) + (kq & 3) * 32;\n";
-    out += "      const int first = (kq & 3) == 0 ? 0 : 1;  // scale-d: a partial sum's first product starts it\n";
-    if (split()) {
-      out += "      dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qld, oq), dcc_wgmma_desc_at(kd, ok), first);\n";
-      out += "      dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qd, oq), dcc_wgmma_desc_at(kld, ok), 1);\n";
-      out += "      dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qd, oq), dcc_wgmma_desc_at(kd, ok), 1);\n";
-    } else {
-      out += "      dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qd, oq), dcc_wgmma_desc_at(kd, ok), first);\n";
-    }
-    out += "    }\n    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<SG * NT * 4>(&sp[0][0][0]);\n";
-    out += "#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n"
-           "        float t = sp[0][nt][e];\n#pragma unroll\n        for (int g = 1; g < SG; ++g) t += sp[g][nt][e];\n"
-           "        s[0][nt][e] = t;\n      }\n    }\n";
-  }
-  /// O = O c + P V on tf32 wgmma: P's fragments (tf32 parts, keys paired
-  /// as V's transposed tile has them) from registers, V transposed from
-  /// shared memory; the tile's products in a fresh fragment added to O.
-  void pv_f32_wg() {
-    out += "    {\n    uint32_t pb[NT][4]" + std::string(split() ? ", ps[NT][4]" : "") + ";\n";
-    out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n";
-    out += "      const float pr[4] = {p[0][kc][0], p[0][kc][2], p[0][kc][1], p[0][kc][3]};\n";
-    out += split() ? "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n        const float b = dcc_tf32_big(pr[r]);\n"
-                     "        pb[kc][r] = __float_as_uint(b);\n        ps[kc][r] = __float_as_uint(pr[r] - b);\n"
-                   : "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n        pb[kc][r] = dcc_tf32(pr[r]);\n";
-    out += "      }\n    }\n";
-    out += "    float part[DT][4];\n#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n      for (int e = 0; e < 4; ++e) part[dt][e] = 0.0f;\n";
-    out += "    const uint64_t vbd = dcc_wgmma_desc(vb_u32, 16, 1024);\n";
-    if (split()) out += "    const uint64_t vld = dcc_wgmma_desc(vl_u32, 16, 1024);\n";
-    out += "    dcc_wgmma_keep<DT * 4>(&part[0][0]);\n    dcc_wgmma_fence();\n";
-    out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n      const uint32_t ov = (kc >> 2) * (DP * 128) + (kc & 3) * 32;\n";
-    if (split()) {
-      out += "      dcc_wgmma_tf32<DP>(&part[0][0], ps[kc], dcc_wgmma_desc_at(vbd, ov));\n";
-      out += "      dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vld, ov));\n";
-    }
-    out += "      dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vbd, ov));\n    }\n";
-    out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<DT * 4>(&part[0][0]);\n";
-    out += "#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n      for (int e = 0; e < 4; ++e) o[0][dt][e] += part[dt][e];\n    }\n    }\n";
-  }
-
+  void s_f32() { out += attn_f32::s_sync(split()); }
+  void pv_f32() { out += attn_f32::pv_sync(split(), vstage(), warp_cols()); }
+  std::string q_tile_f32() { return attn_f32::q_tile(split()); }
+  void convert_f32() { out += attn_f32::convert(split()); }
+  void wg_scores_f32() { out += attn_f32::wg_scores(split()); }
+  void pv_f32_wg() { out += attn_f32::pv_wg(split()); }
   /// The lane's Q fragments for the score's columns q0 + 0 .. DP - 1 (q0
   /// empty: 0): once a block, or once a chunk in the streaming body.
   std::string q_load(const std::string& q0, const std::string& pad) {
