@@ -11,7 +11,7 @@ namespace {
 // both parts tf32, a b ~ a_small b_big + a_big b_small + a_big b_big).
 /// Fragment registers `big` (and `small`) of the f32 values `x` (n of them).
 std::string split_regs(bool split, const std::string& big, const std::string& small, const std::string& x, int n,
-                     const std::string& pad) {
+                       const std::string& pad) {
   std::string o = fmt::format("{}uint32_t {}[1][{}]{};\n", pad, big, n, split ? fmt::format(", {}[1][{}]", small, n) : "");
   for (int r = 0; r < n; ++r) {
     o += fmt::format("{}{}[0][{}] = dcc_tf32({}[{}]);\n", pad, big, r, x, r);
@@ -21,7 +21,7 @@ std::string split_regs(bool split, const std::string& big, const std::string& sm
 }
 /// The tf32 MMAs of acc (FM x FN tiles) += A B, from the parts A_b / A_s, B_b / B_s.
 std::string mmas_tf32(bool split, const std::string& fm, const std::string& fn, const std::string& acc, const std::string& ab,
-                    const std::string& as, const std::string& bb, const std::string& bs, const std::string& pad) {
+                      const std::string& as, const std::string& bb, const std::string& bs, const std::string& pad) {
   std::string o;
   if (split) {
     o += fmt::format("{}dcc_mma_tiles_tf32<{}, {}>({}, {}, {});\n", pad, fm, fn, acc, as, bb);
