@@ -63,7 +63,14 @@ inline void* build_emulated(const std::string& source, const std::filesystem::pa
                             const char* opt = "-O1") {
   std::filesystem::path cc = dir / (stem + ".cpp"), so = dir / (stem + ".so");
   std::ofstream(cc) << source;
-  std::string cmd = std::string(DCCC_CXX) + " " + opt + " -std=c++20 -shared -fPIC -w -pthread -I" DCCC_SOURCE_DIR " -I" +
+  // The precompiled headers (dcc_emu_pch.h) where built for this level.
+  std::string pch;
+#ifdef DCCC_EMU_PCH_DIR
+  const std::string level = opt;
+  const std::string header = DCCC_EMU_PCH_DIR "/" + level.substr(1) + "/dcc_emu_pch.h";
+  if ((level == "-O0" || level == "-O1") && std::filesystem::exists(header)) pch = " -include " + header;
+#endif
+  std::string cmd = std::string(DCCC_CXX) + " " + opt + " -std=c++20 -shared -fPIC -w -pthread" + pch + " -I" DCCC_SOURCE_DIR " -I" +
                     DCCC_RUNTIME_INCLUDE + " -o " + so.string() + " " + cc.string() + " " + DCCC_RUNTIME_LIB +
                     " -lpthread 2>&1";
   return build_and_open(cmd, so, log);
