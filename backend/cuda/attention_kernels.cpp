@@ -139,16 +139,18 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
     chain = "      } else ";
   };
   for (int dp : k.head_dims) {
-    if (const int bn = gpu::attention_long_tile_n(k, dp); bn > 0)
-      branch(fmt::format("dmax <= {} && tv->kmean >= {} && dcc__cc_major() == 9", dp, gpu::attention_long_keys(k, dp)), fmt::format("d{}L", dp),
-             "{}", gpu::attention_warps(k, dp) * 32, std::to_string(gpu::attention_smem_bytes(k, dp, true)));
     // f32's wgmma build needs more shared memory than its mma.sync build
     // (which a GPU without wgmma runs): the launch asks for its own form's.
-    const std::string smem = gpu::attention_f32_wgmma(k, dp)
-                                 ? fmt::format("(dcc__wgmma_form() == 1 ? {} : {})", gpu::attention_smem_bytes(k, dp),
-                                               gpu::attention_sync_smem_bytes(k, dp))
-                                 : std::to_string(gpu::attention_smem_bytes(k, dp));
-    branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "{}", gpu::attention_warps(k, dp) * 32, smem);
+    auto smem = [&](bool long_keys) {
+      return gpu::attention_f32_wgmma(k, dp, long_keys)
+                 ? fmt::format("(dcc__wgmma_form() == 1 ? {} : {})", gpu::attention_smem_bytes(k, dp, long_keys),
+                               gpu::attention_sync_smem_bytes(k, dp, long_keys))
+                 : std::to_string(gpu::attention_smem_bytes(k, dp, long_keys));
+    };
+    if (gpu::attention_long_tile_n(k, dp) > 0)
+      branch(fmt::format("dmax <= {} && tv->kmean >= {} && dcc__cc_major() == 9", dp, gpu::attention_long_keys(k, dp)), fmt::format("d{}L", dp),
+             "{}", gpu::attention_warps(k, dp) * 32, smem(true));
+    branch(fmt::format("dmax <= {}", dp), fmt::format("d{}", dp), "{}", gpu::attention_warps(k, dp) * 32, smem(false));
   }
   // Up to split x split_warps: warps sharing 16 rows (gpu::AttentionKernel::split).
   if (k.split)

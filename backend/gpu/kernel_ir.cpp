@@ -251,7 +251,12 @@ std::string attention_instances(const AttentionKernel& k) {
     if (attention_f32_wgmma(k, dp))
       o += fmt::format(" ({} keys a tile, {} block(s) an SM and {} KB of shared memory with wgmma)", attention_wg_tile_n(k, dp),
                        attention_wgmma_min_blocks(k, dp), (attention_smem_bytes(k, dp) + 1023) / 1024);
-    if (attention_long_tile_n(k, dp))
+    if (attention_f32_wgmma(k, dp, true))
+      o += fmt::format(" (f32 on wgmma where a launch's entries average {} keys or more on compute capability 9: {} keys a tile, "
+                       "{} block(s) an SM, {} KB of shared memory)",
+                       attention_long_keys(k, dp), attention_long_tile_n(k, dp), attention_wgmma_min_blocks(k, dp, true),
+                       (attention_smem_bytes(k, dp, true) + 1023) / 1024);
+    else if (attention_long_tile_n(k, dp))
       o += fmt::format(" ({} keys a tile and {} stages with wgmma where a launch's entries average {} keys or more on "
                        "compute capability 9{})",
                        attention_long_tile_n(k, dp), attention_stages(k, dp, true), attention_long_keys(k, dp),
@@ -280,18 +285,22 @@ bool attention_wgmma(const AttentionKernel& k, int dp) {
 int attention_sync_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
   return attention_stages(k, dp, long_keys) * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
 }
-bool attention_f32_wgmma(const AttentionKernel& k, int dp) { return k.elem == Elem::F32 && attention_wgmma(k, dp); }
+bool attention_f32_wgmma(const AttentionKernel& k, int dp, bool long_keys) {
+  return k.elem == Elem::F32 && (long_keys ? attention_long_tile_n(k, dp) > 0 : attention_wgmma(k, dp));
+}
 int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
   const int ns = attention_stages(k, dp, long_keys);
   const int padded = attention_sync_smem_bytes(k, dp, long_keys);
-  if (!attention_wgmma(k, dp)) return padded;
   if (k.elem == Elem::F32) {
+    if (!attention_f32_wgmma(k, dp, long_keys)) return padded;
     // f32 on tf32 wgmma: Q's tf32 parts (TM x DP each: big, and small for
     // 3xTF32), K's and V's raw stages, one tile's K small part and V's
     // transposed parts (big, small); from a 1024-byte boundary.
-    const int parts = k.fp32 == Fp32Math::Split3xTf32 ? 2 : 1, bn = attention_wg_tile_n(k, dp);
+    const int parts = k.fp32 == Fp32Math::Split3xTf32 ? 2 : 1;
+    const int bn = long_keys ? attention_long_tile_n(k, dp) : attention_wg_tile_n(k, dp);
     return std::max(padded, (parts * attention_tile_m(k, dp) * dp + ns * 2 * bn * dp + (2 * parts - 1) * bn * dp) * 4 + 1024);
   }
+  if (!attention_wgmma(k, dp)) return padded;
   // wgmma's tiles: unpadded 128-byte swizzled lines, from a 1024-byte
   // boundary (the swizzle's period); the launch sizes for either build.
   const int bn = long_keys ? attention_long_tile_n(k, dp) : attention_tile_n(k, dp);
@@ -301,13 +310,14 @@ int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
 
 bool attention_smem_fits(const AttentionKernel& k, int dp, int blocks, bool long_keys) {
   // f32's wgmma build sizes its blocks an SM by its own shared memory (attention_wgmma_min_blocks).
-  const int bytes = attention_f32_wgmma(k, dp) ? attention_sync_smem_bytes(k, dp, long_keys) : attention_smem_bytes(k, dp, long_keys);
+  const int bytes =
+      attention_f32_wgmma(k, dp, long_keys) ? attention_sync_smem_bytes(k, dp, long_keys) : attention_smem_bytes(k, dp, long_keys);
   return blocks * (bytes + 1024) <= 228 * 1024;
 }
 
 int attention_wgmma_min_blocks(const AttentionKernel& k, int dp, bool long_keys) {
   int b = attention_min_blocks(k, dp);
-  if (attention_f32_wgmma(k, dp)) {
+  if (attention_f32_wgmma(k, dp, long_keys)) {
     while (b > 1 && b * (attention_smem_bytes(k, dp, long_keys) + 1024) > 228 * 1024) --b;
     return b;
   }

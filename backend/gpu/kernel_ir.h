@@ -683,8 +683,9 @@ int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys = fals
 /// The mma.sync form's (K's and V's padded stages): what a launch of a
 /// build without wgmma needs where f32's wgmma form needs more.
 int attention_sync_smem_bytes(const AttentionKernel& k, int dp, bool long_keys = false);
-/// Whether head dim `dp`'s f32 instantiation runs on tf32 wgmma on sm_90a.
-bool attention_f32_wgmma(const AttentionKernel& k, int dp);
+/// Whether head dim `dp`'s f32 instantiation (its long-key one with
+/// `long_keys`) runs on tf32 wgmma on sm_90a.
+bool attention_f32_wgmma(const AttentionKernel& k, int dp, bool long_keys = false);
 /// Whether head dim `dp`'s instantiation takes wgmma on sm_90a (AttentionKernel::wgmma_dims).
 bool attention_wgmma(const AttentionKernel& k, int dp);
 /// int32s a tile-list entry of `k` (AttentionKernel::entry_width).

@@ -274,15 +274,23 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     // part and V's transposed parts made once a tile by the block
     // (docs/cuda.md, "f32 on tf32 wgmma"). Head dim 64 (88 KB of shared
     // memory: 2 blocks an SM), measured on an H200 (bench/RESULTS.md,
-    // session 29): 1.05-1.35x the mma.sync form on every batch but mnli
-    // (1.00x). Not head dim 128 (unless --attention-f32-wgmma=all): its
-    // 177 KB allow one block an SM, 1.04-1.16x on race and squad but
-    // 0.65-0.94x on wiki128, mnli and cola.
+    // session 29): 1.15-1.40x the mma.sync form on race, squad and
+    // wiki128, 0.99-1.06x on mnli and cola. Head dim 128's form (177 KB:
+    // one block an SM) was 1.16x on race and 1.03-1.07x on squad but
+    // 0.66-0.97x on wiki128, mnli and cola: it is the long-key
+    // instantiation (AttentionKernel::long_key_tiles), taken where a
+    // launch's entries average 192 keys or more (race 391, squad 221,
+    // wiki128 117), unless --attention-f32-wgmma=all makes it the only one.
     const int wg_keys = tune.key_tile ? tune.key_tile : 32;
-    if (*et == Elem::F32 && tune.f32_wgmma && (dp == 64 || (dp == 128 && tune.f32_wgmma_all)) && k.warps[x] == 4 &&
-        k.m_tiles[x] == 1 && wg_keys % 32 == 0 && wg_keys <= 128) {
-      k.wgmma_dims.push_back(dp);
-      if (wg_keys != k.key_tiles[x]) k.wg_key_tiles[x] = wg_keys;
+    if (*et == Elem::F32 && tune.f32_wgmma && (dp == 64 || dp == 128) && k.warps[x] == 4 && k.m_tiles[x] == 1 &&
+        wg_keys % 32 == 0 && wg_keys <= 128) {
+      if (dp == 64 || tune.f32_wgmma_all) {
+        k.wgmma_dims.push_back(dp);
+        if (wg_keys != k.key_tiles[x]) k.wg_key_tiles[x] = wg_keys;
+      } else if (!tune.key_tile) {
+        k.long_key_tiles[x] = wg_keys;
+        k.long_keys[x] = 192;
+      }
     }
   }
   // Head dim 128 on wgmma: 64 keys a tile for launches of long key

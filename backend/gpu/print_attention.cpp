@@ -828,12 +828,16 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
   // S's m64 x keys-a-tile (K K-major), O's m64 x head dim (V transposed).
   // S's A (Q): registers, or shared memory (AttentionKernel::q_smem).
   auto qa = [&](int dp, bool long_keys) { return attention_q_smem(k, dp, long_keys) ? WgmmaA::SharedK : WgmmaA::Registers; };
+  if (k.elem == Elem::F32) {  // S: both from shared memory; P V: P's fragments, V transposed (K-major)
+    for (int dp : k.head_dims)
+      for (bool long_keys : {false, true}) {
+        if (!attention_f32_wgmma(k, dp, long_keys)) continue;
+        o += wgmma_function(k.elem, long_keys ? attention_long_tile_n(k, dp) : attention_wg_tile_n(k, dp), WgmmaA::SharedK, false);
+        o += wgmma_function(k.elem, dp, WgmmaA::Registers, false);
+      }
+  }
   for (int dp : k.wgmma_dims) {
-    if (k.elem == Elem::F32) {  // S: both from shared memory; P V: P's fragments, V transposed (K-major)
-      o += wgmma_function(k.elem, attention_wg_tile_n(k, dp), WgmmaA::SharedK, false);
-      o += wgmma_function(k.elem, dp, WgmmaA::Registers, false);
-      continue;
-    }
+    if (k.elem == Elem::F32) continue;
     o += wgmma_function(k.elem, attention_tile_n(k, dp), qa(dp, false), false);
     if (attention_long_tile_n(k, dp)) o += wgmma_function(k.elem, attention_long_tile_n(k, dp), qa(dp, true), false);
     o += wgmma_function(k.elem, dp, WgmmaA::Registers, true);

@@ -46,3 +46,35 @@ if [[ $PART == b ]]; then
     --variants sync=sync,all=all --out $R/${P}bench_f32.txt > $R/${P}log.txt 2>&1
   echo "bench rc=$?"; cat $R/${P}bench_f32.txt
 fi
+if [[ $PART == c ]]; then
+  # build-var/s29/b (build_b.sh) at the final compiler: wg/ = the defaults
+  # (head dim 64 on tf32 wgmma; head dim 128's wgmma form as its long-key
+  # instantiation, entries averaging >= 192 keys), sync/ (off), all/ (=all).
+  # float64 checks (600/590/610 at D = 128 take d128L), memcheck and racecheck
+  # on wg/ with lengths whose entries average 264 keys (d128L) and 184 (d128),
+  # then the benchmark.
+  cd build-var/s29/b || exit 1
+  check wg f32
+  for tool in memcheck racecheck; do
+    for L in 300,0,1,280 300,0,1,17,70; do
+      timeout 120 compute-sanitizer --tool $tool python3 bench_fused.py --dir wg --dtype f32 --lengths $L --check-only \
+        --dccc-only --D 64,128 --mask full,causal > $R/${P}${tool}_$L.txt 2>&1
+      echo "$tool $L: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $R/${P}${tool}_$L.txt | tail -1), $(grep -c 'check OK' $R/${P}${tool}_$L.txt) OK"
+    done
+  done
+  timeout 300 python3 bench_fused.py --dir wg --dtype f32 --seqlens seqlens --reps 10 --flush-l2 \
+    --variants sync=sync,all=all --out $R/${P}bench_f32.txt > $R/${P}log.txt 2>&1
+  echo "bench rc=$?"; cat $R/${P}bench_f32.txt
+fi
+if [[ $PART == d ]]; then
+  # build-var/s29/d (build_d.sh): the GPU test binary at the final compiler:
+  # every attention example on the GPU (sm_90a: f32 head dim 64 and head dim
+  # 128's long-key form on tf32 wgmma) against the CPU backend and float64.
+  cd build-var/s29/d || exit 1
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  DCCC_EXAMPLES_ONLY=mha,mha_causal,flash_attention,mha_window,mha_softcap,mha_scale_after_max,causal_attention,mha_bf16,gqa_bf16,mha_bf16_f32_scores,mha_generic,attention_data,transformer_block \
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
+    timeout 500 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.ExamplesMatch*' > $R/${P}gpu_test.txt 2>&1
+  echo "gpu tests rc=$?"; grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|Failure" $R/${P}gpu_test.txt | tail -8
+fi

@@ -502,6 +502,21 @@ TEST(AttentionEmu, MhaF32Wgmma) {
   check_f32("mha.toy", "mha", [](double s, int, int) { return s; }, false, gpu::Fp32Math::Tf32, 5e-3, true, true);
   check_f32("mha_causal.toy", "mha_causal", [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true,
             gpu::Fp32Math::Split3xTf32, 1e-6, true, true);
+  // The planner's defaults: head dim 128 keeps mma.sync for its short-key
+  // launches; its wgmma form is the long-key instantiation, taken where the
+  // entries average 192 keys or more (here 300 and 280).
+  Built b;
+  build("mha.toy", read(DCCC_EXAMPLES_DIR "/mha.toy"), "mha", b, gpu::Fp32Math::Split3xTf32, {}, true);
+  ASSERT_TRUE(b.entry);
+  for (const char* text : {"__body<128, 16, 1, 4, false, 2>(launch", "__launch_bounds__(128, (DCC_WGMMA != 0 ? 1 : 2)) mha__k0__d128L(",
+                           "__body<128, (DCC_WGMMA != 0 ? 32 : 16), 1, 4, DCC_WGMMA != 0, 2>(launch",
+                           "dmax <= 128 && tv->kmean >= 192 && dcc__cc_major() == 9"})
+    EXPECT_NE(b.cu.find(text), std::string::npos) << text;
+  const std::vector<Case> long_keys{{{40, 3}, {300, 280}, 1, 128}};
+  int checked = 0;
+  const double worst = run(b, [](double s, int, int) { return s; }, checked, 0, true, 1e-6, false, &long_keys);
+  std::printf("mha (f32, 3xtf32, head dim 128's long-key wgmma form): %d outputs, max |err| = %.4g\n", checked, worst);
+  EXPECT_GT(checked, 5000);
 }
 
 // The masks and the soft cap run through the same element steps as in bf16
