@@ -281,12 +281,19 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     // instantiation (AttentionKernel::long_key_tiles), taken where a
     // launch's entries average 192 keys or more (race 391, squad 221,
     // wiki128 117), unless --attention-f32-wgmma=all makes it the only one.
+    // A forced key tile (--attention-tiles) of 32, 64 or 128 keys whose
+    // block fits an SM's shared memory (head dim 64 at 128 keys: 257 KB does
+    // not) keeps the form; others keep mma.sync.
     const int wg_keys = tune.key_tile ? tune.key_tile : 32;
     if (*et == Elem::F32 && tune.f32_wgmma && (dp == 64 || dp == 128) && k.warps[x] == 4 && k.m_tiles[x] == 1 &&
-        wg_keys % 32 == 0 && wg_keys <= 128) {
+        (wg_keys == 32 || wg_keys == 64 || wg_keys == 128)) {
       if (dp == 64 || tune.f32_wgmma_all) {
         k.wgmma_dims.push_back(dp);
         if (wg_keys != k.key_tiles[x]) k.wg_key_tiles[x] = wg_keys;
+        if (attention_smem_bytes(k, dp) + 1024 > 228 * 1024) {
+          k.wgmma_dims.pop_back();
+          k.wg_key_tiles[x] = 0;
+        }
       } else if (!tune.key_tile) {
         k.long_key_tiles[x] = wg_keys;
         k.long_keys[x] = 192;

@@ -118,7 +118,12 @@ std::string q_tile(bool split) {
 std::string convert(bool split) {
 std::string out;
   out += "    {\n    float* ks = Ks + stage * STAGE;\n    const float* vs = Vs + stage * STAGE;\n";
-  out += "#pragma unroll 4\n    for (int u = threadIdx.x; u < BN * (DP / 4); u += WARPS * 32) {\n";
+  // A fixed count of chunks a thread (BN x DP / 4 is a multiple of the
+  // block's 128 threads): unrolled, the key r the same in every one (128 is
+  // a multiple of BN), the address arithmetic mostly constants.
+  out += "    static_assert((BN * (DP / 4)) % (WARPS * 32) == 0 && (WARPS * 32) % BN == 0, \"whole chunks a thread\");\n";
+  out += "#pragma unroll\n    for (int it = 0; it < BN * (DP / 4) / (WARPS * 32); ++it) {\n";
+  out += "      const int u = (int)threadIdx.x + it * (WARPS * 32);\n";
   out += "      const int r = u % BN, c = (u / BN) * 4, at = swz_at(BN, r, c);\n";
   out += split ? "      dcc_st_split_tf32x4_fast(&ks[at], &Kl[at], *reinterpret_cast<const float4*>(&ks[at]));\n"
                  : "      dcc_st_tf32x4(&ks[at], *reinterpret_cast<const float4*>(&ks[at]));\n";
