@@ -274,9 +274,9 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     // part and V's transposed parts made once a tile by the block
     // (docs/cuda.md, "f32 on tf32 wgmma"). Head dim 64 (88 KB of shared
     // memory: 2 blocks an SM), measured on an H200 (bench/RESULTS.md,
-    // session 29): 1.15-1.40x the mma.sync form on race, squad and
-    // wiki128, 0.99-1.06x on mnli and cola. Head dim 128's form (177 KB:
-    // one block an SM) was 1.16x on race and 1.03-1.07x on squad but
+    // session 29): 1.19-1.46x the mma.sync form on race, squad and
+    // wiki128, 1.00-1.07x on mnli and cola. Head dim 128's form (177 KB:
+    // one block an SM) was 1.16-1.18x on race and 1.03-1.09x on squad but
     // 0.66-0.97x on wiki128, mnli and cola: it is the long-key
     // instantiation (AttentionKernel::long_key_tiles), taken where a
     // launch's entries average 192 keys or more (race 391, squad 221,
