@@ -78,3 +78,17 @@ if [[ $PART == d ]]; then
     timeout 500 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.ExamplesMatch*' > $R/${P}gpu_test.txt 2>&1
   echo "gpu tests rc=$?"; grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|Failure" $R/${P}gpu_test.txt | tail -8
 fi
+if [[ $PART == f ]]; then
+  # build-var/s29/b at the final compiler: where the f32 wgmma form's time
+  # goes (head dim 64, race, full): ncu's sections for dccc's d64 kernel
+  # and the peer's (_efficient_attention_forward's fmha kernel).
+  cd build-var/s29/b || exit 1
+  for who in dccc eff; do
+    k="regex:mha__k0__d64"; [[ $who == eff ]] && k="regex:fmha"
+    timeout 120 ncu --clock-control none --kernel-name "$k" --launch-skip 3 --launch-count 1 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats \
+      --section ComputeWorkloadAnalysis --section InstructionStats \
+      python3 bench_fused.py --dir wg --dtype f32 --seqlens seqlens --batches race --mask full --D 64 --reps 2 > $R/${P}ncu_${who}.txt 2>&1
+    echo "ncu $who rc=$?: $(grep -E 'Duration|Executed Ipc A|Registers Per|Achieved Occupancy|Block Limit|Issue Slots Busy|No Eligible' $R/${P}ncu_${who}.txt | tr -s ' ' | tr '\n' ';')"
+  done
+fi
