@@ -200,8 +200,7 @@ struct Printer {
         out += "    float p[MT][NT][4];\n";
         out += element_loop(fmt::format("          p[mt][nt][e] = {};\n", d.expr(k.pv_p)), "          p[mt][nt][e] = 0.0f;\n", true);
         if (k.elem == Elem::F32) {
-          if (wg_) pv_f32_wg();
-          else pv_f32();
+          out += wg_ ? attn_f32::pv_wg(split()) : attn_f32::pv_sync(split(), vstage(), warp_cols());
           return;
         }
         out += fmt::format("    const uint16_t* vs = Vs + {} * STAGE{};\n", vstage(), warp_cols());
@@ -298,12 +297,6 @@ struct Printer {
 
   // f32 operands (backend/gpu/print_attention_f32.h): 3xTF32 or one TF32 product.
   bool split() const { return k.fp32 == Fp32Math::Split3xTf32; }
-  void s_f32() { out += attn_f32::s_sync(split()); }
-  void pv_f32() { out += attn_f32::pv_sync(split(), vstage(), warp_cols()); }
-  std::string q_tile_f32() { return attn_f32::q_tile(split()); }
-  void convert_f32() { out += attn_f32::convert(split()); }
-  void wg_scores_f32() { out += attn_f32::wg_scores(split()); }
-  void pv_f32_wg() { out += attn_f32::pv_wg(split()); }
   /// The lane's Q fragments for the score's columns q0 + 0 .. DP - 1 (q0
   /// empty: 0): once a block, or once a chunk in the streaming body.
   std::string q_load(const std::string& q0, const std::string& pad) {
@@ -524,7 +517,7 @@ struct Printer {
     // here; otherwise after the first K and V tile's copy is issued (below),
     // so that the block waits for Q and that tile at once.
     std::string q_rows = wide_ ? "" : split_ ? q_load("warp * DP", "  ") : "  if constexpr (!QS) {\n" + q_load("", "  ") + "  }\n";
-    if (f32 && !wide_ && !split_) q_rows = "  if constexpr (WG) {\n" + q_tile_f32() + "  } else {\n" + q_load("", "  ") + "  }\n";
+    if (f32 && !wide_ && !split_) q_rows = "  if constexpr (WG) {\n" + attn_f32::q_tile(split()) + "  } else {\n" + q_load("", "  ") + "  }\n";
     q_rows += "  float o[MT][DT][4];\n#pragma unroll\n  for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n  for (int dt = 0; dt < DT; ++dt)\n"
               "    for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;\n";
     for (const auto* b : k.row_scalars) q_rows += fmt::format("  {} w_{}[2 * MT] = {{}};\n", d.value_type(b), d.scalar(b));
@@ -664,8 +657,7 @@ struct Printer {
              "    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
       if (wg && f32) {
         // f32: the tile's tf32 parts made by the block, then S.
-        convert_f32();
-        wg_scores_f32();
+        out += attn_f32::convert(split()) + attn_f32::wg_scores(split());
         wg_ = true;
         tile_body();
         wg_ = false;
@@ -681,7 +673,7 @@ struct Printer {
         out += "    if (m0 + wm0 < t_M) {\n";
         out += s_zero;
         out += fmt::format("    const {}* ks = Ks + stage * STAGE{};\n", st, warp_cols());
-        if (f32) s_f32();
+        if (f32) out += attn_f32::s_sync(split());
         else s_16();
         if (split_) split_sum();
         tile_body();
@@ -704,7 +696,7 @@ struct Printer {
         out += "    dcc_cp_async_commit();\n    if (m0 + wm0 < t_M) {\n";
         out += q_load("qc * DP", "    ");
         out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE);\n", st);
-        if (f32) s_f32();
+        if (f32) out += attn_f32::s_sync(split());
         else s_16();
         out += "    }\n    stage ^= 1;\n    }\n    const int64_t n0 = kt * BN;\n    if (m0 + wm0 < t_M) {\n";
         tile_body();

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <utility>
 
 namespace dccc::gpu {
 
@@ -719,6 +720,16 @@ std::string pair_store(const std::string& ptr, const std::string& at, int bits, 
 }
 
 namespace {
+/// A wgmma asm statement's `regs` f32 accumulators: their operand list
+/// `%0, %1, ..` and their output constraints `"+f"(d[0]), ..`.
+std::pair<std::string, std::string> accumulator_operands(int regs) {
+  std::string dl, outs;
+  for (int r = 0; r < regs; ++r) {
+    dl += fmt::format("{}%{}", r ? ", " : "", r);
+    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
+  }
+  return {dl, outs};
+}
 /// dcc_wgmma_ss_tf32<n>(d, adesc, bdesc, scale_d): m64n<n>k8 on tf32, both
 /// operands K-major by descriptor (tf32 has no transposed form and no
 /// immediate transpose operands), d = (scale_d ? d : 0) + a b.
@@ -734,11 +745,7 @@ std::string wgmma_tf32_function(int n) {
                    n);
   o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma_ss(dcc_emu_mma_kind::tf32, d, adesc, bdesc, {}, false, false, scale_d != 0);\n", n);
   o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-  std::string dl, outs;
-  for (int r = 0; r < regs; ++r) {
-    dl += fmt::format("{}%{}", r ? ", " : "", r);
-    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
-  }
+  const auto [dl, outs] = accumulator_operands(regs);
   o += fmt::format("  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n\"\n"
                    "               \"wgmma.mma_async.sync.aligned.m64n{1}k8.f32.tf32.tf32 {{{2}}}, %{3}, %{4}, p, 1, 1;\\n}}\\n\"\n"
                    "               : {5}\n               : \"r\"(scale_d), \"l\"(adesc), \"l\"(bdesc));\n",
@@ -759,11 +766,7 @@ std::string wgmma_tf32_rs_function(int n) {
   o += fmt::format("template <>\n__device__ __forceinline__ void dcc_wgmma_tf32<{}>(float* d, const uint32_t* a, uint64_t desc) {{\n", n);
   o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma(dcc_emu_mma_kind::tf32, d, a, desc, {}, false);\n", n);
   o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-  std::string dl, outs;
-  for (int r = 0; r < regs; ++r) {
-    dl += fmt::format("{}%{}", r ? ", " : "", r);
-    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
-  }
+  const auto [dl, outs] = accumulator_operands(regs);
   o += fmt::format("  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{0}, 0;\\n\"\n"
                    "               \"wgmma.mma_async.sync.aligned.m64n{1}k8.f32.tf32.tf32 {{{2}}}, {{%{3}, %{4}, %{5}, %{6}}}, %{7}, p, 1, 1;\\n}}\\n\"\n"
                    "               : {8}\n               : \"r\"(1), \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc));\n",
@@ -799,11 +802,7 @@ std::string wgmma_function(Elem e, int n, WgmmaA a, bool trans_b) {
   else
     o += fmt::format("#if defined(DCC_EMU)\n  dcc_emu_wgmma(dcc_emu_mma_kind::{}, d, a, desc, {}, {});\n", t, n, tb ? "true" : "false");
   o += "#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)\n";
-  std::string dl, outs;
-  for (int r = 0; r < regs; ++r) {
-    dl += fmt::format("{}%{}", r ? ", " : "", r);
-    outs += fmt::format("{}\"+f\"(d[{}])", r ? ", " : "", r);
-  }
+  const auto [dl, outs] = accumulator_operands(regs);
   // Operands after the accumulators: the scale-d predicate's source, then A, then B.
   const std::string a_op = ss ? fmt::format("%{}", regs + 1) : fmt::format("{{%{}, %{}, %{}, %{}}}", regs + 1, regs + 2, regs + 3, regs + 4);
   const std::string b_op = fmt::format("%{}", ss ? regs + 2 : regs + 5);
