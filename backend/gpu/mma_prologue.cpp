@@ -184,13 +184,17 @@ __device__ __forceinline__ void dcc_wgmma_fence() {
 #endif
 }
 __device__ __forceinline__ void dcc_wgmma_commit() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
+#if defined(DCC_EMU)
+  dcc_emu_wgmma_commit();
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #endif
 }
 template <int N>
 __device__ __forceinline__ void dcc_wgmma_wait() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(DCC_EMU)
+#if defined(DCC_EMU)
+  dcc_emu_wgmma_wait(N);  // the emulator computes the groups here
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }

@@ -127,6 +127,13 @@ struct Block {
   std::vector<Barrier> named = std::vector<Barrier>(16);  // bar.sync id, count (expected set at first use)
   std::vector<uint64_t> lanes;  // shuffle values, one per thread
   std::vector<uint32_t> frags;  // mma operand registers, kFragRegs per thread
+  // wgmma's asynchrony, per thread: the issued operations not yet in a
+  // group, and the committed groups not yet waited for (oldest first).
+  struct Wgmma {
+    std::vector<std::function<void()>> open;
+    std::vector<std::vector<std::function<void()>>> groups;
+  };
+  std::vector<Wgmma> wgmma;
 };
 inline thread_local Block* block = nullptr;
 }  // namespace dcc_emu
@@ -350,7 +357,7 @@ inline uint32_t dcc_emu_desc_elem(uint64_t desc, int mn, int k, bool mn_major, i
 // the PTX ISA's canonical 128-byte-swizzle layouts define it
 // (dcc_emu_desc_elem, K-major or trans_b MN-major), independently of the
 // printer's own address arithmetic.
-inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, uint64_t desc, int n, bool trans_b) {
+inline void dcc_emu_wgmma_now(dcc_emu_mma_kind kind, float* d, const uint32_t* a, uint64_t desc, int n, bool trans_b) {
   auto& blk = *dcc_emu::block;
   unsigned t = threadIdx.x, lane = t % 32, base = t - lane;
   if ((blockDim.x % 128) != 0 || n % 8 != 0 || n > 256) std::abort();
@@ -381,8 +388,8 @@ inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, ui
 // memory by descriptor (trans_a / trans_b: MN-major), computed at the call:
 // warp w % 4 of the warpgroup computes rows 16 (w % 4) .. of the 64, D as
 // in dcc_emu_wgmma; without `scale_d` D starts from zero.
-inline void dcc_emu_wgmma_ss(dcc_emu_mma_kind kind, float* d, uint64_t adesc, uint64_t bdesc, int n, bool trans_a,
-                             bool trans_b, bool scale_d = true) {
+inline void dcc_emu_wgmma_ss_now(dcc_emu_mma_kind kind, float* d, uint64_t adesc, uint64_t bdesc, int n, bool trans_a,
+                                 bool trans_b, bool scale_d) {
   auto& blk = *dcc_emu::block;
   unsigned t = threadIdx.x, lane = t % 32;
   if ((blockDim.x % 128) != 0 || n % 8 != 0 || n > 256) std::abort();
@@ -401,6 +408,35 @@ inline void dcc_emu_wgmma_ss(dcc_emu_mma_kind kind, float* d, uint64_t adesc, ui
     }
   blk.warps[t / 32].arrive_and_wait();
   for (size_t x = 0; x < out.size(); ++x) d[x] = out[x];
+}
+
+// wgmma is asynchronous: an issued operation reads its A registers, its
+// accumulators and shared memory at some time before the wait_group that
+// covers its group. The emulator computes it at that wait, so a program
+// that changes any of them in between (undefined on the GPU) gets a wrong
+// result here instead of a right one by luck. Issue: queued; commit: the
+// queue becomes a group; wait N: all but the newest N groups computed, in
+// order. A thread whose kernel returns with operations pending aborts.
+inline void dcc_emu_wgmma(dcc_emu_mma_kind kind, float* d, const uint32_t* a, uint64_t desc, int n, bool trans_b) {
+  dcc_emu::block->wgmma[threadIdx.x].open.push_back([=] { dcc_emu_wgmma_now(kind, d, a, desc, n, trans_b); });
+}
+inline void dcc_emu_wgmma_ss(dcc_emu_mma_kind kind, float* d, uint64_t adesc, uint64_t bdesc, int n, bool trans_a,
+                             bool trans_b, bool scale_d = true) {
+  dcc_emu::block->wgmma[threadIdx.x].open.push_back(
+      [=] { dcc_emu_wgmma_ss_now(kind, d, adesc, bdesc, n, trans_a, trans_b, scale_d); });
+}
+inline void dcc_emu_wgmma_commit() {
+  auto& w = dcc_emu::block->wgmma[threadIdx.x];
+  w.groups.push_back(std::move(w.open));
+  w.open.clear();
+}
+inline void dcc_emu_wgmma_wait(int n) {
+  auto& w = dcc_emu::block->wgmma[threadIdx.x];
+  while (static_cast<int>(w.groups.size()) > n) {
+    std::vector<std::function<void()>> g = std::move(w.groups.front());
+    w.groups.erase(w.groups.begin());
+    for (auto& op : g) op();
+  }
 }
 
 // ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16 (PTX ISA, "ldmatrix"):
@@ -588,6 +624,10 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
     dcc_emu::Fibers& fs = *dcc_emu::fibers;
     unsigned t = fs.current;
     entry_kernel(*entry_args);
+    if (!dcc_emu::block->wgmma[t].open.empty() || !dcc_emu::block->wgmma[t].groups.empty()) {
+      std::fprintf(stderr, "dcc_emu_launch: thread %u returned with wgmma operations not waited for\n", t);
+      std::abort();
+    }
     dcc_emu::block->warps[t / 32].arrive_and_drop();
     dcc_emu::block->all.arrive_and_drop();
     fs.done[t] = true;
@@ -602,6 +642,7 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
         for (unsigned w = 0; w < (n + 31) / 32; ++w) b.warps.push_back(dcc_emu::Barrier{std::min(32u, n - 32 * w)});
         b.lanes.assign(n, 0);
         b.frags.assign(dcc_emu::kFragRegs * n, 0);
+        b.wgmma.assign(n, {});
         dcc_emu::block = &b;
         blockIdx = uint3{bx, by, bz};
         for (unsigned t = 0; t < n; ++t) dcc_emu::start_fiber(f, t, kStack, body);
