@@ -29,10 +29,13 @@ void FuncEmitter::emit_attention_kernel(Launch& l, const gpu::AttentionKernel& k
     using PieceText::PieceText;
     void bind(const ir::ExprNode* x, const std::string& text) override { e.override_[x] = text; }
     void bind_divisor(const ir::ExprNode* x, const std::string& name) override { e.divisor_[x] = name; }
+    void bind_divisor32(const ir::ExprNode* x, const std::string& name) override { e.divisor32_[x] = name; }
+    void fdiv_flag(const std::string& flag) override { e.fdiv_flag_ = flag; }
     void bind_finite_sub(const ir::ExprNode* x) override { e.finite_sub_.insert(x); }
     void unbind_all() override {
       e.override_.clear();
       e.divisor_.clear();
+      e.divisor32_.clear();
       e.finite_sub_.clear();
     }
     std::string value_type(const BufferNode* b) override { return cudagen::value_type(b->type); }
@@ -161,7 +164,7 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   if (k.wide)
     branch(fmt::format("(dmax + {0} - 1) / {0} <= 65535", k.wide), "dw",
            fmt::format("dim3({{}}, (unsigned)((dmax + {0} - 1) / {0}))", k.wide),
-           gpu::attention_warps(k, k.wide) * 32, std::to_string(gpu::attention_smem_bytes(k, k.wide)));
+           gpu::attention_warps(k, k.wide) * 32, std::to_string(gpu::attention_sync_smem_bytes(k, k.wide)));
   o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",
                    f_.name, k.wide ? int64_t{65535} * k.wide : int64_t{k.head_dims.back()});
   return o;
