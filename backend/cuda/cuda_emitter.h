@@ -322,6 +322,11 @@ class FuncEmitter {
   bool tiled_ = false;  // private scalars are kTile x kTile register arrays
   std::map<const ir::ExprNode*, std::string> override_;  // expressions already in registers
   std::map<const ir::ExprNode*, std::string> divisor_;   // divisions rounded to 16 bits by NAME: NAME_k, NAME_r precomputed
+  // f32 divisions by NAME (gpu::AttentionKernel::Invariant::divisor32):
+  // NAME_q (its reciprocal) and NAME_f precomputed; where fdiv_flag_ names
+  // a bool in scope, printed as dcc_fdiv_pre(a, NAME, NAME_q, flag).
+  std::map<const ir::ExprNode*, std::string> divisor32_;
+  std::string fdiv_flag_;
   const ir::ExprNode* div16_ = nullptr;                   // the f32 division a cast being printed rounds to 16 bits
   std::set<const ir::ExprNode*> finite_sub_;              // float subtractions with an operand known finite: plain a - b
   std::map<std::string, std::string> hoisted_;           // loads made once per outer iteration

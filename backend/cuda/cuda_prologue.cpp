@@ -339,6 +339,23 @@ __device__ __forceinline__ float dcc_fsub(float a, float b) { return (a == -INFI
 __device__ __forceinline__ double dcc_fsub(double a, double b) { return (a == -INFINITY && b == -INFINITY) ? a : a - b; }
 __device__ __forceinline__ float dcc_fdiv(float a, float b) { return (a == 0.0f && b == 0.0f) ? 0.0f : a / b; }
 __device__ __forceinline__ double dcc_fdiv(double a, double b) { return (a == 0.0 && b == 0.0) ? 0.0 : a / b; }
+// a / b, the IEEE quotient, with r = RN(1 / b) computed once (a block value
+// b in [2^-20, 2^20]): q0 = a r is within 2 units of a / b, the first
+// correction q1 = q0 + r (a - b q0) within one, and by Markstein's theorem
+// (r within half a unit of 1 / b, q1 within one unit of a / b, a - b q1 exact
+// by the FMA) q2 = RN(q1 + r (a - b q1)) is RN(a / b). Exact where no step
+// under- or overflows: |a| in [2^-100, 2^100] (then a / b is normal and
+// the remainders representable), or a = +-0 (the sign from q0); otherwise
+// `fast` is cleared and the caller divides again (0 / 0, infinities, NaN,
+// tiny and huge operands). Branch-free: five FMAs, a compare and a sign.
+__device__ __forceinline__ float dcc_fdiv_pre(float a, float b, float r, bool& fast) {
+  const float q0 = a * r;
+  const float q1 = fmaf(fmaf(-b, q0, a), r, q0);
+  const float q2 = fmaf(fmaf(-b, q1, a), r, q1);
+  const float m = fabsf(a);
+  fast = fast && ((m >= 0x1p-100f && m <= 0x1p100f) || m == 0.0f);
+  return copysignf(q2, q0);
+}
 
 // Integer division by zero and INT_MIN / -1 set an error flag (1, 2) read
 // by the launcher, never undefined behaviour.

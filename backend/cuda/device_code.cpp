@@ -223,6 +223,8 @@ std::string FuncEmitter::binary(const ir::Expr& e) {
         const bool r16 = is_16bit(e->type) || div16_ == e.get();  // its quotient is rounded to 16 bits
         if (auto it = divisor_.find(e->args[1].get()); it != divisor_.end() && r16)
           return fmt::format("dcc_fdiv16_pre({0}, {1}, {2}_k, {2}_r, {2}_nz)", a, c, it->second);
+        if (auto it = divisor32_.find(e->args[1].get()); it != divisor32_.end() && !r16 && t == Scalar::F32 && !fdiv_flag_.empty())
+          return fmt::format("dcc_fdiv_pre({}, {}, {}_q, {})", a, c, it->second, fdiv_flag_);
         return fmt::format("{}({}, {})", r16 ? "dcc_fdiv16" : "dcc_fdiv", a, c);
       }
       case BinOp::Mod: return fmt::format("{}({}, {})", dbl ? "fmod" : "fmodf", a, c);

@@ -389,7 +389,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
                      inv.divisor ? "; 16-bit divisions by it multiply by its scaled reciprocal, in "
                                  "the key loop's copy for blocks where it is not 0 and needs no scaling by one multiply "
                                  "with no 0 / 0 check"
-                               : "");
+                     : inv.divisor32 ? "; f32 divisions by it corrected from its reciprocal, branch-free where it and the "
+                                       "dividend are in range, else divided again"
+                                     : "");
   for (const auto& s : k.pre) o += "  before keys (per row): " + text.stmt(s, 0);
   for (const auto& s : k.steps) {
     switch (s.kind) {
@@ -416,6 +418,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   if (!k.post_divisors.empty())
     o += "  after keys: the row's divisions one multiply by the scaled reciprocal where the divisor is not 0 and needs no "
          "scaling, with the columns unchecked where all of the lane's lie inside\n";
+  if (!k.post_divisors32.empty())
+    o += "  after keys: the row's f32 divisions corrected from the divisor's reciprocal (once a row), branch-free where "
+         "it and the dividends are in range, else the row's columns again with the IEEE division\n";
   if (k.skip_conjuncts.empty()) o += "  skip: none\n";
   for (const auto& c : k.skip_conjuncts) o += fmt::format("  skip: key tiles where {} holds at no corner\n", text.expr(c));
   if (k.unmasked)

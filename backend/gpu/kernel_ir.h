@@ -603,6 +603,12 @@ struct AttentionKernel {
     ir::Expr value;
     std::vector<const ir::ExprNode*> uses;
     bool divisor = false;  // a division rounded to 16 bits divides by it: its scaled reciprocal is computed once too
+    /// An f32 division (its quotient kept at f32) divides by it: its
+    /// correctly rounded reciprocal and whether it lies in [2^-20, 2^20]
+    /// are computed once too, and each quotient is corrected from the
+    /// reciprocal (dcc_fdiv_pre: the IEEE quotient without a branch an
+    /// element; docs/cuda.md, "f32 division by a block value").
+    bool divisor32 = false;
     int entry = -1;        // as TileScalar::entry (post_invariants)
   };
   std::vector<Invariant> invariants;
@@ -618,6 +624,10 @@ struct AttentionKernel {
   /// a row value (the row sum): the divisor node and the row scalar; its
   /// scaled reciprocal is computed once a row.
   std::vector<std::pair<const ir::ExprNode*, const ir::BufferNode*>> post_divisors;
+  /// f32 divisions after the key loop (their quotients kept at f32) by a
+  /// row value: its reciprocal is computed once a row and each quotient
+  /// corrected from it (dcc_fdiv_pre, as Invariant::divisor32).
+  std::vector<std::pair<const ir::ExprNode*, const ir::BufferNode*>> post_divisors32;
   /// Column loops after the key loop (by index into `post`) whose body is
   /// one store of a 16-bit or f32 element at an index affine in the column
   /// with coefficient 1: `row_index` is that index at column 0 (no column in

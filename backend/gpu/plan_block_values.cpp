@@ -24,7 +24,9 @@ using namespace ir::affine;  // is_int, coefficient, fold (ir/affine.h)
 /// worth a name. `div16`: the divisor of a division rounded to 16 bits
 /// (rounded16_division: a 16-bit one or an f32 one cast to 16 bits) is marked
 /// (AttentionKernel::Invariant::divisor) and named even without an
-/// operation; `into_loads`: look for invariants inside loads' indices too.
+/// operation, and so is the divisor of an f32 division whose quotient stays
+/// f32 (Invariant::divisor32); `into_loads`: look for invariants inside
+/// loads' indices too.
 struct InvariantWalk {
   std::set<const ir::VarNode*> bv;
   std::function<bool(const ir::ExprNode&)> node_ok;     // an operation or load that may be part of one
@@ -46,26 +48,32 @@ struct InvariantWalk {
         return true;
     }
   }
-  void visit(const ir::Expr& e, bool divisor = false) {
+  /// `divisor`: 16 (a division rounded to 16 bits divides by e), 32 (an
+  /// f32 division kept at f32), 0.
+  void visit(const ir::Expr& e, int divisor = 0) {
     if (!e) return;
     if (e->kind == ExprKind::Load && !into_loads) return;
     if (invariant(e)) {
-      if (!worth(e, divisor)) return;
+      if (!worth(e, divisor != 0)) return;
       for (auto& inv : *out)
         if (ir::same_expr(inv.value, e)) {
           inv.uses.push_back(e.get());
-          inv.divisor |= divisor;
+          inv.divisor |= divisor == 16;
+          inv.divisor32 |= divisor == 32;
           return;
         }
-      out->push_back({fmt::format("{}{}", prefix, out->size()), e, {e.get()}, divisor});
+      AttentionKernel::Invariant inv{fmt::format("{}{}", prefix, out->size()), e, {e.get()}, divisor == 16};
+      inv.divisor32 = divisor == 32;
+      out->push_back(std::move(inv));
       return;
     }
     const ir::ExprNode* q = div16 ? rounded16_division(*e) : nullptr;
     if (q && q != e.get()) {  // a cast of an f32 division to 16 bits: the division's divisor marked
-      for (size_t x = 0; x < q->args.size(); ++x) visit(q->args[x], x == 1);
+      for (size_t x = 0; x < q->args.size(); ++x) visit(q->args[x], x == 1 ? 16 : 0);
       return;
     }
-    for (size_t x = 0; x < e->args.size(); ++x) visit(e->args[x], q && x == 1);
+    const bool f32_div = div16 && !q && e->kind == ExprKind::Binary && e->binop == BinOp::Div && e->type == Scalar::F32;
+    for (size_t x = 0; x < e->args.size(); ++x) visit(e->args[x], x == 1 && q ? 16 : x == 1 && f32_div ? 32 : 0);
   }
 };
 

@@ -112,6 +112,7 @@ struct Printer {
       for (const auto* u : inv.uses) {
         d.bind(u, inv.name);
         if (inv.divisor) d.bind_divisor(u, inv.name);
+        if (inv.divisor32) d.bind_divisor32(u, inv.name);
       }
     if (unmasked_) bind_unmasked();
   }
@@ -129,48 +130,87 @@ struct Printer {
     if (k.pv_p) ir::each_expr(k.pv_p, visit);
   }
 
+  /// An element step: its statement for each of the lane's elements.
+  void element_step(const AttnStep& s) {
+    auto text = [&] { return d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get()); };
+    const std::string body = text();
+    // A float subtraction with a row value as an operand (x - m, the
+    // running max) follows the masked-value rule -inf - -inf = -inf: a
+    // compare an element. A lane whose rows' values are all finite
+    // needs none (with a finite operand the IEEE difference is the
+    // rule's), so the step is printed again for such lanes.
+    std::vector<const ir::ExprNode*> subs;
+    std::set<const ir::BufferNode*> rows;
+    auto visit = [&](const ir::ExprNode& e) {
+      if (e.kind == ir::ExprKind::Binary && e.binop == ir::BinOp::Sub &&
+          (e.type == Scalar::F32 || e.type == Scalar::BF16 || e.type == Scalar::F16))
+        for (const auto& a : e.args)
+          if (a->kind == ir::ExprKind::Load && a->args.empty() &&
+              std::find(k.row_scalars.begin(), k.row_scalars.end(), a->buffer.get()) != k.row_scalars.end()) {
+            subs.push_back(&e);
+            rows.insert(a->buffer.get());
+          }
+    };
+    ir::own_exprs(*s.stmt, [&](const ir::ExprNode& root) {
+      visit(root);
+      for (const auto& a : root.args) ir::each_expr(a, visit);
+    });
+    if (subs.empty()) {
+      out += element_loop(body);
+      return;
+    }
+    std::string fin;
+    for (const auto* b : rows) fin += fmt::format(" && fabsf((float)w_{}[rr]) < INFINITY", d.scalar(b));
+    for (const auto* e : subs) d.bind_finite_sub(e);
+    const std::string plain = text();
+    d.unbind_all();
+    bind_invariants();
+    out += "    bool fin = true;  // the lane's row values in the step's subtractions are finite\n";
+    out += "#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) fin = fin" + fin + ";\n";
+    out += "    if (fin) {\n" + element_loop(plain) + "    } else {\n" + element_loop(body) + "    }\n";
+  }
+
+  /// The range flags (NAME_f, joined by &&) of the block divisors of the f32
+  /// divisions in element step `s` (Invariant::divisor32), or "" where it
+  /// has none, or reads its own element value (it is printed twice, the
+  /// second time over the first's results: element_step).
+  std::string fdiv32_flags(const AttnStep& s) {
+    std::set<std::string> names;
+    bool self = false;
+    ir::each_expr(s.stmt->value, [&](const ir::ExprNode& e) {
+      if (e.kind == ir::ExprKind::Load && e.buffer == s.stmt->buffer) self = true;
+      if (e.kind != ir::ExprKind::Binary || e.binop != ir::BinOp::Div || e.type != Scalar::F32) return;
+      for (const auto& inv : k.invariants)
+        if (inv.divisor32 && std::find(inv.uses.begin(), inv.uses.end(), e.args[1].get()) != inv.uses.end())
+          names.insert(inv.name);
+    });
+    std::string o;
+    if (!self)
+      for (const auto& n : names) o += (o.empty() ? "" : " && ") + n + "_f";
+    return o;
+  }
+
   void step(const AttnStep& s) {
     bind_invariants();
+    if (s.kind == AttnStepKind::Element) {
+      // f32 divisions by block values: each quotient corrected from the
+      // divisor's reciprocal, branch-free (dcc_fdiv_pre; IEEE's division is
+      // a dozen instructions and a branch an element, which keeps the
+      // compiler from overlapping the elements). A lane with an operand out
+      // of the range where that is exact runs the step again with a / b.
+      const std::string flags = fdiv32_flags(s);
+      if (flags.empty()) return element_step(s);
+      out += "    {\n    bool dq = " + flags + ";  // the step's divisions corrected from reciprocals (dcc_fdiv_pre)\n";
+      d.fdiv_flag("dq");
+      element_step(s);
+      d.fdiv_flag("");
+      out += "    if (!dq) {  // an operand out of that range: IEEE division\n";
+      element_step(s);
+      out += "    }\n    }\n";
+      return;
+    }
     switch (s.kind) {
-      case AttnStepKind::Element: {
-        auto text = [&] { return d.stmts({s.stmt}, 5) + save_elem(s.stmt->buffer.get()); };
-        const std::string body = text();
-        // A float subtraction with a row value as an operand (x - m, the
-        // running max) follows the masked-value rule -inf - -inf = -inf: a
-        // compare an element. A lane whose rows' values are all finite
-        // needs none (with a finite operand the IEEE difference is the
-        // rule's), so the step is printed again for such lanes.
-        std::vector<const ir::ExprNode*> subs;
-        std::set<const ir::BufferNode*> rows;
-        auto visit = [&](const ir::ExprNode& e) {
-          if (e.kind == ir::ExprKind::Binary && e.binop == ir::BinOp::Sub &&
-              (e.type == Scalar::F32 || e.type == Scalar::BF16 || e.type == Scalar::F16))
-            for (const auto& a : e.args)
-              if (a->kind == ir::ExprKind::Load && a->args.empty() &&
-                  std::find(k.row_scalars.begin(), k.row_scalars.end(), a->buffer.get()) != k.row_scalars.end()) {
-                subs.push_back(&e);
-                rows.insert(a->buffer.get());
-              }
-        };
-        ir::own_exprs(*s.stmt, [&](const ir::ExprNode& root) {
-          visit(root);
-          for (const auto& a : root.args) ir::each_expr(a, visit);
-        });
-        if (subs.empty()) {
-          out += element_loop(body);
-          return;
-        }
-        std::string fin;
-        for (const auto* b : rows) fin += fmt::format(" && fabsf((float)w_{}[rr]) < INFINITY", d.scalar(b));
-        for (const auto* e : subs) d.bind_finite_sub(e);
-        const std::string plain = text();
-        d.unbind_all();
-        bind_invariants();
-        out += "    bool fin = true;  // the lane's row values in the step's subtractions are finite\n";
-        out += "#pragma unroll\n    for (int rr = 0; rr < 2 * MT; ++rr) fin = fin" + fin + ";\n";
-        out += "    if (fin) {\n" + element_loop(plain) + "    } else {\n" + element_loop(body) + "    }\n";
-        return;
-      }
+      case AttnStepKind::Element: return;
       case AttnStepKind::Row: out += row_loop(d.stmts({s.stmt}, 3)); return;
       case AttnStepKind::Fold: {
         const char* id = s.op == ir::BinOp::Max ? "-INFINITY" : s.op == ir::BinOp::Min ? "INFINITY" : "0.0f";
@@ -460,6 +500,9 @@ struct Printer {
       if (inv.divisor)
         out += fmt::format("  const float {0}_k = dcc_div16_k({0}), {0}_r = __frcp_rn({0} * {0}_k);  // dividing by {0}\n"
                            "  constexpr bool {0}_nz = false;  // the key loop's copy for {0} != 0, {0}_k == 1 says true\n", inv.name);
+      if (inv.divisor32)
+        out += fmt::format("  const float {0}_q = __frcp_rn({0});  // f32 quotients by {0} corrected from it (dcc_fdiv_pre)\n"
+                           "  const bool {0}_f = fabsf({0}) >= 0x1p-20f && fabsf({0}) <= 0x1p20f;  // where that is exact\n", inv.name);
     }
     if (wide_) {
       out += "  // Streaming: this block's output columns c0 .. c0 + DP - 1; the score's in chunks of DP.\n";
@@ -771,6 +814,17 @@ struct Printer {
         nz_decls += fmt::format("      constexpr bool {}_nz = true;\n", dv);
         d.bind_divisor(node, dv);
       }
+      // f32 quotients by a row value: corrected from its reciprocal
+      // (dcc_fdiv_pre), the columns again with a / b where a value is out
+      // of that range.
+      std::string dq;
+      for (const auto& [node, b] : k.post_divisors32) {
+        std::string dv = fmt::format("dv{}", n++);
+        out += fmt::format("      const float {0}_q = __frcp_rn({1});\n"
+                           "      const bool {0}_f = fabsf({1}) >= 0x1p-20f && fabsf({1}) <= 0x1p20f;\n", dv, d.scalar(b));
+        dq += (dq.empty() ? "" : " && ") + dv + "_f";
+        d.bind_divisor32(node, dv);
+      }
       const AttentionKernel::PairStore* pair = nullptr;
       for (const auto& p : k.pair_stores)
         if (k.post[p.post] == s) pair = &p;
@@ -782,19 +836,32 @@ struct Printer {
         fast += fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, pair->bits / 8);
       }
       out += "      if (" + fast + ") {\n" + nz_decls;
-      if (pair) {
-        // A 16-bit pair: both values in f32 as they are before their rounding
-        // to the stored type, rounded and packed by one cvt (the same bits).
-        out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        float pr[2];\n";
-        out += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
-        out += "          " + col;
-        const bool own = store->value->type == store->buffer->type;  // rounded to the stored type by its own node
-        out += fmt::format("          pr[c] = {};\n        }}\n", own ? d.expr_unrounded(store->value) : d.expr(store->value));
-        out += "        " + pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type) + "\n      }\n";
+      auto fast_columns = [&]() {
+        if (pair) {
+          // A 16-bit pair: both values in f32 as they are before their rounding
+          // to the stored type, rounded and packed by one cvt (the same bits).
+          out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        float pr[2];\n";
+          out += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
+          out += "          " + col;
+          const bool own = store->value->type == store->buffer->type;  // rounded to the stored type by its own node
+          out += fmt::format("          pr[c] = {};\n        }}\n", own ? d.expr_unrounded(store->value) : d.expr(store->value));
+          out += "        " + pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type) + "\n      }\n";
+        } else {
+          out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+          out += "          const int e = 2 * (rr & 1) + c;\n          " + col + "          {\n";
+          out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
+        }
+      };
+      if (dq.empty()) {
+        fast_columns();
       } else {
-        out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
-        out += "          const int e = 2 * (rr & 1) + c;\n          " + col + "          {\n";
-        out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
+        out += "      bool dq = " + dq + ";\n";
+        d.fdiv_flag("dq");
+        fast_columns();
+        d.fdiv_flag("");
+        out += "      if (!dq) {  // a value out of the corrected division's range: IEEE division\n";
+        fast_columns();
+        out += "      }\n";
       }
       out += "      } else {\n";
       out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
@@ -878,7 +945,9 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     const bool wg = body.empty() && attention_wgmma(k, dp);
     wrapper(suffix, body, dp, wg && wbn != bn ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wbn, bn) : std::to_string(bn),
             attention_m_tiles(k, dp), attention_warps(k, dp),
-            attention_min_blocks(k, dp), attention_wgmma_min_blocks(k, dp), attention_smem_bytes(k, dp),
+            attention_min_blocks(k, dp), attention_wgmma_min_blocks(k, dp),
+            // The streaming body has no wgmma form: the padded stages only.
+            body.empty() ? attention_smem_bytes(k, dp) : attention_sync_smem_bytes(k, dp),
             body.empty() && attention_wgmma(k, dp),
             attention_stages(k, dp), body.empty() && attention_q_smem(k, dp));
   };

@@ -28,6 +28,11 @@ struct AttnDeviceText : DeviceText {
   /// A 16-bit division by `divisor` multiplies by NAME_r after scaling by
   /// NAME_k (dcc_fdiv16_pre; declared by the printer once a block).
   virtual void bind_divisor(const ir::ExprNode* divisor, const std::string& name) = 0;
+  /// An f32 division by `divisor` (Invariant::divisor32) is corrected from
+  /// NAME_q while fdiv_flag names a bool in scope (dcc_fdiv_pre clears it
+  /// for an operand outside the range where that is exact); "" : a / b.
+  virtual void bind_divisor32(const ir::ExprNode* divisor, const std::string& name) = 0;
+  virtual void fdiv_flag(const std::string& flag) = 0;
   /// A float subtraction one of whose operands is known finite: printed as
   /// the IEEE difference, without the masked-value rule's -inf - -inf check.
   virtual void bind_finite_sub(const ir::ExprNode* sub) = 0;

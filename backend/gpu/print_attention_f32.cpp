@@ -97,18 +97,26 @@ std::string out = fmt::format("    const float* vs = Vs + {} * (BN * LINE){};\n"
 /// Q's tile as tf32 parts in shared memory (swizzled, TM lines), once a
 /// block: rows m0 .., zeros past M and QD.
 std::string q_tile(bool split) {
-  // 16 bytes a load where Q's rows are contiguous and aligned.
+  // 16 bytes a load where Q's rows are contiguous and aligned. A fixed
+  // count of chunks a thread, all loaded before the first is split and
+  // stored: the block waits for one round trip to global memory, not one
+  // a chunk (the stores may alias the loads for all the compiler knows).
   std::string o = "    const bool qvec = t_Q_ds == 1 && t_Q_rs % 4 == 0 && t_Q_base % 4 == 0 && t_QD % 4 == 0 && (uintptr_t)Qp % 16 == 0;\n"
-                  "    for (int u = threadIdx.x; u < TM * (DP / 4); u += WARPS * 32) {\n"
-                  "      const int r = u / (DP / 4), c = (u % (DP / 4)) * 4;\n      const int64_t row = m0 + r;\n"
-                  "      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+                  "    constexpr int QC = TM * (DP / 4) / (WARPS * 32);  // chunks a thread\n"
+                  "    static_assert(QC * WARPS * 32 == TM * (DP / 4), \"whole chunks a thread\");\n"
+                  "    float4 qv[QC];\n#pragma unroll\n    for (int it = 0; it < QC; ++it) {\n"
+                  "      const int u = (int)threadIdx.x + it * (WARPS * 32), r = u / (DP / 4), c = (u % (DP / 4)) * 4;\n"
+                  "      const int64_t row = m0 + r;\n      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
                   "      if (qvec) {\n        if (row < t_M && c < t_QD) {\n"
                   "          const float4 q4 = *reinterpret_cast<const float4*>(&Qp[t_Q_base + row * t_Q_rs + c]);\n"
                   "          v[0] = q4.x, v[1] = q4.y, v[2] = q4.z, v[3] = q4.w;\n        }\n      } else {\n"
                   "#pragma unroll\n        for (int e = 0; e < 4; ++e)\n"
-                  "          if (row < t_M && c + e < t_QD) v[e] = Qp[t_Q_base + row * t_Q_rs + (c + e) * t_Q_ds];\n      }\n";
-  o += split ? "      dcc_st_split_tf32x4_fast(&Qs[swz_at(TM, r, c)], &Qs[TM * DP + swz_at(TM, r, c)], make_float4(v[0], v[1], v[2], v[3]));\n"
-               : "      dcc_st_tf32x4(&Qs[swz_at(TM, r, c)], make_float4(v[0], v[1], v[2], v[3]));\n";
+                  "          if (row < t_M && c + e < t_QD) v[e] = Qp[t_Q_base + row * t_Q_rs + (c + e) * t_Q_ds];\n      }\n"
+                  "      qv[it] = make_float4(v[0], v[1], v[2], v[3]);\n    }\n"
+                  "#pragma unroll\n    for (int it = 0; it < QC; ++it) {\n"
+                  "      const int u = (int)threadIdx.x + it * (WARPS * 32), r = u / (DP / 4), c = (u % (DP / 4)) * 4;\n";
+  o += split ? "      dcc_st_split_tf32x4_fast(&Qs[swz_at(TM, r, c)], &Qs[TM * DP + swz_at(TM, r, c)], qv[it]);\n"
+               : "      dcc_st_tf32x4(&Qs[swz_at(TM, r, c)], qv[it]);\n";
   return o + "    }\n";
 }
 /// After the barrier that finds tile kt in its stage: K's small parts
@@ -120,19 +128,24 @@ std::string convert(bool split) {
   out += "    {\n    float* ks = Ks + stage * STAGE;\n    const float* vs = Vs + stage * STAGE;\n";
   // A fixed count of chunks a thread (BN x DP / 4 is a multiple of the
   // block's 128 threads): unrolled, the key r the same in every one (128 is
-  // a multiple of BN), the address arithmetic mostly constants.
-  out += "    static_assert((BN * (DP / 4)) % (WARPS * 32) == 0 && (WARPS * 32) % BN == 0, \"whole chunks a thread\");\n";
-  out += "#pragma unroll\n    for (int it = 0; it < BN * (DP / 4) / (WARPS * 32); ++it) {\n";
-  out += "      const int u = (int)threadIdx.x + it * (WARPS * 32);\n";
-  out += "      const int r = u % BN, c = (u / BN) * 4, at = swz_at(BN, r, c);\n";
-  out += split ? "      dcc_st_split_tf32x4_fast(&ks[at], &Kl[at], *reinterpret_cast<const float4*>(&ks[at]));\n"
-                 : "      dcc_st_tf32x4(&ks[at], *reinterpret_cast<const float4*>(&ks[at]));\n";
-  out += "      const float4 v = *reinterpret_cast<const float4*>(&vs[at]);\n";
-  out += "      const int slot = (r & ~7) | ((r & 7) >> 1) | ((r & 1) << 2);  // key r's place in its 8\n";
-  out += "      const float vx[4] = {v.x, v.y, v.z, v.w};\n";
+  // a multiple of BN), the address arithmetic mostly constants. Every
+  // chunk is read before the first is written: K's big part goes back into
+  // its stage, which the compiler cannot tell from the chunks still to be
+  // read, so reads and writes interleaved wait for one read at a time.
+  out += "    constexpr int CH = BN * (DP / 4) / (WARPS * 32);  // chunks a thread\n";
+  out += "    static_assert(CH * WARPS * 32 == BN * (DP / 4) && (WARPS * 32) % BN == 0, \"whole chunks a thread\");\n";
+  out += "    const int r = (int)threadIdx.x % BN;  // the thread's key\n";
+  out += "    float4 kx[CH], vx[CH];\n#pragma unroll\n    for (int it = 0; it < CH; ++it) {\n";
+  out += "      const int at = swz_at(BN, r, (((int)threadIdx.x + it * (WARPS * 32)) / BN) * 4);\n";
+  out += "      kx[it] = *reinterpret_cast<const float4*>(&ks[at]);\n      vx[it] = *reinterpret_cast<const float4*>(&vs[at]);\n    }\n";
+  out += "    const int slot = (r & ~7) | ((r & 7) >> 1) | ((r & 1) << 2);  // key r's place in its 8\n";
+  out += "#pragma unroll\n    for (int it = 0; it < CH; ++it) {\n";
+  out += "      const int c = (((int)threadIdx.x + it * (WARPS * 32)) / BN) * 4, at = swz_at(BN, r, c);\n";
+  out += split ? "      dcc_st_split_tf32x4_fast(&ks[at], &Kl[at], kx[it]);\n" : "      dcc_st_tf32x4(&ks[at], kx[it]);\n";
+  out += "      const float v[4] = {vx[it].x, vx[it].y, vx[it].z, vx[it].w};\n";
   out += "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n        const int vt = swz_at(DP, c + e, slot);\n";
-  out += (split ? "        const float b = dcc_tf32_big(vx[e]);\n        Vb[vt] = b;\n        Vl[vt] = vx[e] - b;\n"
-                  : "        Vb[vt] = __uint_as_float(dcc_tf32(vx[e]));\n");
+  out += (split ? "        const float b = dcc_tf32_big(v[e]);\n        Vb[vt] = b;\n        Vl[vt] = v[e] - b;\n"
+                  : "        Vb[vt] = __uint_as_float(dcc_tf32(v[e]));\n");
   out += "      }\n    }\n    }\n    dcc_fence_proxy_async();\n    __syncthreads();  // the tile's tf32 parts are in\n";
   return out;
 }

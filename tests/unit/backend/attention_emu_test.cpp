@@ -85,6 +85,7 @@ struct Case {
   std::vector<int32_t> ql, kl;
   int H, D;
   int G = 1;  // query heads per K/V head (GQA): K/V have H / G heads, head h reads h / G
+  double qscale = 1;  // Q's values times this (a power of two: exact)
 };
 
 std::vector<Case> cases(int groups = 0, bool few = false) {
@@ -160,7 +161,7 @@ double run(const Built& b, const Mod& mod, int& checked, int groups = 0, bool f3
     std::uniform_real_distribution<double> dist(-1.0, 1.0);
     Data q(f32, qo.back(), 0, 0, f16), k(f32, ko.back(), 0, 0, f16), v(f32, ko.back(), 0, 0, f16),
         out(f32, qo.back(), f16 ? 0x7E00 : 0x7FC0, NAN, f16);  // NaN until written
-    for (size_t x = 0; x < q.size(); ++x) q.set(x, 2 * dist(rng));
+    for (size_t x = 0; x < q.size(); ++x) q.set(x, 2 * dist(rng) * c.qscale);
     for (size_t x = 0; x < k.size(); ++x) k.set(x, 2 * dist(rng));
     if (ramp)
       for (size_t x = 0; x < Bn; ++x)
@@ -517,6 +518,30 @@ TEST(AttentionEmu, MhaF32Wgmma) {
   const double worst = run(b, [](double s, int, int) { return s; }, checked, 0, true, 1e-6, false, &long_keys);
   std::printf("mha (f32, 3xtf32, head dim 128's long-key wgmma form): %d outputs, max |err| = %.4g\n", checked, worst);
   EXPECT_GT(checked, 5000);
+}
+
+// f32 divisions by the block's sqrt(D) are corrected from its reciprocal
+// (dcc_fdiv_pre) where the scores lie in [2^-100, 2^100] and divided again
+// where one does not: Q times 2^100 (scores near 2^103: every tile's step
+// runs again with a / b; the softmax one-hot) and times 2^-130 (scores near
+// 2^-127, subnormal quotients: uniform weights), in both f32 forms and with
+// the causal mask, against float64.
+TEST(AttentionEmu, F32DivisionOutOfRange) {
+  for (const bool sm90a : {false, true}) {
+    Built b;
+    build("mha_causal.toy", read(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, {}, sm90a);
+    ASSERT_TRUE(b.entry);
+    ASSERT_NE(b.cu.find("dcc_fdiv_pre(r_acc0, u0, u0_q, dq)"), std::string::npos);
+    ASSERT_NE(b.cu.find("if (!dq) {  // an operand out of that range: IEEE division"), std::string::npos);
+    for (const double scale : {0x1p100, 0x1p-130}) {
+      SCOPED_TRACE(std::to_string(scale) + (sm90a ? " sm_90a" : ""));
+      const std::vector<Case> only{{{70, 0, 5}, {70, 3, 5}, 1, 64, 1, scale}};
+      int checked = 0;
+      const double worst = run(b, [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, checked, 0, true, 1e-6, false, &only);
+      std::printf("mha_causal (f32, Q x %g%s): %d outputs, max |err| = %.4g\n", scale, sm90a ? ", sm_90a" : "", checked, worst);
+      EXPECT_GT(checked, 4000);
+    }
+  }
 }
 
 // The masks and the soft cap run through the same element steps as in bf16

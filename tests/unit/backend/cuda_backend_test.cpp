@@ -336,6 +336,51 @@ TEST(CudaBackend, Exp16AndDiv16WithinOneUnitOnEveryInput) {
   }
 }
 
+// dcc_fdiv_pre on the GPU (the fused attention's f32 division by a block
+// value; CudaEmu.FdivPreIsTheIeeeQuotient runs the same on the host): with
+// the block's __frcp_rn, the quotient, or where it clears `fast` the
+// division again, is the IEEE one bit for bit on 2^22 random pairs with
+// the divisor in [2^-20, 2^20], all of a's mantissas at two exponents
+// over sqrt(128), and zeros, infinities, NaN, tiny and huge a; `fast`
+// stays set for every a in the stated range.
+TEST(CudaBackend, FdivPreOnTheGpu) {
+  ElementKernel k("fdiv_pre",
+                  "  bool fast = true;\n  const float q = dcc_fdiv_pre(x[i], b[i], __frcp_rn(b[i]), fast);\n"
+                  "  y[i] = mode == 0 ? (fast ? q : x[i] / b[i]) : (fast ? 1.0f : 0.0f);");
+  if (!k.skip.empty()) GTEST_SKIP() << k.skip;
+  ASSERT_NE(k.run, nullptr) << k.error;
+  std::mt19937 gen(13);
+  std::vector<float> a, b;
+  const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-101f, 0x1.fffffep100f, 0x1p-100f, 0x1p100f};
+  for (int x = 0; x < (1 << 22); ++x) {
+    const uint32_t u = static_cast<uint32_t>(gen());
+    float av;
+    std::memcpy(&av, &u, 4);
+    a.push_back(x % 97 == 0 ? special[(x / 97) % 9] : av);
+    b.push_back(std::ldexp(1.0f + static_cast<float>(gen() >> 9) * 0x1p-23f, static_cast<int>(gen() % 41) - 20) *
+                (gen() % 2 ? 1.0f : -1.0f));
+  }
+  for (int e : {-100, 0})
+    for (uint32_t m = 0; m < (1u << 23); ++m) {
+      a.push_back(std::ldexp(1.0f + static_cast<float>(m) * 0x1p-23f, e));
+      b.push_back(std::sqrt(128.0f));
+    }
+  const int n = static_cast<int>(a.size());
+  std::vector<float> q(n), fast(n);
+  ASSERT_EQ(k.run(a.data(), b.data(), q.data(), n, 0), 0);
+  ASSERT_EQ(k.run(a.data(), b.data(), fast.data(), n, 1), 0);
+  int bad = 0;
+  for (int x = 0; x < n; ++x) {
+    const float want = static_cast<float>(static_cast<double>(a[x]) / static_cast<double>(b[x]));
+    const float m = std::fabs(a[x]);
+    const bool in_range = (m >= 0x1p-100f && m <= 0x1p100f) || m == 0.0f;
+    const bool same = std::isnan(want) ? std::isnan(q[x]) : std::memcmp(&q[x], &want, 4) == 0;
+    if ((!same || (fast[x] != 0.0f) != in_range) && bad++ < 5)
+      ADD_FAILURE() << std::hexfloat << a[x] << " / " << b[x] << " = " << q[x] << ", IEEE " << want << ", fast " << fast[x];
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 // --fast-math's exp (docs/cuda.md "Fast math"): dcc_exp_fast within its
 // stated bound, 2^-21 + |x| 2^-23 relative to float64, on 2^22 arguments
 // over the range where exp is a normal f32, and dcc_exp_fast_sub(a, b)

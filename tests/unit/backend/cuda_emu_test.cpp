@@ -12,7 +12,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <cctype>
@@ -20,6 +22,7 @@
 #include <regex>
 #include <set>
 
+#include "backend/cuda/cuda_prologue.h"
 #include "runtime/include/dccrt.h"
 #include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/cuda_scheduled.h"
@@ -494,6 +497,65 @@ TEST(CudaEmu, InlinedWhereIsChecked) {
   }
   std::filesystem::remove_all(dir);
   EXPECT_EQ(compared, 2 * (3 + 4 + 2 + 2));
+}
+
+// dcc_fdiv_pre (the fused attention's f32 division by a block value,
+// backend/cuda/cuda_prologue.cpp): wherever it keeps `fast` set, its
+// quotient is the IEEE one bit for bit -- float64's quotient rounded to f32
+// (a double rounding that is innocuous for division) -- on every mantissa
+// of a at the range's ends and in its middle, 2^22 random a a divisor and
+// random divisors in range; it keeps `fast` for every a in its stated range
+// (the fast path is taken), clears it for a out of the range, infinities
+// and NaN, and gives a zero a's sign. The same arithmetic runs on the GPU
+// (fmaf, copysignf; CudaBackend.FdivPreOnTheGpu).
+TEST(CudaEmu, FdivPreIsTheIeeeQuotient) {
+  auto dir = temp_dir("fdiv_pre");
+  std::string log;
+  const std::string src = std::string(backend::kCudaPrologue) +
+                          "extern \"C\" float dcc_test_fdiv_pre(float a, float b, int* fast) {\n"
+                          "  bool f = *fast != 0;\n  const float q = dcc_fdiv_pre(a, b, __frcp_rn(b), f);\n"
+                          "  *fast = f;\n  return q;\n}\n";
+  void* lib = testing::build_emulated(testing::emulated(src), dir, "fdiv_pre", log, "-O1");
+  ASSERT_NE(lib, nullptr) << log;
+  auto fdiv = reinterpret_cast<float (*)(float, float, int*)>(dlsym(lib, "dcc_test_fdiv_pre"));
+  ASSERT_NE(fdiv, nullptr);
+  long checked = 0, bad = 0;
+  auto check = [&](float a, float b) {
+    int fast = 1;
+    const float q = fdiv(a, b, &fast);
+    const float m = std::fabs(a);
+    const bool in_range = (m >= 0x1p-100f && m <= 0x1p100f) || m == 0.0f;
+    if ((fast != 0) != in_range && bad++ < 5) ADD_FAILURE() << a << " / " << b << ": fast " << fast;
+    if (!fast) return;
+    const float want = static_cast<float>(static_cast<double>(a) / static_cast<double>(b));
+    ++checked;
+    if (std::memcmp(&q, &want, 4) != 0 && bad++ < 5)
+      ADD_FAILURE() << std::hexfloat << a << " / " << b << " = " << q << ", IEEE " << want;
+  };
+  std::mt19937 gen(11);
+  std::vector<float> divisors{8.0f, std::sqrt(128.0f), std::sqrt(96.0f), std::sqrt(32.0f), 3.0f, 0.7f, -11.3f,
+                              1.0f - 0x1p-24f, 0x1.fffffep0f, 0x1p-20f, 0x1p20f, -0x1.fffffep19f};
+  for (int x = 0; x < 8; ++x)
+    divisors.push_back(std::ldexp(1.0f + static_cast<float>(gen() >> 9) * 0x1p-23f, static_cast<int>(gen() % 41) - 20));
+  for (float b : divisors) {
+    for (int e : {-100, 99})
+      for (uint32_t mant = 0; mant < (1u << 23); mant += (b == 8.0f || b == divisors[1]) ? 1 : 61) {
+        const float a = std::ldexp(1.0f + static_cast<float>(mant) * 0x1p-23f, e);
+        check(a, b), check(-a, b);
+      }
+    for (int x = 0; x < (1 << 18); ++x) {
+      const uint32_t u = static_cast<uint32_t>(gen());
+      float a;
+      std::memcpy(&a, &u, 4);
+      check(a, b);
+    }
+    for (float a : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-101f, 0x1.fffffep100f, 1.0f, -1.0f}) check(a, b);
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_GT(checked, 20000000);
+  int fast = 1;
+  const float z = fdiv(-0.0f, 8.0f, &fast), zn = fdiv(0.0f, -3.0f, &fast);
+  EXPECT_TRUE(fast && std::signbit(z) && z == 0.0f && std::signbit(zn)) << "zero's sign";
 }
 
 }  // namespace
