@@ -276,11 +276,15 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     // memory: 2 blocks an SM), measured on an H200 (bench/RESULTS.md,
     // session 29): 1.19-1.46x the mma.sync form on race, squad and
     // wiki128, 1.00-1.07x on mnli and cola. Head dim 128's form (177 KB:
-    // one block an SM) was 1.16-1.18x on race and 1.03-1.09x on squad but
-    // 0.66-0.97x on wiki128, mnli and cola: it is the long-key
-    // instantiation (AttentionKernel::long_key_tiles), taken where a
-    // launch's entries average 192 keys or more (race 391, squad 221,
-    // wiki128 117), unless --attention-f32-wgmma=all makes it the only one.
+    // one block an SM) is the long-key instantiation
+    // (AttentionKernel::long_key_tiles), taken where a launch's entries
+    // average one key tile (32 keys) or more, unless
+    // --attention-f32-wgmma=all makes it the only one: with the divisions
+    // corrected from reciprocals (session 30) it ran 1.41-1.46x the
+    // mma.sync form on wiki128 (entries of 117 keys on average), 1.05-1.06x
+    // on mnli (43), 1.6-1.7x on race and squad, but 0.85-0.90x on cola (13).
+    // (Session 29, before that: 0.66-0.97x on wiki128, mnli and cola, and
+    // the threshold 192 keys.)
     // A forced key tile (--attention-tiles) of 32, 64 or 128 keys whose
     // block fits an SM's shared memory (head dim 64 at 128 keys: 257 KB does
     // not) keeps the form; others keep mma.sync.
@@ -296,7 +300,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
         }
       } else if (!tune.key_tile) {
         k.long_key_tiles[x] = wg_keys;
-        k.long_keys[x] = 192;
+        k.long_keys[x] = wg_keys;
       }
     }
   }

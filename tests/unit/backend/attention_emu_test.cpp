@@ -505,13 +505,13 @@ TEST(AttentionEmu, MhaF32Wgmma) {
             gpu::Fp32Math::Split3xTf32, 1e-6, true, true);
   // The planner's defaults: head dim 128 keeps mma.sync for its short-key
   // launches; its wgmma form is the long-key instantiation, taken where the
-  // entries average 192 keys or more (here 300 and 280).
+  // entries average a key tile (32 keys) or more (here 300 and 280).
   Built b;
   build("mha.toy", read(DCCC_EXAMPLES_DIR "/mha.toy"), "mha", b, gpu::Fp32Math::Split3xTf32, {}, true);
   ASSERT_TRUE(b.entry);
   for (const char* text : {"__body<128, 16, 1, 4, false, 2>(launch", "__launch_bounds__(128, (DCC_WGMMA != 0 ? 1 : 2)) mha__k0__d128L(",
                            "__body<128, (DCC_WGMMA != 0 ? 32 : 16), 1, 4, DCC_WGMMA != 0, 2>(launch",
-                           "dmax <= 128 && tv->kmean >= 192 && dcc__cc_major() == 9"})
+                           "dmax <= 128 && tv->kmean >= 32 && dcc__cc_major() == 9"})
     EXPECT_NE(b.cu.find(text), std::string::npos) << text;
   const std::vector<Case> long_keys{{{40, 3}, {300, 280}, 1, 128}};
   int checked = 0;
