@@ -696,11 +696,16 @@ struct Printer {
       // writes (generic proxy) are made visible to it before the barrier.
       if (wg) out += "    dcc_fence_proxy_async();\n";
       out += "    __syncthreads();  // tile kt is in; every warp is done with stage `fill` (the previous tile's)\n";
-      out += "    if (kc < nkt) {\n      copy_kv(kc, fill);\n      kc = next_needed(kc + 1);\n    }\n"
-             "    dcc_cp_async_commit();\n    const int64_t n0 = kt * BN;\n";
+      const std::string copy = "    if (kc < nkt) {\n      copy_kv(kc, fill);\n      kc = next_needed(kc + 1);\n    }\n"
+                               "    dcc_cp_async_commit();\n";
+      if (!(wg && f32)) out += copy;
+      out += "    const int64_t n0 = kt * BN;\n";
       if (wg && f32) {
-        // f32: the tile's tf32 parts made by the block, then S.
-        out += attn_f32::convert(split()) + attn_f32::wg_scores(split());
+        // f32: the tile's tf32 parts made by the block, then the next
+        // tile's copy, then S (the copy issued before the conversion, the
+        // membar of the proxy fence after it waited for it: long-scoreboard
+        // stalls there in ncu's samples, session 30).
+        out += attn_f32::convert(split()) + copy + attn_f32::wg_scores(split());
         wg_ = true;
         tile_body();
         wg_ = false;
