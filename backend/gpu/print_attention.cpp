@@ -2,6 +2,7 @@
 // its --emit=kernel text is kernel_ir.cpp's (print_attention_kernel).
 #include "backend/gpu/print_attention.h"
 
+#include "backend/gpu/print_attention_16.h"
 #include "backend/gpu/print_attention_f32.h"
 
 #include <fmt/format.h>
@@ -16,8 +17,6 @@ namespace {
 // The row slot (index of the lane's row arrays, 2 a m16 tile) of element e
 // of m16 tile mt in the element loops.
 constexpr const char* kRowSlot = "2 * mt + (e >> 1)";
-
-const char* mma_fn(Elem e) { return e == Elem::BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16"; }
 
 struct Printer {
   const AttentionKernel& k;
@@ -244,24 +243,7 @@ struct Printer {
           return;
         }
         out += fmt::format("    const uint16_t* vs = Vs + {} * STAGE{};\n", vstage(), warp_cols());
-        if (wg_) {
-          // wgmma: V MN-major (transposed B) from the stage: k-step kc is
-          // lines 16 kc .. (2048 bytes a step), its 64-column parts BN
-          // lines apart (the leading byte offset), 8-line groups 1024 bytes
-          // (the stride byte offset); A = P's fragments, packed before the
-          // fence (registers an in-flight wgmma reads stay unchanged).
-          out += "    {\n      uint32_t pa[NT / 2][4];\n#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc) {\n" +
-                 pack_p("pa[kc]", "0") + "      }\n";
-          out += "      const uint64_t vd = dcc_wgmma_desc(vs_u32 + (uint32_t)((vs - Vs) * sizeof(*vs)), BN * 128, 1024);\n"
-                 "      dcc_wgmma_keep<DT * 4>(&o[0][0][0]);\n      dcc_wgmma_fence();\n";
-          out += fmt::format("#pragma unroll\n      for (int kc = 0; kc < NT / 2; ++kc)\n"
-                             "        dcc_wgmma_{}<DP, 1>(&o[0][0][0], pa[kc], dcc_wgmma_desc_at(vd, kc * 2048));\n",
-                             elem_name(k.elem));
-          out += "      dcc_wgmma_commit();\n      dcc_wgmma_wait<0>();\n      dcc_wgmma_keep<DT * 4>(&o[0][0][0]);\n    }\n    }\n";
-          return;
-        }
-        pv_16_sync();
-        out += "    }\n";
+        out += (wg_ ? attn16::pv_wg(k.elem) : attn16::pv_sync(k.elem)) + "    }\n";
         return;
       }
     }
@@ -312,29 +294,6 @@ struct Printer {
   }
   /// `dst`[0..3] = the A fragment of P's k-step kc (m16 tile `mt`): the C
   /// fragments of n-tiles 2 kc and 2 kc + 1 packed to 16 bits.
-  std::string pack_p(const std::string& dst, const std::string& mt) {
-    return fmt::format("        {0}[0] = {1}(p[{2}][2 * kc][0], p[{2}][2 * kc][1]);\n"
-                       "        {0}[1] = {1}(p[{2}][2 * kc][2], p[{2}][2 * kc][3]);\n"
-                       "        {0}[2] = {1}(p[{2}][2 * kc + 1][0], p[{2}][2 * kc + 1][1]);\n"
-                       "        {0}[3] = {1}(p[{2}][2 * kc + 1][2], p[{2}][2 * kc + 1][3]);\n",
-                       dst, pack16_function(k.elem == Elem::BF16), mt);
-  }
-  /// O += P V on mma.sync: the key-step loop (the caller closes the P V block).
-  void pv_16_sync() {
-    out += "#pragma unroll\n    for (int kc = 0; kc < NT / 2; ++kc) {\n";
-    out += "      uint32_t pa[MT][4];\n#pragma unroll\n      for (int mt = 0; mt < MT; ++mt) {\n" + pack_p("pa[mt]", "mt") +
-           "      }\n";
-    // V's B fragments, two column tiles an ldmatrix.x4.trans: matrix q
-    // is keys 16 kc + 8 (q & 1) .. + 7, columns 16 j2 + 8 (q >> 1) .. + 7.
-    out += "#pragma unroll\n      for (int j2 = 0; j2 < DT / 2; ++j2) {\n        uint32_t r[4];\n";
-    out += "        dcc_ldmatrix_x4_trans(r, &vs[(16 * kc + (lane & 7) + 8 * ((lane >> 3) & 1)) * LINE + 16 * j2 + 8 * (lane >> 4)]);\n";
-    out += "        uint32_t vf[2][2] = {{r[0], r[1]}, {r[2], r[3]}};\n";
-    out += fmt::format("#pragma unroll\n        for (int mt = 0; mt < MT; ++mt)\n"
-                       "          {}<1, 2>(reinterpret_cast<float (*)[2][4]>(&o[mt][2 * j2][0]), &pa[mt], vf);\n"
-                       "      }}\n    }}\n",
-                       mma_fn(k.elem));
-  }
-
   // f32 operands (backend/gpu/print_attention_f32.h): 3xTF32 or one TF32 product.
   bool split() const { return k.fp32 == Fp32Math::Split3xTf32; }
   /// The lane's Q fragments for the score's columns q0 + 0 .. DP - 1 (q0
@@ -375,17 +334,6 @@ struct Printer {
     o += pad + "    qf[kq][mt][r] = dcc_pack16(lo, hi);\n" + pad + "  }\n" + pad + "}\n";
     return "  const bool q32 = t_Q_ds == 1 && (t_Q_base & 1) == 0 && (t_Q_rs & 1) == 0 && (uintptr_t)Qp % 4 == 0;\n" + o;
   }
-  /// S += Q K^T for 16-bit operands from the stage `ks`: K's B fragments,
-  /// two key tiles an ldmatrix.x4 (matrix q is keys 16 j2 + 8 (q >> 1) ..
-  /// + 7, d 16 kq + 8 (q & 1) .. + 7); B reg jj of n-tile nt holds
-  /// K[key 8 nt + gid][d 16 kq + 2 tig + 8 jj + {0, 1}].
-  void s_16() {
-    out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n      uint32_t kf[NT][2];\n";
-    out += "#pragma unroll\n      for (int j2 = 0; j2 < NT / 2; ++j2) {\n        uint32_t r[4];\n";
-    out += "        dcc_ldmatrix_x4(r, &ks[(16 * j2 + (lane & 7) + 8 * (lane >> 4)) * LINE + 16 * kq + 8 * ((lane >> 3) & 1)]);\n";
-    out += "        kf[2 * j2][0] = r[0];\n        kf[2 * j2][1] = r[1];\n        kf[2 * j2 + 1][0] = r[2];\n        kf[2 * j2 + 1][1] = r[3];\n      }\n";
-    out += fmt::format("      {}<MT, NT>(s, qf[kq], kf);\n    }}\n", mma_fn(k.elem));
-  }
   /// The streaming body's copy of one tile's columns col0 .. col0 + DP - 1
   /// of K or V (columns at or past `ncols`, keys at or past N: zeros): 16
   /// bytes a cp.async when aligned, else element by element.
@@ -418,38 +366,6 @@ struct Printer {
            "      for (int e = 0; e < 4; ++e) {\n        float t = 0.0f;\n"
            "#pragma unroll\n        for (int w = 0; w < WARPS; ++w) t += red[((w * MT + mt) * 16 + gid + 8 * (e >> 1)) * BN + 8 * nt + 2 * tig + (e & 1)];\n"
            "        s[mt][nt][e] = t;\n      }\n    }\n";
-  }
-
-  /// The wgmma form's S (zeroed here) = Q K^T from the current K stage
-  /// (K-major B: the part of k-step kq, + 32 bytes a k-step inside its
-  /// 128-byte line; 8-line groups 1024 bytes apart), A = Q's fragments;
-  /// waited for. Pipelining S of the next tile under this tile's element
-  /// work (three stages, a second S in registers) was measured slower on an
-  /// H200: 0.75-0.90x (spills at 3 blocks an SM, or 2 blocks;
-  /// bench/RESULTS.md, session 18).
-  void wg_scores() {
-    out += "    float s[MT][NT][4];\n#pragma unroll\n    for (int nt = 0; nt < NT; ++nt)\n      for (int e = 0; e < 4; ++e) s[0][nt][e] = 0.0f;\n";
-    // The stage's descriptor once, each k-step's by an add (dcc_wgmma_desc_at).
-    out += "    {\n    const uint64_t kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n"
-           "    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    dcc_wgmma_fence();\n";
-    const std::string kd = "dcc_wgmma_desc_at(kd, (kq >> 2) * (BN * 128) + (kq & 3) * 32)";
-    // A: Q's fragments, or (QS) Q's tile by descriptor (K-major, laid out
-    // as K's stage with TM lines; warpgroup g's 64 rows from line 64 g: 8 KB on).
-    const std::string regs = fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n      "
-                                         "dcc_wgmma_{}<BN, 0>(&s[0][0][0], qf[kq][0], {});\n",
-                                         elem_name(k.elem), kd);
-    if (!any_q()) {
-      out += regs;
-    } else {
-      // One warpgroup: no warp term, so that the descriptors are uniform
-      // (computed in uniform registers, not moved there a k-step at a time).
-      out += "    if constexpr (QS) {\n    const uint64_t qd = dcc_wgmma_desc(qs_u32 + (WARPS > 4 ? (uint32_t)(warp >> 2) * (64 * 128) : 0u), 16, 1024);\n";
-      out += fmt::format("#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq)\n      dcc_wgmma_ss_{}<BN, 0, 0>(&s[0][0][0], "
-                         "dcc_wgmma_desc_at(qd, (kq >> 2) * (TM * 128) + (kq & 3) * 32), {});\n",
-                         elem_name(k.elem), kd);
-      out += "    } else {\n" + regs + "    }\n";
-    }
-    out += "    dcc_wgmma_commit();\n    dcc_wgmma_wait<0>();\n    dcc_wgmma_keep<NT * 4>(&s[0][0][0]);\n    }\n";
   }
 
   /// The (query tile x key tile kt) box's corners, inside the entry:
@@ -711,7 +627,7 @@ struct Printer {
         wg_ = false;
       } else if (wg) {
         // Every warp of the warpgroup issues the MMAs.
-        wg_scores();
+        out += attn16::wg_scores(k.elem, any_q());
         wg_ = true;
         tile_body();
         wg_ = false;
@@ -722,7 +638,7 @@ struct Printer {
         out += s_zero;
         out += fmt::format("    const {}* ks = Ks + stage * STAGE{};\n", st, warp_cols());
         if (f32) out += attn_f32::s_sync(split());
-        else s_16();
+        else out += attn16::s_sync(k.elem);
         if (split_) split_sum();
         tile_body();
         out += "    }  // the warp's rows\n";
@@ -745,7 +661,7 @@ struct Printer {
         out += q_load("qc * DP", "    ");
         out += fmt::format("    const {}* ks = Ks + stage * (BN * LINE);\n", st);
         if (f32) out += attn_f32::s_sync(split());
-        else s_16();
+        else out += attn16::s_sync(k.elem);
         out += "    }\n    stage ^= 1;\n    }\n    const int64_t n0 = kt * BN;\n    if (m0 + wm0 < t_M) {\n";
         tile_body();
         out += "    }  // the warp's rows\n    vstage ^= 1;\n    kt = nxt;\n  }\n";
