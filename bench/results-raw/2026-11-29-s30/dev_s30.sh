@@ -88,8 +88,11 @@ if [[ $PART == e ]]; then
   # the CPU backend and float64.
   cd build-var/s30/d || exit 1
   mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
-  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib timeout 120 /tmp/dccc-gpu/dccc_cuda_backend_tests \
-    --gtest_filter='CudaBackend.FdivPre*:CudaBackend.Exp16*' > $R/${P}gpu_fdiv.txt 2>&1
+  # (dev9 ran this without DCCC_RUNTIME_LIB / _INCLUDE: the element kernels
+  # failed to link; dev10 is this line as it is now, run by hand.)
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_RUNTIME_LIB="$PWD/libdccrt.a" DCCC_RUNTIME_INCLUDE="$PWD/include" timeout 200 \
+    /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.FdivPre*:CudaBackend.Exp16*:CudaBackend.FastExp*' \
+    > $R/${P}gpu_fdiv.txt 2>&1
   echo "fdiv rc=$?"; grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|Failure" $R/${P}gpu_fdiv.txt | tail -5
   DCCC_EXAMPLES_ONLY=mha,mha_causal,flash_attention,mha_window,mha_softcap,mha_scale_after_max,causal_attention,mha_bf16,gqa_bf16,mha_bf16_f32_scores,mha_generic,attention_data,transformer_block \
   LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
@@ -138,5 +141,17 @@ if [[ $PART == h ]]; then
   check vonly f32
   timeout 360 python3 bench_fused.py --dir new --dtype f32 --seqlens seqlens --reps 10 --flush-l2 \
     --variants vonly=vonly,prev=prev --out $R/${P}bench_f32.txt > $R/${P}log.txt 2>&1
+  echo "bench rc=$?"; cat $R/${P}bench_f32.txt
+fi
+if [[ $PART == i ]]; then
+  # build-var/s30/i (build_i.sh): the final compiler's defaults new/ against
+  # prev/ (commit e4a8056's) and base/ (session 29's final).
+  cd build-var/s30/i || exit 1
+  check new f32
+  sanitize new f32 memcheck 300,0,1,17,70
+  sanitize new f32 racecheck 300,0,1,280
+  sanitize new f32 racecheck 300,0,1,17,70
+  timeout 360 python3 bench_fused.py --dir new --dtype f32 --seqlens seqlens --reps 10 --flush-l2 \
+    --variants prev=prev,base=base --out $R/${P}bench_f32.txt > $R/${P}log.txt 2>&1
   echo "bench rc=$?"; cat $R/${P}bench_f32.txt
 fi
