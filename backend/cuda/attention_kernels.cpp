@@ -164,7 +164,7 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   if (k.wide)
     branch(fmt::format("(dmax + {0} - 1) / {0} <= 65535", k.wide), "dw",
            fmt::format("dim3({{}}, (unsigned)((dmax + {0} - 1) / {0}))", k.wide),
-           gpu::attention_warps(k, k.wide) * 32, std::to_string(gpu::attention_sync_smem_bytes(k, k.wide)));
+           gpu::attention_warps(k, k.wide) * 32, std::to_string(gpu::attention_wide_smem_bytes(k)));
   o += fmt::format("      }} else {{\n        st = dcc_set_error(DCC_ERR_INVALID_ARGUMENT, \"{}: the fused attention kernel takes head dims up to {}\");\n        goto done;\n      }}\n    }}\n",
                    f_.name, k.wide ? int64_t{65535} * k.wide : int64_t{k.head_dims.back()});
   return o;

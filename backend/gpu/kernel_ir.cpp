@@ -279,6 +279,7 @@ int attention_split_smem_bytes(const AttentionKernel& k) {
   return k.stages * 2 * k.split_key_tile * (k.split * k.split_warps + k.pad) * elem_bytes(k.elem) +
          k.split_warps * 16 * k.split_key_tile * 4;
 }
+int attention_wide_smem_bytes(const AttentionKernel& k) { return attention_sync_smem_bytes(k, k.wide); }
 bool attention_wgmma(const AttentionKernel& k, int dp) {
   return std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) != k.wgmma_dims.end();
 }

@@ -679,6 +679,9 @@ bool attention_q_smem(const AttentionKernel& k, int dp, bool long_keys = false);
 /// Whether some wgmma instantiation of `k` takes Q from shared memory.
 bool attention_any_q_smem(const AttentionKernel& k);
 int attention_split_smem_bytes(const AttentionKernel& k);  // the split instantiation's (AttentionKernel::split)
+/// The streaming instantiation's (AttentionKernel::wide): its padded K and V
+/// stages at head dim `wide` (its body has no wgmma form).
+int attention_wide_smem_bytes(const AttentionKernel& k);
 int attention_tile_m(const AttentionKernel& k, int dp);  // query rows a block: 16 x m tiles x warps
 int attention_long_tile_n(const AttentionKernel& k, int dp);  // AttentionKernel::long_key_tiles (0: none)
 /// The entries' mean key count from which a launch takes the long-key

@@ -700,25 +700,19 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       auto row_divisor = [&](const ir::Expr& dv) {
         return dv->kind == ExprKind::Load && dv->buffer->dims.empty() && row_s.count(dv->buffer.get());
       };
+      // (own_exprs visits every sub-expression of the statement's own.)
       std::set<const ir::ExprNode*> r16;  // divisions whose quotients are rounded to 16 bits
-      auto each_node = [](const ir::ExprNode& root, const std::function<void(const ir::ExprNode&)>& visit) {
-        visit(root);
-        for (const auto& a : root.args) ir::each_expr(a, visit);
-      };
       ir::own_exprs(y, [&](const ir::ExprNode& e) {
-        each_node(e, [&](const ir::ExprNode& x) {
-          if (const ir::ExprNode* q = rounded16_division(x)) r16.insert(q);
-        });
         const ir::ExprNode* q = rounded16_division(e);
-        if (q && row_divisor(q->args[1])) k.post_divisors.push_back({q->args[1].get(), q->args[1]->buffer.get()});
+        if (!q) return;
+        r16.insert(q);
+        if (row_divisor(q->args[1])) k.post_divisors.push_back({q->args[1].get(), q->args[1]->buffer.get()});
       });
       // f32 divisions whose quotients stay f32 (none rounded to 16 bits after).
-      ir::own_exprs(y, [&](const ir::ExprNode& root) {
-        each_node(root, [&](const ir::ExprNode& e) {
-          if (e.kind == ExprKind::Binary && e.binop == BinOp::Div && e.type == Scalar::F32 && !r16.count(&e) &&
-              row_divisor(e.args[1]))
-            k.post_divisors32.push_back({e.args[1].get(), e.args[1]->buffer.get()});
-        });
+      ir::own_exprs(y, [&](const ir::ExprNode& e) {
+        if (e.kind == ExprKind::Binary && e.binop == BinOp::Div && e.type == Scalar::F32 && !r16.count(&e) &&
+            row_divisor(e.args[1]))
+          k.post_divisors32.push_back({e.args[1].get(), e.args[1]->buffer.get()});
       });
     });
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 namespace dccc::gpu {
@@ -150,10 +151,7 @@ struct Printer {
             rows.insert(a->buffer.get());
           }
     };
-    ir::own_exprs(*s.stmt, [&](const ir::ExprNode& root) {
-      visit(root);
-      for (const auto& a : root.args) ir::each_expr(a, visit);
-    });
+    ir::own_exprs(*s.stmt, visit);  // every sub-expression of the statement's own
     if (subs.empty()) {
       out += element_loop(body);
       return;
@@ -189,27 +187,37 @@ struct Printer {
     return o;
   }
 
+  /// `print` with the f32 divisions by bound divisors corrected from their
+  /// reciprocals (dcc_fdiv_pre) under the flag dq, set to `flags` first;
+  /// where dq comes out false (an operand out of the range where that is
+  /// exact), `print` again with a / b. IEEE's division is a dozen
+  /// instructions and a branch an element, which keeps the compiler from
+  /// overlapping the elements.
+  void fdiv_corrected(const std::string& flags, const std::string& pad, const std::function<void()>& print) {
+    out += pad + "bool dq = " + flags + ";  // the divisions corrected from reciprocals (dcc_fdiv_pre)\n";
+    d.fdiv_flag("dq");
+    print();
+    d.fdiv_flag("");
+    out += pad + "if (!dq) {  // an operand out of that range: IEEE division\n";
+    print();
+    out += pad + "}\n";
+  }
+
   void step(const AttnStep& s) {
     bind_invariants();
-    if (s.kind == AttnStepKind::Element) {
-      // f32 divisions by block values: each quotient corrected from the
-      // divisor's reciprocal, branch-free (dcc_fdiv_pre; IEEE's division is
-      // a dozen instructions and a branch an element, which keeps the
-      // compiler from overlapping the elements). A lane with an operand out
-      // of the range where that is exact runs the step again with a / b.
-      const std::string flags = fdiv32_flags(s);
-      if (flags.empty()) return element_step(s);
-      out += "    {\n    bool dq = " + flags + ";  // the step's divisions corrected from reciprocals (dcc_fdiv_pre)\n";
-      d.fdiv_flag("dq");
-      element_step(s);
-      d.fdiv_flag("");
-      out += "    if (!dq) {  // an operand out of that range: IEEE division\n";
-      element_step(s);
-      out += "    }\n    }\n";
-      return;
-    }
     switch (s.kind) {
-      case AttnStepKind::Element: return;
+      case AttnStepKind::Element: {
+        // f32 divisions by block values (Invariant::divisor32).
+        const std::string flags = fdiv32_flags(s);
+        if (flags.empty()) {
+          element_step(s);
+          return;
+        }
+        out += "    {\n";
+        fdiv_corrected(flags, "    ", [&] { element_step(s); });
+        out += "    }\n";
+        return;
+      }
       case AttnStepKind::Row: out += row_loop(d.stmts({s.stmt}, 3)); return;
       case AttnStepKind::Fold: {
         const char* id = s.op == ir::BinOp::Max ? "-INFINITY" : s.op == ir::BinOp::Min ? "INFINITY" : "0.0f";
@@ -738,12 +746,12 @@ struct Printer {
       // f32 quotients by a row value: corrected from its reciprocal
       // (dcc_fdiv_pre), the columns again with a / b where a value is out
       // of that range.
-      std::string dq;
+      std::string flags32;
       for (const auto& [node, b] : k.post_divisors32) {
         std::string dv = fmt::format("dv{}", n++);
         out += fmt::format("      const float {0}_q = __frcp_rn({1});\n"
                            "      const bool {0}_f = fabsf({1}) >= 0x1p-20f && fabsf({1}) <= 0x1p20f;\n", dv, d.scalar(b));
-        dq += (dq.empty() ? "" : " && ") + dv + "_f";
+        flags32 += (flags32.empty() ? "" : " && ") + dv + "_f";
         d.bind_divisor32(node, dv);
       }
       const AttentionKernel::PairStore* pair = nullptr;
@@ -773,17 +781,8 @@ struct Printer {
           out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
         }
       };
-      if (dq.empty()) {
-        fast_columns();
-      } else {
-        out += "      bool dq = " + dq + ";\n";
-        d.fdiv_flag("dq");
-        fast_columns();
-        d.fdiv_flag("");
-        out += "      if (!dq) {  // a value out of the corrected division's range: IEEE division\n";
-        fast_columns();
-        out += "      }\n";
-      }
+      if (flags32.empty()) fast_columns();
+      else fdiv_corrected(flags32, "      ", fast_columns);
       out += "      } else {\n";
       out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
       out += "          const int e = 2 * (rr & 1) + c;\n          " + col;
@@ -867,8 +866,7 @@ std::string print_attention(const AttentionKernel& k, AttnDeviceText& d) {
     wrapper(suffix, body, dp, wg && wbn != bn ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wbn, bn) : std::to_string(bn),
             attention_m_tiles(k, dp), attention_warps(k, dp),
             attention_min_blocks(k, dp), attention_wgmma_min_blocks(k, dp),
-            // The streaming body has no wgmma form: the padded stages only.
-            body.empty() ? attention_smem_bytes(k, dp) : attention_sync_smem_bytes(k, dp),
+            body.empty() ? attention_smem_bytes(k, dp) : attention_wide_smem_bytes(k),
             body.empty() && attention_wgmma(k, dp),
             attention_stages(k, dp), body.empty() && attention_q_smem(k, dp));
   };
