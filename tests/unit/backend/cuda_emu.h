@@ -1,7 +1,7 @@
 // A CPU stand-in for the CUDA runtime, just enough to run the CUDA source
 // that backend/cuda emits (the kernels and their host launchers) with a
 // C++ compiler, for cuda_emu_test.cpp: every CUDA thread of a block is a
-// fiber (ucontext) of the launching thread, blocks run one after another (so
+// fiber (ucontext, then _setjmp / _longjmp) of the launching thread, blocks run one after another (so
 // `__shared__` arrays can be function statics), `__syncthreads` is a
 // block-wide barrier and `__shfl_xor_sync` exchanges through a warp-wide
 // one; a fiber that waits at a barrier hands over to the next (fibers, not
@@ -27,6 +27,7 @@
 #define DCC_EMU 1
 
 #include <sys/mman.h>
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -73,28 +74,49 @@ namespace dcc_emu {
 constexpr unsigned kFragRegs = 64;  // a lane's A and B registers for one dcc_emu_mma_tiles
 
 /// The fibers of one launch: all on the launching thread, run in turn by
-/// `run_block`; `yield` goes back to it.
+/// `run_block`; `yield` goes back to it. A fiber's first entry is
+/// makecontext / swapcontext; every later switch (a barrier's wait, a
+/// fiber's end) is _setjmp / _longjmp, which save and restore only the
+/// callee-saved registers: swapcontext also sets the signal mask, a system
+/// call each switch (a third of the emulated attention kernels' run time).
+/// A jmp_buf taken on a fiber's stack is only jumped to while that fiber
+/// waits in `yield` (its frames live); the scheduler's is taken anew on
+/// every resume.
 struct Fibers {
   std::vector<ucontext_t> ctx;
+  struct Regs {
+    jmp_buf at;
+  };
+  std::vector<Regs> jb;  // a waiting fiber's registers
   std::vector<char*> stacks;
-  std::vector<bool> done;
+  std::vector<bool> done, started;
   ucontext_t scheduler;
+  jmp_buf back;  // the scheduler's registers while a fiber runs
   unsigned current = 0;
   uint64_t progress = 0;  // barrier releases and finished fibers: a deadlock shows as none
 };
 inline thread_local Fibers* fibers = nullptr;
-inline void yield() { swapcontext(&fibers->ctx[fibers->current], &fibers->scheduler); }
+[[gnu::noinline]] inline void yield() {
+  Fibers* f = fibers;
+  if (_setjmp(f->jb[f->current].at) == 0) _longjmp(f->back, 1);
+}
+/// A finished fiber's last switch: its stack is not used again.
+[[noreturn, gnu::noinline]] inline void finish() { _longjmp(fibers->back, 1); }
 // getcontext returns twice: kept out of the launcher's loops (-Wclobbered).
 [[gnu::noinline]] inline void start_fiber(Fibers& f, unsigned t, size_t stack_bytes, void (*body)()) {
   f.done[t] = false;
+  f.started[t] = false;
   getcontext(&f.ctx[t]);
   f.ctx[t].uc_stack.ss_sp = f.stacks[t];
   f.ctx[t].uc_stack.ss_size = stack_bytes;
-  f.ctx[t].uc_link = &f.scheduler;
+  f.ctx[t].uc_link = nullptr;  // a fiber never returns: it ends by finish()
   makecontext(&f.ctx[t], body, 0);
 }
 [[gnu::noinline]] inline void resume_fiber(Fibers& f, unsigned t) {
   f.current = t;
+  if (_setjmp(f.back) != 0) return;  // the fiber yielded or finished
+  if (f.started[t]) _longjmp(f.jb[t].at, 1);
+  f.started[t] = true;
   swapcontext(&f.scheduler, &f.ctx[t]);
 }
 
@@ -606,7 +628,9 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
   constexpr size_t kStack = 1 << 20;
   dcc_emu::Fibers f;
   f.ctx.resize(n);
+  f.jb.resize(n);
   f.done.assign(n, false);
+  f.started.assign(n, false);
   for (unsigned t = 0; t < n; ++t) {
     void* p = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) std::abort();
@@ -632,7 +656,7 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
     dcc_emu::block->all.arrive_and_drop();
     fs.done[t] = true;
     ++fs.progress;
-    // Returning ends the fiber: uc_link resumes the scheduler.
+    dcc_emu::finish();
   };
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
