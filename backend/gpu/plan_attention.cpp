@@ -268,7 +268,9 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     if (*et != Elem::F32 && (dp == 64 || dp == 128) && k.warps[x] % 4 == 0 && k.m_tiles[x] == 1 && k.key_tiles[x] % 16 == 0 &&
         k.key_tiles[x] <= 256)
       k.wgmma_dims.push_back(dp);
-    // f32 (3xTF32 or TF32) on tf32 wgmma: one warpgroup (64 rows), keys
+    // f32 (3xTF32 or TF32) on tf32 wgmma: one warpgroup (64 rows; two,
+    // 128 rows sharing each key tile's parts, when --attention-tiles forces 8
+    // warps: 0.58-0.94x of one on an H200, session 31), keys
     // a multiple of 32 a tile (V's transposed tile: 128-byte lines of 32
     // keys); 32 unless forced. Q's tf32 parts in shared memory, K's small
     // part and V's transposed parts made once a tile by the block
@@ -289,7 +291,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     // block fits an SM's shared memory (head dim 64 at 128 keys: 257 KB does
     // not) keeps the form; others keep mma.sync.
     const int wg_keys = tune.key_tile ? tune.key_tile : 32;
-    if (*et == Elem::F32 && tune.f32_wgmma && (dp == 64 || dp == 128) && k.warps[x] == 4 && k.m_tiles[x] == 1 &&
+    if (*et == Elem::F32 && tune.f32_wgmma && (dp == 64 || dp == 128) && (k.warps[x] == 4 || k.warps[x] == 8) && k.m_tiles[x] == 1 &&
         (wg_keys == 32 || wg_keys == 64 || wg_keys == 128)) {
       if (dp == 64 || tune.f32_wgmma_all) {
         k.wgmma_dims.push_back(dp);

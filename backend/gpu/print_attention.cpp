@@ -438,7 +438,7 @@ struct Printer {
     out += fmt::format("  constexpr int LINE = LW + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
                        k.pad, f32 ? 8 : 16, f32 ? 4 : 8);
     if (f32 && !wide_ && !split_)
-      out += "  static_assert(!WG || (MT == 1 && WARPS == 4 && DP % 32 == 0 && BN % 32 == 0), \"f32 wgmma: one warpgroup of 16-row warps\");\n";
+      out += "  static_assert(!WG || (MT == 1 && WARPS % 4 == 0 && DP % 32 == 0 && BN % 32 == 0), \"f32 wgmma: warpgroups of 16-row warps\");\n";
     else if (f32 || wide_ || split_) out += "  static_assert(!WG, \"wgmma: the 16-bit one-warpgroup body only\");\n";
     else out += "  static_assert(!WG || (MT == 1 && WARPS % 4 == 0 && DP % 64 == 0 && BN % 16 == 0), \"wgmma: warpgroups of 16-row warps\");\n";
     // A stage of K or V: lines of LINE elements, or with wgmma 128-byte

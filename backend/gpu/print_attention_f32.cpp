@@ -156,8 +156,12 @@ std::string convert(bool split) {
 std::string wg_scores(bool split) {
   std::string out;
   out += "    float s[MT][NT][4];\n    {\n    constexpr int SG = (DP + 31) / 32;  // S's partial sums\n    float sp[SG][NT][4];\n";
-  out += "    const uint64_t qd = dcc_wgmma_desc(qs_u32, 16, 1024), kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n";
-  if (split) out += "    const uint64_t qld = dcc_wgmma_desc(qs_u32 + (uint32_t)(TM * DP * sizeof(*Qs)), 16, 1024), kld = dcc_wgmma_desc(kl_u32, 16, 1024);\n";
+  // Warpgroup g's rows from line 64 g of each 32-column part (128-byte
+  // lines); no warp term with one warpgroup, so that the descriptors stay
+  // uniform (session 28).
+  out += "    const uint32_t qg = WARPS > 4 ? (uint32_t)(warp >> 2) * (64 * 128) : 0u;  // the warpgroup's rows\n";
+  out += "    const uint64_t qd = dcc_wgmma_desc(qs_u32 + qg, 16, 1024), kd = dcc_wgmma_desc(ks_u32 + (uint32_t)(stage * STAGE * sizeof(*Ks)), 16, 1024);\n";
+  if (split) out += "    const uint64_t qld = dcc_wgmma_desc(qs_u32 + (uint32_t)(TM * DP * sizeof(*Qs)) + qg, 16, 1024), kld = dcc_wgmma_desc(kl_u32, 16, 1024);\n";
   out += "    dcc_wgmma_keep<SG * NT * 4>(&sp[0][0][0]);\n    dcc_wgmma_fence();\n";
   out += "#pragma unroll\n    for (int kq = 0; kq < KQ; ++kq) {\n";
   out += "      const uint32_t oq = (kq >> 2) * (TM * 128) + (kq & 3) * 32, ok = (kq >> 2) * (BN * 128) + (kq & 3) * 32;\n";

@@ -520,6 +520,26 @@ TEST(AttentionEmu, MhaF32Wgmma) {
   EXPECT_GT(checked, 5000);
 }
 
+// Two warpgroups a block (--attention-tiles=1,8,32,1: 128 query rows
+// sharing each key tile's tf32 parts; warpgroup g's S reads Q's lines from
+// 64 g): causal, so that the warpgroups' rows meet the mask differently.
+TEST(AttentionEmu, F32WgmmaTwoWarpgroups) {
+  Built b;
+  gpu::AttentionTuning tune;
+  tune.warps = 8;
+  tune.key_tile = 32;
+  tune.min_blocks = 1;
+  build("mha_causal.toy", read(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, tune, true);
+  ASSERT_TRUE(b.entry);
+  for (const char* text : {"__body<64, 32, 1, 8, DCC_WGMMA != 0, 2>(launch", "(uint32_t)(warp >> 2) * (64 * 128)"})
+    EXPECT_NE(b.cu.find(text), std::string::npos) << text;
+  const std::vector<Case> only{{{0, 1, 17, 5, 3, 0}, {3, 0, 17, 9, 1, 0}, 2, 64}, {{300, 130, 70}, {290, 130, 75}, 1, 64}};
+  int checked = 0;
+  const double worst = run(b, [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, checked, 0, true, 1e-6, false, &only);
+  std::printf("mha_causal (f32, 3xtf32, two warpgroups a block): %d outputs, max |err| = %.4g\n", checked, worst);
+  EXPECT_GT(checked, 30000);
+}
+
 // f32 divisions by the block's sqrt(D) are corrected from its reciprocal
 // (dcc_fdiv_pre) where the scores lie in [2^-100, 2^100] and divided again
 // where one does not: Q times 2^100 (scores near 2^103: every tile's step
