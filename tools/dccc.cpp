@@ -162,6 +162,10 @@ options:
                      likewise: whether key tiles inside a mask (causal's
                      below the diagonal) run a copy of the body without
                      its compare and select (on, the default)
+  --attention-staged-stores=on|off
+                     likewise: whether 16-bit outputs leave through shared
+                     memory as 16-byte stores of whole row chunks (on,
+                     the default) or as each lane's 4-byte pairs
   --attention-f32-wgmma=on|off|all
                      likewise: whether f32 attention (3xTF32 or TF32)
                      runs S and P V on tf32 wgmma where the CUDA code is
@@ -370,6 +374,11 @@ int parse_args(int argc, char** argv, Options& o) {
       if (v == "on") o.cuda.attention.unmasked = true;
       else if (v == "off") o.cuda.attention.unmasked = false;
       else return usage_error("bad --attention-unmasked `" + v + "`; expected on or off");
+    } else if (a.rfind("--attention-staged-stores=", 0) == 0) {
+      std::string v = a.substr(26);
+      if (v == "on") o.cuda.attention.staged_stores = true;
+      else if (v == "off") o.cuda.attention.staged_stores = false;
+      else return usage_error("bad --attention-staged-stores `" + v + "`; expected on or off");
     } else if (a.rfind("--attention-f32-wgmma=", 0) == 0) {
       std::string v = a.substr(22);
       if (v != "on" && v != "off" && v != "all") return usage_error("bad --attention-f32-wgmma `" + v + "`; expected on, off or all");

@@ -279,6 +279,9 @@ int attention_split_smem_bytes(const AttentionKernel& k) {
   return k.stages * 2 * k.split_key_tile * (k.split * k.split_warps + k.pad) * elem_bytes(k.elem) +
          k.split_warps * 16 * k.split_key_tile * 4;
 }
+int attention_staged_store_bytes(const AttentionKernel& k, int dp) {
+  return attention_warps(k, dp) * (16 * (dp + 8) * 2 + 16 * 8);
+}
 int attention_wide_smem_bytes(const AttentionKernel& k) { return attention_sync_smem_bytes(k, k.wide); }
 bool attention_wgmma(const AttentionKernel& k, int dp) {
   return std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) != k.wgmma_dims.end();
@@ -414,8 +417,11 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   for (const auto& s : k.post) o += "  after keys: " + text.stmt(s, 0);
   for (const auto& p : k.pair_stores)
     o += fmt::format("  after keys, statement {}: a lane's two adjacent columns in one {}-bit store where the row's index "
-                     "at column 0, {}, is even\n",
-                     p.post + 1, p.bits, text.expr(p.row_index));
+                     "at column 0, {}, is even{}\n",
+                     p.post + 1, p.bits, text.expr(p.row_index),
+                     p.staged ? "; staged: the pairs through shared memory, each warp's rows out as 16-byte stores where "
+                                "that index is a multiple of 8"
+                              : "");
   if (!k.post_divisors.empty())
     o += "  after keys: the row's divisions one multiply by the scaled reciprocal where the divisor is not 0 and needs no "
          "scaling, with the columns unchecked where all of the lane's lie inside\n";

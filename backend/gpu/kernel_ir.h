@@ -424,6 +424,9 @@ struct AttentionTuning {
   /// wgmma_dims; `dccc --attention-f32-wgmma`): head dim 64, or with
   /// f32_wgmma_all also 128.
   bool f32_wgmma = true, f32_wgmma_all = false;
+  /// 16-bit paired output stores through shared memory (AttentionKernel::
+  /// PairStore::staged, `dccc --attention-staged-stores`).
+  bool staged_stores = true;
 };
 
 /// A fused attention kernel: per (batch entry, query tile of `tile_m` rows)
@@ -638,6 +641,12 @@ struct AttentionKernel {
     size_t post = 0;
     ir::Expr row_index;
     int bits = 32;  // the paired store's width
+    /// The one-tile-a-block body's 16-bit pairs go through shared memory (a
+    /// warp's 16 rows, after a block barrier: the K, V and Q tiles' space)
+    /// and leave as 16-byte stores of whole row chunks where the row's index
+    /// at column 0 is a multiple of 8 and the tensor 16-byte aligned
+    /// (attention_staged_store_bytes; `dccc --attention-staged-stores`).
+    bool staged = false;
   };
   std::vector<PairStore> pair_stores;
   /// int32s a tile-list entry: the batch indices, the query tile, then the
@@ -701,6 +710,10 @@ int attention_sync_smem_bytes(const AttentionKernel& k, int dp, bool long_keys =
 bool attention_f32_wgmma(const AttentionKernel& k, int dp, bool long_keys = false);
 /// Whether head dim `dp`'s instantiation takes wgmma on sm_90a (AttentionKernel::wgmma_dims).
 bool attention_wgmma(const AttentionKernel& k, int dp);
+/// Shared memory the staged paired stores (AttentionKernel::PairStore::staged)
+/// take at head dim `dp`: each warp's 16 rows of dp + 8 16-bit values and
+/// their 16 output indices.
+int attention_staged_store_bytes(const AttentionKernel& k, int dp);
 /// int32s a tile-list entry of `k` (AttentionKernel::entry_width).
 int attention_entry_width(const AttentionKernel& k);
 /// "head dim 32: keys 64 a tile, 3 block(s) an SM; ..." -- the choices per

@@ -789,6 +789,23 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       k.pv_rounded_by_pack = true;
     }
   }
+  // 16-bit paired stores through shared memory (PairStore::staged): one
+  // m16 tile a warp, where every instantiation of the one-tile-a-block
+  // body has the shared memory (ncu, session 31: 17% of the stall samples
+  // of head dim 128's kernel on wiki128 after the key loop, 4-byte stores
+  // filling half of each 32-byte sector, and the drain at exit).
+  bool stage_fits = options.tuning.staged_stores && k.elem != Elem::F32;
+  for (size_t x = 0; x < k.head_dims.size(); ++x) {
+    const int dp = k.head_dims[x];
+    if (k.m_tiles[x] != 1) stage_fits = false;
+    for (bool long_keys : {false, true}) {
+      if (long_keys && attention_long_tile_n(k, dp) == 0) continue;
+      if (attention_staged_store_bytes(k, dp) > attention_sync_smem_bytes(k, dp, long_keys) ||
+          attention_staged_store_bytes(k, dp) + 1024 > attention_smem_bytes(k, dp, long_keys))
+        stage_fits = false;
+    }
+  }
+  for (auto& p : k.pair_stores) p.staged = stage_fits && p.bits == 32;
   k.notes.insert(k.notes.begin(),
                  {fmt::format("fused attention: rows {}, keys {}, {} batch loop(s); a block owns a tile of query rows "
                               "(per head dim below) of one batch entry and streams keys a tile at a time through {} shared-memory "

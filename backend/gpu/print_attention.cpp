@@ -393,6 +393,128 @@ struct Printer {
     return o;
   }
 
+  /// After the key loop: the stores' block invariants (by a block with a
+  /// row and a column to store), then loops over the output columns read
+  /// O's registers. Staged paired stores (AttentionKernel::PairStore::staged)
+  /// in the one-tile-a-block body: each warp's rows through its part of the
+  /// block's shared memory, after one block barrier, then out 16 bytes a
+  /// store.
+  void stores() {
+    bool staging = false;
+    for (const auto& p : k.pair_stores) staging = staging || (p.staged && !wide_ && !split_);
+    if (staging)
+      out += "  __syncthreads();  // every warp done with the K, V and Q tiles: the staged stores reuse their space\n"
+             "  uint16_t* so = reinterpret_cast<uint16_t*>(smem) + warp * (16 * (DP + 8) + 64);  // the warp's 16 rows, lines of DP + 8\n"
+             "  int64_t* so_ob = reinterpret_cast<int64_t*>(so + 16 * (DP + 8));  // a row's output index at column 0; -1: not staged\n";
+    for (const auto& inv : k.post_invariants)
+      out += inv.entry >= 0 ? fmt::format("  const int64_t {} = {};  // once a block, from the entry\n", inv.name, entry64(inv.entry))
+                            : fmt::format("  const auto {} = m0 < t_M && t_VD > 0 ? {} : 0;  // once a block\n", inv.name,
+                                          d.expr(inv.value));
+    for (const auto& s : k.post) {
+      bind_invariants(true);
+      if (s->kind != ir::StmtKind::For) {
+        out += row_loop(d.stmts({s}, 3), "  ");
+        continue;
+      }
+      ir::each_stmt(s, [&](const ir::StmtNode& y) {
+        ir::own_exprs(y, [&](const ir::ExprNode& e) {
+          if (e.kind == ir::ExprKind::Load && e.buffer.get() == k.out_acc) d.bind(&e, "o[rr >> 1][dt][e]");
+        });
+      });
+      const AttentionKernel::PairStore* pair = nullptr;
+      for (const auto& p : k.pair_stores)
+        if (k.post[p.post] == s) pair = &p;
+      const bool staged = pair && pair->staged && !wide_ && !split_;
+      // Staged (one m16 tile a warp): the lane's rows are the warp's gid
+      // and gid + 8; the previous staged statement's rows are out first.
+      if (staged) out += "  __syncwarp();\n";
+      // Row by row (one check, the row's index arithmetic and divisors
+      // shared by its columns), then the lane's columns of that row.
+      out += "#pragma unroll\n  for (int rr = 0; rr < 2 * MT; ++rr) {\n";
+      out += fmt::format("    const int64_t {} = {};\n", d.var(k.row_var), row_of("rr"));
+      out += fmt::format("    if ({} < t_M) {{\n", d.var(k.row_var));
+      out += load_rows("rr", "      ");
+      // The lane's columns: without a check when all of its tile's lie
+      // inside (a branch an element keeps the compiler from overlapping the
+      // elements' rounding chains), the row's divisors are not 0 and need no
+      // scaling (one multiply a division: NAME_nz) and, for a paired store
+      // (AttentionKernel::pair_stores), the row's index at column 0 is even:
+      // two columns a 32-bit store. Else each column checked.
+      const char* c0 = wide_ ? "c0 + " : split_ ? "warp * DP + " : "";
+      std::string fast = fmt::format("{}DP <= t_VD", c0), nz_decls;
+      int n = 0;
+      for (const auto& [node, b] : k.post_divisors) {
+        std::string dv = fmt::format("dv{}", n++);
+        out += fmt::format("      const float {0}_k = dcc_div16_k({1}), {0}_r = __frcp_rn({1} * {0}_k);\n"
+                           "      constexpr bool {0}_nz = false;  // a row sum may be 0\n", dv, d.scalar(b));
+        fast += fmt::format(" && {} != 0.0f && {}_k == 1.0f", d.scalar(b), dv);
+        nz_decls += fmt::format("      constexpr bool {}_nz = true;\n", dv);
+        d.bind_divisor(node, dv);
+      }
+      // f32 quotients by a row value: corrected from its reciprocal
+      // (dcc_fdiv_pre), the columns again with a / b where a value is out
+      // of that range.
+      std::string flags32;
+      for (const auto& [node, b] : k.post_divisors32) {
+        std::string dv = fmt::format("dv{}", n++);
+        out += fmt::format("      const float {0}_q = __frcp_rn({1});\n"
+                           "      const bool {0}_f = fabsf({1}) >= 0x1p-20f && fabsf({1}) <= 0x1p20f;\n", dv, d.scalar(b));
+        flags32 += (flags32.empty() ? "" : " && ") + dv + "_f";
+        d.bind_divisor32(node, dv);
+      }
+      const std::string col = fmt::format("const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var), c0);
+      const ir::Stmt store = pair ? ir::items_of(s->body[0])[0] : nullptr;  // the one store (planner's check)
+      const std::string ptr = pair ? d.buffer(store->buffer.get()) : "";
+      if (pair) {
+        out += fmt::format("      const int64_t ob = {};  // the row's output index at column 0\n", d.expr(pair->row_index));
+        fast += staged ? fmt::format(" && (ob & 7) == 0 && (uintptr_t){} % 16 == 0", ptr)
+                       : fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, pair->bits / 8);
+      }
+      out += "      if (" + fast + ") {\n" + nz_decls;
+      auto fast_columns = [&]() {
+        if (pair) {
+          // A 16-bit pair: both values in f32 as they are before their rounding
+          // to the stored type, rounded and packed by one cvt (the same bits).
+          out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        float pr[2];\n";
+          out += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
+          out += "          " + col;
+          const bool own = store->value->type == store->buffer->type;  // rounded to the stored type by its own node
+          out += fmt::format("          pr[c] = {};\n        }}\n", own ? d.expr_unrounded(store->value) : d.expr(store->value));
+          out += "        " +
+                 (staged ? pair_store("so", "(gid + 8 * rr) * (DP + 8) + 8 * dt + 2 * tig", pair->bits, store->buffer->type)
+                         : pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type)) +
+                 "\n      }\n";
+          if (staged) out += "      if (tig == 0) so_ob[gid + 8 * rr] = ob;\n";
+        } else {
+          out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+          out += "          const int e = 2 * (rr & 1) + c;\n          " + col + "          {\n";
+          out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
+        }
+      };
+      if (flags32.empty()) fast_columns();
+      else fdiv_corrected(flags32, "      ", fast_columns);
+      out += "      } else {\n";
+      if (staged) out += "      if (tig == 0) so_ob[gid + 8 * rr] = -1;  // stored by its lanes\n";
+      out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+      out += "          const int e = 2 * (rr & 1) + c;\n          " + col;
+      out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
+      out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
+      out += staged ? "      }\n    } else if (tig == 0) {\n      so_ob[gid + 8 * rr] = -1;  // past the last row\n    }\n  }\n"
+                    : "      }\n    }\n  }\n";
+      if (staged) {
+        // The warp's staged rows: 16 x DP / 8 chunks of 16 bytes, each
+        // row's consecutive chunks on consecutive lanes.
+        out += "  __syncwarp();\n  {  // the warp's staged rows out, 16 bytes a store\n";
+        out += "  constexpr int CH = DP / 8;  // chunks a row\n  static_assert(MT == 1 && (16 * CH) % 32 == 0, \"staged: one m16 tile a warp\");\n";
+        out += "#pragma unroll\n  for (int it = 0; it < 16 * CH / 32; ++it) {\n    const int u = lane + 32 * it, r = u / CH, ch = u % CH;\n";
+        out += "    const int64_t ob = so_ob[r];\n";
+        out += fmt::format("    if (ob >= 0) *reinterpret_cast<uint4*>(&{}[ob + 8 * ch]) = *reinterpret_cast<const uint4*>(&so[r * (DP + 8) + 8 * ch]);\n", ptr);
+        out += "  }\n  }\n";
+      }
+      d.unbind_all();
+    }
+  }
+
   std::string body() {
     const bool f32 = k.elem == Elem::F32;
     const char* st = f32 ? "float" : "uint16_t";
@@ -558,8 +680,24 @@ struct Printer {
       // Q's tile (QS): rows m0 .. m0 + TM - 1, zeros past M and QD, in the
       // first commit group with the first K and V tile.
       out += "  if constexpr (QS) {\n    constexpr int CPL = DP / VE, THREADS = WARPS * 32;\n"
-             "    const bool qvec = t_Q_ds == 1 && t_Q_rs % VE == 0 && t_Q_base % VE == 0 && t_QD % VE == 0 && (uintptr_t)Qp % 16 == 0;\n"
-             "    for (int u = threadIdx.x; u < TM * CPL; u += THREADS) {\n"
+             "    const bool qvec = t_Q_ds == 1 && t_Q_rs % VE == 0 && t_Q_base % VE == 0 && t_QD % VE == 0 && (uintptr_t)Qp % 16 == 0;\n";
+      // As K's and V's copies (copy_kv): where the block's threads cover
+      // whole lines, a thread copies column c of rows r0, r0 + RS, ..., one
+      // address, then a pointer step a row, unrolled (the loop over chunks
+      // with its divisions and 64-bit index a chunk was 8% of ncu's stall
+      // samples of head dim 128's kernel on wiki128, session 31).
+      out += "    bool done = false;\n    if constexpr (THREADS % CPL == 0) {\n      if (qvec) {\n"
+             "        constexpr int RS = THREADS / CPL;\n"
+             "        const int r0 = (int)threadIdx.x / CPL, c = ((int)threadIdx.x % CPL) * VE;\n"
+             "        const int64_t left = t_M - m0 - r0;  // rows from the thread's first on\n"
+             "        const bool cq = c < t_QD;\n        const int64_t qsp = RS * t_Q_rs;\n";
+      out += fmt::format("        const {}* qp = Qp + (t_Q_base + (m0 + r0) * t_Q_rs + c);\n", st);
+      out += "#pragma unroll\n        for (int it = 0; it < (TM + RS - 1) / RS; ++it) {\n"
+             "          const int r = r0 + it * RS;\n          if (TM % RS != 0 && r >= TM) break;\n"
+             "          const bool ok = it * RS < left && cq;\n"
+             "          dcc_cp_async16(&Qs[swz_at(TM, r, c)], ok ? qp : Qp, ok);\n          qp += qsp;\n        }\n"
+             "        done = true;\n      }\n    }\n";
+      out += "    for (int u = threadIdx.x; !done && u < TM * CPL; u += THREADS) {\n"
              "      const int r = u / CPL, c = (u % CPL) * VE;\n      const int64_t row = m0 + r;\n";
       out += fmt::format("      {}* q = &Qs[swz_at(TM, r, c)];\n", st);
       out += "      if (qvec) {\n        const bool ok = row < t_M && c < t_QD;\n"
@@ -702,95 +840,7 @@ struct Printer {
       out += "  }\n";
     }
     catch_up();
-    // After the key loop: the stores' block invariants (by a block with a
-    // row and a column to store), then loops over the output columns read
-    // O's registers.
-    for (const auto& inv : k.post_invariants)
-      out += inv.entry >= 0 ? fmt::format("  const int64_t {} = {};  // once a block, from the entry\n", inv.name, entry64(inv.entry))
-                            : fmt::format("  const auto {} = m0 < t_M && t_VD > 0 ? {} : 0;  // once a block\n", inv.name,
-                                          d.expr(inv.value));
-    for (const auto& s : k.post) {
-      bind_invariants(true);
-      if (s->kind != ir::StmtKind::For) {
-        out += row_loop(d.stmts({s}, 3), "  ");
-        continue;
-      }
-      ir::each_stmt(s, [&](const ir::StmtNode& y) {
-        ir::own_exprs(y, [&](const ir::ExprNode& e) {
-          if (e.kind == ir::ExprKind::Load && e.buffer.get() == k.out_acc) d.bind(&e, "o[rr >> 1][dt][e]");
-        });
-      });
-      // Row by row (one check, the row's index arithmetic and divisors
-      // shared by its columns), then the lane's columns of that row.
-      out += "#pragma unroll\n  for (int rr = 0; rr < 2 * MT; ++rr) {\n";
-      out += fmt::format("    const int64_t {} = {};\n", d.var(k.row_var), row_of("rr"));
-      out += fmt::format("    if ({} < t_M) {{\n", d.var(k.row_var));
-      out += load_rows("rr", "      ");
-      // The lane's columns: without a check when all of its tile's lie
-      // inside (a branch an element keeps the compiler from overlapping the
-      // elements' rounding chains), the row's divisors are not 0 and need no
-      // scaling (one multiply a division: NAME_nz) and, for a paired store
-      // (AttentionKernel::pair_stores), the row's index at column 0 is even:
-      // two columns a 32-bit store. Else each column checked.
-      const char* c0 = wide_ ? "c0 + " : split_ ? "warp * DP + " : "";
-      std::string fast = fmt::format("{}DP <= t_VD", c0), nz_decls;
-      int n = 0;
-      for (const auto& [node, b] : k.post_divisors) {
-        std::string dv = fmt::format("dv{}", n++);
-        out += fmt::format("      const float {0}_k = dcc_div16_k({1}), {0}_r = __frcp_rn({1} * {0}_k);\n"
-                           "      constexpr bool {0}_nz = false;  // a row sum may be 0\n", dv, d.scalar(b));
-        fast += fmt::format(" && {} != 0.0f && {}_k == 1.0f", d.scalar(b), dv);
-        nz_decls += fmt::format("      constexpr bool {}_nz = true;\n", dv);
-        d.bind_divisor(node, dv);
-      }
-      // f32 quotients by a row value: corrected from its reciprocal
-      // (dcc_fdiv_pre), the columns again with a / b where a value is out
-      // of that range.
-      std::string flags32;
-      for (const auto& [node, b] : k.post_divisors32) {
-        std::string dv = fmt::format("dv{}", n++);
-        out += fmt::format("      const float {0}_q = __frcp_rn({1});\n"
-                           "      const bool {0}_f = fabsf({1}) >= 0x1p-20f && fabsf({1}) <= 0x1p20f;\n", dv, d.scalar(b));
-        flags32 += (flags32.empty() ? "" : " && ") + dv + "_f";
-        d.bind_divisor32(node, dv);
-      }
-      const AttentionKernel::PairStore* pair = nullptr;
-      for (const auto& p : k.pair_stores)
-        if (k.post[p.post] == s) pair = &p;
-      const std::string col = fmt::format("const int64_t {} = {}8 * dt + 2 * tig + c;\n", d.var(s->var), c0);
-      const ir::Stmt store = pair ? ir::items_of(s->body[0])[0] : nullptr;  // the one store (planner's check)
-      const std::string ptr = pair ? d.buffer(store->buffer.get()) : "";
-      if (pair) {
-        out += fmt::format("      const int64_t ob = {};  // the row's output index at column 0\n", d.expr(pair->row_index));
-        fast += fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, pair->bits / 8);
-      }
-      out += "      if (" + fast + ") {\n" + nz_decls;
-      auto fast_columns = [&]() {
-        if (pair) {
-          // A 16-bit pair: both values in f32 as they are before their rounding
-          // to the stored type, rounded and packed by one cvt (the same bits).
-          out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        float pr[2];\n";
-          out += "#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n          const int e = 2 * (rr & 1) + c;\n";
-          out += "          " + col;
-          const bool own = store->value->type == store->buffer->type;  // rounded to the stored type by its own node
-          out += fmt::format("          pr[c] = {};\n        }}\n", own ? d.expr_unrounded(store->value) : d.expr(store->value));
-          out += "        " + pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type) + "\n      }\n";
-        } else {
-          out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
-          out += "          const int e = 2 * (rr & 1) + c;\n          " + col + "          {\n";
-          out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
-        }
-      };
-      if (flags32.empty()) fast_columns();
-      else fdiv_corrected(flags32, "      ", fast_columns);
-      out += "      } else {\n";
-      out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
-      out += "          const int e = 2 * (rr & 1) + c;\n          " + col;
-      out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
-      out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
-      out += "      }\n    }\n  }\n";
-      d.unbind_all();
-    }
+    stores();
     out += "}\n\n";
     return out;
   }

@@ -189,6 +189,7 @@ NVCC
   usage_error "$toy" --target=cuda --attention-stages=1 --emit=kernel  # K/V stages: 2, 3 or 4
   usage_error "$toy" --target=cuda --attention-stages=3x --emit=kernel
   usage_error "$toy" --target=cuda --attention-q=shared --emit=kernel  # auto, registers or smem
+  usage_error "$toy" --target=cuda --attention-staged-stores=maybe --emit=kernel  # on or off
   usage_error "$toy" --target=cuda --gemm-stages=1 --emit=kernel  # wgmma GEMM stages: 2-4 or 0
   usage_error "$toy" --target=cuda --gemm-stages=5 --emit=kernel
   ;;

@@ -254,6 +254,29 @@ TEST(AttentionEmu, MhaBf16) {
   check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false);
 }
 
+// 16-bit outputs through shared memory (AttentionKernel::PairStore::staged;
+// the checks above run it on every case, head dim 20 by each lane's stores:
+// its rows are not DP columns wide): staged rows beside rows past the end
+// of a sequence in the same warp, at head dims 64 and 128, and with
+// --attention-staged-stores=off the 4-byte pairs, on the same cases.
+TEST(AttentionEmu, StagedStoresBf16) {
+  for (const bool staged : {true, false}) {
+    SCOPED_TRACE(staged ? "staged" : "off");
+    Built b;
+    gpu::AttentionTuning tune;
+    tune.staged_stores = staged;
+    build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, tune, true);
+    ASSERT_TRUE(b.entry);
+    EXPECT_EQ(b.cu.find("so_ob[gid + 8 * rr] = ob;") != std::string::npos, staged);
+    EXPECT_EQ(b.cu.find("(ob & 7) == 0 && (uintptr_t)") != std::string::npos, staged);
+    const std::vector<Case> only{{{70, 0, 19}, {130, 5, 19}, 2, 64}, {{33, 65}, {40, 64}, 1, 128}};
+    int checked = 0;
+    const double worst = run(b, [](double s, int, int) { return s; }, checked, 0, false, 0.02, false, &only);
+    std::printf("mha_bf16 (%s stores): %d outputs, max |err| = %.4g\n", staged ? "staged" : "paired", checked, worst);
+    EXPECT_GT(checked, 20000);
+  }
+}
+
 // FlashAttention-2's precision (examples/mha_bf16_f32_scores.toy: f32
 // scores and sums, P rounded to the 16-bit type for P V, the output's
 // division cast to 16 bits): P is packed from its f32 value (the pack's

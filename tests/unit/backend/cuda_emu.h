@@ -161,6 +161,8 @@ inline thread_local Block* block = nullptr;
 }  // namespace dcc_emu
 
 inline void __syncthreads() { dcc_emu::block->all.arrive_and_wait(); }
+// __syncwarp: the warp's 32 threads (every mask the kernels pass is full).
+inline void __syncwarp(unsigned = 0xffffffffu) { dcc_emu::block->warps[threadIdx.x / 32].arrive_and_wait(); }
 // bar.sync id, count: the first `count` arrivals at barrier `id` release it.
 inline void dcc_emu_named_barrier(int id, int count) {
   if (id <= 0 || id >= 16 || count <= 0) std::abort();

@@ -42,7 +42,8 @@ inline std::string emulated(const std::string& cu) {
     size_t def = s.find(" " + kernel + "(" + kernel.substr(0, kernel.find("__")) + "__args a) {");
     size_t def_end = s.find("\n}\n", def);
     std::string body = def == std::string::npos ? "__syncthreads" : s.substr(def, def_end - def);
-    bool serial = body.find("__syncthreads") == std::string::npos && body.find("__shfl") == std::string::npos;
+    bool serial = body.find("__syncthreads") == std::string::npos && body.find("__shfl") == std::string::npos &&
+                  body.find("__syncwarp") == std::string::npos;
     out += s.substr(at, name - at);
     out += "dcc_emu_launch(" + kernel + ", dim3(" + config.substr(0, comma) + "), dim3(" + config.substr(comma + 1) +
            "), " + s.substr(close + 4, end - close - 4) + (serial ? ", true)" : ", false)");
