@@ -280,14 +280,24 @@ int attention_split_smem_bytes(const AttentionKernel& k) {
          k.split_warps * 16 * k.split_key_tile * 4;
 }
 int attention_staged_store_bytes(const AttentionKernel& k, int dp) {
-  return attention_warps(k, dp) * (16 * (dp + 8) * 2 + 16 * 8);
+  int eb = 2;  // bytes an element: the widest paired store's
+  for (const auto& p : k.pair_stores) eb = std::max(eb, p.bits / 16);
+  return attention_warps(k, dp) * (16 * (dp * eb + 16) + 16 * 8);
 }
-int attention_wide_smem_bytes(const AttentionKernel& k) { return attention_sync_smem_bytes(k, k.wide); }
+namespace {
+/// K's and V's padded stages (the mma.sync form's, and the streaming body's).
+int padded_stage_bytes(const AttentionKernel& k, int dp, bool long_keys) {
+  return attention_stages(k, dp, long_keys) * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
+}
+}  // namespace
+int attention_wide_smem_bytes(const AttentionKernel& k) { return padded_stage_bytes(k, k.wide, false); }
 bool attention_wgmma(const AttentionKernel& k, int dp) {
   return std::find(k.wgmma_dims.begin(), k.wgmma_dims.end(), dp) != k.wgmma_dims.end();
 }
 int attention_sync_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
-  return attention_stages(k, dp, long_keys) * 2 * attention_tile_n(k, dp) * (dp + k.pad) * elem_bytes(k.elem);  // K and V
+  const bool staged = std::any_of(k.pair_stores.begin(), k.pair_stores.end(), [](const auto& p) { return p.staged; });
+  const int b = padded_stage_bytes(k, dp, long_keys);
+  return staged ? std::max(b, attention_staged_store_bytes(k, dp)) : b;
 }
 bool attention_f32_wgmma(const AttentionKernel& k, int dp, bool long_keys) {
   return k.elem == Elem::F32 && (long_keys ? attention_long_tile_n(k, dp) > 0 : attention_wgmma(k, dp));
@@ -419,8 +429,9 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
     o += fmt::format("  after keys, statement {}: a lane's two adjacent columns in one {}-bit store where the row's index "
                      "at column 0, {}, is even{}\n",
                      p.post + 1, p.bits, text.expr(p.row_index),
-                     p.staged ? "; staged: the pairs through shared memory, each warp's rows out as 16-byte stores where "
-                                "that index is a multiple of 8"
+                     p.staged ? fmt::format("; staged: the pairs through shared memory, each warp's rows out as 16-byte "
+                                            "stores where that index is a multiple of {}",
+                                            256 / p.bits)
                               : "");
   if (!k.post_divisors.empty())
     o += "  after keys: the row's divisions one multiply by the scaled reciprocal where the divisor is not 0 and needs no "

@@ -790,22 +790,32 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     }
   }
   // 16-bit paired stores through shared memory (PairStore::staged): one
-  // m16 tile a warp, where every instantiation of the one-tile-a-block
-  // body has the shared memory (ncu, session 31: 17% of the stall samples
+  // m16 tile a warp, where no instantiation of the one-tile-a-block body
+  // then holds fewer blocks an SM (its shared memory grows to the staged
+  // rows' where those need more). ncu, session 31: 17% of the stall samples
   // of head dim 128's kernel on wiki128 after the key loop, 4-byte stores
-  // filling half of each 32-byte sector, and the drain at exit).
-  bool stage_fits = options.tuning.staged_stores && k.elem != Elem::F32;
-  for (size_t x = 0; x < k.head_dims.size(); ++x) {
-    const int dp = k.head_dims[x];
-    if (k.m_tiles[x] != 1) stage_fits = false;
-    for (bool long_keys : {false, true}) {
-      if (long_keys && attention_long_tile_n(k, dp) == 0) continue;
-      if (attention_staged_store_bytes(k, dp) > attention_sync_smem_bytes(k, dp, long_keys) ||
-          attention_staged_store_bytes(k, dp) + 1024 > attention_smem_bytes(k, dp, long_keys))
-        stage_fits = false;
-    }
-  }
-  for (auto& p : k.pair_stores) p.staged = stage_fits && p.bits == 32;
+  // filling half of each 32-byte sector, and the drain at exit; staged,
+  // 1.02-1.11x. Not f32's pairs: a lane's fill whole sectors already, and
+  // staged they ran 0.95-0.99x on an H200 (session 31).
+  bool stage = options.tuning.staged_stores;
+  for (const auto& p : k.pair_stores)
+    if (p.bits != 32) stage = false;
+  for (size_t x = 0; x < k.head_dims.size(); ++x)
+    if (k.m_tiles[x] != 1) stage = false;
+  auto blocks = [&] {  // what each instantiation holds an SM
+    std::vector<int> b;
+    for (int dp : k.head_dims)
+      for (bool long_keys : {false, true}) {
+        if (long_keys && attention_long_tile_n(k, dp) == 0) continue;
+        for (int n = 1; n <= 8; ++n) b.push_back(attention_block_fits(k, dp, n, long_keys));
+        b.push_back(attention_wgmma_min_blocks(k, dp, long_keys));
+      }
+    return b;
+  };
+  const std::vector<int> before = blocks();
+  for (auto& p : k.pair_stores) p.staged = stage;
+  if (stage && blocks() != before)
+    for (auto& p : k.pair_stores) p.staged = false;
   k.notes.insert(k.notes.begin(),
                  {fmt::format("fused attention: rows {}, keys {}, {} batch loop(s); a block owns a tile of query rows "
                               "(per head dim below) of one batch entry and streams keys a tile at a time through {} shared-memory "

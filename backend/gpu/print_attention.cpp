@@ -400,12 +400,18 @@ struct Printer {
   /// block's shared memory, after one block barrier, then out 16 bytes a
   /// store.
   void stores() {
-    bool staging = false;
-    for (const auto& p : k.pair_stores) staging = staging || (p.staged && !wide_ && !split_);
-    if (staging)
-      out += "  __syncthreads();  // every warp done with the K, V and Q tiles: the staged stores reuse their space\n"
-             "  uint16_t* so = reinterpret_cast<uint16_t*>(smem) + warp * (16 * (DP + 8) + 64);  // the warp's 16 rows, lines of DP + 8\n"
-             "  int64_t* so_ob = reinterpret_cast<int64_t*>(so + 16 * (DP + 8));  // a row's output index at column 0; -1: not staged\n";
+    const AttentionKernel::PairStore* staging = nullptr;  // one element size (the planner's check)
+    for (const auto& p : k.pair_stores)
+      if (p.staged && !wide_ && !split_) staging = &p;
+    if (staging) {
+      const int eb = staging->bits / 16;
+      out += "  __syncthreads();  // every warp done with the K, V and Q tiles: the staged stores reuse their space\n";
+      out += fmt::format("  constexpr int SOL = DP + {}, SOV = {};  // a staged line's elements (16 bytes of padding); elements a 16-byte chunk\n",
+                         16 / eb, 16 / eb);
+      out += fmt::format("  {0}* so = reinterpret_cast<{0}*>(smem + warp * (16 * SOL * {1} + 128));  // the warp's 16 rows\n",
+                         eb == 2 ? "uint16_t" : "float", eb);
+      out += "  int64_t* so_ob = reinterpret_cast<int64_t*>(so + 16 * SOL);  // a row's output index at column 0; -1: not staged\n";
+    }
     for (const auto& inv : k.post_invariants)
       out += inv.entry >= 0 ? fmt::format("  const int64_t {} = {};  // once a block, from the entry\n", inv.name, entry64(inv.entry))
                             : fmt::format("  const auto {} = m0 < t_M && t_VD > 0 ? {} : 0;  // once a block\n", inv.name,
@@ -467,7 +473,7 @@ struct Printer {
       const std::string ptr = pair ? d.buffer(store->buffer.get()) : "";
       if (pair) {
         out += fmt::format("      const int64_t ob = {};  // the row's output index at column 0\n", d.expr(pair->row_index));
-        fast += staged ? fmt::format(" && (ob & 7) == 0 && (uintptr_t){} % 16 == 0", ptr)
+        fast += staged ? fmt::format(" && ob % SOV == 0 && (uintptr_t){} % 16 == 0", ptr)
                        : fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, pair->bits / 8);
       }
       out += "      if (" + fast + ") {\n" + nz_decls;
@@ -481,7 +487,7 @@ struct Printer {
           const bool own = store->value->type == store->buffer->type;  // rounded to the stored type by its own node
           out += fmt::format("          pr[c] = {};\n        }}\n", own ? d.expr_unrounded(store->value) : d.expr(store->value));
           out += "        " +
-                 (staged ? pair_store("so", "(gid + 8 * rr) * (DP + 8) + 8 * dt + 2 * tig", pair->bits, store->buffer->type)
+                 (staged ? pair_store("so", "(gid + 8 * rr) * SOL + 8 * dt + 2 * tig", pair->bits, store->buffer->type)
                          : pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type)) +
                  "\n      }\n";
           if (staged) out += "      if (tig == 0) so_ob[gid + 8 * rr] = ob;\n";
@@ -502,13 +508,13 @@ struct Printer {
       out += staged ? "      }\n    } else if (tig == 0) {\n      so_ob[gid + 8 * rr] = -1;  // past the last row\n    }\n  }\n"
                     : "      }\n    }\n  }\n";
       if (staged) {
-        // The warp's staged rows: 16 x DP / 8 chunks of 16 bytes, each
+        // The warp's staged rows: 16 x DP / SOV chunks of 16 bytes, each
         // row's consecutive chunks on consecutive lanes.
         out += "  __syncwarp();\n  {  // the warp's staged rows out, 16 bytes a store\n";
-        out += "  constexpr int CH = DP / 8;  // chunks a row\n  static_assert(MT == 1 && (16 * CH) % 32 == 0, \"staged: one m16 tile a warp\");\n";
+        out += "  constexpr int CH = DP / SOV;  // chunks a row\n  static_assert(MT == 1 && (16 * CH) % 32 == 0, \"staged: one m16 tile a warp\");\n";
         out += "#pragma unroll\n  for (int it = 0; it < 16 * CH / 32; ++it) {\n    const int u = lane + 32 * it, r = u / CH, ch = u % CH;\n";
         out += "    const int64_t ob = so_ob[r];\n";
-        out += fmt::format("    if (ob >= 0) *reinterpret_cast<uint4*>(&{}[ob + 8 * ch]) = *reinterpret_cast<const uint4*>(&so[r * (DP + 8) + 8 * ch]);\n", ptr);
+        out += fmt::format("    if (ob >= 0) *reinterpret_cast<uint4*>(&{}[ob + SOV * ch]) = *reinterpret_cast<const uint4*>(&so[r * SOL + SOV * ch]);\n", ptr);
         out += "  }\n  }\n";
       }
       d.unbind_all();

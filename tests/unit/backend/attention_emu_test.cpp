@@ -268,7 +268,7 @@ TEST(AttentionEmu, StagedStoresBf16) {
     build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, tune, true);
     ASSERT_TRUE(b.entry);
     EXPECT_EQ(b.cu.find("so_ob[gid + 8 * rr] = ob;") != std::string::npos, staged);
-    EXPECT_EQ(b.cu.find("(ob & 7) == 0 && (uintptr_t)") != std::string::npos, staged);
+    EXPECT_EQ(b.cu.find("ob % SOV == 0 && (uintptr_t)") != std::string::npos, staged);
     const std::vector<Case> only{{{70, 0, 19}, {130, 5, 19}, 2, 64}, {{33, 65}, {40, 64}, 1, 128}};
     int checked = 0;
     const double worst = run(b, [](double s, int, int) { return s; }, checked, 0, false, 0.02, false, &only);
