@@ -120,3 +120,17 @@ if [[ $PART == g ]]; then
     timeout 540 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.ExamplesMatch*' > $R/${P}gpu_test.txt 2>&1
   echo "gpu tests rc=$?"; grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|Failure" $R/${P}gpu_test.txt | tail -8
 fi
+if [[ $PART == h ]]; then
+  # build-var/s31/h (build_h.sh): the tile list sorted by work (new) against
+  # by key count (prev): bf16 on the shared and long batches, f32 causal.
+  cd build-var/s31/h/bf16 || exit 1
+  check new bf16
+  timeout 300 python3 bench_fused.py --dir new --seqlens seqlens --reps 20 --flush-l2 \
+    --batches race,squad,wiki128,mnli,cola,docs2k,chat4k --variants prev=prev --out $R/${P}bench_bf16.txt > $R/${P}log_bf16.txt 2>&1
+  echo "bench bf16 rc=$?"; cat $R/${P}bench_bf16.txt
+  cd ../f32 || exit 1
+  check new f32
+  timeout 150 python3 bench_fused.py --dir new --dtype f32 --seqlens seqlens --reps 10 --flush-l2 --mask causal \
+    --variants prev=prev --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
+  echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
+fi
