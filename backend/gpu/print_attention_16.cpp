@@ -12,6 +12,30 @@ namespace {
 const char* mma_fn(Elem e) { return e == Elem::BF16 ? "dcc_mma_tiles_bf16" : "dcc_mma_tiles_f16"; }
 }  // namespace
 
+std::string q_frags(const std::string& q0, const std::string& pad) {
+  const std::string at = q0.empty() ? "" : q0 + " + ";
+  // Reg r of k-step kq, m16 tile mt holds row 16 mt + gid + 8 (r & 1),
+  // d 16 kq + 2 tig + 8 (r >> 1) + {0, 1}.
+  const std::string loops = "#pragma unroll\n" + pad + "for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n" + pad +
+                            "for (int mt = 0; mt < MT; ++mt)\n#pragma unroll\n" + pad + "  for (int r = 0; r < 4; ++r) {\n" + pad +
+                            "    const int64_t row = m0 + wm0 + 16 * mt + gid + 8 * (r & 1);\n" + pad +
+                            "    const int64_t c = " + at + "16 * kq + 2 * tig + 8 * (r >> 1);\n";
+  // The warp's rows and the block's columns all inside, pairs aligned:
+  // 4-byte loads with no check (a branch a load kept nvcc from issuing
+  // them together); else each checked.
+  std::string o = pad + "if (q32 && m0 + wm0 + 16 * MT <= t_M && " + at + "DP <= t_QD) {\n" + loops + pad +
+                  "    qf[kq][mt][r] = dcc_ld32(&Qp[t_Q_base + row * t_Q_rs + c]);\n" + pad + "  }\n" + pad + "} else {\n";
+  o += loops;
+  // Both elements in one 4-byte load where Q's columns are contiguous and
+  // the pair 4-byte aligned (c is even), else one by one.
+  o += pad + "    if (q32 && row < t_M && c + 1 < t_QD) {\n" + pad +
+       "      qf[kq][mt][r] = dcc_ld32(&Qp[t_Q_base + row * t_Q_rs + c]);\n" + pad + "      continue;\n" + pad + "    }\n";
+  o += pad + "    const uint16_t lo = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : (uint16_t)0;\n";
+  o += pad + "    const uint16_t hi = row < t_M && c + 1 < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + 1) * t_Q_ds] : (uint16_t)0;\n";
+  o += pad + "    qf[kq][mt][r] = dcc_pack16(lo, hi);\n" + pad + "  }\n" + pad + "}\n";
+  return "  const bool q32 = t_Q_ds == 1 && (t_Q_base & 1) == 0 && (t_Q_rs & 1) == 0 && (uintptr_t)Qp % 4 == 0;\n" + o;
+}
+
 std::string pack_p(Elem elem, const std::string& dst, const std::string& mt) {
   return fmt::format("        {0}[0] = {1}(p[{2}][2 * kc][0], p[{2}][2 * kc][1]);\n"
                      "        {0}[1] = {1}(p[{2}][2 * kc][2], p[{2}][2 * kc][3]);\n"

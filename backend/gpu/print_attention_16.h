@@ -12,6 +12,10 @@
 
 namespace dccc::gpu::attn16 {
 
+/// The lane's Q fragments qf for the score's columns q0 + 0 .. DP - 1 (q0
+/// empty: 0), from global memory, 4 bytes a pair where aligned (`pad`: the
+/// indent; declares q32 first).
+std::string q_frags(const std::string& q0, const std::string& pad);
 /// P's A fragment `dst` of k-step kc (m16 tile `mt`) packed from the S
 /// tiles 2 kc and 2 kc + 1 of the lane.
 std::string pack_p(Elem elem, const std::string& dst, const std::string& mt);

@@ -31,6 +31,20 @@ std::string mmas_tf32(bool split, const std::string& fm, const std::string& fn, 
 }
 }  // namespace
 
+/// The lane's Q fragments (split into tf32 parts as used): reg r of k-step
+/// kq holds row gid + 8 (r & 1), d 8 kq + tig + 4 (r >> 1); unchecked where
+/// the warp's rows and the block's columns lie inside.
+std::string q_frags(const std::string& q0, const std::string& pad) {
+  const std::string at = q0.empty() ? "" : q0 + " + ";
+  const std::string loops = "#pragma unroll\n" + pad + "for (int kq = 0; kq < KQ; ++kq)\n#pragma unroll\n" + pad +
+                            "  for (int r = 0; r < 4; ++r) {\n" + pad + "    const int64_t row = m0 + wm0 + gid + 8 * (r & 1);\n" +
+                            pad + "    const int64_t c = " + at + "8 * kq + tig + 4 * (r >> 1);\n";
+  std::string o = pad + "if (m0 + wm0 + 16 <= t_M && " + at + "DP <= t_QD) {\n" + loops + pad +
+                  "    qf[kq][r] = Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds];\n" + pad + "  }\n" + pad + "} else {\n" + loops;
+  o += pad + "    qf[kq][r] = row < t_M && c < t_QD ? Qp[t_Q_base + row * t_Q_rs + c * t_Q_ds] : 0.0f;\n" + pad + "  }\n" + pad + "}\n";
+  return o;
+}
+
 /// S = Q K^T for f32: K-steps of 8 (d); B reg jj of key tile nt holds
 /// K[key 8 nt + gid][d 8 kq + tig + 4 jj], read from shared memory (lines
 /// of DP + 4 floats: the warp's 32 reads fall in 32 banks) and split just

@@ -11,6 +11,9 @@
 
 namespace dccc::gpu::attn_f32 {
 
+/// The lane's Q fragments qf for the score's columns q0 + 0 .. DP - 1 (q0
+/// empty: 0), from global memory (mma.sync; `pad`: the indent).
+std::string q_frags(const std::string& q0, const std::string& pad);
 std::string s_sync(bool split);  // S += Q K^T from the stage `ks` (mma.sync)
 /// O += P V from V's stage (`vstage`: its index; `warp_cols`: the split
 /// body's column offset), a fresh fragment a column tile (mma.sync).
