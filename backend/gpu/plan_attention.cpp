@@ -795,8 +795,8 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   // rows' where those need more). ncu, session 31: 17% of the stall samples
   // of head dim 128's kernel on wiki128 after the key loop, 4-byte stores
   // filling half of each 32-byte sector, and the drain at exit; staged,
-  // 1.02-1.11x. Not f32's pairs: a lane's fill whole sectors already, and
-  // staged they ran 0.95-0.99x on an H200 (session 31).
+  // 1.03-1.14x on race, squad and wiki128. Not f32's pairs: a lane's fill
+  // whole sectors already, and staged they ran 0.95-0.99x on an H200.
   bool stage = options.tuning.staged_stores;
   for (const auto& p : k.pair_stores)
     if (p.bits != 32) stage = false;
