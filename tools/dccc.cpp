@@ -307,6 +307,17 @@ int usage_error(const std::string& msg) {
   return kExitUsage;
 }
 
+/// `--NAME=on|off` (a's prefix `flag`, through `=`) into `value`: false
+/// where `a` is another option, else true, with `error` set (a usage
+/// error's status) where the value is neither.
+bool on_off(const std::string& a, const std::string& flag, bool& value, int& error) {
+  if (a.rfind(flag, 0) != 0) return false;
+  const std::string v = a.substr(flag.size());
+  if (v == "on" || v == "off") value = v == "on";
+  else error = usage_error("bad " + flag.substr(0, flag.size() - 1) + " `" + v + "`; expected on or off");
+  return true;
+}
+
 int parse_args(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -369,16 +380,9 @@ int parse_args(int argc, char** argv, Options& o) {
       else if (v == "registers") o.cuda.attention.q = dccc::gpu::AttnQ::Registers;
       else if (v == "smem") o.cuda.attention.q = dccc::gpu::AttnQ::Smem;
       else return usage_error("bad --attention-q `" + v + "`; expected auto, registers or smem");
-    } else if (a.rfind("--attention-unmasked=", 0) == 0) {
-      std::string v = a.substr(21);
-      if (v == "on") o.cuda.attention.unmasked = true;
-      else if (v == "off") o.cuda.attention.unmasked = false;
-      else return usage_error("bad --attention-unmasked `" + v + "`; expected on or off");
-    } else if (a.rfind("--attention-staged-stores=", 0) == 0) {
-      std::string v = a.substr(26);
-      if (v == "on") o.cuda.attention.staged_stores = true;
-      else if (v == "off") o.cuda.attention.staged_stores = false;
-      else return usage_error("bad --attention-staged-stores `" + v + "`; expected on or off");
+    } else if (int err = 0; on_off(a, "--attention-unmasked=", o.cuda.attention.unmasked, err) ||
+                            on_off(a, "--attention-staged-stores=", o.cuda.attention.staged_stores, err)) {
+      if (err) return err;
     } else if (a.rfind("--attention-f32-wgmma=", 0) == 0) {
       std::string v = a.substr(22);
       if (v != "on" && v != "off" && v != "all") return usage_error("bad --attention-f32-wgmma `" + v + "`; expected on, off or all");

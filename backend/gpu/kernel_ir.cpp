@@ -280,9 +280,7 @@ int attention_split_smem_bytes(const AttentionKernel& k) {
          k.split_warps * 16 * k.split_key_tile * 4;
 }
 int attention_staged_store_bytes(const AttentionKernel& k, int dp) {
-  int eb = 2;  // bytes an element: the widest paired store's
-  for (const auto& p : k.pair_stores) eb = std::max(eb, p.bits / 16);
-  return attention_warps(k, dp) * (16 * (dp * eb + 16) + 16 * 8);
+  return attention_warps(k, dp) * (16 * (dp + 8) * 2 + 16 * 8);  // 16-bit lines of dp + 8, 16 int64 indices
 }
 namespace {
 /// K's and V's padded stages (the mma.sync form's, and the streaming body's).

@@ -641,11 +641,11 @@ struct AttentionKernel {
     size_t post = 0;
     ir::Expr row_index;
     int bits = 32;  // the paired store's width
-    /// The one-tile-a-block body's pairs go through shared memory (a warp's
-    /// 16 rows, after a block barrier: the K, V and Q tiles' space) and
-    /// leave as 16-byte stores of whole row chunks where the row's index at
-    /// column 0 is a multiple of 16 bytes' elements and the tensor 16-byte
-    /// aligned (attention_staged_store_bytes; `dccc --attention-staged-stores`).
+    /// The one-tile-a-block body's 16-bit pairs go through shared memory (a
+    /// warp's 16 rows, after a block barrier: the K, V and Q tiles' space)
+    /// and leave as 16-byte stores of whole row chunks where the row's index
+    /// at column 0 is a multiple of 8 and the tensor 16-byte aligned
+    /// (attention_staged_store_bytes; `dccc --attention-staged-stores`).
     bool staged = false;
   };
   std::vector<PairStore> pair_stores;
@@ -711,8 +711,8 @@ bool attention_f32_wgmma(const AttentionKernel& k, int dp, bool long_keys = fals
 /// Whether head dim `dp`'s instantiation takes wgmma on sm_90a (AttentionKernel::wgmma_dims).
 bool attention_wgmma(const AttentionKernel& k, int dp);
 /// Shared memory the staged paired stores (AttentionKernel::PairStore::staged)
-/// take at head dim `dp`: each warp's 16 rows of dp elements and 16 bytes
-/// of padding, and their 16 output indices.
+/// take at head dim `dp`: each warp's 16 rows of dp + 8 16-bit values and
+/// their 16 output indices.
 int attention_staged_store_bytes(const AttentionKernel& k, int dp);
 /// int32s a tile-list entry of `k` (AttentionKernel::entry_width).
 int attention_entry_width(const AttentionKernel& k);

@@ -367,18 +367,13 @@ struct Printer {
   /// block's shared memory, after one block barrier, then out 16 bytes a
   /// store.
   void stores() {
-    const AttentionKernel::PairStore* staging = nullptr;  // one element size (the planner's check)
-    for (const auto& p : k.pair_stores)
-      if (p.staged && !wide_ && !split_) staging = &p;
-    if (staging) {
-      const int eb = staging->bits / 16;
-      out += "  __syncthreads();  // every warp done with the K, V and Q tiles: the staged stores reuse their space\n";
-      out += fmt::format("  constexpr int SOL = DP + {}, SOV = {};  // a staged line's elements (16 bytes of padding); elements a 16-byte chunk\n",
-                         16 / eb, 16 / eb);
-      out += fmt::format("  {0}* so = reinterpret_cast<{0}*>(smem + warp * (16 * SOL * {1} + 128));  // the warp's 16 rows\n",
-                         eb == 2 ? "uint16_t" : "float", eb);
-      out += "  int64_t* so_ob = reinterpret_cast<int64_t*>(so + 16 * SOL);  // a row's output index at column 0; -1: not staged\n";
-    }
+    // The staged pairs are 16-bit (the planner's check): lines of DP + 8.
+    auto staged_here = [&](const AttentionKernel::PairStore* p) { return p && p->staged && !wide_ && !split_; };
+    if (std::any_of(k.pair_stores.begin(), k.pair_stores.end(), [&](const auto& p) { return staged_here(&p); }))
+      out += "  __syncthreads();  // every warp done with the K, V and Q tiles: the staged stores reuse their space\n"
+             "  constexpr int SOL = DP + 8, SOV = 8;  // a staged line's elements (16 bytes of padding); elements a 16-byte chunk\n"
+             "  uint16_t* so = reinterpret_cast<uint16_t*>(smem + warp * (16 * SOL * 2 + 128));  // the warp's 16 rows\n"
+             "  int64_t* so_ob = reinterpret_cast<int64_t*>(so + 16 * SOL);  // a row's output index at column 0; -1: not staged\n";
     for (const auto& inv : k.post_invariants)
       out += inv.entry >= 0 ? fmt::format("  const int64_t {} = {};  // once a block, from the entry\n", inv.name, entry64(inv.entry))
                             : fmt::format("  const auto {} = m0 < t_M && t_VD > 0 ? {} : 0;  // once a block\n", inv.name,
@@ -397,7 +392,7 @@ struct Printer {
       const AttentionKernel::PairStore* pair = nullptr;
       for (const auto& p : k.pair_stores)
         if (k.post[p.post] == s) pair = &p;
-      const bool staged = pair && pair->staged && !wide_ && !split_;
+      const bool staged = staged_here(pair);
       // Staged (one m16 tile a warp): the lane's rows are the warp's gid
       // and gid + 8; the previous staged statement's rows are out first.
       if (staged) out += "  __syncwarp();\n";
