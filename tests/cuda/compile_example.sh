@@ -14,8 +14,8 @@
 # and compute_90 PTX only; CI time), and must hold those; its device code
 # unoptimized (nvcc -Xcicc -O0 -Xptxas -O0, through DCCC_CUDA_ARCH: nvcc's
 # optimizer is about 3/5 of the time, 49 -> 20 s for mha_generic.toy) --
-# the check is that nvcc and ptxas accept the code; mha_bf16.toy and
-# cuda_compile/mma_sm_* build the same templates optimized, and the GPU runs
+# the check is that nvcc and ptxas accept the code; cuda_compile/mha_bf16
+# builds the same templates optimized for sm_80 and sm_90a, and the GPU runs
 # build everything at -O3.
 # DCCC_FAST_NVCC set in the environment does the same for the other forms
 # (the scheduled programs, the stdlib's slicing library).
