@@ -625,8 +625,9 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
   // One fiber per thread, on a stack of its own (mapped once per launch,
   // touched only as far as the kernel's frame goes); the blocks in turn.
   // Each fiber runs until it finishes or waits at a barrier, then the
-  // next; a round in which no barrier opens and no fiber finishes is a
-  // deadlock (a barrier some thread never reaches), reported, not hung.
+  // next (one warp at a time: below); a round in which no barrier opens and
+  // no fiber finishes is a deadlock (a barrier some thread never reaches),
+  // reported, not hung.
   constexpr size_t kStack = 1 << 20;
   dcc_emu::Fibers f;
   f.ctx.resize(n);
@@ -672,13 +673,29 @@ void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool se
         dcc_emu::block = &b;
         blockIdx = uint3{bx, by, bz};
         for (unsigned t = 0; t < n; ++t) dcc_emu::start_fiber(f, t, kStack, body);
+        // The warps in turn, each run as far as it goes (until each of its
+        // threads waits at a barrier no thread of the warp opens, or has
+        // finished) before the next: one warp runs ahead of the others as
+        // far as the kernel's barriers let it, so a missing block barrier
+        // (a warp reading shared memory the others have not written yet,
+        // or overwriting what they still read) gives wrong results here
+        // instead of right ones by luck. The first warp runs ahead in
+        // blocks of even linear index, the last in odd ones.
+        const unsigned nw = (n + 31) / 32;
+        const bool last_first = ((bx + grid.x * (by + grid.y * bz)) & 1) != 0;
         for (unsigned left = n; left > 0;) {
           uint64_t before = f.progress;
-          for (unsigned t = 0; t < n; ++t) {
-            if (f.done[t]) continue;
-            threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
-            dcc_emu::resume_fiber(f, t);
-            if (f.done[t]) --left;
+          for (unsigned k = 0; k < nw; ++k) {
+            const unsigned w = last_first ? nw - 1 - k : k;
+            for (uint64_t warp_before = ~0ull; warp_before != f.progress;) {
+              warp_before = f.progress;
+              for (unsigned t = 32 * w; t < std::min(n, 32 * w + 32); ++t) {
+                if (f.done[t]) continue;
+                threadIdx = uint3{t % block.x, (t / block.x) % block.y, t / (block.x * block.y)};
+                dcc_emu::resume_fiber(f, t);
+                if (f.done[t]) --left;
+              }
+            }
           }
           if (left > 0 && f.progress == before) {
             std::fprintf(stderr, "dcc_emu_launch: deadlock: %u threads of block (%u, %u, %u) wait at a barrier\n", left,

@@ -241,6 +241,40 @@ TEST(MmaEmu, LdmatrixFragments) {
   }
 }
 
+// The emulator's schedule (dcc_emu_launch): each warp runs as far as the
+// block's barriers let it before the next, the first warp ahead in blocks
+// of even index, the last in odd ones, so a missing __syncthreads between
+// one warp's write and another's read shows as a wrong value (the kernels'
+// barriers are checked by every emulated test, not by luck of a lockstep
+// schedule). Each thread writes its slot, then reads the other warp's.
+struct SkewArgs {
+  int* slots;  // 64 a block, zeroed
+  int* out;
+  bool barrier;
+};
+void skew_kernel(SkewArgs a) {
+  const unsigned t = threadIdx.x, b = blockIdx.x;
+  a.slots[64 * b + t] = static_cast<int>(t) + 1;
+  if (a.barrier) __syncthreads();
+  a.out[64 * b + t] = a.slots[64 * b + (t + 32) % 64];
+}
+
+TEST(MmaEmu, WarpsRunAheadToTheBarrier) {
+  for (bool barrier : {true, false}) {
+    std::vector<int> slots(128, 0), out(128, -1);
+    dcc_emu_launch(skew_kernel, dim3(2), dim3(64), SkewArgs{slots.data(), out.data(), barrier}, false);
+    for (unsigned b = 0; b < 2; ++b)
+      for (unsigned t = 0; t < 64; ++t) {
+        const int written = static_cast<int>((t + 32) % 64) + 1;
+        // Without the barrier the warp that runs ahead (warp 0 in block 0,
+        // warp 1 in block 1) reads the other's slots before they are written.
+        const bool ahead = t / 32 == b;
+        EXPECT_EQ(out[64 * b + t], barrier || !ahead ? written : 0)
+            << "block " << b << " thread " << t << (barrier ? "" : " (no barrier)");
+      }
+  }
+}
+
 TEST(MmaEmu, F32GroupedGemmEveryMode) {
   std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
   int checked = 0;
