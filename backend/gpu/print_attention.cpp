@@ -438,6 +438,31 @@ struct Printer {
         fast += staged ? fmt::format(" && ob % SOV == 0 && (uintptr_t){} % 16 == 0", ptr)
                        : fmt::format(" && (ob & 1) == 0 && (uintptr_t){} % {} == 0", ptr, pair->bits / 8);
       }
+      // f32 pairs (no 16-bit divisors, whose fast path divides by a
+      // multiply): the lane's values of the row once, then two store paths
+      // that only store them -- the quotients (and their IEEE fallback)
+      // printed once, not once a path: a third of the kernel's code was the
+      // stores' copies of the divisions, and ncu's instruction-fetch stalls
+      // of f32 on short batches sat in those rarely run copies (session 33).
+      if (pair && pair->bits == 64 && !staged && k.post_divisors.empty()) {
+        out += "      float ov[DT][2];\n";
+        auto values = [&]() {
+          out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+          out += "          const int e = 2 * (rr & 1) + c;\n          " + col;
+          out += fmt::format("          ov[dt][c] = {};\n        }}\n", d.expr(store->value));
+        };
+        if (flags32.empty()) values();
+        else fdiv_corrected(flags32, "      ", values);
+        d.bind(store->value.get(), "ov[dt][c]");
+        out += "      if (" + fast + ") {\n#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        const float* pr = ov[dt];\n";
+        out += "        " + pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type) + "\n      }\n";
+        out += "      } else {\n#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
+        out += "          const int e = 2 * (rr & 1) + c;\n          (void)e;\n          " + col;
+        out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
+        out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n      }\n    }\n  }\n";
+        d.unbind_all();
+        continue;
+      }
       out += "      if (" + fast + ") {\n" + nz_decls;
       auto fast_columns = [&]() {
         if (pair) {

@@ -111,24 +111,30 @@ std::string out = fmt::format("    const float* vs = Vs + {} * (BN * LINE){};\n"
 /// Q's tile as tf32 parts in shared memory (swizzled, TM lines), once a
 /// block: rows m0 .., zeros past M and QD.
 std::string q_tile(bool split) {
-  // 16 bytes a load where Q's rows are contiguous and aligned. A fixed
-  // count of chunks a thread, all loaded before the first is split and
-  // stored: the block waits for one round trip to global memory, not one
-  // a chunk (the stores may alias the loads for all the compiler knows).
+  // 16 bytes a load where Q's rows are contiguous and aligned: a thread
+  // reads column c of rows r0, r0 + RS, .. (one address, then a pointer step
+  // a row; a row's check one compare), all loaded before the first is split
+  // and stored, so the block waits for one round trip to global memory (the
+  // stores may alias the loads for all the compiler knows). The chunk loop
+  // with its index arithmetic and checks a chunk was ~180 instructions a
+  // warp of the ~1,840 a short sequence's block runs (ncu, session 33).
   std::string o = "    const bool qvec = t_Q_ds == 1 && t_Q_rs % 4 == 0 && t_Q_base % 4 == 0 && t_QD % 4 == 0 && (uintptr_t)Qp % 16 == 0;\n"
-                  "    constexpr int QC = TM * (DP / 4) / (WARPS * 32);  // chunks a thread\n"
-                  "    static_assert(QC * WARPS * 32 == TM * (DP / 4), \"whole chunks a thread\");\n"
-                  "    float4 qv[QC];\n#pragma unroll\n    for (int it = 0; it < QC; ++it) {\n"
-                  "      const int u = (int)threadIdx.x + it * (WARPS * 32), r = u / (DP / 4), c = (u % (DP / 4)) * 4;\n"
-                  "      const int64_t row = m0 + r;\n      float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
-                  "      if (qvec) {\n        if (row < t_M && c < t_QD) {\n"
-                  "          const float4 q4 = *reinterpret_cast<const float4*>(&Qp[t_Q_base + row * t_Q_rs + c]);\n"
-                  "          v[0] = q4.x, v[1] = q4.y, v[2] = q4.z, v[3] = q4.w;\n        }\n      } else {\n"
+                  "    constexpr int CPL = DP / 4, THREADS = WARPS * 32, RS = THREADS / CPL, QC = TM / RS;  // chunks a line; rows a step; chunks a thread\n"
+                  "    static_assert(THREADS % CPL == 0 && QC * RS == TM, \"whole lines a step\");\n"
+                  "    const int r0 = (int)threadIdx.x / CPL, c = ((int)threadIdx.x % CPL) * 4;\n"
+                  "    float4 qv[QC];\n    if (qvec) {\n"
+                  "      const int64_t left = t_M - m0 - r0;  // rows from the thread's first on\n"
+                  "      const bool cq = c < t_QD;\n      const int64_t qsp = RS * t_Q_rs;\n"
+                  "      const float* qp = Qp + (t_Q_base + (m0 + r0) * t_Q_rs + c);\n"
+                  "#pragma unroll\n      for (int it = 0; it < QC; ++it) {\n"
+                  "        qv[it] = it * RS < left && cq ? *reinterpret_cast<const float4*>(qp) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+                  "        qp += qsp;\n      }\n    } else {\n"
+                  "#pragma unroll\n      for (int it = 0; it < QC; ++it) {\n"
+                  "        const int64_t row = m0 + r0 + it * RS;\n        float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
                   "#pragma unroll\n        for (int e = 0; e < 4; ++e)\n"
-                  "          if (row < t_M && c + e < t_QD) v[e] = Qp[t_Q_base + row * t_Q_rs + (c + e) * t_Q_ds];\n      }\n"
-                  "      qv[it] = make_float4(v[0], v[1], v[2], v[3]);\n    }\n"
-                  "#pragma unroll\n    for (int it = 0; it < QC; ++it) {\n"
-                  "      const int u = (int)threadIdx.x + it * (WARPS * 32), r = u / (DP / 4), c = (u % (DP / 4)) * 4;\n";
+                  "          if (row < t_M && c + e < t_QD) v[e] = Qp[t_Q_base + row * t_Q_rs + (c + e) * t_Q_ds];\n"
+                  "        qv[it] = make_float4(v[0], v[1], v[2], v[3]);\n      }\n    }\n"
+                  "#pragma unroll\n    for (int it = 0; it < QC; ++it) {\n      const int r = r0 + it * RS;\n";
   o += split ? "      dcc_st_split_tf32x4_fast(&Qs[swz_at(TM, r, c)], &Qs[TM * DP + swz_at(TM, r, c)], qv[it]);\n"
                : "      dcc_st_tf32x4(&Qs[swz_at(TM, r, c)], qv[it]);\n";
   return o + "    }\n";

@@ -541,6 +541,14 @@ TEST(AttentionEmu, MhaF32Wgmma) {
   const double worst = run(b, [](double s, int, int) { return s; }, checked, 0, true, 1e-6, false, &long_keys);
   std::printf("mha (f32, 3xtf32, head dim 128's long-key wgmma form): %d outputs, max |err| = %.4g\n", checked, worst);
   EXPECT_GT(checked, 5000);
+  // Head dim 62 in the head-dim-64 wgmma form: Q's tile read element by
+  // element (rows not 16-byte aligned) and the output stored by column
+  // (the tile's last two columns outside).
+  const std::vector<Case> odd{{{70, 0, 19}, {65, 5, 19}, 2, 62}};
+  checked = 0;
+  const double worst_odd = run(b, [](double s, int, int) { return s; }, checked, 0, true, 1e-6, false, &odd);
+  std::printf("mha (f32, 3xtf32, head dim 62 in the wgmma form): %d outputs, max |err| = %.4g\n", checked, worst_odd);
+  EXPECT_GT(checked, 10000);  // (70 + 19) x 2 heads x 62 outputs
 }
 
 // Two warpgroups a block (--attention-tiles=1,8,32,1: 128 query rows
