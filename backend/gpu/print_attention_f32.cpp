@@ -154,16 +154,24 @@ std::string convert(bool split) {
   // read, so reads and writes interleaved wait for one read at a time.
   out += "    constexpr int CH = BN * (DP / 4) / (WARPS * 32);  // chunks a thread\n";
   out += "    static_assert(CH * WARPS * 32 == BN * (DP / 4) && (WARPS * 32) % BN == 0, \"whole chunks a thread\");\n";
-  out += "    const int r = (int)threadIdx.x % BN;  // the thread's key\n";
+  // The thread's key r and first column c0; chunk it's column c0 + it CS.
+  // Where CS is a multiple of 8 (the swizzle's period), V's transposed
+  // address of column c0 + it CS + e is that of c0 + e plus it CS lines:
+  // four addresses a block, the rest immediate offsets (the sixteen
+  // addresses computed from the chunk's column were ~150 instructions a
+  // warp, once a block: a short sequence's block runs them for one tile).
+  out += "    const int r = (int)threadIdx.x % BN, c0 = ((int)threadIdx.x / BN) * 4;  // the thread's key; its first column\n";
+  out += "    constexpr int CS = (WARPS * 32 / BN) * 4;  // columns from one chunk of the thread to the next\n";
   out += "    float4 kx[CH], vx[CH];\n#pragma unroll\n    for (int it = 0; it < CH; ++it) {\n";
-  out += "      const int at = swz_at(BN, r, (((int)threadIdx.x + it * (WARPS * 32)) / BN) * 4);\n";
+  out += "      const int at = swz_at(BN, r, c0 + it * CS);\n";
   out += "      kx[it] = *reinterpret_cast<const float4*>(&ks[at]);\n      vx[it] = *reinterpret_cast<const float4*>(&vs[at]);\n    }\n";
   out += "    const int slot = (r & ~7) | ((r & 7) >> 1) | ((r & 1) << 2);  // key r's place in its 8\n";
   out += "#pragma unroll\n    for (int it = 0; it < CH; ++it) {\n";
-  out += "      const int c = (((int)threadIdx.x + it * (WARPS * 32)) / BN) * 4, at = swz_at(BN, r, c);\n";
+  out += "      const int c = c0 + it * CS, at = swz_at(BN, r, c);\n";
   out += split ? "      dcc_st_split_tf32x4_fast(&ks[at], &Kl[at], kx[it]);\n" : "      dcc_st_tf32x4(&ks[at], kx[it]);\n";
   out += "      const float v[4] = {vx[it].x, vx[it].y, vx[it].z, vx[it].w};\n";
-  out += "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n        const int vt = swz_at(DP, c + e, slot);\n";
+  out += "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n"
+         "        const int vt = CS % 8 == 0 ? swz_at(DP, c0 + e, slot) + it * CS * 32 : swz_at(DP, c + e, slot);\n";
   out += (split ? "        const float b = dcc_tf32_big(v[e]);\n        Vb[vt] = b;\n        Vl[vt] = v[e] - b;\n"
                   : "        Vb[vt] = __uint_as_float(dcc_tf32(v[e]));\n");
   out += "      }\n    }\n    }\n    dcc_fence_proxy_async();\n    __syncthreads();  // the tile's tf32 parts are in\n";
