@@ -445,7 +445,8 @@ struct Printer {
       // printed once, not once a path: a third of the kernel's code was the
       // stores' copies of the divisions, and ncu's instruction-fetch stalls
       // of f32 on short batches sat in those rarely run copies (session 33).
-      if (pair && pair->bits == 64 && !staged && k.post_divisors.empty()) {
+      const bool once = pair && pair->bits == 64 && !staged && k.post_divisors.empty();
+      if (once) {
         out += "      float ov[DT][2];\n";
         auto values = [&]() {
           out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
@@ -454,15 +455,7 @@ struct Printer {
         };
         if (flags32.empty()) values();
         else fdiv_corrected(flags32, "      ", values);
-        d.bind(store->value.get(), "ov[dt][c]");
-        out += "      if (" + fast + ") {\n#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        const float* pr = ov[dt];\n";
-        out += "        " + pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type) + "\n      }\n";
-        out += "      } else {\n#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
-        out += "          const int e = 2 * (rr & 1) + c;\n          (void)e;\n          " + col;
-        out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
-        out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n      }\n    }\n  }\n";
-        d.unbind_all();
-        continue;
+        d.bind(store->value.get(), "ov[dt][c]");  // both paths below store them
       }
       out += "      if (" + fast + ") {\n" + nz_decls;
       auto fast_columns = [&]() {
@@ -485,12 +478,18 @@ struct Printer {
           out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
         }
       };
-      if (flags32.empty()) fast_columns();
-      else fdiv_corrected(flags32, "      ", fast_columns);
+      if (once) {
+        out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt) {\n        const float* pr = ov[dt];\n";
+        out += "        " + pair_store(ptr, fmt::format("ob + {}8 * dt + 2 * tig", c0), pair->bits, store->buffer->type) + "\n      }\n";
+      } else if (flags32.empty()) {
+        fast_columns();
+      } else {
+        fdiv_corrected(flags32, "      ", fast_columns);
+      }
       out += "      } else {\n";
       if (staged) out += "      if (tig == 0) so_ob[gid + 8 * rr] = -1;  // stored by its lanes\n";
       out += "#pragma unroll\n      for (int dt = 0; dt < DT; ++dt)\n#pragma unroll\n        for (int c = 0; c < 2; ++c) {\n";
-      out += "          const int e = 2 * (rr & 1) + c;\n          " + col;
+      out += std::string("          const int e = 2 * (rr & 1) + c;\n          ") + (once ? "(void)e;\n          " : "") + col;
       out += fmt::format("          if ({} < t_VD) {{\n", d.var(s->var));
       out += d.stmts(ir::items_of(s->body[0]), 6) + "          }\n        }\n";
       out += staged ? "      }\n    } else if (tig == 0) {\n      so_ob[gid + 8 * rr] = -1;  // past the last row\n    }\n  }\n"
