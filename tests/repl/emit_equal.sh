@@ -5,7 +5,7 @@
 # driver refuses a stage (the CUDA target cannot express a program), the
 # REPL must refuse it too.
 #
-# DCCC_TEST_SAMPLE=N (the asan preset sets 2) compares every Nth example:
+# DCCC_TEST_SAMPLE=N (the asan preset sets 3) compares every Nth example:
 # under the sanitizers the test looks for memory errors in the REPL.
 #
 #   emit_equal.sh DCCC EXAMPLES_DIR
