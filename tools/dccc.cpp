@@ -138,7 +138,9 @@ options:
   --attention-stages=S
                      likewise: S shared-memory stages of K and V (2-4; the
                      key loop's copies run S - 1 key tiles ahead), fewer
-                     where one block's shared memory would not hold them
+                     where one block's shared memory would not hold them;
+                     1: f32's wgmma form only (the next tile copied once S
+                     has read the stage; one more block an SM), 2 elsewhere
   --gemm-stages=S     the tensor-core contractions of --target=cuda: give a
                      16-bit one an sm_90a (wgmma, warp-specialized) form
                      with S shared-memory stages of 48 KB (2-4; default 3);
@@ -346,8 +348,8 @@ int parse_args(int argc, char** argv, Options& o) {
       std::string v = a.substr(19);
       int n = 0;
       char tail = 0;
-      if (std::sscanf(v.c_str(), "%d%c", &n, &tail) != 1 || n < 2 || n > 4)
-        return usage_error("bad --attention-stages `" + v + "`; expected 2, 3 or 4 (K's and V's shared-memory stages)");
+      if (std::sscanf(v.c_str(), "%d%c", &n, &tail) != 1 || n < 1 || n > 4)
+        return usage_error("bad --attention-stages `" + v + "`; expected 1, 2, 3 or 4 (K's and V's shared-memory stages)");
       o.cuda.attention.stages = n;
     } else if (a.rfind("--gemm-stages=", 0) == 0) {
       std::string v = a.substr(14);

@@ -239,6 +239,10 @@ int attention_stages(const AttentionKernel& k, int dp, bool long_keys) {
   const int s = long_keys ? per_instance(k, k.long_key_stages, dp, 0) : 0;
   return s ? s : per_instance(k, k.key_stages, dp, k.stages);
 }
+int attention_wg_stages(const AttentionKernel& k, int dp, bool long_keys) {
+  const int s = long_keys ? 0 : per_instance(k, k.wg_key_stages, dp, 0);
+  return s ? s : attention_stages(k, dp, long_keys);
+}
 std::string attention_instances(const AttentionKernel& k) {
   std::string o;
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
@@ -249,7 +253,10 @@ std::string attention_instances(const AttentionKernel& k) {
     if (attention_q_smem(k, dp))
       o += fmt::format(", Q in shared memory and {} blocks an SM with wgmma", attention_wgmma_min_blocks(k, dp));
     if (attention_f32_wgmma(k, dp))
-      o += fmt::format(" ({} keys a tile, {} block(s) an SM and {} KB of shared memory with wgmma)", attention_wg_tile_n(k, dp),
+      o += fmt::format(" ({} keys a tile, {}{} block(s) an SM and {} KB of shared memory with wgmma)", attention_wg_tile_n(k, dp),
+                       attention_wg_stages(k, dp) != attention_stages(k, dp)
+                           ? fmt::format("{} K/V stage(s), ", attention_wg_stages(k, dp))
+                           : "",
                        attention_wgmma_min_blocks(k, dp), (attention_smem_bytes(k, dp) + 1023) / 1024);
     if (attention_f32_wgmma(k, dp, true))
       o += fmt::format(" (f32 on wgmma where a launch's entries average {} keys or more on compute capability 9: {} keys a tile, "
@@ -305,12 +312,13 @@ int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys) {
   const int padded = attention_sync_smem_bytes(k, dp, long_keys);
   if (k.elem == Elem::F32) {
     if (!attention_f32_wgmma(k, dp, long_keys)) return padded;
+    const int wns = attention_wg_stages(k, dp, long_keys);
     // f32 on tf32 wgmma: Q's tf32 parts (TM x DP each: big, and small for
     // 3xTF32), K's and V's raw stages, one tile's K small part and V's
     // transposed parts (big, small); from a 1024-byte boundary.
     const int parts = k.fp32 == Fp32Math::Split3xTf32 ? 2 : 1;
     const int bn = long_keys ? attention_long_tile_n(k, dp) : attention_wg_tile_n(k, dp);
-    return std::max(padded, (parts * attention_tile_m(k, dp) * dp + ns * 2 * bn * dp + (2 * parts - 1) * bn * dp) * 4 + 1024);
+    return std::max(padded, (parts * attention_tile_m(k, dp) * dp + wns * 2 * bn * dp + (2 * parts - 1) * bn * dp) * 4 + 1024);
   }
   if (!attention_wgmma(k, dp)) return padded;
   // wgmma's tiles: unpadded 128-byte swizzled lines, from a 1024-byte

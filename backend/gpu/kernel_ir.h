@@ -482,6 +482,12 @@ struct AttentionKernel {
   /// instantiations keep `stages`.
   std::vector<int> key_stages{2, 2, 2, 2};
   std::vector<int> long_key_stages{0, 0, 0, 0};
+  /// Per instantiation: f32's wgmma form's stages where they differ from
+  /// key_stages' (0: the same): 1 copies the next tile once S has read the
+  /// stage, so that its block's shared memory leaves room for one more
+  /// block an SM (head dim 64: 73 instead of 89 KB, 3 blocks). Not the
+  /// long-key instantiation's.
+  std::vector<int> wg_key_stages{0, 0, 0, 0};
   /// Per instantiation: the m16 tiles of query rows a warp owns (16 rows
   /// each; each K and V fragment read from shared memory feeds that many
   /// MMAs) and the warps of a block; their product x 16 is the query tile
@@ -699,6 +705,9 @@ int64_t attention_long_keys(const AttentionKernel& k, int dp);
 /// K's and V's shared-memory stages of the instantiation for head dim `dp`
 /// (its long-key one with `long_keys`; AttentionKernel::key_stages).
 int attention_stages(const AttentionKernel& k, int dp, bool long_keys = false);
+/// The stages of f32's wgmma form of that instantiation (wg_key_stages,
+/// else attention_stages).
+int attention_wg_stages(const AttentionKernel& k, int dp, bool long_keys = false);
 /// Dynamic shared memory of the instantiation for head dim `dp` (`long_keys`:
 /// its long-key one, AttentionKernel::long_key_tiles).
 int attention_smem_bytes(const AttentionKernel& k, int dp, bool long_keys = false);

@@ -333,9 +333,22 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
   // shared memory (1 KB of it reserved a block).
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
-    if (tune.stages) {
+    if (tune.stages == 1) {
+      // One stage: f32's wgmma form only (AttentionKernel::wg_key_stages).
+      if (attention_f32_wgmma(k, dp)) k.wg_key_stages[x] = 1;
+    } else if (tune.stages) {
       k.key_stages[x] = tune.stages;
       if (x < k.long_key_stages.size()) k.long_key_stages[x] = tune.stages;
+    } else if (attention_f32_wgmma(k, dp)) {
+      // f32's wgmma form: one stage where that buys a block an SM (head
+      // dim 64: 73 instead of 89 KB, 3 blocks instead of 2; head dim 128's
+      // 145 KB still one). Measured on an H200 (bench/RESULTS.md, session
+      // 34, B = 128): 1.04-1.16x on race, squad, wiki128, mnli and cola,
+      // full and causal -- the third block overlaps what one block's
+      // serialised iteration cannot.
+      const int two = attention_wgmma_min_blocks(k, dp);
+      k.wg_key_stages[x] = 1;
+      if (attention_wgmma_min_blocks(k, dp) <= two) k.wg_key_stages[x] = 0;
     }
     auto fits = [&](bool long_keys) { return attention_smem_fits(k, dp, attention_min_blocks(k, dp), long_keys); };
     while (k.key_stages[x] > 2 && !fits(false)) --k.key_stages[x];

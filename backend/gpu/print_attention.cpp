@@ -699,9 +699,13 @@ struct Printer {
       out += fmt::format("          q[e] = row < t_M && c + e < t_QD ? Qp[t_Q_base + row * t_Q_rs + (c + e) * t_Q_ds] : ({})0;\n", st);
       out += "      }\n    }\n  }\n";
     }
-    out += "  static_assert(NS >= 2, \"two stages at least\");\n"
-           "  const int64_t kt0 = next_needed(0);\n  int64_t kc = kt0;  // the next tile to copy\n"
-           "#pragma unroll\n  for (int s = 0; s < NS - 1; ++s) {\n"
+    // One stage (AttentionKernel::wg_key_stages) in f32's wgmma form only:
+    // the first tile copied here, each next one once every warp's S has
+    // read K's big parts from the stage (V's raw copy is read by then).
+    out += f32 ? "  static_assert(NS >= 2 || WG, \"two stages at least (one in the wgmma form)\");\n"
+               : "  static_assert(NS >= 2, \"two stages at least\");\n";
+    out += "  const int64_t kt0 = next_needed(0);\n  int64_t kc = kt0;  // the next tile to copy\n";
+    out += std::string("#pragma unroll\n  for (int s = 0; s < ") + (f32 ? "(NS > 1 ? NS - 1 : 1)" : "NS - 1") + "; ++s) {\n"
            "    if (kc < nkt) {\n      copy_kv(kc, s);\n      kc = next_needed(kc + 1);\n    }\n"
            "    dcc_cp_async_commit();\n  }\n";
     out += q_rows;
@@ -746,7 +750,8 @@ struct Printer {
     // computed); `wg`: the wgmma form (AttentionKernel::wgmma_dims).
     auto tile_loop = [&](bool wg) {
       out += "  int64_t kt = kt0;\n  int stage = 0, fill = NS - 1;  // tile kt's stage; the one the next copy fills\n";
-      out += "  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n    dcc_cp_async_wait<NS - 2>();\n";
+      out += std::string("  while (kt < nkt) {\n    const int64_t nxt = next_needed(kt + 1);\n    dcc_cp_async_wait<") +
+             (f32 ? "(NS > 1 ? NS - 2 : 0)" : "NS - 2") + ">();\n";
       // wgmma reads shared memory through the async proxy: the copies'
       // writes (generic proxy) are made visible to it before the barrier.
       if (wg) out += "    dcc_fence_proxy_async();\n";
@@ -760,7 +765,12 @@ struct Printer {
         // tile's copy, then S (the copy issued before the conversion, the
         // membar of the proxy fence after it waited for it: long-scoreboard
         // stalls there in ncu's samples, session 30).
-        out += attn_f32::convert(split()) + copy + attn_f32::wg_scores(split());
+        // One stage: the next tile's copy once every warp's S has read
+        // the stage (a barrier only where there is a next tile).
+        out += attn_f32::convert(split()) + "    if constexpr (NS > 1) {\n" + copy + "    }\n" + attn_f32::wg_scores(split()) +
+               "    if constexpr (NS == 1) {\n      if (kc < nkt) {\n"
+               "        __syncthreads();  // every warp's S has read K's parts in the stage\n"
+               "        copy_kv(kc, 0);\n        kc = next_needed(kc + 1);\n      }\n      dcc_cp_async_commit();\n    }\n";
         wg_ = true;
         tile_body();
         wg_ = false;

@@ -11,7 +11,7 @@ std::string print_attention_wrappers(const AttentionKernel& k) {
   // One __global__ wrapper per instantiation: threads, blocks an SM, the
   // dynamic shared memory and the body's template arguments.
   auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, const std::string& bn, int mt, int warps,
-                     int blocks, int wg_blocks, int smem, bool wg, int ns, bool qs) {
+                     int blocks, int wg_blocks, int smem, bool wg, const std::string& ns, bool qs) {
     // The wgmma build's register cap where it differs (attention_wgmma_min_blocks).
     const std::string bl =
         wg && wg_blocks != blocks ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wg_blocks, blocks) : std::to_string(blocks);
@@ -48,7 +48,10 @@ std::string print_attention_wrappers(const AttentionKernel& k) {
             attention_min_blocks(k, dp), attention_wgmma_min_blocks(k, dp),
             body.empty() ? attention_smem_bytes(k, dp) : attention_wide_smem_bytes(k),
             body.empty() && attention_wgmma(k, dp),
-            attention_stages(k, dp), body.empty() && attention_q_smem(k, dp));
+            wg && attention_wg_stages(k, dp) != attention_stages(k, dp)
+                ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", attention_wg_stages(k, dp), attention_stages(k, dp))
+                : std::to_string(attention_stages(k, dp)),
+            body.empty() && attention_q_smem(k, dp));
   };
   for (int dp : k.head_dims) {
     by_head_dim(fmt::format("d{}", dp), "", dp);
@@ -58,12 +61,12 @@ std::string print_attention_wrappers(const AttentionKernel& k) {
       wrapper(fmt::format("d{}L", dp), "", dp, fmt::format("(DCC_WGMMA != 0 ? {} : {})", bn, attention_tile_n(k, dp)),
               attention_m_tiles(k, dp), attention_warps(k, dp), attention_min_blocks(k, dp),
               attention_wgmma_min_blocks(k, dp, true), attention_smem_bytes(k, dp, true),
-              true, attention_stages(k, dp, true), attention_q_smem(k, dp, true));
+              true, std::to_string(attention_stages(k, dp, true)), attention_q_smem(k, dp, true));
   }
   // The split instantiation (AttentionKernel::split): warps share 16 rows.
   if (k.split)
     wrapper("dx", "_split", k.split, std::to_string(k.split_key_tile), 1, k.split_warps, 1, 1, attention_split_smem_bytes(k), false,
-            k.stages, false);
+            std::to_string(k.stages), false);
   // The streaming one (AttentionKernel::wide): head dim `wide`'s tiles;
   // blockIdx.y picks the output columns.
   if (k.wide) by_head_dim("dw", "_wide", k.wide);

@@ -497,8 +497,12 @@ void check_f32(const std::string& file, const std::string& fn, const Mod& mod, b
   EXPECT_EQ(b.cu.find("dcc_mma_tiles_tf32<1, 1>(part, qs, kb);") != std::string::npos, fp32 == gpu::Fp32Math::Split3xTf32)
       << "3xTF32 products exactly when asked";
   // The wgmma form (head dims 64 and 128; what an sm_90a build runs).
-  for (const char* text : {"dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vbd, ov));",
-                           "__body<64, 32, 1, 4, DCC_WGMMA != 0, 2>(launch", "__body<128, (DCC_WGMMA != 0 ? 32 : 16), 1, 4, DCC_WGMMA != 0, 2>(launch",
+  // Head dim 64's 3xTF32 wgmma build at one K/V stage (3 blocks an SM; one
+  // TF32 product fits 3 at two).
+  const char* d64 = fp32 == gpu::Fp32Math::Split3xTf32 ? "__body<64, 32, 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch"
+                                                       : "__body<64, 32, 1, 4, DCC_WGMMA != 0, 2>(launch";
+  for (const char* text : {"dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vbd, ov));", d64,
+                           "__body<128, (DCC_WGMMA != 0 ? 32 : 16), 1, 4, DCC_WGMMA != 0, 2>(launch",
                            "void dcc_wgmma_tf32<128>(", "void dcc_wgmma_ss_tf32<32>("})
     EXPECT_NE(b.cu.find(text), std::string::npos) << text;
   // Head dim 128's 3xTF32 wgmma build: 177 KB of shared memory, one block an SM (two with one TF32 product).
@@ -568,6 +572,28 @@ TEST(AttentionEmu, F32WgmmaTwoWarpgroups) {
   int checked = 0;
   const double worst = run(b, [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, checked, 0, true, 1e-6, false, &only);
   std::printf("mha_causal (f32, 3xtf32, two warpgroups a block): %d outputs, max |err| = %.4g\n", checked, worst);
+  EXPECT_GT(checked, 30000);
+}
+
+// One K/V stage in f32's wgmma form (--attention-stages=1, 3 blocks an SM
+// at head dim 64): the next tile's copy goes into the stage S has just
+// read, after a barrier; causal with sequences of 1 to 10 key tiles (and a
+// query tile with no needed key tile skipped), so that a copy issued too
+// early or a missing barrier shows as a wrong tile.
+TEST(AttentionEmu, F32WgmmaOneStage) {
+  Built b;
+  gpu::AttentionTuning tune;
+  tune.stages = 1;
+  build("mha_causal.toy", read(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, tune, true);
+  ASSERT_TRUE(b.entry);
+  for (const char* text : {"__body<64, 32, 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch",
+                           "__launch_bounds__(128, 3) mha_causal__k0__d64(",
+                           "__syncthreads();  // every warp's S has read K's parts in the stage"})
+    EXPECT_NE(b.cu.find(text), std::string::npos) << text;
+  const std::vector<Case> only{{{0, 1, 17, 5, 3, 0}, {3, 0, 17, 9, 1, 0}, 2, 64}, {{300, 130, 70}, {290, 130, 75}, 1, 64}};
+  int checked = 0;
+  const double worst = run(b, [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, checked, 0, true, 1e-6, false, &only);
+  std::printf("mha_causal (f32, 3xtf32, one K/V stage): %d outputs, max |err| = %.4g\n", checked, worst);
   EXPECT_GT(checked, 30000);
 }
 
