@@ -171,8 +171,9 @@ options:
   --attention-f32-wgmma=on|off|all
                      likewise: whether f32 attention (3xTF32 or TF32)
                      runs S and P V on tf32 wgmma where the CUDA code is
-                     built for sm_90a: head dim 64 (on, the default),
-                     64 and 128 (all), or on mma.sync everywhere (off)
+                     built for sm_90a: head dims 64 and 128 (on, the
+                     default; `all` is the same: head dim 128 joined it),
+                     or on mma.sync everywhere (off)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
                      /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
@@ -389,7 +390,6 @@ int parse_args(int argc, char** argv, Options& o) {
       std::string v = a.substr(22);
       if (v != "on" && v != "off" && v != "all") return usage_error("bad --attention-f32-wgmma `" + v + "`; expected on, off or all");
       o.cuda.attention.f32_wgmma = v != "off";
-      o.cuda.attention.f32_wgmma_all = v == "all";
     } else if (a == "--check") {
       o.emit.clear();
     } else if (a.rfind("--docs-name=", 0) == 0) {

@@ -260,9 +260,12 @@ std::string attention_instances(const AttentionKernel& k) {
                        attention_wgmma_min_blocks(k, dp), (attention_smem_bytes(k, dp) + 1023) / 1024);
     if (attention_f32_wgmma(k, dp, true))
       o += fmt::format(" (f32 on wgmma where a launch's entries average {} keys or more on compute capability 9: {} keys a tile, "
-                       "{} block(s) an SM, {} KB of shared memory)",
-                       attention_long_keys(k, dp), attention_long_tile_n(k, dp), attention_wgmma_min_blocks(k, dp, true),
-                       (attention_smem_bytes(k, dp, true) + 1023) / 1024);
+                       "{}{} block(s) an SM, {} KB of shared memory)",
+                       attention_long_keys(k, dp), attention_long_tile_n(k, dp),
+                       attention_wg_stages(k, dp, true) != attention_stages(k, dp)
+                           ? fmt::format("{} K/V stage(s), ", attention_wg_stages(k, dp, true))
+                           : "",
+                       attention_wgmma_min_blocks(k, dp, true), (attention_smem_bytes(k, dp, true) + 1023) / 1024);
     else if (attention_long_tile_n(k, dp))
       o += fmt::format(" ({} keys a tile and {} stages with wgmma where a launch's entries average {} keys or more on "
                        "compute capability 9{})",

@@ -421,9 +421,8 @@ struct AttentionTuning {
   /// `dccc --attention-unmasked`).
   bool unmasked = true;
   /// f32 attention on tf32 wgmma where built for sm_90a (AttentionKernel::
-  /// wgmma_dims; `dccc --attention-f32-wgmma`): head dim 64, or with
-  /// f32_wgmma_all also 128.
-  bool f32_wgmma = true, f32_wgmma_all = false;
+  /// wgmma_dims; `dccc --attention-f32-wgmma`): head dims 64 and 128.
+  bool f32_wgmma = true;
   /// 16-bit paired output stores through shared memory (AttentionKernel::
   /// PairStore::staged, `dccc --attention-staged-stores`).
   bool staged_stores = true;
@@ -485,8 +484,9 @@ struct AttentionKernel {
   /// Per instantiation: f32's wgmma form's stages where they differ from
   /// key_stages' (0: the same): 1 copies the next tile once S has read the
   /// stage, so that its block's shared memory leaves room for one more
-  /// block an SM (head dim 64: 73 instead of 89 KB, 3 blocks). Not the
-  /// long-key instantiation's.
+  /// block an SM (head dim 64: 73 instead of 89 KB, 3 blocks; head dim 128
+  /// at 16 keys: 105 instead of 120 KB, 2 blocks). Not the long-key
+  /// instantiation's (f32 has none).
   std::vector<int> wg_key_stages{0, 0, 0, 0};
   /// Per instantiation: the m16 tiles of query rows a warp owns (16 rows
   /// each; each K and V fragment read from shared memory feeds that many

@@ -173,6 +173,12 @@ __device__ __forceinline__ uint64_t dcc_wgmma_desc(uint32_t addr, uint32_t lbo, 
   return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
          ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | ((uint64_t)1 << 62);
 }
+// The same with 64-byte swizzle (mode 2: 64-byte lines, eight of them the
+// swizzle's period; f32 attention's V transposed at 16 keys a tile).
+__device__ __forceinline__ uint64_t dcc_wgmma_desc64(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
+         ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | ((uint64_t)2 << 62);
+}
 // The descriptor of the matrix `bytes` further on: the start address field
 // is the low 14 bits (address >> 4); a shared address stays below 2^18
 // (the 256 KB window), so the sum cannot carry out of the field. One add

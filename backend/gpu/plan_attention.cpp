@@ -270,39 +270,30 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       k.wgmma_dims.push_back(dp);
     // f32 (3xTF32 or TF32) on tf32 wgmma: one warpgroup (64 rows; two,
     // 128 rows sharing each key tile's parts, when --attention-tiles forces 8
-    // warps: 0.58-0.94x of one on an H200, session 31), keys
-    // a multiple of 32 a tile (V's transposed tile: 128-byte lines of 32
-    // keys); 32 unless forced. Q's tf32 parts in shared memory, K's small
-    // part and V's transposed parts made once a tile by the block
-    // (docs/cuda.md, "f32 on tf32 wgmma"). Head dim 64 (88 KB of shared
-    // memory: 2 blocks an SM), measured on an H200 (bench/RESULTS.md,
-    // session 29): 1.19-1.46x the mma.sync form on race, squad and
-    // wiki128, 1.00-1.07x on mnli and cola. Head dim 128's form (177 KB:
-    // one block an SM) is the long-key instantiation
-    // (AttentionKernel::long_key_tiles), taken where a launch's entries
-    // average one key tile (32 keys) or more, unless
-    // --attention-f32-wgmma=all makes it the only one: with the divisions
-    // corrected from reciprocals (session 30) it ran 1.41-1.46x the
-    // mma.sync form on wiki128 (entries of 117 keys on average), 1.05-1.06x
-    // on mnli (43), 1.6-1.7x on race and squad, but 0.85-0.90x on cola (13).
-    // (Session 29, before that: 0.66-0.97x on wiki128, mnli and cola, and
-    // the threshold 192 keys.)
-    // A forced key tile (--attention-tiles) of 32, 64 or 128 keys whose
-    // block fits an SM's shared memory (head dim 64 at 128 keys: 257 KB does
-    // not) keeps the form; others keep mma.sync.
-    const int wg_keys = tune.key_tile ? tune.key_tile : 32;
+    // warps: 0.58-0.94x of one on an H200, session 31); keys a tile a
+    // multiple of 32 (V's transposed tile: 128-byte lines of 32 keys) or 16
+    // (64-byte lines). Q's tf32 parts in shared memory, K's small part and
+    // V's transposed parts made once a tile by the block (docs/cuda.md,
+    // "f32 on tf32 wgmma"). Head dim 64 at 32 keys a tile, head dim 128 at
+    // 16: with one K/V stage (below) 73 KB and 3 blocks an SM, 105 KB and 2.
+    // Measured on an H200 (bench/RESULTS.md): head dim 64 1.19-1.46x the
+    // mma.sync form on race, squad and wiki128, 1.00-1.07x on mnli and cola
+    // (session 29, two stages); head dim 128 at 16 keys and 2 blocks 0.99-1.45x
+    // its 32-key, one-block form on race, squad, wiki128 and mnli, 1.60-1.62x
+    // the mma.sync form on cola (session 34). Until session 34 head dim 128's
+    // form was 177 KB, one block an SM, and a long-key instantiation for
+    // launches whose entries averaged 32 keys or more (0.85-0.90x the
+    // mma.sync form on cola). A forced key tile (--attention-tiles) of 16,
+    // 32, 64 or 128 keys whose block fits an SM's shared memory (head dim 64
+    // at 128 keys: 257 KB does not) keeps the form; others keep mma.sync.
+    const int wg_keys = tune.key_tile ? tune.key_tile : dp == 128 ? 16 : 32;
     if (*et == Elem::F32 && tune.f32_wgmma && (dp == 64 || dp == 128) && (k.warps[x] == 4 || k.warps[x] == 8) && k.m_tiles[x] == 1 &&
-        (wg_keys == 32 || wg_keys == 64 || wg_keys == 128)) {
-      if (dp == 64 || tune.f32_wgmma_all) {
-        k.wgmma_dims.push_back(dp);
-        if (wg_keys != k.key_tiles[x]) k.wg_key_tiles[x] = wg_keys;
-        if (attention_smem_bytes(k, dp) + 1024 > 228 * 1024) {
-          k.wgmma_dims.pop_back();
-          k.wg_key_tiles[x] = 0;
-        }
-      } else if (!tune.key_tile) {
-        k.long_key_tiles[x] = wg_keys;
-        k.long_keys[x] = wg_keys;
+        (wg_keys == 16 || wg_keys == 32 || wg_keys == 64 || wg_keys == 128)) {
+      k.wgmma_dims.push_back(dp);
+      if (wg_keys != k.key_tiles[x]) k.wg_key_tiles[x] = wg_keys;
+      if (attention_smem_bytes(k, dp) + 1024 > 228 * 1024) {
+        k.wgmma_dims.pop_back();
+        k.wg_key_tiles[x] = 0;
       }
     }
   }
@@ -341,8 +332,8 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       if (x < k.long_key_stages.size()) k.long_key_stages[x] = tune.stages;
     } else if (attention_f32_wgmma(k, dp)) {
       // f32's wgmma form: one stage where that buys a block an SM (head
-      // dim 64: 73 instead of 89 KB, 3 blocks instead of 2; head dim 128's
-      // 145 KB still one). Measured on an H200 (bench/RESULTS.md, session
+      // dim 64: 73 instead of 89 KB, 3 blocks instead of 2; head dim 128 at
+      // 16 keys: 105 instead of 120 KB, 2 blocks instead of 1). Measured on an H200 (bench/RESULTS.md, session
       // 34, B = 128): 1.04-1.16x on race, squad, wiki128, mnli and cola,
       // full and causal -- the third block overlaps what one block's
       // serialised iteration cannot.
@@ -350,6 +341,7 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
       k.wg_key_stages[x] = 1;
       if (attention_wgmma_min_blocks(k, dp) <= two) k.wg_key_stages[x] = 0;
     }
+
     auto fits = [&](bool long_keys) { return attention_smem_fits(k, dp, attention_min_blocks(k, dp), long_keys); };
     while (k.key_stages[x] > 2 && !fits(false)) --k.key_stages[x];
     // A forced tile (--attention-tiles) whose blocks' shared memory does not

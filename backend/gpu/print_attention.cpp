@@ -553,7 +553,7 @@ struct Printer {
     out += fmt::format("  constexpr int LINE = LW + {}, NT = BN / 8, DT = DP / 8, KQ = DP / {}, VE = {};  // VE: elements a 16-byte copy\n",
                        k.pad, f32 ? 8 : 16, f32 ? 4 : 8);
     if (f32 && !wide_ && !split_)
-      out += "  static_assert(!WG || (MT == 1 && WARPS % 4 == 0 && DP % 32 == 0 && BN % 32 == 0), \"f32 wgmma: warpgroups of 16-row warps\");\n";
+      out += "  static_assert(!WG || (MT == 1 && WARPS % 4 == 0 && DP % 32 == 0 && (BN % 32 == 0 || BN == 16)), \"f32 wgmma: warpgroups of 16-row warps\");\n";
     else if (f32 || wide_ || split_) out += "  static_assert(!WG, \"wgmma: the 16-bit one-warpgroup body only\");\n";
     else out += "  static_assert(!WG || (MT == 1 && WARPS % 4 == 0 && DP % 64 == 0 && BN % 16 == 0), \"wgmma: warpgroups of 16-row warps\");\n";
     // A stage of K or V: lines of LINE elements, or with wgmma 128-byte
@@ -564,6 +564,15 @@ struct Printer {
     out += "  auto swz_at = [](int lines, int r, int c) -> int {  // line r, column c of a swizzled tile of `lines` lines\n";
     out += f32 ? "    return (c >> 5) * (lines * 32) + r * 32 + ((((c & 31) >> 2) ^ (r & 7)) << 2) + (c & 3);\n  };\n  (void)swz_at;\n"
                : "    return (c >> 6) * (lines * 64) + r * 64 + ((((c & 63) >> 3) ^ (r & 7)) << 3) + (c & 7);\n  };\n  (void)swz_at;\n";
+    // f32's V transposed ([d][key] lines): 128-byte swizzled lines of 32
+    // keys, or at 16 keys a tile 64-byte lines (16-byte chunk bits XOR line
+    // bits 1-2: the 64-byte swizzle, period 8 lines), so that 16 keys take
+    // half the space.
+    if (f32)
+      out += "  constexpr int VW = BN >= 32 ? 32 : 16;  // V transposed: keys a line\n"
+             "  auto vt_at = [&](int r, int c) -> int {  // line (column of V) r, key slot c of V transposed\n"
+             "    if constexpr (VW == 32) return swz_at(DP, r, c);\n"
+             "    else return r * 16 + (((c >> 2) ^ ((r >> 1) & 3)) << 2) + (c & 3);\n  };\n  (void)vt_at;\n";
     out += "  auto kv_at = [&](int r, int c) -> int {  // line r, column c of a stage\n"
            "    if constexpr (WG) return swz_at(BN, r, c);\n"
            "    else return r * LINE + c;\n  };\n  (void)kv_at;\n";

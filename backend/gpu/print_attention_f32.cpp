@@ -171,7 +171,7 @@ std::string convert(bool split) {
   out += split ? "      dcc_st_split_tf32x4_fast(&ks[at], &Kl[at], kx[it]);\n" : "      dcc_st_tf32x4(&ks[at], kx[it]);\n";
   out += "      const float v[4] = {vx[it].x, vx[it].y, vx[it].z, vx[it].w};\n";
   out += "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n"
-         "        const int vt = CS % 8 == 0 ? swz_at(DP, c0 + e, slot) + it * CS * 32 : swz_at(DP, c + e, slot);\n";
+         "        const int vt = CS % 8 == 0 ? vt_at(c0 + e, slot) + it * CS * VW : vt_at(c + e, slot);\n";
   out += (split ? "        const float b = dcc_tf32_big(v[e]);\n        Vb[vt] = b;\n        Vl[vt] = v[e] - b;\n"
                   : "        Vb[vt] = __uint_as_float(dcc_tf32(v[e]));\n");
   out += "      }\n    }\n    }\n    dcc_fence_proxy_async();\n    __syncthreads();  // the tile's tf32 parts are in\n";
@@ -220,10 +220,12 @@ std::string pv_wg(bool split) {
                  : "#pragma unroll\n      for (int r = 0; r < 4; ++r) {\n        pb[kc][r] = dcc_tf32(pr[r]);\n";
   out += "      }\n    }\n";
   out += "    float part[DT][4];\n#pragma unroll\n    for (int dt = 0; dt < DT; ++dt)\n      for (int e = 0; e < 4; ++e) part[dt][e] = 0.0f;\n";
-  out += "    const uint64_t vbd = dcc_wgmma_desc(vb_u32, 16, 1024);\n";
-  if (split) out += "    const uint64_t vld = dcc_wgmma_desc(vl_u32, 16, 1024);\n";
+  // V transposed's lines: 128 bytes (8 of them 1024, the descriptor's
+  // stride), or 64 at 16 keys a tile (64-byte swizzle, stride 512).
+  out += "    const uint64_t vbd = VW == 32 ? dcc_wgmma_desc(vb_u32, 16, 1024) : dcc_wgmma_desc64(vb_u32, 16, 512);\n";
+  if (split) out += "    const uint64_t vld = VW == 32 ? dcc_wgmma_desc(vl_u32, 16, 1024) : dcc_wgmma_desc64(vl_u32, 16, 512);\n";
   out += "    dcc_wgmma_keep<DT * 4>(&part[0][0]);\n    dcc_wgmma_fence();\n";
-  out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n      const uint32_t ov = (kc >> 2) * (DP * 128) + (kc & 3) * 32;\n";
+  out += "#pragma unroll\n    for (int kc = 0; kc < NT; ++kc) {\n      const uint32_t ov = (kc / (VW / 8)) * (DP * VW * 4) + (kc % (VW / 8)) * 32;\n";
   if (split) {
     out += "      dcc_wgmma_tf32<DP>(&part[0][0], ps[kc], dcc_wgmma_desc_at(vbd, ov));\n";
     out += "      dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vld, ov));\n";

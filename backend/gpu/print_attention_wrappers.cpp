@@ -61,7 +61,11 @@ std::string print_attention_wrappers(const AttentionKernel& k) {
       wrapper(fmt::format("d{}L", dp), "", dp, fmt::format("(DCC_WGMMA != 0 ? {} : {})", bn, attention_tile_n(k, dp)),
               attention_m_tiles(k, dp), attention_warps(k, dp), attention_min_blocks(k, dp),
               attention_wgmma_min_blocks(k, dp, true), attention_smem_bytes(k, dp, true),
-              true, std::to_string(attention_stages(k, dp, true)), attention_q_smem(k, dp, true));
+              true,
+              attention_wg_stages(k, dp, true) != attention_stages(k, dp, true)
+                  ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", attention_wg_stages(k, dp, true), attention_stages(k, dp, true))
+                  : std::to_string(attention_stages(k, dp, true)),
+              attention_q_smem(k, dp, true));
   }
   // The split instantiation (AttentionKernel::split): warps share 16 rows.
   if (k.split)

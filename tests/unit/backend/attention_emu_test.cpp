@@ -489,7 +489,6 @@ void check_f32(const std::string& file, const std::string& fn, const Mod& mod, b
   SCOPED_TRACE(fn + " " + gpu::fp32_math_name(fp32) + (sm90a ? " sm_90a" : ""));
   Built b;
   gpu::AttentionTuning tune;
-  tune.f32_wgmma_all = true;  // head dim 128 too (the test's cases run both)
   build(file, read(std::string(DCCC_EXAMPLES_DIR "/") + file), fn, b, fp32, tune, sm90a);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
@@ -497,17 +496,19 @@ void check_f32(const std::string& file, const std::string& fn, const Mod& mod, b
   EXPECT_EQ(b.cu.find("dcc_mma_tiles_tf32<1, 1>(part, qs, kb);") != std::string::npos, fp32 == gpu::Fp32Math::Split3xTf32)
       << "3xTF32 products exactly when asked";
   // The wgmma form (head dims 64 and 128; what an sm_90a build runs).
-  // Head dim 64's 3xTF32 wgmma build at one K/V stage (3 blocks an SM; one
-  // TF32 product fits 3 at two).
-  const char* d64 = fp32 == gpu::Fp32Math::Split3xTf32 ? "__body<64, 32, 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch"
-                                                       : "__body<64, 32, 1, 4, DCC_WGMMA != 0, 2>(launch";
-  for (const char* text : {"dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vbd, ov));", d64,
-                           "__body<128, (DCC_WGMMA != 0 ? 32 : 16), 1, 4, DCC_WGMMA != 0, 2>(launch",
-                           "void dcc_wgmma_tf32<128>(", "void dcc_wgmma_ss_tf32<32>("})
+  // 3xTF32's wgmma builds at one K/V stage (head dim 64: 32 keys a tile, 3
+  // blocks an SM; 128: 16 keys, V transposed in 64-byte lines, 2 blocks);
+  // one TF32 product fits as many blocks at two stages.
+  const bool split = fp32 == gpu::Fp32Math::Split3xTf32;
+  const char* d64 = split ? "__body<64, 32, 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch"
+                          : "__body<64, 32, 1, 4, DCC_WGMMA != 0, 2>(launch";
+  const char* d128 = split ? "__body<128, 16, 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch"
+                           : "__body<128, 16, 1, 4, DCC_WGMMA != 0, 2>(launch";
+  for (const char* text : {"dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vbd, ov));", d64, d128,
+                           "void dcc_wgmma_tf32<128>(", "void dcc_wgmma_ss_tf32<32>(", "void dcc_wgmma_ss_tf32<16>(",
+                           "dcc_wgmma_desc64(vb_u32, 16, 512)"})
     EXPECT_NE(b.cu.find(text), std::string::npos) << text;
-  // Head dim 128's 3xTF32 wgmma build: 177 KB of shared memory, one block an SM (two with one TF32 product).
-  EXPECT_EQ(b.cu.find("__launch_bounds__(128, (DCC_WGMMA != 0 ? 1 : 2)) " + fn + "__k0__d128(") != std::string::npos,
-            fp32 == gpu::Fp32Math::Split3xTf32);
+  EXPECT_NE(b.cu.find("__launch_bounds__(128, 2) " + fn + "__k0__d128("), std::string::npos);
   EXPECT_EQ(b.cu.find("dcc_wgmma_ss_tf32<BN>(&sp[kq >> 2][0][0], dcc_wgmma_desc_at(qld, oq)") != std::string::npos,
             fp32 == gpu::Fp32Math::Split3xTf32);
   EXPECT_EQ(b.cu.find("if (!any) return false;") != std::string::npos, skips_tiles);
@@ -530,20 +531,16 @@ TEST(AttentionEmu, MhaF32Wgmma) {
   check_f32("mha.toy", "mha", [](double s, int, int) { return s; }, false, gpu::Fp32Math::Tf32, 5e-3, true, true);
   check_f32("mha_causal.toy", "mha_causal", [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true,
             gpu::Fp32Math::Split3xTf32, 1e-6, true, true);
-  // The planner's defaults: head dim 128 keeps mma.sync for its short-key
-  // launches; its wgmma form is the long-key instantiation, taken where the
-  // entries average a key tile (32 keys) or more (here 300 and 280).
+  // The planner's defaults: head dim 128's wgmma form (16 keys a tile) for
+  // every launch, no long-key instantiation; here 19 key tiles a sequence.
   Built b;
   build("mha.toy", read(DCCC_EXAMPLES_DIR "/mha.toy"), "mha", b, gpu::Fp32Math::Split3xTf32, {}, true);
   ASSERT_TRUE(b.entry);
-  for (const char* text : {"__body<128, 16, 1, 4, false, 2>(launch", "__launch_bounds__(128, (DCC_WGMMA != 0 ? 1 : 2)) mha__k0__d128L(",
-                           "__body<128, (DCC_WGMMA != 0 ? 32 : 16), 1, 4, DCC_WGMMA != 0, 2>(launch",
-                           "dmax <= 128 && tv->kmean >= 32 && dcc__cc_major() == 9"})
-    EXPECT_NE(b.cu.find(text), std::string::npos) << text;
+  EXPECT_EQ(b.cu.find("d128L"), std::string::npos);
   const std::vector<Case> long_keys{{{40, 3}, {300, 280}, 1, 128}};
   int checked = 0;
   const double worst = run(b, [](double s, int, int) { return s; }, checked, 0, true, 1e-6, false, &long_keys);
-  std::printf("mha (f32, 3xtf32, head dim 128's long-key wgmma form): %d outputs, max |err| = %.4g\n", checked, worst);
+  std::printf("mha (f32, 3xtf32, head dim 128's wgmma form, long keys): %d outputs, max |err| = %.4g\n", checked, worst);
   EXPECT_GT(checked, 5000);
   // Head dim 62 in the head-dim-64 wgmma form: Q's tile read element by
   // element (rows not 16-byte aligned) and the output stored by column

@@ -351,14 +351,19 @@ inline void dcc_emu_mbar_wait(uint32_t bar, uint32_t parity) {
 // start + (mn / 64) LBO + (k / 8) SBO + (k % 8) 128 + 2 (mn % 64); then the
 // 16-byte chunk bits [4, 7) XOR bits [7, 10).
 // `bytes` = 4: a 32-bit (tf32) element, K-major only (start + (mn / 8) SBO +
-// (mn % 8) 128 + 4 k).
+// (mn % 8) 128 + 4 k). Swizzle mode 2 (64-byte lines, K-major 32-bit only:
+// f32 attention's V transposed at 16 keys a tile): start + (mn / 8) SBO +
+// (mn % 8) 64 + 4 k, then bits [4, 6) XOR bits [7, 9).
 inline uint32_t dcc_emu_desc_elem(uint64_t desc, int mn, int k, bool mn_major, int bytes = 2) {
-  if ((desc >> 62) != 1 || ((desc >> 49) & 7) != 0 || (bytes == 4 && mn_major)) std::abort();
+  const uint64_t mode = desc >> 62;
+  if ((mode != 1 && !(mode == 2 && bytes == 4)) || ((desc >> 49) & 7) != 0 || (bytes == 4 && mn_major)) std::abort();
   const uint32_t start = static_cast<uint32_t>(desc & 0x3FFF) << 4, lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4,
                  sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFF) << 4;
+  const uint32_t line = mode == 1 ? 128 : 64;
+  if (bytes * k >= static_cast<int>(line)) std::abort();
   uint32_t off = mn_major ? start + (mn / 64) * lbo + (k / 8) * sbo + (k % 8) * 128 + 2 * (mn % 64)
-                          : start + (mn / 8) * sbo + (mn % 8) * 128 + bytes * k;
-  off ^= ((off >> 7) & 7) << 4;
+                          : start + (mn / 8) * sbo + (mn % 8) * line + bytes * k;
+  off ^= mode == 1 ? ((off >> 7) & 7) << 4 : ((off >> 7) & 3) << 4;
   if (off + bytes > (1u << 18)) std::abort();
   if (bytes == 4) {
     uint32_t w;
