@@ -240,7 +240,7 @@ int attention_stages(const AttentionKernel& k, int dp, bool long_keys) {
   return s ? s : per_instance(k, k.key_stages, dp, k.stages);
 }
 int attention_wg_stages(const AttentionKernel& k, int dp, bool long_keys) {
-  const int s = long_keys ? 0 : per_instance(k, k.wg_key_stages, dp, 0);
+  const int s = per_instance(k, long_keys ? k.long_wg_key_stages : k.wg_key_stages, dp, 0);
   return s ? s : attention_stages(k, dp, long_keys);
 }
 std::string attention_instances(const AttentionKernel& k) {
@@ -341,6 +341,7 @@ bool attention_smem_fits(const AttentionKernel& k, int dp, int blocks, bool long
 int attention_wgmma_min_blocks(const AttentionKernel& k, int dp, bool long_keys) {
   int b = attention_min_blocks(k, dp);
   if (attention_f32_wgmma(k, dp, long_keys)) {
+    b = std::max(b, per_instance(k, k.wg_min_blocks, dp, 0));
     while (b > 1 && b * (attention_smem_bytes(k, dp, long_keys) + 1024) > 228 * 1024) --b;
     return b;
   }

@@ -485,9 +485,16 @@ struct AttentionKernel {
   /// key_stages' (0: the same): 1 copies the next tile once S has read the
   /// stage, so that its block's shared memory leaves room for one more
   /// block an SM (head dim 64: 73 instead of 89 KB, 3 blocks; head dim 128
-  /// at 16 keys: 105 instead of 120 KB, 2 blocks). Not the long-key
-  /// instantiation's (f32 has none).
+  /// at 16 keys: 105 instead of 120 KB, 2 blocks).
   std::vector<int> wg_key_stages{0, 0, 0, 0};
+  /// The same for the long-key instantiation's wgmma form (its mma.sync
+  /// build keeps key_stages').
+  std::vector<int> long_wg_key_stages{0, 0, 0, 0};
+  /// Per instantiation: the blocks an SM the wgmma form's registers are
+  /// capped for where more than min_blocks (0: min_blocks'; f32's head dim
+  /// 64 at 16 keys a tile: 4); attention_wgmma_min_blocks takes fewer where
+  /// its shared memory does not fit them.
+  std::vector<int> wg_min_blocks{0, 0, 0, 0};
   /// Per instantiation: the m16 tiles of query rows a warp owns (16 rows
   /// each; each K and V fragment read from shared memory feeds that many
   /// MMAs) and the warps of a block; their product x 16 is the query tile

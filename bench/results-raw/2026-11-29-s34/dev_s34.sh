@@ -94,3 +94,23 @@ if [[ $PART == g ]]; then
     timeout 540 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.ExamplesMatch*' > $R/${P}gpu_test.txt 2>&1
   echo "gpu tests rc=$?"; grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|Failure" $R/${P}gpu_test.txt | tail -8
 fi
+if [[ $PART == h ]]; then
+  # build-var/s34/h (build_h.sh): f32 head dim 64 at 16 keys, 4 blocks an SM
+  # for short launches, d64L (32 keys, 3 blocks) for the rest (new), against
+  # 32 keys everywhere (base).
+  cd build-var/s34/h || exit 1
+  check new f32
+  sanitize new f32 memcheck 13,1,0,7,40
+  sanitize new f32 racecheck 13,1,0,7,40
+  sanitize new f32 racecheck 300,0,1,17,70
+  timeout 200 python3 bench_fused.py --dir new --dtype f32 --seqlens seqlens --reps 10 --flush-l2 --D 64 \
+    --variants base=base --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
+  echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
+fi
+if [[ $PART == i ]]; then
+  # build-var/s34/i (build_i.sh): the final f32 table in one run.
+  cd build-var/s34/i || exit 1
+  timeout 420 python3 bench_fused.py --dir new --dtype f32 --seqlens seqlens --reps 10 --flush-l2 \
+    --variants base=base --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
+  echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
+fi

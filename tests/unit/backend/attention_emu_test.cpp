@@ -496,12 +496,13 @@ void check_f32(const std::string& file, const std::string& fn, const Mod& mod, b
   EXPECT_EQ(b.cu.find("dcc_mma_tiles_tf32<1, 1>(part, qs, kb);") != std::string::npos, fp32 == gpu::Fp32Math::Split3xTf32)
       << "3xTF32 products exactly when asked";
   // The wgmma form (head dims 64 and 128; what an sm_90a build runs).
-  // 3xTF32's wgmma builds at one K/V stage (head dim 64: 32 keys a tile, 3
-  // blocks an SM; 128: 16 keys, V transposed in 64-byte lines, 2 blocks);
-  // one TF32 product fits as many blocks at two stages.
+  // 3xTF32's wgmma builds at one K/V stage (head dim 64: 16 keys a tile, 4
+  // blocks an SM, and 32 keys, 3 blocks, for entries of 32 keys or more on
+  // average; 128: 16 keys, V transposed in 64-byte lines, 2 blocks); one
+  // TF32 product fits as many blocks at two stages.
   const bool split = fp32 == gpu::Fp32Math::Split3xTf32;
-  const char* d64 = split ? "__body<64, 32, 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch"
-                          : "__body<64, 32, 1, 4, DCC_WGMMA != 0, 2>(launch";
+  const char* d64 = split ? "__body<64, (DCC_WGMMA != 0 ? 16 : 32), 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch"
+                          : "__body<64, (DCC_WGMMA != 0 ? 16 : 32), 1, 4, DCC_WGMMA != 0, 2>(launch";
   const char* d128 = split ? "__body<128, 16, 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch"
                            : "__body<128, 16, 1, 4, DCC_WGMMA != 0, 2>(launch";
   for (const char* text : {"dcc_wgmma_tf32<DP>(&part[0][0], pb[kc], dcc_wgmma_desc_at(vbd, ov));", d64, d128,
@@ -583,8 +584,13 @@ TEST(AttentionEmu, F32WgmmaOneStage) {
   tune.stages = 1;
   build("mha_causal.toy", read(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, tune, true);
   ASSERT_TRUE(b.entry);
-  for (const char* text : {"__body<64, 32, 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch",
-                           "__launch_bounds__(128, 3) mha_causal__k0__d64(",
+  // Head dim 64's two wgmma instantiations: 16 keys a tile, 4 blocks an SM
+  // (entries under 32 keys on average: the first case), and 32 keys, 3
+  // blocks (the second).
+  for (const char* text : {"__body<64, (DCC_WGMMA != 0 ? 16 : 32), 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch",
+                           "__launch_bounds__(128, (DCC_WGMMA != 0 ? 4 : 3)) mha_causal__k0__d64(",
+                           "__body<64, (DCC_WGMMA != 0 ? 32 : 32), 1, 4, DCC_WGMMA != 0, (DCC_WGMMA != 0 ? 1 : 2)>(launch",
+                           "__launch_bounds__(128, 3) mha_causal__k0__d64L(",
                            "__syncthreads();  // every warp's S has read K's parts in the stage"})
     EXPECT_NE(b.cu.find(text), std::string::npos) << text;
   const std::vector<Case> only{{{0, 1, 17, 5, 3, 0}, {3, 0, 17, 9, 1, 0}, 2, 64}, {{300, 130, 70}, {290, 130, 75}, 1, 64}};
