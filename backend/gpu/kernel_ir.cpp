@@ -247,6 +247,11 @@ std::string attention_instances(const AttentionKernel& k) {
   std::string o;
   for (size_t x = 0; x < k.head_dims.size(); ++x) {
     const int dp = k.head_dims[x];
+    // f32's wgmma stages where they differ from the instantiation's.
+    auto wg_stages = [&](bool long_keys) {
+      const int s = attention_wg_stages(k, dp, long_keys);
+      return s != attention_stages(k, dp) ? fmt::format("{} K/V stage(s), ", s) : std::string();
+    };
     o += fmt::format("{}head dim {}: {} query rows x {} keys a tile, {} warps of {} rows, {} block(s) an SM, {} K/V stages",
                      x ? "; " : "", dp, attention_tile_m(k, dp), attention_tile_n(k, dp), attention_warps(k, dp),
                      16 * attention_m_tiles(k, dp), attention_min_blocks(k, dp), attention_stages(k, dp));
@@ -254,18 +259,12 @@ std::string attention_instances(const AttentionKernel& k) {
       o += fmt::format(", Q in shared memory and {} blocks an SM with wgmma", attention_wgmma_min_blocks(k, dp));
     if (attention_f32_wgmma(k, dp))
       o += fmt::format(" ({} keys a tile, {}{} block(s) an SM and {} KB of shared memory with wgmma)", attention_wg_tile_n(k, dp),
-                       attention_wg_stages(k, dp) != attention_stages(k, dp)
-                           ? fmt::format("{} K/V stage(s), ", attention_wg_stages(k, dp))
-                           : "",
-                       attention_wgmma_min_blocks(k, dp), (attention_smem_bytes(k, dp) + 1023) / 1024);
+                       wg_stages(false), attention_wgmma_min_blocks(k, dp), (attention_smem_bytes(k, dp) + 1023) / 1024);
     if (attention_f32_wgmma(k, dp, true))
       o += fmt::format(" (f32 on wgmma where a launch's entries average {} keys or more on compute capability 9: {} keys a tile, "
                        "{}{} block(s) an SM, {} KB of shared memory)",
                        attention_long_keys(k, dp), attention_long_tile_n(k, dp),
-                       attention_wg_stages(k, dp, true) != attention_stages(k, dp)
-                           ? fmt::format("{} K/V stage(s), ", attention_wg_stages(k, dp, true))
-                           : "",
-                       attention_wgmma_min_blocks(k, dp, true), (attention_smem_bytes(k, dp, true) + 1023) / 1024);
+                       wg_stages(true), attention_wgmma_min_blocks(k, dp, true), (attention_smem_bytes(k, dp, true) + 1023) / 1024);
     else if (attention_long_tile_n(k, dp))
       o += fmt::format(" ({} keys a tile and {} stages with wgmma where a launch's entries average {} keys or more on "
                        "compute capability 9{})",

@@ -168,17 +168,15 @@ __device__ __forceinline__ uint32_t dcc_smem_u32(const void* p) {
 }
 // A matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address,
 // leading and stride byte offsets (each >> 4, 14 bits), base offset 0 (the
-// tile starts at a 1024-byte boundary), 128-byte swizzle (mode 1, bits 62-63).
-__device__ __forceinline__ uint64_t dcc_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+// tile starts at a 1024-byte boundary), the swizzle mode in bits 62-63
+// (1: 128-byte, the default; 2: 64-byte).
+__device__ __forceinline__ uint64_t dcc_wgmma_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint64_t swizzle = 1) {
   return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
-         ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | ((uint64_t)1 << 62);
+         ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | (swizzle << 62);
 }
 // The same with 64-byte swizzle (mode 2: 64-byte lines, eight of them the
 // swizzle's period; f32 attention's V transposed at 16 keys a tile).
-__device__ __forceinline__ uint64_t dcc_wgmma_desc64(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)((lbo & 0x3FFFF) >> 4) << 16) |
-         ((uint64_t)((sbo & 0x3FFFF) >> 4) << 32) | ((uint64_t)2 << 62);
-}
+__device__ __forceinline__ uint64_t dcc_wgmma_desc64(uint32_t addr, uint32_t lbo, uint32_t sbo) { return dcc_wgmma_desc(addr, lbo, sbo, 2); }
 // The descriptor of the matrix `bytes` further on: the start address field
 // is the low 14 bits (address >> 4); a shared address stays below 2^18
 // (the 256 KB window), so the sum cannot carry out of the field. One add

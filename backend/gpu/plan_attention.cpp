@@ -343,25 +343,22 @@ std::optional<AttentionKernel> plan_attention(const ir::Func& f, const ir::Stmt&
     } else if (tune.stages) {
       k.key_stages[x] = tune.stages;
       if (x < k.long_key_stages.size()) k.long_key_stages[x] = tune.stages;
-    } else if (attention_f32_wgmma(k, dp)) {
-      // f32's wgmma form: one stage where that buys a block an SM (head
-      // dim 64: 73 instead of 89 KB, 3 blocks instead of 2; head dim 128 at
-      // 16 keys: 105 instead of 120 KB, 2 blocks instead of 1). Measured on an H200 (bench/RESULTS.md, session
-      // 34, B = 128): 1.04-1.16x on race, squad, wiki128, mnli and cola,
-      // full and causal -- the third block overlaps what one block's
-      // serialised iteration cannot.
-      const int two = attention_wgmma_min_blocks(k, dp);
-      k.wg_key_stages[x] = 1;
-      if (attention_wgmma_min_blocks(k, dp) <= two) k.wg_key_stages[x] = 0;
+    } else {
+      // f32's wgmma form, and its long-key instantiation's: one stage where
+      // that buys a block an SM (head dim 64 at 32 keys: 73 instead of 89
+      // KB, 3 blocks instead of 2; at 16 keys 53 KB, 4; head dim 128 at 16
+      // keys: 105 instead of 120 KB, 2 blocks instead of 1). Measured on an
+      // H200 (bench/RESULTS.md, session 34, B = 128): 1.07-1.17x on race,
+      // squad, wiki128, mnli and cola at head dim 64, full and causal -- the
+      // third block overlaps what one block's serialised iteration cannot.
+      for (bool long_keys : {false, true}) {
+        if (!attention_f32_wgmma(k, dp, long_keys)) continue;
+        int& stages = (long_keys ? k.long_wg_key_stages : k.wg_key_stages)[x];
+        const int two = attention_wgmma_min_blocks(k, dp, long_keys);
+        stages = 1;
+        if (attention_wgmma_min_blocks(k, dp, long_keys) <= two) stages = 0;
+      }
     }
-    if (!tune.stages && attention_f32_wgmma(k, dp, true)) {
-      // Likewise its long-key instantiation (head dim 64 at 32 keys: 73
-      // KB, 3 blocks an SM).
-      const int two = attention_wgmma_min_blocks(k, dp, true);
-      k.long_wg_key_stages[x] = 1;
-      if (attention_wgmma_min_blocks(k, dp, true) <= two) k.long_wg_key_stages[x] = 0;
-    }
-
     auto fits = [&](bool long_keys) { return attention_smem_fits(k, dp, attention_min_blocks(k, dp), long_keys); };
     while (k.key_stages[x] > 2 && !fits(false)) --k.key_stages[x];
     // A forced tile (--attention-tiles) whose blocks' shared memory does not

@@ -8,13 +8,17 @@ namespace dccc::gpu {
 
 std::string print_attention_wrappers(const AttentionKernel& k) {
   std::string o;
+  // A template argument that the wgmma build (sm_90a) takes differently
+  // from the mma.sync build where `wg` and the two differ.
+  auto per_build = [](bool wg, int wgmma, int sync) {
+    return wg && wgmma != sync ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wgmma, sync) : std::to_string(sync);
+  };
   // One __global__ wrapper per instantiation: threads, blocks an SM, the
   // dynamic shared memory and the body's template arguments.
   auto wrapper = [&](const std::string& suffix, const std::string& body, int dp, const std::string& bn, int mt, int warps,
                      int blocks, int wg_blocks, int smem, bool wg, const std::string& ns, bool qs) {
     // The wgmma build's register cap where it differs (attention_wgmma_min_blocks).
-    const std::string bl =
-        wg && wg_blocks != blocks ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wg_blocks, blocks) : std::to_string(blocks);
+    const std::string bl = per_build(wg, wg_blocks, blocks);
     o += fmt::format("__global__ void __launch_bounds__({}, {}) {}__{}({}__launch launch) {{\n", warps * 32, bl, k.name,
                      suffix, k.name);
     o += fmt::format("#ifdef DCC_EMU\n  static __align__(1024) char smem[{}];\n  dcc_emu_shared(smem);\n#else\n"
@@ -43,14 +47,12 @@ std::string print_attention_wrappers(const AttentionKernel& k) {
     // The wgmma form's key tile where it differs (AttentionKernel::wg_key_tiles).
     const int bn = attention_tile_n(k, dp), wbn = attention_wg_tile_n(k, dp);
     const bool wg = body.empty() && attention_wgmma(k, dp);
-    wrapper(suffix, body, dp, wg && wbn != bn ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", wbn, bn) : std::to_string(bn),
+    wrapper(suffix, body, dp, per_build(wg, wbn, bn),
             attention_m_tiles(k, dp), attention_warps(k, dp),
             attention_min_blocks(k, dp), attention_wgmma_min_blocks(k, dp),
             body.empty() ? attention_smem_bytes(k, dp) : attention_wide_smem_bytes(k),
             body.empty() && attention_wgmma(k, dp),
-            wg && attention_wg_stages(k, dp) != attention_stages(k, dp)
-                ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", attention_wg_stages(k, dp), attention_stages(k, dp))
-                : std::to_string(attention_stages(k, dp)),
+            per_build(wg, attention_wg_stages(k, dp), attention_stages(k, dp)),
             body.empty() && attention_q_smem(k, dp));
   };
   for (int dp : k.head_dims) {
@@ -62,9 +64,7 @@ std::string print_attention_wrappers(const AttentionKernel& k) {
               attention_m_tiles(k, dp), attention_warps(k, dp), attention_min_blocks(k, dp),
               attention_wgmma_min_blocks(k, dp, true), attention_smem_bytes(k, dp, true),
               true,
-              attention_wg_stages(k, dp, true) != attention_stages(k, dp, true)
-                  ? fmt::format("(DCC_WGMMA != 0 ? {} : {})", attention_wg_stages(k, dp, true), attention_stages(k, dp, true))
-                  : std::to_string(attention_stages(k, dp, true)),
+              per_build(true, attention_wg_stages(k, dp, true), attention_stages(k, dp, true)),
               attention_q_smem(k, dp, true));
   }
   // The split instantiation (AttentionKernel::split): warps share 16 rows.
