@@ -408,7 +408,7 @@ struct AttentionTuning {
   int warps = 0;       // warps a block
   int key_tile = 0;    // keys a tile (a multiple of 16)
   int min_blocks = 0;  // blocks an SM the registers are capped for
-  int stages = 0;      // shared-memory stages of K and V (2-4; `dccc --attention-stages`)
+  int stages = 0;      // shared-memory stages of K and V (1-4, 1 in f32's wgmma form only; `dccc --attention-stages`)
   /// The split instantiation (AttentionKernel::split): columns a warp,
   /// warps, keys a tile (`dccc --attention-split`); 0 keeps the planner's.
   int split_cols = 0, split_warps = 0, split_keys = 0;
