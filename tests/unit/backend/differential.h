@@ -26,6 +26,7 @@
 #include "ir/pipeline.h"
 #include "typecheck/checker.h"
 #include "tests/unit/backend/half_bits.h"
+#include "tests/unit/program_files.h"
 
 namespace dccc::backend::testing {
 
@@ -206,14 +207,11 @@ struct Example {
   Program program;
 };
 
-/// Every `*.toy` in `dir`, in file-name order (so that runs are repeatable).
+/// Every `*.toy` in `dir`, in file-name order (so that runs are repeatable);
+/// half of them under ASan (test_files::toy_files).
 inline std::vector<Example> compile_examples(const std::string& dir, bool cuda_passes = false) {
-  std::vector<std::filesystem::path> paths;
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.path().extension() == ".toy") paths.push_back(entry.path());
-  std::sort(paths.begin(), paths.end());
   std::vector<Example> out;
-  for (const auto& path : paths) {
+  for (const auto& path : test_files::toy_files({dir})) {
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();

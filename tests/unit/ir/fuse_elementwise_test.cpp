@@ -34,7 +34,7 @@ TEST(FuseElementwise, ExamplesAndRunProgramsComputeTheSameBits) {
         return problems.empty();
       },
       ran, skipped);
-  EXPECT_GE(programs, 30);
+  EXPECT_GE(programs, test_files::at_least(30));
   EXPECT_GE(ran, testing::min_runs(100)) << ran << " runs, " << skipped << " skipped";
 }
 

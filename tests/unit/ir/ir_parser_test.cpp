@@ -32,6 +32,7 @@
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
 #include "typecheck/checker.h"
+#include "tests/unit/program_files.h"
 
 namespace dccc::ir {
 namespace {
@@ -99,14 +100,7 @@ Parsed parse_text(const std::string& text, const std::string& name = "t.vloop") 
   return p;
 }
 
-std::vector<fs::path> programs() {
-  std::vector<fs::path> out;
-  for (const char* dir : {DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR})
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".toy") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<fs::path> programs() { return test_files::toy_files({DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR}); }
 
 TEST(IrParser, RoundTripsEveryExampleAndRunProgram) {
   int modules = 0;
@@ -144,7 +138,7 @@ TEST(IrParser, RoundTripsEveryExampleAndRunProgram) {
   }
   // 9 examples and 36 run programs, each both ways; a few use constructs
   // lowering does not handle yet.
-  EXPECT_GE(modules, 70);
+  EXPECT_GE(modules, test_files::at_least(70));
 }
 
 using testing::generator;
@@ -217,13 +211,13 @@ TEST(IrParser, ParsedModulesComputeWhatTheOriginalsCompute) {
       }
     }
   }
-  EXPECT_GE(mains, 60);
-  EXPECT_GE(compared, 150) << skipped << " skipped";
+  EXPECT_GE(mains, test_files::at_least(60));
+  EXPECT_GE(compared, test_files::at_least(150)) << skipped << " skipped";
   // Skipped: runs that stop with a run-time error, the same in both (a
   // `where` violated, division by zero; tests/lang/run's runtime_*.toy,
   // runtime_negative_computed_length.toy's `main` in both modes).
   EXPECT_LE(skipped, 32) << compared << " compared";
-  EXPECT_GT(zero_lengths, 20);  // zero-length sequences were exercised
+  EXPECT_GT(zero_lengths, test_files::at_least(20));  // zero-length sequences were exercised
 }
 
 TEST(IrParser, OneObjectPerName) {

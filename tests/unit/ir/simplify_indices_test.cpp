@@ -173,28 +173,22 @@ schedule main { pad_loop(t.i, 4); split(t.i, 4); }
 
 TEST(SimplifyIndices, ExamplesAndRunProgramsComputeTheSameBits) {
   int ran = 0, skipped = 0, programs = 0;
-  for (const char* dir : {DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR}) {
-    std::vector<std::filesystem::path> paths;
-    for (const auto& e : std::filesystem::directory_iterator(dir))
-      if (e.path().extension() == ".toy") paths.push_back(e.path());
-    std::sort(paths.begin(), paths.end());
-    for (const auto& p : paths) {
-      std::string text = testing::read_file(p);
-      Lowered probe = lower_source(p.string(), text);
-      if (!probe.module) continue;  // programs that must fail
-      ++programs;
-      compare_transformed(
-          p.string(), text,
-          [](Func& f, DiagnosticEngine& d) {
-            if (!lower_storage(f, d)) return false;
-            simplify_indices(f);
-            return verify(f, "simplify-indices").empty();
-          },
-          ran, skipped);
-    }
+  for (const auto& p : test_files::toy_files({DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR})) {
+    std::string text = testing::read_file(p);
+    Lowered probe = lower_source(p.string(), text);
+    if (!probe.module) continue;  // programs that must fail
+    ++programs;
+    compare_transformed(
+        p.string(), text,
+        [](Func& f, DiagnosticEngine& d) {
+          if (!lower_storage(f, d)) return false;
+          simplify_indices(f);
+          return verify(f, "simplify-indices").empty();
+        },
+        ran, skipped);
   }
-  EXPECT_GT(programs, 10);
-  EXPECT_GT(ran, 40);
+  EXPECT_GT(programs, test_files::at_least(10));
+  EXPECT_GT(ran, test_files::at_least(40));
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "typecheck/checker.h"
+#include "tests/unit/program_files.h"
 
 namespace dccc::ir::testing {
 
@@ -197,25 +198,20 @@ inline void compare_transformed(const std::string& name, const std::string& text
   }
 }
 
-/// compare_transformed on every .toy program in `dirs` (in name order) that
-/// lowers; the others are meant to fail or use what lowering does not
-/// handle yet. Returns how many programs it compared.
+/// compare_transformed on every .toy program in `dirs` (test_files::toy_files:
+/// in name order, half of them under ASan) that lowers; the others are meant
+/// to fail or use what lowering does not handle yet. Returns how many
+/// programs it compared.
 inline int compare_programs_transformed(std::initializer_list<const char*> dirs,
                                         const std::function<bool(Func&, DiagnosticEngine&)>& transform, int& ran,
                                         int& skipped) {
   int programs = 0;
-  for (const char* dir : dirs) {
-    std::vector<std::filesystem::path> paths;
-    for (const auto& entry : std::filesystem::directory_iterator(dir))
-      if (entry.path().extension() == ".toy") paths.push_back(entry.path());
-    std::sort(paths.begin(), paths.end());
-    for (const auto& path : paths) {
-      std::string text = read_file(path);
-      if (!lower_source(path.string(), text).module) continue;
-      SCOPED_TRACE(path.string());
-      compare_transformed(path.string(), text, transform, ran, skipped);
-      ++programs;
-    }
+  for (const auto& path : test_files::toy_files(std::vector<std::string>(dirs.begin(), dirs.end()))) {
+    std::string text = read_file(path);
+    if (!lower_source(path.string(), text).module) continue;
+    SCOPED_TRACE(path.string());
+    compare_transformed(path.string(), text, transform, ran, skipped);
+    ++programs;
   }
   return programs;
 }

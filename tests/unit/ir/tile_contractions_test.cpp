@@ -24,6 +24,7 @@
 #include "ir/verifier.h"
 #include "tests/unit/ir/test_support.h"
 #include "typecheck/checker.h"
+#include "tests/unit/program_files.h"
 
 namespace dccc::ir {
 namespace {
@@ -49,13 +50,12 @@ bool same(double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)
 
 TEST(TileContractions, ExamplesRunBitForBitAsBefore) {
   int tiled = 0, ran = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(DCCC_EXAMPLES_DIR)) {
-    if (entry.path().extension() != ".toy") continue;
-    std::string text = read_file(entry.path());
-    Lowered plain = lower_source(entry.path().string(), text);
+  for (const auto& path : test_files::toy_files({DCCC_EXAMPLES_DIR})) {
+    std::string text = read_file(path);
+    Lowered plain = lower_source(path.string(), text);
     if (!plain.module) continue;
-    Lowered tiles = lower_source(entry.path().string(), text);
-    SCOPED_TRACE(entry.path().string());
+    Lowered tiles = lower_source(path.string(), text);
+    SCOPED_TRACE(path.string());
     for (size_t fi = 0; fi < plain.module->funcs.size(); ++fi) {
       Func& pf = plain.module->funcs[fi];
       Func& tf = tiles.module->funcs[fi];
