@@ -16,12 +16,14 @@
 #     statement stores every element, found on the multi-index IR; see
 #     ir/written_first.h), so `, false)` is dropped from the example's.
 #
-# DCCC_TEST_SAMPLE=N (the asan preset sets 6) checks every Nth
-# tests/lang/run program and, for N >= 3, every (N / 3)th example: under the
-# sanitizers this test looks for memory errors in the IR reader (each dccc
-# run there starts in about 0.5 s), and a sixth of the programs with half the
-# examples reach every statement kind while keeping CI short
-# (unit/ir/IrParser.* round-trip every example and program under ASan too).
+# DCCC_TEST_SAMPLE=N (the default preset sets 2, the asan preset 6) checks
+# every Nth tests/lang/run program and, for N >= 3, every (N / 3)th example:
+# unit/ir/IrParser.* round-trip and run every example and program in-process
+# (half of them under ASan, tests/unit/program_files.h), this test the
+# driver's reading of the text; under the sanitizers it looks for memory
+# errors in the IR reader (each dccc run there starts in about 0.5 s), and a
+# sixth of the programs with half the examples reach every statement kind
+# while keeping CI short.
 #
 #   tests/vloop/driver_roundtrip.sh path/to/dccc
 set -uo pipefail

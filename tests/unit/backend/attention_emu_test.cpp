@@ -22,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -70,8 +71,14 @@ void build(const std::string& name, const std::string& source, const std::string
   static int serial = 0;
   std::string log;
   // sm90a: compiled as for sm_90a (DCC_WGMMA: the wgmma instantiations, emulated).
-  void* lib = testing::build_emulated((sm90a ? "#define DCC_EMU_SM90A 1\n" : "") + testing::emulated(b.cu), dir,
-                                      fn + std::to_string(serial++), log, testing::kEmuCompileBound);
+  const std::string emu_source = (sm90a ? "#define DCC_EMU_SM90A 1\n" : "") + testing::emulated(b.cu);
+  // A test that runs a program and then reads its CUDA (or runs it on more
+  // cases) builds the same source twice: the library of the first build is
+  // reused (CI time; what a launch computes does not depend on earlier
+  // launches: the prelude cache is keyed by the lengths).
+  static std::map<std::string, void*> built;
+  void*& lib = built[emu_source];
+  if (!lib) lib = testing::build_emulated(emu_source, dir, fn + std::to_string(serial++), log, testing::kEmuCompileBound);
   ASSERT_NE(lib, nullptr) << log;
   b.entry = reinterpret_cast<Entry>(dlsym(lib, (fn + "__cuda_host").c_str()));
   ASSERT_NE(b.entry, nullptr);
