@@ -45,12 +45,15 @@ step "setup"
 step "build (default preset)"
 "$ROOT/scripts/build.sh" default "$PREFIX"
 step "ctest (default preset)"
+# The long tests first where the build has run none yet (scripts/ctest_costs.sh).
+"$ROOT/scripts/ctest_costs.sh" seed "$PREFIX" default
 ctest --test-dir "$PREFIX" --output-on-failure -j "$JOBS" || failed+=("ctest (default)")
 
 if [[ $FULL -eq 1 ]]; then
   step "build (asan preset: AddressSanitizer + UndefinedBehaviorSanitizer)"
   "$ROOT/scripts/build.sh" asan "$PREFIX-asan"
   step "ctest (asan preset)"
+  "$ROOT/scripts/ctest_costs.sh" seed "$PREFIX-asan" asan
   ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}" \
     ctest --test-dir "$PREFIX-asan" --output-on-failure -j "$JOBS" || failed+=("ctest (asan)")
