@@ -2,10 +2,11 @@
 # The seconds each test took, which CTest schedules by. CTest starts the
 # tests it knows to be long first, from BUILD/Testing/Temporary/
 # CTestCostData.txt, which it writes after each run; a clean clone (CI) has
-# none, so its longest tests (the gtest cases, which take no COST property)
-# could start last and run alone on two cores. tests/ctest_costs/PRESET.txt,
-# saved from a full local run, seeds it. Only the order of the tests
-# depends on it, never what runs or passes.
+# none, so a long test without a COST property (cuda_compile/*, python/*,
+# online/diff/*) could start last and run alone on two cores.
+# tests/ctest_costs/PRESET.txt, saved from a full local run, seeds it (CTest
+# takes a saved time where no COST property is set). Only the order of the
+# tests depends on it, never what runs or passes.
 #
 #   scripts/ctest_costs.sh seed BUILD PRESET   copy tests/ctest_costs/PRESET.txt
 #                                              to BUILD when BUILD has no costs
