@@ -52,11 +52,8 @@ constexpr int kLongSequence = 21;
 constexpr int kLongSequence = 37;
 #endif
 inline std::vector<Pattern> patterns() {
-#ifdef __SANITIZE_ADDRESS__
-  return {Pattern::OneLong};
-#else
+  if (test_files::kSanitized) return {Pattern::OneLong};
   return {Pattern::Random, Pattern::WithZeros, Pattern::Single, Pattern::OneLong};
-#endif
 }
 
 /// The least number of program runs a comparison over every pattern must
@@ -202,11 +199,11 @@ inline void compare_transformed(const std::string& name, const std::string& text
 /// in name order, half of them under ASan) that lowers; the others are meant
 /// to fail or use what lowering does not handle yet. Returns how many
 /// programs it compared.
-inline int compare_programs_transformed(std::initializer_list<const char*> dirs,
+inline int compare_programs_transformed(const std::vector<std::string>& dirs,
                                         const std::function<bool(Func&, DiagnosticEngine&)>& transform, int& ran,
                                         int& skipped) {
   int programs = 0;
-  for (const auto& path : test_files::toy_files(std::vector<std::string>(dirs.begin(), dirs.end()))) {
+  for (const auto& path : test_files::toy_files(dirs)) {
     std::string text = read_file(path);
     if (!lower_source(path.string(), text).module) continue;
     SCOPED_TRACE(path.string());
