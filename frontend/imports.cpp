@@ -416,17 +416,6 @@ class Loader {
 
 }  // namespace
 
-std::vector<std::string> stdlib_dirs() {
-  std::vector<std::string> out;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) out.push_back((exe.parent_path() / ".." / "share" / "dccc" / "std").lexically_normal().string());
-#ifdef DCCC_SOURCE_STDLIB
-  out.push_back(DCCC_SOURCE_STDLIB);
-#endif
-  return out;
-}
-
 std::unique_ptr<ast::Program> parse_with_imports(const SourceFile& root, DiagnosticEngine& diags,
                                                  const ImportOptions& options, LoadedFiles& loaded) {
   return Loader(diags, options, loaded).run(root);

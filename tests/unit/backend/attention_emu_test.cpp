@@ -29,6 +29,7 @@
 
 #include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/half_bits.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -258,7 +259,7 @@ void check(const std::string& file, const std::string& source, const std::string
 }
 
 TEST(AttentionEmu, MhaBf16) {
-  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false);
+  check("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false);
 }
 
 // 16-bit outputs through shared memory (AttentionKernel::PairStore::staged;
@@ -272,7 +273,7 @@ TEST(AttentionEmu, StagedStoresBf16) {
     Built b;
     gpu::AttentionTuning tune;
     tune.staged_stores = staged;
-    build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, tune, true);
+    build("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, tune, true);
     ASSERT_TRUE(b.entry);
     EXPECT_EQ(b.cu.find("so_ob[gid + 8 * rr] = ob;") != std::string::npos, staged);
     EXPECT_EQ(b.cu.find("ob % SOV == 0 && (uintptr_t)") != std::string::npos, staged);
@@ -291,7 +292,7 @@ TEST(AttentionEmu, StagedStoresBf16) {
 // division by the row sum is one multiply (gpu::rounded16_division). bf16 on
 // mma.sync; an f16 version of the causal function on wgmma (the f16 pack).
 TEST(AttentionEmu, F32ScoresBf16AndF16) {
-  const std::string src = read(DCCC_EXAMPLES_DIR "/mha_bf16_f32_scores.toy");
+  const std::string src = read(test_paths::examples_dir() + "/mha_bf16_f32_scores.toy");
   // (The file's causal function skips tiles: its CUDA holds both.)
   check("mha_bf16_f32_scores.toy", src, "mha_bf16_f32_scores", [](double s, int, int) { return s; }, true);
   check("mha_f16_f32_scores.toy", std::regex_replace(src, std::regex("bf16"), "f16"), "mha_causal_f16_f32_scores",
@@ -303,12 +304,12 @@ TEST(AttentionEmu, F32ScoresBf16AndF16) {
 // row slots, folds, rescale and output loops run over both tiles.
 TEST(AttentionEmu, TwoTilesAWarpBf16) {
   const gpu::AttentionTuning two{2, 2, 32, 2};
-  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
+  check("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
         two);
-  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+  check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, two);
   Built b;
-  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, two);
+  build("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, two);
   EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 32, 2, 2, false, 2>"), std::string::npos) << "not two m16 tiles a warp";
 }
 
@@ -321,12 +322,12 @@ TEST(AttentionEmu, PersistentGridsBf16) {
     SCOPED_TRACE(gpu::attn_grid_name(g));
     gpu::AttentionTuning t;
     t.grid = g;
-    check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; },
+    check("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; },
           false, t);
-    check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+    check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
           [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, t);
     Built b;
-    build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, t);
+    build("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, t);
     EXPECT_NE(b.cu.find(g == gpu::AttnGrid::Static ? "t += gridDim.x" : "atomicAdd(launch.counter, 1u)"),
               std::string::npos)
         << "not the persistent loop";
@@ -342,20 +343,20 @@ TEST(AttentionEmu, PersistentGridsBf16) {
 // sequence's end (every warp of the warpgroup issues the MMAs) included.
 // Also an f16 version of mha_bf16 (the f16 wgmma shapes).
 TEST(AttentionEmu, WgmmaBf16) {
-  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
+  check("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
         {}, true);
-  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+  check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, {}, true);
-  check("mha_softcap.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_softcap.toy"), "mha_softcap",
+  check("mha_softcap.toy", bf16_version(test_paths::examples_dir() + "/mha_softcap.toy"), "mha_softcap",
         [](double s, int, int) { return 30 * std::tanh(s / 30); }, false, {}, true);
   // Two warpgroups a block (--attention-tiles=1,8,64,1: 128 rows), each
   // issuing its own MMAs on its 64 rows from the shared K and V stages.
   const gpu::AttentionTuning two_groups{1, 8, 64, 1};
-  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+  check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, two_groups, true);
   // f16 operands (mha_bf16 with every bf16 made f16): the f16 wgmma shapes.
   const std::string f16_source =
-      std::regex_replace(read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), std::regex("\\]bf16"), "]f16");
+      std::regex_replace(read(test_paths::examples_dir() + "/mha_bf16.toy"), std::regex("\\]bf16"), "]f16");
   check("mha_f16.toy", f16_source, "mha_bf16", [](double s, int, int) { return s; }, false, {}, true, true);
   {
     Built f;
@@ -363,7 +364,7 @@ TEST(AttentionEmu, WgmmaBf16) {
     EXPECT_NE(f.cu.find("dcc_wgmma_f16<64, 0>"), std::string::npos) << "f16 not on wgmma";
   }
   Built b;
-  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, {}, true);
+  build("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, {}, true);
   // S with Q from shared memory where that buys a block an SM (head dims 64
   // and 128's short-key tiles: AttentionKernel::q_smem, the planner's rule),
   // from registers for head dim 128's long-key tiles; P V with P from registers.
@@ -412,12 +413,12 @@ TEST(AttentionEmu, WgmmaBf16) {
 TEST(AttentionEmu, WgmmaQInSharedMemory) {
   gpu::AttentionTuning q;
   q.q = gpu::AttnQ::Smem;
-  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
+  check("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
         q, true);
-  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+  check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, q, true);
   Built b;
-  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, q, true);
+  build("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, q, true);
   for (const char* text : {"dcc_wgmma_ss_bf16<64, 0, 0>", "dcc_wgmma_ss_bf16<32, 0, 0>", "mha_bf16__k0__body<128, 32, 1, 4, DCC_WGMMA != 0, 2, DCC_WGMMA != 0>",
                            "mha_bf16__k0__body<128, (DCC_WGMMA != 0 ? 64 : 32), 1, 4, DCC_WGMMA != 0, 2, DCC_WGMMA != 0>",
                            "__launch_bounds__(128, (DCC_WGMMA != 0 ? 4 : 3)) mha_bf16__k0__d128("})
@@ -431,7 +432,7 @@ TEST(AttentionEmu, WgmmaQInSharedMemory) {
   gpu::AttentionTuning r;
   r.q = gpu::AttnQ::Registers;
   Built br;
-  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", br, gpu::Fp32Math::Split3xTf32, r, true);
+  build("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", br, gpu::Fp32Math::Split3xTf32, r, true);
   EXPECT_EQ(br.cu.find("dcc_wgmma_ss_bf16<"), std::string::npos);
   EXPECT_EQ(br.cu.find("int NS, bool QS>"), std::string::npos);
   EXPECT_NE(br.cu.find("constexpr bool QS = false;"), std::string::npos);
@@ -443,9 +444,9 @@ TEST(AttentionEmu, WgmmaQInSharedMemory) {
   q8.warps = 8;
   q8.key_tile = 32;
   q8.min_blocks = 1;
-  check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
+  check("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; }, false,
         q8, true);
-  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+  check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, q8, true);
 }
 
@@ -456,31 +457,31 @@ TEST(AttentionEmu, DeeperStagesBf16) {
     t.stages = stages;
     for (bool sm90a : {false, true}) {
       if (stages == 4 && !sm90a) continue;  // (CI time: one program at 4 stages)
-      check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+      check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
             [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true, t, sm90a);
     }
     if (stages == 4) continue;
-    check("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; },
+    check("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", [](double s, int, int) { return s; },
           false, t, true);
     Built b;
-    build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, t, true);
+    build("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", b, gpu::Fp32Math::Split3xTf32, t, true);
     EXPECT_NE(b.cu.find("mha_bf16__k0__body<64, 64, 1, 4, DCC_WGMMA != 0, " + std::to_string(stages) + ">"), std::string::npos);
     EXPECT_NE(b.cu.find("dcc_cp_async_wait<NS - 2>()"), std::string::npos);
   }
 }
 
 TEST(AttentionEmu, CausalBf16) {
-  check("mha_causal.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal",
+  check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true);
 }
 
 TEST(AttentionEmu, WindowBf16) {
-  check("mha_window.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_window.toy"), "mha_window",
+  check("mha_window.toy", bf16_version(test_paths::examples_dir() + "/mha_window.toy"), "mha_window",
         [](double s, int i, int j) { return j <= i && i - j < 4 ? s : -INFINITY; }, true);
 }
 
 TEST(AttentionEmu, SoftcapBf16) {
-  check("mha_softcap.toy", bf16_version(DCCC_EXAMPLES_DIR "/mha_softcap.toy"), "mha_softcap",
+  check("mha_softcap.toy", bf16_version(test_paths::examples_dir() + "/mha_softcap.toy"), "mha_softcap",
         [](double s, int, int) { return 30 * std::tanh(s / 30); }, false);
 }
 
@@ -496,7 +497,7 @@ void check_f32(const std::string& file, const std::string& fn, const Mod& mod, b
   SCOPED_TRACE(fn + " " + gpu::fp32_math_name(fp32) + (sm90a ? " sm_90a" : ""));
   Built b;
   gpu::AttentionTuning tune;
-  build(file, read(std::string(DCCC_EXAMPLES_DIR "/") + file), fn, b, fp32, tune, sm90a);
+  build(file, read(std::string(test_paths::examples_dir() + "/") + file), fn, b, fp32, tune, sm90a);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find(fn + "__k0__d64("), std::string::npos) << "not the fused kernel";
   EXPECT_NE(b.cu.find("dcc_mma_tiles_tf32<1, 1>(part, &pb[kc], vb);"), std::string::npos) << "P V is not on the tensor cores";
@@ -542,7 +543,7 @@ TEST(AttentionEmu, MhaF32Wgmma) {
   // The planner's defaults: head dim 128's wgmma form (16 keys a tile) for
   // every launch, no long-key instantiation; here 19 key tiles a sequence.
   Built b;
-  build("mha.toy", read(DCCC_EXAMPLES_DIR "/mha.toy"), "mha", b, gpu::Fp32Math::Split3xTf32, {}, true);
+  build("mha.toy", read(test_paths::examples_dir() + "/mha.toy"), "mha", b, gpu::Fp32Math::Split3xTf32, {}, true);
   ASSERT_TRUE(b.entry);
   EXPECT_EQ(b.cu.find("d128L"), std::string::npos);
   const std::vector<Case> long_keys{{{40, 3}, {300, 280}, 1, 128}};
@@ -569,7 +570,7 @@ TEST(AttentionEmu, F32WgmmaTwoWarpgroups) {
   tune.warps = 8;
   tune.key_tile = 32;
   tune.min_blocks = 1;
-  build("mha_causal.toy", read(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, tune, true);
+  build("mha_causal.toy", read(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, tune, true);
   ASSERT_TRUE(b.entry);
   for (const char* text : {"__body<64, 32, 1, 8, DCC_WGMMA != 0, 2>(launch", "(uint32_t)(warp >> 2) * (64 * 128)"})
     EXPECT_NE(b.cu.find(text), std::string::npos) << text;
@@ -589,7 +590,7 @@ TEST(AttentionEmu, F32WgmmaOneStage) {
   Built b;
   gpu::AttentionTuning tune;
   tune.stages = 1;
-  build("mha_causal.toy", read(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, tune, true);
+  build("mha_causal.toy", read(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, tune, true);
   ASSERT_TRUE(b.entry);
   // Head dim 64's two wgmma instantiations: 16 keys a tile, 4 blocks an SM
   // (entries under 32 keys on average: the first case), and 32 keys, 3
@@ -616,7 +617,7 @@ TEST(AttentionEmu, F32WgmmaOneStage) {
 TEST(AttentionEmu, F32DivisionOutOfRange) {
   for (const bool sm90a : {false, true}) {
     Built b;
-    build("mha_causal.toy", read(DCCC_EXAMPLES_DIR "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, {}, sm90a);
+    build("mha_causal.toy", read(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal", b, gpu::Fp32Math::Split3xTf32, {}, sm90a);
     ASSERT_TRUE(b.entry);
     ASSERT_NE(b.cu.find("dcc_fdiv_pre(r_acc0, u0, u0_q, dq)"), std::string::npos);
     ASSERT_NE(b.cu.find("if (!dq) {  // an operand out of that range: IEEE division"), std::string::npos);
@@ -652,7 +653,7 @@ TEST(AttentionEmu, CausalF32) {
 TEST(AttentionEmu, DeferredRescale) {
   const std::vector<Case> only{{{300, 2}, {290, 70}, 2, 64}, {{70, 0, 19}, {130, 5, 19}, 1, 128}};
   const Mod plain = [](double s, int, int) { return s; };
-  std::string mha = read(DCCC_EXAMPLES_DIR "/mha.toy");
+  std::string mha = read(test_paths::examples_dir() + "/mha.toy");
   const std::string lse = std::regex_replace(mha, std::regex("/ row_sum\\[b\\]\\[i, h\\];"),
                                              "/ row_sum[b][i, h] + 0.01 * log(row_sum[b][i, h] + 1.0);");
   ASSERT_NE(lse, mha);
@@ -668,7 +669,7 @@ TEST(AttentionEmu, DeferredRescale) {
   const std::vector<Variant> variants{
       {"mha.toy", mha, "mha", true, 2e-5, nullptr},
       {"mha_lse.toy", lse, "mha", true, 2e-5, [](double l) { return 0.01 * std::log(l + 1); }},
-      {"mha_bf16_f32_scores.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16_f32_scores.toy"), "mha_bf16_f32_scores", false, 0.02,
+      {"mha_bf16_f32_scores.toy", read(test_paths::examples_dir() + "/mha_bf16_f32_scores.toy"), "mha_bf16_f32_scores", false, 0.02,
        nullptr, false}};
   for (const auto& v : variants) {
     SCOPED_TRACE(v.file);
@@ -688,7 +689,7 @@ TEST(AttentionEmu, DeferredRescale) {
 // for 4 query heads) and 4 (MQA, one K/V head), the same fused kernel.
 TEST(AttentionEmu, GqaBf16) {
   Built b;
-  build("gqa_bf16.toy", read(DCCC_EXAMPLES_DIR "/gqa_bf16.toy"), "gqa_bf16", b);
+  build("gqa_bf16.toy", read(test_paths::examples_dir() + "/gqa_bf16.toy"), "gqa_bf16", b);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find("gqa_bf16__k0__d64("), std::string::npos) << "not the fused kernel";
   for (int g : {1, 2, 4}) {
@@ -709,7 +710,7 @@ TEST(AttentionEmu, GqaBf16) {
 // sequences, a query with no keys, and several key tiles.
 TEST(AttentionEmu, WideHeadDimBf16) {
   Built b;
-  build("mha_bf16.toy", read(DCCC_EXAMPLES_DIR "/mha_bf16.toy"), "mha_bf16", b);
+  build("mha_bf16.toy", read(test_paths::examples_dir() + "/mha_bf16.toy"), "mha_bf16", b);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find("mha_bf16__k0__dx("), std::string::npos) << "no split instantiation";
   EXPECT_NE(b.cu.find("mha_bf16__k0__dw("), std::string::npos) << "no streaming instantiation";
@@ -733,7 +734,7 @@ TEST(AttentionEmu, WideHeadDimBf16) {
 // accuracy (bound 1e-5: sums over up to 576 products of values up to 2).
 TEST(AttentionEmu, FlashAttentionF32) {
   Built b;
-  build("flash_attention.toy", read(DCCC_EXAMPLES_DIR "/flash_attention.toy"), "flash_attention", b);
+  build("flash_attention.toy", read(test_paths::examples_dir() + "/flash_attention.toy"), "flash_attention", b);
   ASSERT_TRUE(b.entry);
   EXPECT_NE(b.cu.find("flash_attention__k0__d128("), std::string::npos) << "not the fused kernel";
   EXPECT_NE(b.cu.find("flash_attention__k0__dx("), std::string::npos) << "no split instantiation";

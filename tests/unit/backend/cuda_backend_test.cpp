@@ -28,6 +28,7 @@
 #include "tests/unit/backend/cuda_scheduled.h"
 #include "tests/unit/backend/grouped_gemm_check.h"
 #include "tests/unit/backend/half_bits.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -71,8 +72,8 @@ void* build(const std::string& nvcc, const std::string& source, const std::files
   std::filesystem::path cu = dir / (stem + ".cu"), so = dir / (stem + ".so");
   std::ofstream(cu) << source;
   std::string cmd = nvcc + " --threads 0 -O3 -std=c++17 -shared -Xcompiler -fPIC " + arch_flags() + " -I" +
-                    path_from_env("DCCC_RUNTIME_INCLUDE", DCCC_RUNTIME_INCLUDE) + " -o " + so.string() + " " +
-                    cu.string() + " " + path_from_env("DCCC_RUNTIME_LIB", DCCC_RUNTIME_LIB) + " -lpthread 2>&1";
+                    test_paths::runtime_include() + " -o " + so.string() + " " +
+                    cu.string() + " " + test_paths::runtime_lib() + " -lpthread 2>&1";
   return testing::build_and_open(cmd, so, log);
 }
 
@@ -86,7 +87,7 @@ TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
   bool checked_gpu = false;
   // The CPU side as the CPU target compiles it, the GPU side as the CUDA
   // target does (with element-wise producers fused into their readers).
-  std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
+  std::string examples = test_paths::examples_dir();
   auto cpu_side = testing::compile_examples(examples);
   auto gpu_side = testing::compile_examples(examples, /*cuda_passes=*/true);
   ASSERT_EQ(cpu_side.size(), gpu_side.size());
@@ -157,9 +158,9 @@ TEST(CudaBackend, ScheduledMatchCpuBackend) {
   if (nvcc.empty()) GTEST_SKIP() << "no nvcc (set DCCC_NVCC or install CUDA in /usr/local/cuda)";
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dccc-cuda-sched-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
-  auto files = testing::schedule_files(path_from_env("DCCC_CUDA_SCHEDULES_DIRS", DCCC_CUDA_SCHEDULES_DIRS));
-  ASSERT_GE(files.size(), 4u) << "schedule files in " << path_from_env("DCCC_CUDA_SCHEDULES_DIRS", DCCC_CUDA_SCHEDULES_DIRS);
+  std::string examples = test_paths::examples_dir();
+  auto files = testing::schedule_files(test_paths::cuda_schedules_dirs());
+  ASSERT_GE(files.size(), 4u) << "schedule files in " << test_paths::cuda_schedules_dirs();
   int compared = 0, functions = 0, mapped = 0;
   for (const auto& file : files) {
     std::string stem = file.stem().string();
@@ -473,7 +474,7 @@ TEST(CudaBackend, MmaGemmRaggedLengthsTo4096) {
       {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Split3xTf32, Scalar::F32, Scalar::F32, {1e-5, 0}, "dcc_wgmma_ss_tf32<128>(&part[0][0][0]", 3},
       {"batched_gemm.toy", "grouped_gemm", gpu::Fp32Math::Tf32, Scalar::F32, Scalar::F32, {1.0 / 1024, 0}, "dcc_wgmma_ss_tf32<128>(&acc[0][0][0]", 2},
   };
-  std::string examples = path_from_env("DCCC_EXAMPLES_DIR", DCCC_EXAMPLES_DIR);
+  std::string examples = test_paths::examples_dir();
   int checked = 0, serial = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.fn) + " --fp32-math=" + gpu::fp32_math_name(c.fp32) + " --gemm-stages=" + std::to_string(c.gemm_stages));

@@ -10,6 +10,7 @@
 #include "backend/cuda/cuda_abi.h"
 #include "backend/cuda/cuda_codegen.h"
 #include "tests/unit/backend/differential.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 using testing::Program;
 
 std::string mha_text() {
-  std::ifstream in(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy");
+  std::ifstream in(test_paths::examples_dir() + "/mha.toy");
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/unit/backend/cuda_scheduled.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend::testing {
 
@@ -66,13 +67,13 @@ inline void* build_emulated(const std::string& source, const std::filesystem::pa
   std::ofstream(cc) << source;
   // The precompiled headers (dcc_emu_pch.h) where built for this level.
   std::string pch;
-#ifdef DCCC_EMU_PCH_DIR
-  const std::string level = opt;
-  const std::string header = DCCC_EMU_PCH_DIR "/" + level.substr(1) + "/dcc_emu_pch.h";
-  if ((level == "-O0" || level == "-O1") && std::filesystem::exists(header)) pch = " -include " + header;
-#endif
-  std::string cmd = std::string(DCCC_CXX) + " " + opt + " -std=c++20 -shared -fPIC -w -pthread" + pch + " -I" DCCC_SOURCE_DIR " -I" +
-                    DCCC_RUNTIME_INCLUDE + " -o " + so.string() + " " + cc.string() + " " + DCCC_RUNTIME_LIB +
+  const std::string level = opt, pch_dir = test_paths::emu_pch_dir();
+  if (!pch_dir.empty() && (level == "-O0" || level == "-O1")) {
+    const std::string header = pch_dir + "/" + level.substr(1) + "/dcc_emu_pch.h";
+    if (std::filesystem::exists(header)) pch = " -include " + header;
+  }
+  std::string cmd = test_paths::cxx() + " " + opt + " -std=c++20 -shared -fPIC -w -pthread" + pch + " -I" + test_paths::source_dir() +
+                    " -I" + test_paths::runtime_include() + " -o " + so.string() + " " + cc.string() + " " + test_paths::runtime_lib() +
                     " -lpthread 2>&1";
   return build_and_open(cmd, so, log);
 }

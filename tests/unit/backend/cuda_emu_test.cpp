@@ -27,6 +27,7 @@
 #include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/cuda_scheduled.h"
 #include "tests/unit/backend/schedule_support.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -61,8 +62,8 @@ std::filesystem::path temp_dir(const std::string& what) { return testing::scratc
 
 TEST(CudaEmu, ExamplesMatchCpuBackend) {
   auto dir = temp_dir("examples");
-  auto cpu_side = testing::compile_examples(DCCC_EXAMPLES_DIR);
-  auto gpu_side = testing::compile_examples(DCCC_EXAMPLES_DIR, /*cuda_passes=*/true);
+  auto cpu_side = testing::compile_examples(test_paths::examples_dir());
+  auto gpu_side = testing::compile_examples(test_paths::examples_dir(), /*cuda_passes=*/true);
   ASSERT_EQ(cpu_side.size(), gpu_side.size());
   int functions = 0, compared = 0;
   std::set<std::string> ran;
@@ -94,8 +95,8 @@ TEST(CudaEmu, ExamplesMatchCpuBackend) {
 // backend does.
 TEST(CudaEmu, AbiProgramsMatchCpuBackend) {
   auto dir = temp_dir("abi");
-  auto cpu_side = testing::compile_examples(DCCC_SOURCE_DIR "/tests/abi");
-  auto gpu_side = testing::compile_examples(DCCC_SOURCE_DIR "/tests/abi", /*cuda_passes=*/true);
+  auto cpu_side = testing::compile_examples(test_paths::source_dir() + "/tests/abi");
+  auto gpu_side = testing::compile_examples(test_paths::source_dir() + "/tests/abi", /*cuda_passes=*/true);
   ASSERT_EQ(cpu_side.size(), gpu_side.size());
   int functions = 0, compared = 0;
   for (size_t k = 0; k < cpu_side.size(); ++k) {
@@ -112,14 +113,14 @@ TEST(CudaEmu, AbiProgramsMatchCpuBackend) {
 
 TEST(CudaEmu, ScheduledMatchCpuBackend) {
   auto dir = temp_dir("scheduled");
-  auto files = testing::schedule_files(DCCC_CUDA_SCHEDULES_DIRS);
+  auto files = testing::schedule_files(test_paths::cuda_schedules_dirs());
   ASSERT_GE(files.size(), 4u);
   int functions = 0, compared = 0, mapped = 0;
   for (const auto& file : files) {
     std::string stem = file.stem().string();
     SCOPED_TRACE(file.string());
     Program cpu, gpu;
-    ASSERT_NO_FATAL_FAILURE(testing::compile_scheduled_pair(file, DCCC_EXAMPLES_DIR, cpu, gpu, mapped));
+    ASSERT_NO_FATAL_FAILURE(testing::compile_scheduled_pair(file, test_paths::examples_dir(), cpu, gpu, mapped));
     compare(cpu, gpu, dir, stem, functions, compared);
   }
   std::filesystem::remove_all(dir);
@@ -188,7 +189,7 @@ TEST(CudaEmu, MaterialisedAttentionMatchesCpuBackend) {
   int functions = 0, compared = 0;
   for (const char* stem : {"mha", "mha_bf16"}) {
     SCOPED_TRACE(stem);
-    std::ifstream in(std::string(DCCC_EXAMPLES_DIR) + "/" + stem + ".toy");
+    std::ifstream in(test_paths::examples_dir() + "/" + stem + ".toy");
     std::stringstream text;
     text << in.rdbuf();
     const std::string name = std::string(stem) + ".toy";
@@ -244,8 +245,8 @@ TEST(CudaEmu, StdlibMatchesCpuBackend) {
   auto dir = temp_dir("stdlib");
   int functions = 0, compared = 0;
   std::set<std::string> ran;
-  for (const char* path : {DCCC_SOURCE_DIR "/stdlib/nn.toy", DCCC_SOURCE_DIR "/stdlib/attention.toy",
-                           DCCC_SOURCE_DIR "/tests/stdlib/ragged_lib.toy"}) {
+  for (const std::string& path : {test_paths::source_dir() + "/stdlib/nn.toy", test_paths::source_dir() + "/stdlib/attention.toy",
+                           test_paths::source_dir() + "/tests/stdlib/ragged_lib.toy"}) {
     SCOPED_TRACE(path);
     std::filesystem::path file(path);
     auto [cpu, gpu] = compile_both(file);
@@ -277,7 +278,7 @@ TEST(CudaEmu, StdlibMatchesCpuBackend) {
 // empty sequences, B = 1, counts and starts negative, zero and past the end.
 TEST(CudaEmu, RaggedSlicesMatchCpuBackend) {
   auto dir = temp_dir("slices");
-  std::filesystem::path file(DCCC_SOURCE_DIR "/tests/stdlib/ragged_slices_lib.toy");
+  std::filesystem::path file(test_paths::source_dir() + "/tests/stdlib/ragged_slices_lib.toy");
   auto [cpu, gpu] = compile_both(file);
   ASSERT_TRUE(cpu.module) << testing::diagnostics(cpu);
   ASSERT_TRUE(gpu.module) << testing::diagnostics(gpu);

@@ -16,6 +16,7 @@
 #include "backend/abi/c_abi.h"
 #include "backend/abi/c_emit.h"
 #include "tests/unit/backend/differential.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -23,7 +24,7 @@ namespace {
 using testing::Program;
 
 std::string example(const std::string& name) {
-  std::ifstream in(std::string(DCCC_EXAMPLES_DIR) + "/" + name);
+  std::ifstream in(test_paths::examples_dir() + "/" + name);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

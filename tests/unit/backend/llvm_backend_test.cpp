@@ -16,6 +16,7 @@
 #include "backend/llvm/jit.h"
 #include "backend/llvm/llvm_text.h"
 #include "tests/unit/backend/differential.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -28,7 +29,7 @@ Program compile(const std::string& name, const std::string& text) { return testi
 
 TEST(LlvmBackend, ExamplesMatchFloat64Reference) {
   int compared = 0;
-  for (auto& [name, stem, p] : testing::compile_examples(DCCC_EXAMPLES_DIR)) {
+  for (auto& [name, stem, p] : testing::compile_examples(test_paths::examples_dir())) {
     if (!p.module) continue;  // uses something the code generator does not handle yet
     std::string error;
     auto jit = JitProgram::compile(*p.module, error);
@@ -110,7 +111,7 @@ int32_t run_kernel(JitProgram::Kernel kernel, const ir::Func& f, const std::map<
 }
 
 std::string read_example(const std::string& file) {
-  std::ifstream in(std::filesystem::path(DCCC_EXAMPLES_DIR) / file);
+  std::ifstream in(std::filesystem::path(test_paths::examples_dir()) / file);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

@@ -29,6 +29,7 @@
 #include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/grouped_gemm_check.h"
 #include "tests/unit/backend/cuda_emu.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -101,7 +102,7 @@ std::vector<Lengths> patterns() {
 const ir::Func* g_unused = nullptr;
 
 TEST(MmaEmu, Bf16AndF16GroupedGemm) {
-  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm_bf16.toy");
+  std::string src = read(test_paths::examples_dir() + "/batched_gemm_bf16.toy");
   int checked = 0;
   for (auto [fn, in, out, mma, tol] :
        {std::tuple{"grouped_gemm_bf16", Scalar::BF16, Scalar::BF16, "dcc_mma_tiles_bf16<", Tolerance{1e-5, 1.0 / 256}},
@@ -148,7 +149,7 @@ std::vector<Lengths> wgmma_patterns() {
 // between named barriers and stored 16 bytes at a time (the f16 one, f32,
 // from registers).
 TEST(MmaEmu, WgmmaGroupedGemm) {
-  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm_bf16.toy");
+  std::string src = read(test_paths::examples_dir() + "/batched_gemm_bf16.toy");
   int checked = 0;
   for (auto [fn, in, out, mma, tol] :
        {std::tuple{"grouped_gemm_bf16", Scalar::BF16, Scalar::BF16, "dcc_wgmma_ss_bf16<256, 0, 1>(", Tolerance{1e-5, 1.0 / 256}},
@@ -276,7 +277,7 @@ TEST(MmaEmu, WarpsRunAheadToTheBarrier) {
 }
 
 TEST(MmaEmu, F32GroupedGemmEveryMode) {
-  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
+  std::string src = read(test_paths::examples_dir() + "/batched_gemm.toy");
   int checked = 0;
   double worst[3] = {0, 0, 0};
   const gpu::Fp32Math modes[3] = {gpu::Fp32Math::Split3xTf32, gpu::Fp32Math::Tf32, gpu::Fp32Math::Ieee};
@@ -318,7 +319,7 @@ TEST(MmaEmu, F32GroupedGemmEveryMode) {
 // the PTX ISA's K-major layout of 4-byte elements; same tolerances as the
 // mma.sync form.
 TEST(MmaEmu, WgmmaF32GroupedGemm) {
-  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
+  std::string src = read(test_paths::examples_dir() + "/batched_gemm.toy");
   int checked = 0;
   double worst[2] = {0, 0};
   const gpu::Fp32Math modes[2] = {gpu::Fp32Math::Split3xTf32, gpu::Fp32Math::Tf32};
@@ -417,7 +418,7 @@ std::vector<float> run_one_group(Entry entry, const ir::Func& f, int M, int K, i
 // Both forms: mma.sync (partial sums a K-step of 16) and sm_90a's tf32
 // wgmma (a K-step of 32).
 TEST(MmaEmu, Split3xTf32AtK4096IsF32Level) {
-  std::string src = read(DCCC_EXAMPLES_DIR "/batched_gemm.toy");
+  std::string src = read(test_paths::examples_dir() + "/batched_gemm.toy");
   for (bool sm90a : {false, true}) {
   SCOPED_TRACE(sm90a ? "wgmma" : "mma.sync");
   Program keep;

@@ -32,6 +32,7 @@
 #include "dccrt.h"
 #include "tests/unit/backend/cuda_emu_build.h"
 #include "tests/unit/backend/half_bits.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -82,7 +83,7 @@ struct Lib {
 /// CUDA made C++ for cuda_emu.h, the wrapper compiled as C.
 void build(Lib& l, const std::string& name = "mha_bf16") {
   testing::Program& p = l.keep;
-  ASSERT_TRUE(testing::front_end(p, name + ".toy", read(DCCC_EXAMPLES_DIR "/" + name + ".toy"))) << testing::diagnostics(p);
+  ASSERT_TRUE(testing::front_end(p, name + ".toy", read(test_paths::examples_dir() + "/" + name + ".toy"))) << testing::diagnostics(p);
   ir::PipelineOptions o;
   o.target = ir::Target::Cuda;
   o.online_reductions = true;
@@ -99,10 +100,11 @@ void build(Lib& l, const std::string& name = "mha_bf16") {
   std::ofstream(dir / "abi.c") << emit_wrapper(*p.module, name + ".h", &cuda_device_abi());
   std::ofstream(dir / "kernels.cpp") << testing::emulated(cu);
   const std::string so = (dir / (name + ".so")).string();
-  std::string cmd = "cc -std=c11 -O1 -fPIC -w -c -I" + dir.string() + " -I" DCCC_RUNTIME_INCLUDE " -o " + (dir / "abi.o").string() +
-                    " " + (dir / "abi.c").string() + " 2>&1 && " DCCC_CXX " -O1 -std=c++20 -shared -fPIC -w -pthread -I" DCCC_SOURCE_DIR
-                    " -I" DCCC_RUNTIME_INCLUDE " -o " + so + " " + (dir / "kernels.cpp").string() + " " + (dir / "abi.o").string() +
-                    " " DCCC_RUNTIME_LIB " -lpthread 2>&1";
+  std::string cmd = "cc -std=c11 -O1 -fPIC -w -c -I" + dir.string() + " -I" + test_paths::runtime_include() +
+                    " -o " + (dir / "abi.o").string() + " " + (dir / "abi.c").string() + " 2>&1 && " + test_paths::cxx() +
+                    " -O1 -std=c++20 -shared -fPIC -w -pthread -I" + test_paths::source_dir() + " -I" + test_paths::runtime_include() +
+                    " -o " + so + " " + (dir / "kernels.cpp").string() + " " + (dir / "abi.o").string() + " " +
+                    test_paths::runtime_lib() + " -lpthread 2>&1";
   std::string log;
   l.so = testing::build_and_open(cmd, so, log);
   ASSERT_NE(l.so, nullptr) << log;

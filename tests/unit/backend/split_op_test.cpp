@@ -17,6 +17,7 @@
 #include "ir/schedule.h"
 #include "tests/unit/backend/differential.h"
 #include "tests/unit/backend/schedule_support.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::backend {
 namespace {
@@ -45,7 +46,7 @@ fn f(x: Seqs, w: [H, H]f32) -> Seqs {
 )";
 
 std::string read_mha() {
-  std::ifstream in(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy");
+  std::ifstream in(test_paths::examples_dir() + "/mha.toy");
   std::stringstream s;
   s << in.rdbuf();
   // The chain as written, its scores kept (split_op is compared with the

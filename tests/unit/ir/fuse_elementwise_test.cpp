@@ -10,6 +10,7 @@
 
 #include "ir/verifier.h"
 #include "tests/unit/ir/test_support.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -26,7 +27,7 @@ const char* kSeqs = "type S = coupling { data: [b: B][seqlen[b], D]f32, seqlen: 
 TEST(FuseElementwise, ExamplesAndRunProgramsComputeTheSameBits) {
   int ran = 0, skipped = 0, programs = 0;
   programs = testing::compare_programs_transformed(
-      {DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR},
+      {test_paths::examples_dir(), test_paths::lang_run_dir()},
       [](Func& f, DiagnosticEngine&) {
         fuse_elementwise(f);
         auto problems = verify(f, "fuse-elementwise");
@@ -39,7 +40,7 @@ TEST(FuseElementwise, ExamplesAndRunProgramsComputeTheSameBits) {
 }
 
 TEST(FuseElementwise, MhaProbabilitiesAreFusedButReductionsAreNot) {
-  Lowered l = lower_source("mha.toy", testing::read_file(std::filesystem::path(DCCC_EXAMPLES_DIR) / "mha.toy"));
+  Lowered l = lower_source("mha.toy", testing::read_file(std::filesystem::path(test_paths::examples_dir()) / "mha.toy"));
   ASSERT_TRUE(l.module);
   Func& f = l.module->funcs.at(0);
   // p = exp(scores - row_max) is element-wise; scores, row_max and row_sum

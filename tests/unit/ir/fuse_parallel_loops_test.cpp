@@ -17,6 +17,7 @@
 #include "ir/verifier.h"
 #include "ir/written_first.h"
 #include "tests/unit/ir/test_support.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -44,7 +45,7 @@ int parallel_loops(const Func& f) {
 TEST(FuseParallelLoops, ExamplesRunBitForBitAsBefore) {
   int fused = 0, ran = 0, skipped = 0;
   testing::compare_programs_transformed(
-      {DCCC_EXAMPLES_DIR},
+      {test_paths::examples_dir()},
       [&](Func& f, DiagnosticEngine&) {
         fused += cpu_passes(f);
         return true;
@@ -55,7 +56,7 @@ TEST(FuseParallelLoops, ExamplesRunBitForBitAsBefore) {
 }
 
 TEST(FuseParallelLoops, MhaBecomesOneParallelLoop) {
-  Lowered l = testing::lower_source("mha.toy", read_file(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy"));
+  Lowered l = testing::lower_source("mha.toy", read_file(test_paths::examples_dir() + "/mha.toy"));
   ASSERT_TRUE(l.module);
   Func& f = l.module->funcs[0];
   mark_parallel(f);

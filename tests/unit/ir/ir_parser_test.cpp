@@ -33,6 +33,7 @@
 #include "ir/verifier.h"
 #include "typecheck/checker.h"
 #include "tests/unit/program_files.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -100,7 +101,7 @@ Parsed parse_text(const std::string& text, const std::string& name = "t.vloop") 
   return p;
 }
 
-std::vector<fs::path> programs() { return test_files::toy_files({DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR}); }
+std::vector<fs::path> programs() { return test_files::toy_files({test_paths::examples_dir(), test_paths::lang_run_dir()}); }
 
 TEST(IrParser, RoundTripsEveryExampleAndRunProgram) {
   int modules = 0;
@@ -221,7 +222,7 @@ TEST(IrParser, ParsedModulesComputeWhatTheOriginalsCompute) {
 }
 
 TEST(IrParser, OneObjectPerName) {
-  auto m = compile(fs::path(DCCC_EXAMPLES_DIR) / "mha.toy", true);
+  auto m = compile(fs::path(test_paths::examples_dir()) / "mha.toy", true);
   ASSERT_TRUE(m);
   Parsed p = parse_text(print(*m));
   ASSERT_TRUE(p.module) << p.diagnostics;
@@ -536,7 +537,7 @@ void expect_sane(const std::string& text) {
 }
 
 TEST(IrParser, EveryTruncationGetsADiagnostic) {
-  auto m = compile(fs::path(DCCC_EXAMPLES_DIR) / "mha.toy", true);
+  auto m = compile(fs::path(test_paths::examples_dir()) / "mha.toy", true);
   ASSERT_TRUE(m);
   std::string text = print(*m);
   int rejected = 0;
@@ -550,7 +551,7 @@ TEST(IrParser, EveryTruncationGetsADiagnostic) {
 }
 
 TEST(IrParser, RandomCorruptionsGetADiagnosticOrVerify) {
-  auto m = compile(fs::path(DCCC_EXAMPLES_DIR) / "flash_attention.toy", true);
+  auto m = compile(fs::path(test_paths::examples_dir()) / "flash_attention.toy", true);
   ASSERT_TRUE(m);
   std::string text = print(*m);
   std::mt19937 rng(7);

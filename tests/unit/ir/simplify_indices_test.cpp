@@ -15,6 +15,7 @@
 #include "ir/storage_lowering.h"
 #include "ir/verifier.h"
 #include "tests/unit/ir/test_support.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -173,7 +174,7 @@ schedule main { pad_loop(t.i, 4); split(t.i, 4); }
 
 TEST(SimplifyIndices, ExamplesAndRunProgramsComputeTheSameBits) {
   int ran = 0, skipped = 0, programs = 0;
-  for (const auto& p : test_files::toy_files({DCCC_EXAMPLES_DIR, DCCC_LANG_RUN_DIR})) {
+  for (const auto& p : test_files::toy_files({test_paths::examples_dir(), test_paths::lang_run_dir()})) {
     std::string text = testing::read_file(p);
     Lowered probe = lower_source(p.string(), text);
     if (!probe.module) continue;  // programs that must fail

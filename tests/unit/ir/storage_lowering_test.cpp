@@ -17,6 +17,7 @@
 #include "ir/interpreter.h"
 #include "ir/storage_lowering.h"
 #include "tests/unit/ir/test_support.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -28,7 +29,7 @@ int ran_ = 0, skipped_ = 0;
 
 TEST(StorageLowering, ExamplesAgreeWithLayoutFreeInterpreter) {
   int compared = testing::compare_programs_transformed(
-      {DCCC_EXAMPLES_DIR}, [](Func& f, DiagnosticEngine& d) { return lower_storage(f, d); }, ran_, skipped_);
+      {test_paths::examples_dir()}, [](Func& f, DiagnosticEngine& d) { return lower_storage(f, d); }, ran_, skipped_);
   EXPECT_GE(compared, 6);
   // Only patterns that violate a `where` (empty sequences in where_layout.toy) may be skipped.
   EXPECT_GE(ran_, testing::min_runs(40)) << ran_ << " runs, " << skipped_ << " skipped";

@@ -25,6 +25,7 @@
 #include "ir/verifier.h"
 #include "typecheck/checker.h"
 #include "tests/unit/program_files.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir::testing {
 
@@ -105,7 +106,7 @@ inline std::string replaced(std::string text, const std::string& from, const std
 }
 
 /// examples/mha.toy.
-inline std::string mha_source() { return read_file(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy"); }
+inline std::string mha_source() { return read_file(test_paths::examples_dir() + "/mha.toy"); }
 
 inline Lowered lower_source(const std::string& name, const std::string& text) {
   Lowered l;

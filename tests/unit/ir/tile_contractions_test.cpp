@@ -25,6 +25,7 @@
 #include "tests/unit/ir/test_support.h"
 #include "typecheck/checker.h"
 #include "tests/unit/program_files.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -50,7 +51,7 @@ bool same(double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)
 
 TEST(TileContractions, ExamplesRunBitForBitAsBefore) {
   int tiled = 0, ran = 0;
-  for (const auto& path : test_files::toy_files({DCCC_EXAMPLES_DIR})) {
+  for (const auto& path : test_files::toy_files({test_paths::examples_dir()})) {
     std::string text = read_file(path);
     Lowered plain = lower_source(path.string(), text);
     if (!plain.module) continue;

@@ -17,6 +17,7 @@
 #include "ir/verifier.h"
 #include "ir/written_first.h"
 #include "tests/unit/ir/test_support.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -37,7 +38,7 @@ TEST(TransposeOperands, ExamplesRunBitForBitAsBefore) {
   int made = 0, ran = 0, skipped = 0;
   for (bool tile : {false, true})
     testing::compare_programs_transformed(
-        {DCCC_EXAMPLES_DIR},
+        {test_paths::examples_dir()},
         [&](Func& f, DiagnosticEngine&) {
           made += cpu_passes(f, tile);
           return true;

@@ -13,6 +13,7 @@
 #include "ir/storage_lowering.h"
 #include "typecheck/checker.h"
 #include "tests/unit/program_files.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -32,7 +33,7 @@ bool mentions_problem(const std::vector<std::string>& problems, const std::strin
 
 TEST(Verifier, AcceptsEveryPassOnEveryExample) {
   int verified = 0;
-  for (const auto& path : test_files::toy_files({DCCC_EXAMPLES_DIR})) {
+  for (const auto& path : test_files::toy_files({test_paths::examples_dir()})) {
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();

@@ -16,6 +16,7 @@
 #include "ir/tile_contractions.h"
 #include "ir/transpose_operands.h"
 #include "tests/unit/ir/test_support.h"
+#include "tests/unit/test_paths.h"
 
 namespace dccc::ir {
 namespace {
@@ -49,7 +50,7 @@ std::map<std::string, bool> of_ir(const std::string& text) {
 }
 
 TEST(WrittenFirst, AttentionIntermediatesAreStoredWhole) {
-  auto r = of_program(testing::read_file(std::string(DCCC_EXAMPLES_DIR) + "/mha.toy"), "mha");
+  auto r = of_program(testing::read_file(test_paths::examples_dir() + "/mha.toy"), "mha");
   // scores and p: one assignment over [b][i, h, j] (scores with an inner
   // `reduce` over d); row_max and row_sum: one `reduce` per [b][i, h].
   EXPECT_EQ(r, (std::map<std::string, bool>{{"scores", true}, {"row_max", true}, {"p", true}, {"row_sum", true}}));
