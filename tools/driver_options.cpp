@@ -131,7 +131,8 @@ options:
                      or on mma.sync everywhere (off)
   --target=cpu|cuda  what -o compiles for (default: cpu, LLVM);
                      cuda: CUDA kernels built by nvcc ($DCCC_NVCC, else
-                     /usr/local/cuda/bin/nvcc, else nvcc on PATH) for
+                     /usr/local/cuda/bin/nvcc, else nvcc on PATH; through
+                     $DCCC_COMPILER_LAUNCHER when set, e.g. ccache) for
                      --cuda-arch; the structs then hold device pointers
   --cpu=CPU          the CPU -o (and --emit=llvm) compiles for: native (this
                      machine's CPU and features), x86-64-v2, x86-64-v3,

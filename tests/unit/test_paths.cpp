@@ -24,5 +24,9 @@ std::string cuda_schedules_dirs() {
 }
 std::string cxx() { return from_env("DCCC_CXX", DCCC_TEST_CXX); }
 std::string emu_pch_dir() { return from_env("DCCC_EMU_PCH_DIR", DCCC_TEST_EMU_PCH_DIR); }
+std::string ccache() {
+  std::string c = from_env("DCCC_TEST_CCACHE", DCCC_TEST_CCACHE_PROGRAM);
+  return c == "off" || c == "0" ? "" : c;
+}
 
 }  // namespace test_paths

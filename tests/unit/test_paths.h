@@ -22,5 +22,9 @@ std::string cxx();                  ///< DCCC_CXX: the C++ compiler that built t
 /// DCCC_EMU_PCH_DIR: the emulated programs' precompiled headers
 /// (tests/unit/backend/CMakeLists.txt); empty where they are not built.
 std::string emu_pch_dir();
+/// DCCC_TEST_CCACHE: the ccache the tests compile generated programs
+/// through (CMake option DCCC_TEST_CCACHE, on where ccache is installed);
+/// empty for none, and where the variable is `off` or `0`.
+std::string ccache();
 
 }  // namespace test_paths

@@ -53,6 +53,16 @@ inline std::string emulated(const std::string& cu) {
   return out + s.substr(at);
 }
 
+/// Links `dir`/dccc_src to the checkout and `dir`/dccc_rt to the runtime's
+/// headers, for compiles with relative paths only (build_emulated).
+inline void link_checkout(const std::filesystem::path& dir) {
+  for (const auto& [name, target] : {std::pair<std::string, std::string>{"dccc_src", test_paths::source_dir()},
+                                     std::pair<std::string, std::string>{"dccc_rt", test_paths::runtime_include()}}) {
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(dir / name, ec)) std::filesystem::create_directory_symlink(target, dir / name, ec);
+  }
+}
+
 /// build_emulated's `opt` where compiling dominates (tests building many
 /// programs that run briefly: unit/attention_emu and unit/cuda_emu, about a
 /// fifth faster than -O1).
@@ -65,16 +75,29 @@ inline void* build_emulated(const std::string& source, const std::filesystem::pa
                             const char* opt = "-O1") {
   std::filesystem::path cc = dir / (stem + ".cpp"), so = dir / (stem + ".so");
   std::ofstream(cc) << source;
+  const std::string level = opt, cxx = test_paths::cxx();
+  std::string cmd;
+  if (const std::string ccache = test_paths::ccache(); !ccache.empty()) {
+    // Through ccache, compiled in `dir` with relative paths only (links to
+    // the checkout and the runtime's headers), so the same program is a
+    // cache hit in any checkout and scratch folder (tests/CMakeLists.txt);
+    // without the precompiled headers, whose bytes differ between builds.
+    link_checkout(dir);
+    cmd = "cd " + dir.string() + " && CCACHE_NOHASHDIR=1 " + ccache + " " + cxx + " " + opt +
+          " -std=c++20 -fPIC -w -pthread -Idccc_src -Idccc_rt -c " + stem + ".cpp -o " + stem + ".o 2>&1 && " + cxx +
+          " -shared -pthread -o " + so.string() + " " + (dir / (stem + ".o")).string() + " " + test_paths::runtime_lib() +
+          " -lpthread 2>&1";
+    return build_and_open(cmd, so, log);
+  }
   // The precompiled headers (dcc_emu_pch.h) where built for this level.
   std::string pch;
-  const std::string level = opt, pch_dir = test_paths::emu_pch_dir();
-  if (!pch_dir.empty() && (level == "-O0" || level == "-O1")) {
+  if (const std::string pch_dir = test_paths::emu_pch_dir(); !pch_dir.empty() && (level == "-O0" || level == "-O1")) {
     const std::string header = pch_dir + "/" + level.substr(1) + "/dcc_emu_pch.h";
     if (std::filesystem::exists(header)) pch = " -include " + header;
   }
-  std::string cmd = test_paths::cxx() + " " + opt + " -std=c++20 -shared -fPIC -w -pthread" + pch + " -I" + test_paths::source_dir() +
-                    " -I" + test_paths::runtime_include() + " -o " + so.string() + " " + cc.string() + " " + test_paths::runtime_lib() +
-                    " -lpthread 2>&1";
+  cmd = cxx + " " + opt + " -std=c++20 -shared -fPIC -w -pthread" + pch + " -I" + test_paths::source_dir() + " -I" +
+        test_paths::runtime_include() + " -o " + so.string() + " " + cc.string() + " " + test_paths::runtime_lib() +
+        " -lpthread 2>&1";
   return build_and_open(cmd, so, log);
 }
 
