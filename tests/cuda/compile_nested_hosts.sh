@@ -14,6 +14,8 @@ if [[ ! -x "$nvcc" ]] && ! nvcc="$(command -v nvcc)"; then
   exit 77
 fi
 mkdir -p "$out"
+# shellcheck source=tests/cuda/host_nvcc.sh
+source "$src/tests/cuda/host_nvcc.sh"
 # Nothing here runs the kernels: their device code unoptimized (CI time, as
 # compile_example.sh --sm90a-only; the GPU runs build it at -O3).
 fast_arch="-arch=sm_90 -Xcicc -O0 -Xptxas -O0"
@@ -21,7 +23,7 @@ for pair in causal:causal_attention documents:documents; do
   host=${pair%%:*} so=${pair#*:}
   rm -f "$out/$so.so" "$out/$so.h" "$out/${host}_cuda_host"
   DCCC_CUDA_ARCH="${DCCC_CUDA_ARCH:-$fast_arch}" "$dccc" --target=cuda -o "$out/$so.so" "$src/examples/$so.toy"
-  "$nvcc" -O2 -std=c++17 -o "$out/${host}_cuda_host" "$src/examples/host/${host}_cuda_host.cu" -I"$out" "$out/$so.so"
+  host_nvcc "$out/${host}_cuda_host" "$src/examples/host/${host}_cuda_host.cu" -I"$out" "$out/$so.so"
   # The host calls every function the library's header declares.
   used="$(nm -D --undefined-only "$out/${host}_cuda_host" | awk '{print $NF}')"
   # (Not FN_on_stream: a nested prelude is computed per call, so it refuses.)

@@ -13,10 +13,12 @@ if [[ ! -x "$nvcc" ]] && ! nvcc="$(command -v nvcc)"; then
   exit 77
 fi
 mkdir -p "$out"
+# shellcheck source=tests/cuda/host_nvcc.sh
+source "$src/tests/cuda/host_nvcc.sh"
 # Nothing here runs the kernels: their device code unoptimized (CI time, as
 # compile_example.sh --sm90a-only; the GPU runs build it at -O3).
 fast_arch="-arch=sm_90 -Xcicc -O0 -Xptxas -O0"
 DCCC_CUDA_ARCH="${DCCC_CUDA_ARCH:-$fast_arch}" "$dccc" --target=cuda -o "$out/mha.so" "$src/examples/mha.toy"
-"$nvcc" -O2 -std=c++17 -o "$out/bench_prelude_cuda" "$src/bench/cuda/bench_prelude_cuda.cu" -I"$out" -I"$src/bench" "$out/mha.so"
-"$nvcc" -O2 -std=c++17 -o "$out/mha_cuda_host" "$src/examples/host/mha_cuda_host.cu" -I"$out" "$out/mha.so"
+host_nvcc "$out/bench_prelude_cuda" "$src/bench/cuda/bench_prelude_cuda.cu" -I"$out" -I"$src/bench" "$out/mha.so"
+host_nvcc "$out/mha_cuda_host" "$src/examples/host/mha_cuda_host.cu" -I"$out" "$out/mha.so"
 echo "prelude hosts: compiled"

@@ -16,13 +16,15 @@ if [[ ! -x "$nvcc" ]] && ! nvcc="$(command -v nvcc)"; then
   exit 77
 fi
 mkdir -p "$out"
+# shellcheck source=tests/cuda/host_nvcc.sh
+source "$src/tests/cuda/host_nvcc.sh"
 # Without a GPU nothing runs after the build: device code unoptimized there
 # (CI time, as compile_example.sh --sm90a-only).
 arch="-arch=sm_90"
 nvidia-smi -L >/dev/null 2>&1 || arch="-arch=sm_90 -Xcicc -O0 -Xptxas -O0"
 rm -f "$out/mha_bf16.so" "$out/mha_bf16.h" "$out/stream_cuda_host"
 DCCC_CUDA_ARCH="${DCCC_CUDA_ARCH:-$arch}" "$dccc" --target=cuda -o "$out/mha_bf16.so" "$src/examples/mha_bf16.toy"
-"$nvcc" -O2 -std=c++17 -o "$out/stream_cuda_host" "$src/examples/host/stream_cuda_host.cu" -I"$out" "$out/mha_bf16.so" \
+host_nvcc "$out/stream_cuda_host" "$src/examples/host/stream_cuda_host.cu" -I"$out" "$out/mha_bf16.so" \
   -Xlinker -rpath -Xlinker "$out"
 rc=0
 "$out/stream_cuda_host" || rc=$?

@@ -134,7 +134,7 @@ cuda_arch)
   # A stand-in nvcc records its arguments and the CUDA source it was given.
   cat >"$tmp/nvcc" <<'NVCC'
 #!/usr/bin/env bash
-printf '%s\n' "$@" >"$(dirname "$0")/nvcc.args"
+printf '%s\n' "$@" >>"$(dirname "$0")/nvcc.args"
 out=""; prev=""
 for a in "$@"; do
   case "$a" in *.cu) cp "$a" "$(dirname "$0")/kernels.cu" ;; esac
@@ -144,13 +144,23 @@ done
 : >"$out"
 NVCC
   chmod +x "$tmp/nvcc"
-  unset DCCC_CUDA_ARCH
-  DCCC_NVCC="$tmp/nvcc" "$DCCC" "$toy" --target=cuda -o "$tmp/default.so" 2>/dev/null
+  # A stand-in compiler launcher (DCCC_COMPILER_LAUNCHER, e.g. ccache) that
+  # records the commands it is given: nvcc's compile of the kernels, alone,
+  # with relative paths (a cache key the same in any folder).
+  printf '#!/usr/bin/env bash\nprintf "%%s\\n" "$*" >>"$(dirname "$0")/launched"\nexec "$@"\n' >"$tmp/launcher"
+  chmod +x "$tmp/launcher"
+  unset DCCC_CUDA_ARCH DCCC_COMPILER_LAUNCHER
+  DCCC_COMPILER_LAUNCHER="$tmp/launcher" DCCC_NVCC="$tmp/nvcc" "$DCCC" "$toy" --target=cuda -o "$tmp/default.so" 2>/dev/null
+  [ "$(wc -l <"$tmp/launched")" -eq 1 ] || fail "DCCC_COMPILER_LAUNCHER ran $(wc -l <"$tmp/launched") commands, not nvcc's compile alone"
+  grep -q -- "^$tmp/nvcc .* -I\. -c kernels\.cu -o kernels_cuda\.o\$" "$tmp/launched" ||
+    fail "DCCC_COMPILER_LAUNCHER was not given nvcc's compile of kernels.cu with relative paths: $(cat "$tmp/launched")"
+  [ -f "$tmp/default.so" ] || fail "no library after the launcher's nvcc"
   tr '\n' ' ' <"$tmp/nvcc.args" >"$tmp/default.args"
   for want in arch=compute_80,code=sm_80 arch=compute_90a,code=sm_90a arch=compute_90,code=compute_90; do
     grep -q "$want" "$tmp/default.args" || fail "default nvcc flags lack $want"
   done
   if grep -q '#line' "$tmp/kernels.cu"; then fail "CUDA source without -lineinfo has #line"; fi
+  rm -f "$tmp/nvcc.args"
   DCCC_NVCC="$tmp/nvcc" "$DCCC" "$toy" --target=cuda --cuda-arch=sm_86,sm_89 -lineinfo -O2 -o "$tmp/a.so" 2>/dev/null
   args="$(tr '\n' ' ' <"$tmp/nvcc.args")"
   for want in arch=compute_86,code=sm_86 arch=compute_89,code=sm_89 arch=compute_89,code=compute_89 -lineinfo -O2; do

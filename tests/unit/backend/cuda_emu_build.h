@@ -68,36 +68,40 @@ inline void link_checkout(const std::filesystem::path& dir) {
 /// fifth faster than -O1).
 inline constexpr const char* kEmuCompileBound = "-O0";
 
+/// The command that compiles `dir`/`file`, an emulated program (C++ over
+/// cuda_emu.h), into `dir`/`object` at `opt`. Through ccache where the tests
+/// use it (test_paths::ccache()), compiled in `dir` with relative paths only
+/// (links to the checkout and the runtime's headers), so the same program is
+/// a cache hit in any checkout and scratch folder (tests/CMakeLists.txt),
+/// without the precompiled headers, whose bytes differ between builds; else
+/// with them (dcc_emu_pch.h) where built for `opt`.
+inline std::string emulated_compile(const std::filesystem::path& dir, const std::string& file, const std::string& object,
+                                    const std::string& opt) {
+  const std::string cxx = test_paths::cxx(), flags = " " + opt + " -std=c++20 -fPIC -w -pthread";
+  if (const std::string ccache = test_paths::ccache(); !ccache.empty()) {
+    link_checkout(dir);
+    return "cd " + dir.string() + " && CCACHE_NOHASHDIR=1 " + ccache + " " + cxx + flags + " -Idccc_src -Idccc_rt -c " + file +
+           " -o " + object + " 2>&1";
+  }
+  std::string pch;
+  if (const std::string pch_dir = test_paths::emu_pch_dir(); !pch_dir.empty() && (opt == "-O0" || opt == "-O1")) {
+    const std::string header = pch_dir + "/" + opt.substr(1) + "/dcc_emu_pch.h";
+    if (std::filesystem::exists(header)) pch = " -include " + header;
+  }
+  return cxx + flags + pch + " -I" + test_paths::source_dir() + " -I" + test_paths::runtime_include() + " -c " +
+         (dir / file).string() + " -o " + (dir / object).string() + " 2>&1";
+}
+
 /// `opt`: the host compiler's optimization level. -O1 (the default) where
 /// the emulated kernels run long (the GEMMs at K = 4,096: 52 s at -O1, 92 s
 /// at -O0 for unit/mma_emu); kEmuCompileBound where compiling dominates.
 inline void* build_emulated(const std::string& source, const std::filesystem::path& dir, const std::string& stem, std::string& log,
                             const char* opt = "-O1") {
-  std::filesystem::path cc = dir / (stem + ".cpp"), so = dir / (stem + ".so");
-  std::ofstream(cc) << source;
-  const std::string level = opt, cxx = test_paths::cxx();
-  std::string cmd;
-  if (const std::string ccache = test_paths::ccache(); !ccache.empty()) {
-    // Through ccache, compiled in `dir` with relative paths only (links to
-    // the checkout and the runtime's headers), so the same program is a
-    // cache hit in any checkout and scratch folder (tests/CMakeLists.txt);
-    // without the precompiled headers, whose bytes differ between builds.
-    link_checkout(dir);
-    cmd = "cd " + dir.string() + " && CCACHE_NOHASHDIR=1 " + ccache + " " + cxx + " " + opt +
-          " -std=c++20 -fPIC -w -pthread -Idccc_src -Idccc_rt -c " + stem + ".cpp -o " + stem + ".o 2>&1 && " + cxx +
-          " -shared -pthread -o " + so.string() + " " + (dir / (stem + ".o")).string() + " " + test_paths::runtime_lib() +
-          " -lpthread 2>&1";
-    return build_and_open(cmd, so, log);
-  }
-  // The precompiled headers (dcc_emu_pch.h) where built for this level.
-  std::string pch;
-  if (const std::string pch_dir = test_paths::emu_pch_dir(); !pch_dir.empty() && (level == "-O0" || level == "-O1")) {
-    const std::string header = pch_dir + "/" + level.substr(1) + "/dcc_emu_pch.h";
-    if (std::filesystem::exists(header)) pch = " -include " + header;
-  }
-  cmd = cxx + " " + opt + " -std=c++20 -shared -fPIC -w -pthread" + pch + " -I" + test_paths::source_dir() + " -I" +
-        test_paths::runtime_include() + " -o " + so.string() + " " + cc.string() + " " + test_paths::runtime_lib() +
-        " -lpthread 2>&1";
+  const std::filesystem::path so = dir / (stem + ".so");
+  std::ofstream(dir / (stem + ".cpp")) << source;
+  const std::string cmd = emulated_compile(dir, stem + ".cpp", stem + ".o", opt) + " && " + test_paths::cxx() +
+                          " -shared -pthread -o " + so.string() + " " + (dir / (stem + ".o")).string() + " " +
+                          test_paths::runtime_lib() + " -lpthread 2>&1";
   return build_and_open(cmd, so, log);
 }
 

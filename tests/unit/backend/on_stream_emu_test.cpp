@@ -101,10 +101,10 @@ void build(Lib& l, const std::string& name = "mha_bf16") {
   std::ofstream(dir / "kernels.cpp") << testing::emulated(cu);
   const std::string so = (dir / (name + ".so")).string();
   std::string cmd = "cc -std=c11 -O1 -fPIC -w -c -I" + dir.string() + " -I" + test_paths::runtime_include() +
-                    " -o " + (dir / "abi.o").string() + " " + (dir / "abi.c").string() + " 2>&1 && " + test_paths::cxx() +
-                    " -O1 -std=c++20 -shared -fPIC -w -pthread -I" + test_paths::source_dir() + " -I" + test_paths::runtime_include() +
-                    " -o " + so + " " + (dir / "kernels.cpp").string() + " " + (dir / "abi.o").string() + " " +
-                    test_paths::runtime_lib() + " -lpthread 2>&1";
+                    " -o " + (dir / "abi.o").string() + " " + (dir / "abi.c").string() + " 2>&1 && " +
+                    testing::emulated_compile(dir, "kernels.cpp", "kernels.o", "-O1") + " && " + test_paths::cxx() +
+                    " -shared -pthread -o " + so + " " + (dir / "kernels.o").string() + " " + (dir / "abi.o").string() +
+                    " " + test_paths::runtime_lib() + " -lpthread 2>&1";
   std::string log;
   l.so = testing::build_and_open(cmd, so, log);
   ASSERT_NE(l.so, nullptr) << log;
