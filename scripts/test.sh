@@ -33,8 +33,10 @@ PREFIX="${DCCC_BUILD_PREFIX:-$ROOT/build}"
 JOBS="${DCCC_JOBS:-2}"
 export DCCC_JOBS="$JOBS"
 
-step() { echo; echo "=== test: $* ==="; }
 start=$SECONDS
+# Each step says when it starts (seconds into the run), so a CI log shows
+# where the time went.
+step() { echo; echo "=== test: $* === (at $((SECONDS - start)) s)"; }
 # A failing build stops the script; failing tests are recorded and the later
 # stages still run, so that one CI run reports everything.
 failed=()
