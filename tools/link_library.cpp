@@ -222,7 +222,7 @@ int write_library(const LibraryOptions& o, const ir::Module& full, DiagnosticEng
   } catch (const backend::BackendUnsupported& e) {
     std::cerr << diags.render(diags.report(DiagKind::Unsupported, e.at, e.what()));
     if (diagnostic_style().format == DiagnosticFormat::Text)
-        std::cerr << diags.shown_error_count() << " error(s) generated.\n";
+      std::cerr << diags.shown_error_count() << " error(s) generated.\n";
     return kExitErrors;
   }
   // Copied under a name of this process and renamed into place (atomic):
