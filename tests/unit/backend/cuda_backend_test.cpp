@@ -37,13 +37,9 @@ using testing::compile;
 using testing::Engine;
 using testing::Program;
 
-/// Paths fixed at build time, overridable from the environment so that the
-/// test binary can run on a GPU machine whose checkout lives elsewhere.
-std::string path_from_env(const char* name, const char* fallback) {
-  const char* e = std::getenv(name);
-  return e && *e ? e : fallback;
-}
-
+/// nvcc: $DCCC_NVCC, else the toolkit in /usr/local/cuda. (The checkout's
+/// paths, overridable from the environment for a GPU machine whose checkout
+/// lives elsewhere, are tests/unit/test_paths.h's.)
 std::string find_nvcc() {
   if (const char* e = std::getenv("DCCC_NVCC"); e && *e) return e;
   if (access("/usr/local/cuda/bin/nvcc", X_OK) == 0) return "/usr/local/cuda/bin/nvcc";
@@ -95,7 +91,8 @@ TEST(CudaBackend, ExamplesMatchCpuBackendAndFloat64Reference) {
   std::set<std::string> ran;
   // DCCC_EXAMPLES_ONLY=stem[,stem...]: only those examples (compute-sanitizer
   // runs over one kernel's examples); the counts below are then not checked.
-  const std::string only = path_from_env("DCCC_EXAMPLES_ONLY", "");
+  const char* only_env = std::getenv("DCCC_EXAMPLES_ONLY");
+  const std::string only = only_env ? only_env : "";
   auto wanted = [&](const std::string& stem) {
     return only.empty() || ("," + only + ",").find("," + stem + ",") != std::string::npos;
   };

@@ -54,7 +54,7 @@ inline std::string emulated(const std::string& cu) {
 }
 
 /// Links `dir`/dccc_src to the checkout and `dir`/dccc_rt to the runtime's
-/// headers, for compiles with relative paths only (build_emulated).
+/// headers, for compiles with relative paths only (emulated_compile).
 inline void link_checkout(const std::filesystem::path& dir) {
   for (const auto& [name, target] : {std::pair<std::string, std::string>{"dccc_src", test_paths::source_dir()},
                                      std::pair<std::string, std::string>{"dccc_rt", test_paths::runtime_include()}}) {
