@@ -109,6 +109,13 @@ options:
                      default), or a persistent grid (SMs x resident
                      blocks) striding over the entries or taking the next
                      from an atomic counter
+  --attention-order=auto|keys|sequences|tiles
+                     likewise: the order in which blocks take the
+                     (batch entry, query tile) entries: by key count; by
+                     key count with an entry's query tiles together, most
+                     key tiles run first; or by key tiles run over all
+                     entries (auto, the default: tiles for f32, sequences
+                     for 16-bit inputs)
   --attention-q=auto|registers|smem
                      likewise: where the wgmma form (sm_90a, head dims 64
                      and 128) reads Q: from shared memory where that buys
@@ -284,6 +291,13 @@ int parse_args(int argc, char** argv, Options& o) {
       else if (v == "static") o.cuda.attention.grid = dccc::gpu::AttnGrid::Static;
       else if (v == "atomic") o.cuda.attention.grid = dccc::gpu::AttnGrid::Atomic;
       else return usage_error("bad --attention-grid `" + v + "`; expected tiles, static or atomic");
+    } else if (a.rfind("--attention-order=", 0) == 0) {
+      std::string v = a.substr(18);
+      if (v == "auto") o.cuda.attention.order = dccc::gpu::AttnOrder::Auto;
+      else if (v == "keys") o.cuda.attention.order = dccc::gpu::AttnOrder::Keys;
+      else if (v == "sequences") o.cuda.attention.order = dccc::gpu::AttnOrder::Sequences;
+      else if (v == "tiles") o.cuda.attention.order = dccc::gpu::AttnOrder::Tiles;
+      else return usage_error("bad --attention-order `" + v + "`; expected auto, keys, sequences or tiles");
     } else if (a.rfind("--attention-q=", 0) == 0) {
       std::string v = a.substr(14);
       if (v == "auto") o.cuda.attention.q = dccc::gpu::AttnQ::Auto;

@@ -61,11 +61,12 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
       if (s.name == n) return host_.expr(s.value);
     throw std::logic_error("attention kernel without " + n);
   };
-  // Entries (key count, batch indices..., query tile), sorted by key count,
-  // longest first: built on a miss of the prelude cache only (tile_list).
-  // First the largest head dim, which picks the instantiation and so the
-  // query tile; then the entries.
-  std::string b = "      std::vector<std::pair<int64_t, std::vector<int32_t>>> ents;\n";
+  // Entries (key tiles the block runs, key count, batch entry's number,
+  // then the entry: batch indices..., query tile, ...) in the planner's
+  // order (gpu::AttnOrder): built on a miss of the prelude cache only
+  // (tile_list). First the largest head dim, which picks the instantiation
+  // and so the query and key tiles; then the entries.
+  std::string b = "      std::vector<std::tuple<int64_t, int64_t, int64_t, std::vector<int32_t>>> ents;\n      int64_t gid = 0;\n";
   // The loops over the batch entries around `inner(pad)`, pad its indent.
   auto batch_loops = [&](const std::function<std::string(const std::string&)>& inner) {
     std::string pad = "      ", o;
@@ -88,6 +89,10 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   for (int dp : k.head_dims) rows += fmt::format("dmax <= {} ? {} : ", dp, gpu::attention_tile_m(k, dp));
   if (k.split) rows += fmt::format("dmax <= {} ? 16 : ", k.split * k.split_warps);
   b += rows + fmt::format("{};\n", gpu::attention_tile_m(k, k.wide ? k.wide : k.head_dims.back()));
+  std::string cols = "      const int64_t keys_a_tile = ";
+  for (int dp : k.head_dims) cols += fmt::format("dmax <= {} ? {} : ", dp, gpu::attention_tile_n(k, dp));
+  if (k.split) cols += fmt::format("dmax <= {} ? {} : ", k.split * k.split_warps, k.split_key_tile);
+  b += cols + fmt::format("{};\n", gpu::attention_tile_n(k, k.wide ? k.wide : k.head_dims.back()));
   b += batch_loops([&](const std::string& pad) {
     std::string o = fmt::format("{}const int64_t tm = ({} + rows_a_tile - 1) / rows_a_tile, nk = {};\n", pad,
                                 host_.expr(k.rows), host_.expr(k.keys));
@@ -109,13 +114,59 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
     for (const auto& s : k.scalars) push(s.entry, s.value);
     for (const auto& inv : k.post_invariants) push(inv.entry, inv.value);
     if (at != gpu::attention_entry_width(k)) throw std::logic_error("attention tile-list entry width");
-    return o + fmt::format("{0}  ents.emplace_back(nk, std::move(e));\n{0}}}\n", pad);
+    // The key tiles the block runs: those where no skip conjunct holds at
+    // no corner of the (query tile x key tile) box, as the kernel decides
+    // (print_attention's `needed`). Only an order: an overflow in a
+    // conjunct (its own `ovf`) changes no result.
+    const std::string nkt = "(nk + keys_a_tile - 1) / keys_a_tile";
+    if (k.order == gpu::AttnOrder::Keys) {
+      o += fmt::format("{}  const int64_t live = 0;  // not an order's key\n", pad);
+    } else if (k.skip_conjuncts.empty()) {
+      o += fmt::format("{}  const int64_t live = {};\n", pad, nkt);
+    } else {
+      std::string tests;
+      for (const auto& c : k.skip_conjuncts) {
+        tests += fmt::format("{}      {{\n{}        bool any = false;\n", pad, pad);
+        for (const char* ci : {"i_lo", "i_hi"})
+          for (const char* cj : {"j_lo", "j_hi"})
+            tests += fmt::format("{}        {{ const int64_t {} = {}, {} = {}; any = any || ({}); }}\n", pad, host_.var(k.row_var),
+                                 ci, host_.var(k.key_var), cj, host_.expr(c));
+        tests += fmt::format("{}        needed = needed && any;\n{}      }}\n", pad, pad);
+      }
+      o += fmt::format("{0}  int64_t live = 0;\n{0}  {{\n{3}"
+                       "{0}    const int64_t i_lo = mt * rows_a_tile, i_hi = std::min<int64_t>(i_lo + rows_a_tile, {1}) - 1;\n"
+                       "{0}    for (int64_t kt = 0, nkt = {2}; kt < nkt; ++kt) {{\n"
+                       "{0}      const int64_t j_lo = kt * keys_a_tile, j_hi = std::min<int64_t>(j_lo + keys_a_tile, nk) - 1;\n"
+                       "{0}      bool needed = true;\n",
+                       pad, host_.expr(k.rows), nkt,
+                       tests.find("&ovf") != std::string::npos ? pad + "    int ovf = 0;  // the order's own\n" : "");
+      o += tests + fmt::format("{0}      live += needed;\n{0}    }}\n{0}  }}\n", pad);
+    }
+    return o + fmt::format("{0}  ents.emplace_back(live, nk, gid, std::move(e));\n{0}}}\n{0}++gid;\n", pad);
   });
-  b += "      std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) { return x.first > y.first; });\n";
-  b += "      for (const auto& en : ents) tl.insert(tl.end(), en.second.begin(), en.second.end());\n";
+  // The order's comparison (the sort is stable: ties keep (batch entry,
+  // query tile) order).
+  const char* before = nullptr;
+  switch (k.order) {
+    case gpu::AttnOrder::Auto:
+      throw std::logic_error("attention kernel without an order");
+    case gpu::AttnOrder::Keys:
+      before = "std::get<1>(x) > std::get<1>(y)";
+      break;
+    case gpu::AttnOrder::Sequences:
+      before = "std::get<1>(x) != std::get<1>(y) ? std::get<1>(x) > std::get<1>(y)\n"
+               "               : std::get<2>(x) != std::get<2>(y) ? std::get<2>(x) < std::get<2>(y) : std::get<0>(x) > std::get<0>(y)";
+      break;
+    case gpu::AttnOrder::Tiles:
+      before = "std::get<0>(x) != std::get<0>(y) ? std::get<0>(x) > std::get<0>(y) : std::get<1>(x) > std::get<1>(y)";
+      break;
+  }
+  b += fmt::format("      std::stable_sort(ents.begin(), ents.end(), [](const auto& x, const auto& y) {{\n        return {};\n      }});\n",
+                   before);
+  b += "      for (const auto& en : ents) tl.insert(tl.end(), std::get<3>(en).begin(), std::get<3>(en).end());\n";
   // The entries' mean key count: the long-key instantiation's test
   // (AttentionKernel::long_key_tiles).
-  b += "      for (const auto& en : ents) kmean += en.first;\n      if (!ents.empty()) kmean /= (int64_t)ents.size();\n";
+  b += "      for (const auto& en : ents) kmean += std::get<1>(en);\n      if (!ents.empty()) kmean /= (int64_t)ents.size();\n";
   std::string o = tile_list(k.name, b, gpu::attention_entry_width(k));
   o += "    const int64_t ntiles = tv->ntiles, dmax = tv->dmax;\n";
   o += "    if (ntiles > 0) {\n";

@@ -131,11 +131,12 @@ std::string explain_kernels(const ir::Module& m, const CudaOptions& options) {
                          "fragments and V transposed, K's small parts and V's transposed parts made once a tile by the block)"
                    : " (compiled for sm_90a, head dims " + wg + ": wgmma.mma_async m64nNk16, K and V 128-byte swizzled)";
         out += fmt::format("kernel {}: fused attention (one kernel for the whole softmax chain): K and V through shared-memory stages (cp.async), mma.sync {}{}; {}; schedule: "
-                           "{}{}, longest key sequence first; {}\n",
+                           "{}{}, {}; {}\n",
                            name, gpu::mma_name(a->shape), wg, gpu::attention_instances(*a),
                            a->grid == gpu::AttnGrid::Tiles ? "one block per (batch entry, query tile)"
                                                            : "(batch entry, query tile) entries on ",
                            a->grid == gpu::AttnGrid::Tiles ? "" : gpu::attn_grid_name(a->grid),
+                           gpu::attn_order_name(a->order),
                            a->skip_conjuncts.empty() ? std::string("no key tile skipped")
                                                      : fmt::format("key tiles skipped by {} mask conjunct(s)", a->skip_conjuncts.size()));
       } else if (auto c = fe.plan_mma(items[k], name, &why)) {

@@ -30,6 +30,16 @@ const char* attn_grid_name(AttnGrid g) {
   return "?";
 }
 
+const char* attn_order_name(AttnOrder o) {
+  switch (o) {
+    case AttnOrder::Auto: return "the planner's order";
+    case AttnOrder::Keys: return "longest key sequence first";
+    case AttnOrder::Sequences: return "longest key sequence first, its query tiles together, most key tiles first";
+    case AttnOrder::Tiles: return "most key tiles run first, then longest key sequence";
+  }
+  return "?";
+}
+
 const char* fp32_math_name(Fp32Math m) {
   switch (m) {
     case Fp32Math::Split3xTf32: return "3xtf32";
@@ -365,7 +375,7 @@ std::string print_attention_kernel(const AttentionKernel& k, VloopText& text) {
   std::string o = fmt::format("kernel {} (fused attention) {{\n", k.name);
   o += fmt::format("  grid: {} (", attn_grid_name(k.grid));
   for (const auto& b : k.batch) o += text.var(b.var) + ", ";
-  o += fmt::format("query tile), built by the host from the lengths, longest key sequence first\n");
+  o += fmt::format("query tile), built by the host from the lengths, {}\n", attn_order_name(k.order));
   for (const auto& b : k.batch) o += fmt::format("    batch {} in 0 .. {}\n", text.var(b.var), text.expr(b.extent));
   o += fmt::format("    rows {} in 0 .. {}, keys {} in 0 .. {} (tiles per head dim below)\n", text.var(k.row_var),
                    text.expr(k.rows), text.var(k.key_var), text.expr(k.keys));

@@ -392,6 +392,17 @@ struct AttnStep {
 enum class AttnGrid { Tiles, Static, Atomic };
 const char* attn_grid_name(AttnGrid g);
 
+/// The order of the tile list's entries (AttentionKernel::order; blocks
+/// start in it). Keys: by key count, longest first, then (batch entry,
+/// query tile). Sequences: the same, but a batch entry's query tiles that
+/// run more key tiles (a causal mask's last ones) first; its tiles stay
+/// together, so they read the entry's K and V while those are in the L2
+/// cache. Tiles: by key tiles run over all entries (longest processing time
+/// first: the last blocks to start are the shortest), then key count. Auto
+/// (tuning only): the planner's rule.
+enum class AttnOrder { Auto, Keys, Sequences, Tiles };
+const char* attn_order_name(AttnOrder o);
+
 /// Where the wgmma form's S = Q K^T takes Q (its A) from
 /// (AttentionKernel::q_smem): Auto is the planner's rule, the others force
 /// one place for every wgmma instantiation (`dccc --attention-q`).
@@ -414,6 +425,8 @@ struct AttentionTuning {
   int split_cols = 0, split_warps = 0, split_keys = 0;
   /// How blocks find their tiles (AttentionKernel::grid, `dccc --attention-grid`).
   AttnGrid grid = AttnGrid::Tiles;
+  /// The tile list's order (AttentionKernel::order, `dccc --attention-order`).
+  AttnOrder order = AttnOrder::Auto;
   /// Where the wgmma form's S reads Q (AttentionKernel::q_smem, `dccc
   /// --attention-q`): the planner's choice, registers, or shared memory.
   AttnQ q = AttnQ::Auto;
@@ -532,6 +545,8 @@ struct AttentionKernel {
   std::vector<int> wgmma_dims;
   /// How blocks take the tile list's entries (AttnGrid).
   AttnGrid grid = AttnGrid::Tiles;
+  /// The tile list's order (AttnOrder; never Auto).
+  AttnOrder order = AttnOrder::Sequences;
   /// Per instantiation (as head_dims): the wgmma form's S = Q K^T takes Q
   /// from shared memory (A by descriptor, K-major, stored as K's tiles are)
   /// instead of registers: the block copies its Q tile with the first K and

@@ -88,6 +88,11 @@ def parse_args(argv=None):
     ap.add_argument("--flex", action="store_true",
                     help="also time FlexAttention (torch.compile'd flex_attention over the packed batch with a "
                          "document block mask; causal: and key <= query), one more line per configuration")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time two bounds in the same interleaving, a line each: `floor`, torch.addcmul(q, k, v) "
+                         "into a tensor like the output (one elementwise kernel that reads Q, K and V and writes O "
+                         "once: the least memory traffic of any attention kernel on the batch, without its work) and "
+                         "`launch`, one kernel writing one element (what the timing adds to any kernel)")
     ap.add_argument("--entry", default="stream", choices=["stream", "wait", "both"],
                     help="dccc's entry point: stream (default): FN_on_stream with the lengths in host memory, on "
                          "PyTorch's current stream, no wait (what FlashAttention's varlen call gets: device "
@@ -347,6 +352,10 @@ def main(argv=None):
                             peers["flex"] = run_flex
                         except Exception as e:  # noqa: BLE001 (a torch without flex_attention, a failed compile)
                             print(f"# {name} {D} {mask}: flex unavailable: {type(e).__name__}: {e}", flush=True)
+                    if args.floor:
+                        sink = torch.empty_like(q)
+                        peers["floor"] = lambda: torch.addcmul(q, k, v, out=sink)
+                        peers["launch"] = lambda: sink[:1].zero_()
                     more = [(vn, caller(*vl[mask])) for vn, vl in variants]
                     if args.entry == "both":
                         more.append(("wait", caller(fn, fn_stream, lib, "wait")))
@@ -376,6 +385,16 @@ def main(argv=None):
                                 f"flex/dccc {fm / med['dccc']:.3f}, {flops / fm / 1e9:.1f} TF/s, max err {flex_err:.1e}")
                         print(line, flush=True)
                         lines.append(line)
+                    if args.floor:
+                        fm, lm = statistics.median(times["floor"]), statistics.median(times["launch"])
+                        gb = 4 * q.numel() * q.element_size() / 1e9
+                        for line in (f"{name:>8} {batch:>4} {D:>4} {mask:>6}   floor (Q, K, V read, O written: {gb * 1e3:.1f} MB): "
+                                     f"min {min(times['floor']):.3f} med {fm:.3f} ms ({gb / fm:.2f} TB/s), {p1}/floor "
+                                     f"{med[p1] / fm:.3f}, dccc/floor {med['dccc'] / fm:.3f}",
+                                     f"{name:>8} {batch:>4} {D:>4} {mask:>6}   launch (one kernel, one element): "
+                                     f"min {min(times['launch']):.4f} med {lm:.4f} ms"):
+                            print(line, flush=True)
+                            lines.append(line)
                     for vn, _ in more:
                         if "v:" + vn not in times or not times["v:" + vn]:
                             continue

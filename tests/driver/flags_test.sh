@@ -196,6 +196,7 @@ NVCC
   usage_error "$toy" --target=cuda --attention-split=64,9,16 --emit=kernel   # warps: 2-8
   usage_error "$toy" --target=cuda --attention-split=64,8 --emit=kernel
   usage_error "$toy" --target=cuda --attention-grid=dynamic --emit=kernel  # tiles, static or atomic
+  usage_error "$toy" --target=cuda --attention-order=random --emit=kernel  # auto, keys, sequences or tiles
   usage_error "$toy" --target=cuda --attention-stages=0 --emit=kernel  # K/V stages: 1, 2, 3 or 4
   usage_error "$toy" --target=cuda --attention-stages=5 --emit=kernel
   usage_error "$toy" --target=cuda --attention-stages=3x --emit=kernel

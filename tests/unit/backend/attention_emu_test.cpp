@@ -47,6 +47,7 @@ struct Built {
   const ir::Func* func = nullptr;
   std::string cu;
   Entry entry = nullptr;
+  void* lib = nullptr;
 };
 
 /// `fn` of `source` through the CUDA passes with online reductions, emitted
@@ -81,6 +82,7 @@ void build(const std::string& name, const std::string& source, const std::string
   void*& lib = built[emu_source];
   if (!lib) lib = testing::build_emulated(emu_source, dir, fn + std::to_string(serial++), log, testing::kEmuCompileBound);
   ASSERT_NE(lib, nullptr) << log;
+  b.lib = lib;
   b.entry = reinterpret_cast<Entry>(dlsym(lib, (fn + "__cuda_host").c_str()));
   ASSERT_NE(b.entry, nullptr);
 }
@@ -473,6 +475,60 @@ TEST(AttentionEmu, DeeperStagesBf16) {
 TEST(AttentionEmu, CausalBf16) {
   check("mha_causal.toy", bf16_version(test_paths::examples_dir() + "/mha_causal.toy"), "mha_causal",
         [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, true);
+}
+
+// The tile list's order (the launch's, read back from the emulator; the
+// planner's rule, gpu::AttnOrder), on mha_causal: bf16 by key count with a
+// sequence's query tiles together, the one running more key tiles (under
+// the causal mask a sequence's last query tile runs all its keys, its first
+// only the first 64) first; f32 by the key tiles run over all entries, then
+// key count. Lengths multiples of 64 (and 1), so that key tiles counted in
+// any tile size dividing 64 order the entries as their keys do; the
+// expected orders are sorted here from the mask's live keys, min(keys, the
+// tile's last row + 1). By key count alone (the order before session 37)
+// the 192-token sequence's first query tile would come first in both.
+TEST(AttentionEmu, CausalTileListOrder) {
+  const std::vector<Case> only{{{192, 128, 64, 0, 1}, {192, 128, 64, 0, 1}, 2, 64}};
+  const Case& c = only[0];
+  for (bool f32 : {false, true}) {
+    SCOPED_TRACE(f32 ? "f32: key tiles first" : "bf16: sequences");
+    Built b;
+    const std::string path = test_paths::examples_dir() + "/mha_causal.toy";
+    build("mha_causal.toy", f32 ? read(path) : bf16_version(path), "mha_causal", b);
+    ASSERT_TRUE(b.entry);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(b.cu, m, std::regex("dcc__tiles_upload\\(tl, (\\d+), t\\)"))) << "no tile list";
+    const int width = std::stoi(m[1]);
+    int checked = 0;
+    run(b, [](double s, int i, int j) { return j <= i ? s : -INFINITY; }, checked, 0, f32, f32 ? 1e-6 : 0.02, false, &only);
+    EXPECT_GT(checked, 0);
+    using Fn = const int32_t* (*)(int64_t*);
+    auto last = reinterpret_cast<Fn>(dlsym(b.lib, "dcc_emu_last_tiles"));
+    ASSERT_NE(last, nullptr);
+    int64_t n = 0;
+    const int32_t* tiles = last(&n);
+    ASSERT_NE(tiles, nullptr);
+    struct E {
+      int b, h, mt;
+      int64_t live, keys;
+    };
+    std::vector<E> want;
+    for (int x = 0; x < static_cast<int>(c.ql.size()); ++x)
+      for (int h = 0; h < c.H; ++h)
+        for (int mt = 0; mt * 64 < c.ql[x]; ++mt)
+          want.push_back({x, h, mt, std::min<int64_t>(c.kl[x], std::min(mt * 64 + 64, c.ql[x])), c.kl[x]});
+    std::stable_sort(want.begin(), want.end(), [&](const E& p, const E& q) {
+      if (f32) return p.live != q.live ? p.live > q.live : p.keys > q.keys;
+      if (p.keys != q.keys) return p.keys > q.keys;
+      if (p.b != q.b || p.h != q.h) return p.b != q.b ? p.b < q.b : p.h < q.h;
+      return p.live > q.live;
+    });
+    ASSERT_EQ(n, static_cast<int64_t>(want.size()));
+    for (size_t t = 0; t < want.size(); ++t) {
+      const int32_t* e = tiles + t * width;
+      EXPECT_EQ((std::vector<int>{e[0], e[1], e[2]}), (std::vector<int>{want[t].b, want[t].h, want[t].mt})) << "entry " << t;
+    }
+  }
 }
 
 TEST(AttentionEmu, WindowBf16) {

@@ -606,6 +606,17 @@ enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
 template <typename F>
 cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
 
+namespace dcc_emu {
+/// The tile list of the last fused attention launch (its `tiles` and
+/// `ntiles`): attention_emu_test reads the entries' order.
+inline const int32_t* last_tiles = nullptr;
+inline int64_t last_ntiles = 0;
+}  // namespace dcc_emu
+extern "C" __attribute__((used, visibility("default"))) inline const int32_t* dcc_emu_last_tiles(int64_t* n) {
+  *n = dcc_emu::last_ntiles;
+  return dcc_emu::last_tiles;
+}
+
 /// Runs `kernel` over `grid` x `block`: the blocks one after another, the
 /// threads of a block concurrently, or (`serial`: a kernel without
 /// __syncthreads and shuffles, whose threads cannot wait for each other)
@@ -613,6 +624,10 @@ cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess
 template <typename Args>
 void dcc_emu_launch(void (*kernel)(Args), dim3 grid, dim3 block, Args a, bool serial) {
   const unsigned n = block.x * block.y * block.z;
+  if constexpr (requires(Args x) { x.tiles; x.ntiles; }) {
+    dcc_emu::last_tiles = a.tiles;
+    dcc_emu::last_ntiles = a.ntiles;
+  }
   if (serial) {
     blockDim = block;
     gridDim = grid;

@@ -1,0 +1,101 @@
+#!/bin/bash
+# Session 37 device calls, from the repository root (P: a prefix for the
+# output files; PART: which part).
+R=$OUT
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/${P}gpu.txt
+check() {  # check DIR DTYPE
+  local f=$R/${P}check_$(basename $(pwd))_$1.txt
+  timeout 120 python3 ../bench_fused.py --dir $1 --dtype $2 --lengths 4096,0,1,17,300 --check-only > $f 2>&1
+  timeout 60 python3 ../bench_fused.py --dir $1 --dtype $2 --lengths 33,1,0,65,7,130,129 --D 64,128 --check-only >> $f 2>&1
+  echo "check $(basename $(pwd))/$1: $(grep -c 'check OK' $f) OK, $(grep -ci 'wrong\|error\|Traceback' $f) wrong"
+}
+if [[ $PART == a ]]; then
+  # build-var/s37/a (build_a.sh): the tile list by key tiles run (new)
+  # against by key count (base); causal only (without a mask the two orders
+  # are the same).
+  cd build-var/s37/a/bf16 || exit 1
+  for v in new base; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  check new bf16
+  timeout 300 python3 ../bench_fused.py --dir new --dtype bf16 --seqlens ../seqlens --reps 20 --flush-l2 --mask causal \
+    --variants base=base --out $R/${P}bench_bf16.txt > $R/${P}log_bf16.txt 2>&1
+  echo "bench bf16 rc=$?"; cat $R/${P}bench_bf16.txt
+  cd ../f32 || exit 1
+  check new f32
+  timeout 240 python3 ../bench_fused.py --dir new --dtype f32 --seqlens ../seqlens --reps 10 --flush-l2 --mask causal \
+    --variants base=base --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
+  echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
+fi
+if [[ $PART == b ]]; then
+  # build-var/s37/b (build_b.sh): the planner's order (new) against the
+  # order before (base) and the other order (bf16 tiles, f32 seq); causal
+  # only (without a mask the orders are the same).
+  cd build-var/s37/b/bf16 || exit 1
+  for v in new base tiles; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  check new bf16
+  timeout 300 python3 ../bench_fused.py --dir new --dtype bf16 --seqlens ../seqlens --reps 20 --flush-l2 --mask causal \
+    --variants base=base,tiles=tiles --out $R/${P}bench_bf16.txt > $R/${P}log_bf16.txt 2>&1
+  echo "bench bf16 rc=$?"; cat $R/${P}bench_bf16.txt
+  cd ../f32 || exit 1
+  check new f32
+  timeout 240 python3 ../bench_fused.py --dir new --dtype f32 --seqlens ../seqlens --reps 10 --flush-l2 --mask causal \
+    --variants base=base,seq=seq --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
+  echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
+fi
+if [[ $PART == c ]]; then
+  # build-var/s37/c (build_c.sh): bf16 tilings against the planner's, with
+  # the memory floor and the launch's time (--floor).
+  cd build-var/s37/c/bf16 || exit 1
+  for v in new t8a t8b k64; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  check new bf16
+  timeout 500 python3 ../bench_fused.py --dir new --dtype bf16 --seqlens ../seqlens --reps 20 --flush-l2 --floor \
+    --variants t8a=t8a,t8b=t8b,k64=k64 --out $R/${P}bench_bf16.txt > $R/${P}log_bf16.txt 2>&1
+  echo "bench bf16 rc=$?"; cat $R/${P}bench_bf16.txt
+fi
+if [[ $PART == d ]]; then
+  # build-var/s37/d (build_d.sh): f32 causal without the mask-free copy
+  # (nou) against the planner's (new); then ncu's stall samples of the
+  # planner's head-dim-128 kernel on squad (causal).
+  cd build-var/s37/d/f32 || exit 1
+  timeout 240 python3 ../bench_fused.py --dir new --dtype f32 --seqlens ../seqlens --reps 10 --flush-l2 --mask causal \
+    --variants nou=nou --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
+  echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
+  timeout 200 ncu --clock-control none --kernel-name regex:mha_causal__k0__d128 --launch-skip 3 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --import-source no -o /tmp/prof_d128 \
+    python3 ../bench_fused.py --dir new --dtype f32 --seqlens ../seqlens --batches squad --mask causal --D 128 --reps 2 \
+    > /tmp/ncu_d128.txt 2>&1
+  echo "ncu rc=$?"; tail -3 /tmp/ncu_d128.txt
+  ncu -i /tmp/prof_d128.ncu-rep --page source --csv --print-source sass > $R/${P}sass_d128.csv 2>/dev/null; xz -9 $R/${P}sass_d128.csv
+  ncu -i /tmp/prof_d128.ncu-rep --page details > $R/${P}details_d128.txt 2>&1
+  grep -E "Duration|Throughput|Warp Cycles|Issued|Achieved Occupancy|Registers|Stall" $R/${P}details_d128.txt | head -30
+fi
+sanitize() {  # sanitize DIR DTYPE TOOL LENGTHS
+  local f=$R/${P}$3_$1_${4//,/_}.txt
+  timeout 150 compute-sanitizer --tool $3 python3 ../bench_fused.py --dir $1 --dtype $2 --lengths $4 --check-only \
+    --dccc-only --D 64,128 --mask full,causal > $f 2>&1
+  echo "$3 $1 $4: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $f | tail -1), $(grep -c 'check OK' $f) OK"
+}
+if [[ $PART == e ]]; then
+  # build-var/s37/e (build_e.sh): f32 with the tf32 parts' 16-byte shared
+  # stores and V's transposed stores on both line parities (new) against
+  # the order alone (ord); then ncu's memory sections of the bf16 kernel on
+  # wiki128 head dim 128 causal (build-var/s37/b/bf16/new).
+  ROOT=$PWD
+  cd build-var/s37/e/f32 || exit 1
+  check new f32
+  sanitize new f32 memcheck 300,0,1,17,70
+  sanitize new f32 racecheck 300,0,1,17,70
+  sanitize new f32 memcheck 13,1,0,7,40
+  sanitize new f32 racecheck 13,1,0,7,40
+  timeout 300 python3 ../bench_fused.py --dir new --dtype f32 --seqlens ../seqlens --reps 10 --flush-l2 \
+    --variants ord=ord --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
+  echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
+  cd $ROOT/build-var/s37/b/bf16 || exit 1
+  cp new/mha_bf16.so new/mha_causal_bf16.so
+  timeout 150 ncu --clock-control none --kernel-name regex:mha_causal__k0__d128 --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Chart \
+    --section MemoryWorkloadAnalysis_Tables --section WarpStateStats --section Occupancy \
+    python3 ../bench_fused.py --dir new --dtype bf16 --seqlens ../seqlens --batches wiki128 --mask causal --D 128 --reps 2 \
+    > $R/${P}ncu_bf16_wiki128_d128.txt 2>&1
+  echo "ncu rc=$?"; grep -E "Throughput|Duration|Hit Rate|Busy|Bandwidth|Mem Pipes" $R/${P}ncu_bf16_wiki128_d128.txt | head -30
+fi
