@@ -89,25 +89,43 @@ __device__ __forceinline__ uint32_t dcc_tf32(float x) {
 // (the tensor core reads its tf32 truncation), which carries a NaN x to the
 // products whatever its big part became.
 __device__ __forceinline__ float dcc_tf32_big(float x) { return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xFFFFE000u); }
+// One 16-byte store to shared memory at `p` (16-byte aligned): st.shared.v4
+// whatever the compiler makes of a float4 store (NVVM split the tf32
+// parts' stores below into four 4-byte stores where it could not prove the
+// swizzled address aligned: each a 4-way bank conflict where lanes step by
+// a 16-byte chunk, ncu session 37: 23% of the f32 kernel's shared-memory
+// wavefronts excessive).
+__device__ __forceinline__ uint32_t dcc_smem_u32(const void* p);
+__device__ __forceinline__ void dcc_st_shared_v4(float* p, float a, float b, float c, float d) {
+#ifdef DCC_EMU
+  p[0] = a;
+  p[1] = b;
+  p[2] = c;
+  p[3] = d;
+#else
+  asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(dcc_smem_u32(p)), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+#endif
+}
 // Four f32 values rounded to tf32 and stored as one 16-byte chunk at `big`
 // (the wgmma tf32 form's producers, gpu::CopyMode::SplitTf32); with `small`
 // also their remainders tf32(x - big) there (3xTF32).
+// (in shared memory, 16-byte aligned).
 __device__ __forceinline__ void dcc_st_tf32x4(float* big, float4 v) {
-  *reinterpret_cast<float4*>(big) = make_float4(__uint_as_float(dcc_tf32(v.x)), __uint_as_float(dcc_tf32(v.y)),
-                                                __uint_as_float(dcc_tf32(v.z)), __uint_as_float(dcc_tf32(v.w)));
+  dcc_st_shared_v4(big, __uint_as_float(dcc_tf32(v.x)), __uint_as_float(dcc_tf32(v.y)), __uint_as_float(dcc_tf32(v.z)),
+                   __uint_as_float(dcc_tf32(v.w)));
 }
 __device__ __forceinline__ void dcc_st_split_tf32x4(float* big, float* small, float4 v) {
   const float b0 = __uint_as_float(dcc_tf32(v.x)), b1 = __uint_as_float(dcc_tf32(v.y)),
               b2 = __uint_as_float(dcc_tf32(v.z)), b3 = __uint_as_float(dcc_tf32(v.w));
-  *reinterpret_cast<float4*>(big) = make_float4(b0, b1, b2, b3);
-  *reinterpret_cast<float4*>(small) = make_float4(__uint_as_float(dcc_tf32(v.x - b0)), __uint_as_float(dcc_tf32(v.y - b1)),
-                                                  __uint_as_float(dcc_tf32(v.z - b2)), __uint_as_float(dcc_tf32(v.w - b3)));
+  dcc_st_shared_v4(big, b0, b1, b2, b3);
+  dcc_st_shared_v4(small, __uint_as_float(dcc_tf32(v.x - b0)), __uint_as_float(dcc_tf32(v.y - b1)),
+                   __uint_as_float(dcc_tf32(v.z - b2)), __uint_as_float(dcc_tf32(v.w - b3)));
 }
 // The same with dcc_tf32_big's parts (small = x - big, unrounded).
 __device__ __forceinline__ void dcc_st_split_tf32x4_fast(float* big, float* small, float4 v) {
   const float b0 = dcc_tf32_big(v.x), b1 = dcc_tf32_big(v.y), b2 = dcc_tf32_big(v.z), b3 = dcc_tf32_big(v.w);
-  *reinterpret_cast<float4*>(big) = make_float4(b0, b1, b2, b3);
-  *reinterpret_cast<float4*>(small) = make_float4(v.x - b0, v.y - b1, v.z - b2, v.w - b3);
+  dcc_st_shared_v4(big, b0, b1, b2, b3);
+  dcc_st_shared_v4(small, v.x - b0, v.y - b1, v.z - b2, v.w - b3);
 }
 // d = a * b + d on one 16 x 8 tile of the warp (every lane calls it).
 __device__ __forceinline__ void dcc_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {

@@ -166,14 +166,21 @@ std::string convert(bool split) {
   out += "      const int at = swz_at(BN, r, c0 + it * CS);\n";
   out += "      kx[it] = *reinterpret_cast<const float4*>(&ks[at]);\n      vx[it] = *reinterpret_cast<const float4*>(&vs[at]);\n    }\n";
   out += "    const int slot = (r & ~7) | ((r & 7) >> 1) | ((r & 1) << 2);  // key r's place in its 8\n";
+  // At 16 keys a tile (V transposed in 64-byte lines: an even line in banks
+  // 0-15, an odd one in 16-31) a warp's halves store lines c0 + e and
+  // c0 + 4 + e, in the same banks (2-way conflicts; ncu, session 37): the
+  // second half stores its chunk's values in the order 1 0 3 2, on lines of
+  // the other parity.
+  out += "    const int hx = VW == 16 ? ((int)threadIdx.x / BN) & 1 : 0;  // the warp's second half (16 keys a tile)\n";
   out += "#pragma unroll\n    for (int it = 0; it < CH; ++it) {\n";
   out += "      const int c = c0 + it * CS, at = swz_at(BN, r, c);\n";
   out += split ? "      dcc_st_split_tf32x4_fast(&ks[at], &Kl[at], kx[it]);\n" : "      dcc_st_tf32x4(&ks[at], kx[it]);\n";
   out += "      const float v[4] = {vx[it].x, vx[it].y, vx[it].z, vx[it].w};\n";
   out += "#pragma unroll\n      for (int e = 0; e < 4; ++e) {\n"
-         "        const int vt = CS % 8 == 0 ? vt_at(c0 + e, slot) + it * CS * VW : vt_at(c + e, slot);\n";
-  out += (split ? "        const float b = dcc_tf32_big(v[e]);\n        Vb[vt] = b;\n        Vl[vt] = v[e] - b;\n"
-                  : "        Vb[vt] = __uint_as_float(dcc_tf32(v[e]));\n");
+         "        const int ee = e ^ hx;\n        const float x = hx ? v[e ^ 1] : v[e];  // column c + ee's value\n"
+         "        const int vt = CS % 8 == 0 ? vt_at(c0 + ee, slot) + it * CS * VW : vt_at(c + ee, slot);\n";
+  out += (split ? "        const float b = dcc_tf32_big(x);\n        Vb[vt] = b;\n        Vl[vt] = x - b;\n"
+                  : "        Vb[vt] = __uint_as_float(dcc_tf32(x));\n");
   out += "      }\n    }\n    }\n    dcc_fence_proxy_async();\n    __syncthreads();  // the tile's tf32 parts are in\n";
   return out;
 }

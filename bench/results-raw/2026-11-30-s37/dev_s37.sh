@@ -99,3 +99,71 @@ if [[ $PART == e ]]; then
     > $R/${P}ncu_bf16_wiki128_d128.txt 2>&1
   echo "ncu rc=$?"; grep -E "Throughput|Duration|Hit Rate|Busy|Bandwidth|Mem Pipes" $R/${P}ncu_bf16_wiki128_d128.txt | head -30
 fi
+if [[ $PART == f ]]; then
+  # build-var/s37/f (build_f.sh): the GPU test binary at the tf32 parts'
+  # 16-byte shared stores (attention and the f32 GEMMs' producers): the
+  # attention and contraction examples on the GPU against the CPU backend
+  # and float64, and the ragged GEMM sweep.
+  cd build-var/s37/f || exit 1
+  mkdir -p /tmp/dccc-gpu && tar -xJf test.tar.xz -C /tmp/dccc-gpu
+  DCCC_EXAMPLES_ONLY=mha,mha_causal,flash_attention,mha_window,mha_softcap,causal_attention,mha_bf16,gqa_bf16,mha_bf16_f32_scores,attention_data,transformer_block,batched_gemm,rms_mlp,tril_matmul \
+  LD_LIBRARY_PATH=/tmp/dccc-gpu/lib DCCC_EXAMPLES_DIR="$PWD/examples" DCCC_RUNTIME_LIB="$PWD/libdccrt.a" \
+    DCCC_CUDA_SCHEDULES_DIRS="$PWD/schedules" DCC_POISON_UNINIT=1 DCCC_RUNTIME_INCLUDE="$PWD/include" \
+    timeout 420 /tmp/dccc-gpu/dccc_cuda_backend_tests --gtest_filter='CudaBackend.ExamplesMatch*:CudaBackend.MmaGemm*' > $R/${P}gpu_test.txt 2>&1
+  echo "gpu tests rc=$?"; grep -E "^\[ *(OK|FAILED|PASSED|SKIPPED) *\]|Failure" $R/${P}gpu_test.txt | tail -8
+fi
+if [[ $PART == g ]]; then
+  # (the rest of PART f, apart: the carry's size) ncu's stall and shared
+  # memory samples of the f32 head-dim-128 kernel (build-var/s37/e/f32/new,
+  # squad causal) and the bf16 head-dim-128 kernel's spills in its SASS.
+  cd build-var/s37/e/f32 || exit 1
+  timeout 120 ncu --clock-control none --kernel-name regex:mha_causal__k0__d128 --launch-skip 3 --launch-count 1 \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight --import-source no -o /tmp/prof_f32 \
+    python3 ../bench_fused.py --dir new --dtype f32 --seqlens ../seqlens --batches squad --mask causal --D 128 --reps 2 \
+    > /tmp/ncu_f32.txt 2>&1
+  echo "ncu rc=$?"
+  ncu -i /tmp/prof_f32.ncu-rep --page source --csv --print-source sass > $R/${P}sass_f32_d128.csv 2>/dev/null; xz -9 $R/${P}sass_f32_d128.csv
+  ncu -i /tmp/prof_f32.ncu-rep --page details > $R/${P}details_f32_d128.txt 2>&1
+  grep -E "Duration|Throughput|excessive" $R/${P}details_f32_d128.txt | head
+  cuobjdump -sass -fun '_Z20mha_causal__k0__d12822mha_causal__k0__launch' ../bf16new/mha_bf16.so > $R/${P}sass_bf16_causal_d128.txt 2>&1
+  echo "bf16 d128 SASS: $(wc -l < $R/${P}sass_bf16_causal_d128.txt) lines, $(grep -c 'STL' $R/${P}sass_bf16_causal_d128.txt) STL, $(grep -c 'LDL' $R/${P}sass_bf16_causal_d128.txt) LDL"
+  xz -9 $R/${P}sass_bf16_causal_d128.txt
+fi
+if [[ $PART == h ]]; then
+  # build-var/s37/h (build_h.sh): bf16 with the next tile's copy issued
+  # under S's wgmma (cu) against the planner's (new).
+  cd build-var/s37/h/bf16 || exit 1
+  for v in new cu; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  check cu bf16
+  timeout 300 python3 ../bench_fused.py --dir new --dtype bf16 --seqlens ../seqlens --reps 20 --flush-l2 \
+    --variants cu=cu --out $R/${P}bench_bf16.txt > $R/${P}log_bf16.txt 2>&1
+  echo "bench bf16 rc=$?"; cat $R/${P}bench_bf16.txt
+fi
+if [[ $PART == i ]]; then
+  # build-var/s37/i (build_i.sh): bf16 with the K/V copies' whole-lines
+  # path alone (nofb: no spills at head dim 128) against the planner's (new).
+  cd build-var/s37/i/bf16 || exit 1
+  for v in new nofb; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  check nofb bf16
+  timeout 300 python3 ../bench_fused.py --dir new --dtype bf16 --seqlens ../seqlens --reps 20 --flush-l2 \
+    --variants nofb=nofb --out $R/${P}bench_bf16.txt > $R/${P}log_bf16.txt 2>&1
+  echo "bench bf16 rc=$?"; cat $R/${P}bench_bf16.txt
+fi
+if [[ $PART == j ]]; then
+  # build-var/s37/j (build_j.sh): one copy path for aligned and unaligned
+  # K and V (one) against the planner's at the commit before (new), bf16
+  # and f32, with compute-sanitizer on the variant.
+  cd build-var/s37/j/bf16 || exit 1
+  for v in new one; do cp $v/mha_bf16.so $v/mha_causal_bf16.so; done
+  check one bf16
+  sanitize one bf16 racecheck 300,0,1,17,70
+  timeout 200 python3 ../bench_fused.py --dir new --dtype bf16 --seqlens ../seqlens --reps 20 --flush-l2 \
+    --variants one=one --out $R/${P}bench_bf16.txt > $R/${P}log_bf16.txt 2>&1
+  echo "bench bf16 rc=$?"; cat $R/${P}bench_bf16.txt
+  cd ../f32 || exit 1
+  check one f32
+  sanitize one f32 memcheck 300,0,1,17,70
+  timeout 240 python3 ../bench_fused.py --dir new --dtype f32 --seqlens ../seqlens --reps 10 --flush-l2 \
+    --variants one=one --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
+  echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
+fi
