@@ -646,22 +646,36 @@ struct Printer {
     out += fmt::format("  auto copy_kv = [&](int64_t kt, int st) {{\n    {0}* ks = Ks + st * STAGE;\n    {0}* vs = Vs + st * STAGE;\n", st);
     out += "    const int64_t j0 = kt * BN;\n    constexpr int CPL = LW / VE, THREADS = WARPS * 32;  // 16-byte chunks a line\n";
     // When the block's threads cover whole lines, a thread copies one
-    // column c of lines r0, r0 + RS, ...: one address a tile, then a
-    // pointer step per line.
-    out += "    if constexpr (THREADS % CPL == 0) {\n      if (vec) {\n";
-    out += "        constexpr int RS = THREADS / CPL;\n";
-    out += "        const int r0 = (int)threadIdx.x / CPL, c = ((int)threadIdx.x % CPL) * VE;\n";
-    out += "        const int64_t left = t_N - j0 - r0;  // keys from the thread's first line on\n";
-    out += "        const bool ck = c < t_QD, cv = c < t_VD;\n";
-    out += "        const int64_t ksp = RS * t_K_rs, vsp = RS * t_V_rs;\n";
-    out += fmt::format("        const {0}* kp = Kp + (t_K_base + (j0 + r0) * t_K_rs + c);\n"
-                       "        const {0}* vp = Vp + (t_V_base + (j0 + r0) * t_V_rs + c);\n", st);
-    out += "#pragma unroll\n        for (int it = 0; it < (BN + RS - 1) / RS; ++it) {\n";
+    // column chunk c of lines r0, r0 + RS, ...: one address a tile, then a
+    // pointer step per line; 16 bytes a cp.async where aligned (vec), else
+    // its elements one by one from the same pointer. One path for both:
+    // with a second one the values only it reads stayed live across the key
+    // loop (head dim 128's bf16 kernel spilled 24 bytes at its 128
+    // registers, reloaded from the L2 cache before every tile's copy; the
+    // aligned path alone is 1.01-1.09x faster, H200, session 37).
+    out += "    if constexpr (THREADS % CPL == 0) {\n";
+    out += "      constexpr int RS = THREADS / CPL;\n";
+    out += "      const int r0 = (int)threadIdx.x / CPL, c = ((int)threadIdx.x % CPL) * VE;\n";
+    out += "      const int64_t left = t_N - j0 - r0;  // keys from the thread's first line on\n";
+    out += "      const bool ck = c < t_QD, cv = c < t_VD;\n";
+    out += "      const int64_t ksp = RS * t_K_rs, vsp = RS * t_V_rs;\n";
+    out += fmt::format("      const {0}* kp = Kp + (t_K_base + (j0 + r0) * t_K_rs + c * t_K_ds);\n"
+                       "      const {0}* vp = Vp + (t_V_base + (j0 + r0) * t_V_rs + c * t_V_ds);\n", st);
+    out += "      if (vec) {\n#pragma unroll\n        for (int it = 0; it < (BN + RS - 1) / RS; ++it) {\n";
     out += "          const int r = r0 + it * RS;\n          if (BN % RS != 0 && r >= BN) break;\n";
     out += "          const bool okk = it * RS < left && ck, okv = it * RS < left && cv;\n";
     out += "          dcc_cp_async16(&ks[kv_at(r, c)], okk ? kp : Kp, okk);\n";
     out += "          dcc_cp_async16(&vs[kv_at(r, c)], okv ? vp : Vp, okv);\n";
-    out += "          kp += ksp;\n          vp += vsp;\n        }\n        return;\n      }\n    }\n";
+    out += "          kp += ksp;\n          vp += vsp;\n        }\n";
+    // Not unrolled: the unrolled element copies cost the long-key
+    // instantiations' register allocation (spills) though they never run
+    // on aligned inputs.
+    out += "      } else {\n#pragma unroll 1\n        for (int it = 0; it < (BN + RS - 1) / RS; ++it) {\n";
+    out += "          const int r = r0 + it * RS;\n          if (BN % RS != 0 && r >= BN) break;\n";
+    out += "          const bool in = it * RS < left;\n#pragma unroll 1\n          for (int e = 0; e < VE; ++e) {\n";
+    out += fmt::format("            ks[kv_at(r, c + e)] = in && c + e < t_QD ? kp[e * t_K_ds] : ({0})0;\n"
+                       "            vs[kv_at(r, c + e)] = in && c + e < t_VD ? vp[e * t_V_ds] : ({0})0;\n", st);
+    out += "          }\n          kp += ksp;\n          vp += vsp;\n        }\n      }\n      return;\n    }\n";
     out += "    if (vec) {\n";
     // Otherwise a fixed number of 16-byte chunks a thread (unrolled).
     out += "#pragma unroll\n      for (int it = 0; it < (BN * CPL + THREADS - 1) / THREADS; ++it) {\n"
