@@ -661,21 +661,28 @@ struct Printer {
     out += "      const int64_t ksp = RS * t_K_rs, vsp = RS * t_V_rs;\n";
     out += fmt::format("      const {0}* kp = Kp + (t_K_base + (j0 + r0) * t_K_rs + c * t_K_ds);\n"
                        "      const {0}* vp = Vp + (t_V_base + (j0 + r0) * t_V_rs + c * t_V_ds);\n", st);
-    out += "      if (vec) {\n#pragma unroll\n        for (int it = 0; it < (BN + RS - 1) / RS; ++it) {\n";
-    out += "          const int r = r0 + it * RS;\n          if (BN % RS != 0 && r >= BN) break;\n";
-    out += "          const bool okk = it * RS < left && ck, okv = it * RS < left && cv;\n";
-    out += "          dcc_cp_async16(&ks[kv_at(r, c)], okk ? kp : Kp, okk);\n";
-    out += "          dcc_cp_async16(&vs[kv_at(r, c)], okv ? vp : Vp, okv);\n";
-    out += "          kp += ksp;\n          vp += vsp;\n        }\n";
+    // The thread's lines, `body` copying line r's chunk from kp and vp.
+    auto over_lines = [](const char* unroll, const std::string& body) {
+      return fmt::format("#pragma {}\n        for (int it = 0; it < (BN + RS - 1) / RS; ++it) {{\n"
+                         "          const int r = r0 + it * RS;\n          if (BN % RS != 0 && r >= BN) break;\n{}"
+                         "          kp += ksp;\n          vp += vsp;\n        }}\n",
+                         unroll, body);
+    };
+    out += "      if (vec) {\n" +
+           over_lines("unroll", "          const bool okk = it * RS < left && ck, okv = it * RS < left && cv;\n"
+                                "          dcc_cp_async16(&ks[kv_at(r, c)], okk ? kp : Kp, okk);\n"
+                                "          dcc_cp_async16(&vs[kv_at(r, c)], okv ? vp : Vp, okv);\n");
     // Not unrolled: the unrolled element copies cost the long-key
     // instantiations' register allocation (spills) though they never run
     // on aligned inputs.
-    out += "      } else {\n#pragma unroll 1\n        for (int it = 0; it < (BN + RS - 1) / RS; ++it) {\n";
-    out += "          const int r = r0 + it * RS;\n          if (BN % RS != 0 && r >= BN) break;\n";
-    out += "          const bool in = it * RS < left;\n#pragma unroll 1\n          for (int e = 0; e < VE; ++e) {\n";
-    out += fmt::format("            ks[kv_at(r, c + e)] = in && c + e < t_QD ? kp[e * t_K_ds] : ({0})0;\n"
-                       "            vs[kv_at(r, c + e)] = in && c + e < t_VD ? vp[e * t_V_ds] : ({0})0;\n", st);
-    out += "          }\n          kp += ksp;\n          vp += vsp;\n        }\n      }\n      return;\n    }\n";
+    out += "      } else {\n" +
+           over_lines("unroll 1", fmt::format("          const bool in = it * RS < left;\n#pragma unroll 1\n"
+                                              "          for (int e = 0; e < VE; ++e) {{\n"
+                                              "            ks[kv_at(r, c + e)] = in && c + e < t_QD ? kp[e * t_K_ds] : ({0})0;\n"
+                                              "            vs[kv_at(r, c + e)] = in && c + e < t_VD ? vp[e * t_V_ds] : ({0})0;\n"
+                                              "          }}\n",
+                                              st)) +
+           "      }\n      return;\n    }\n";
     out += "    if (vec) {\n";
     // Otherwise a fixed number of 16-byte chunks a thread (unrolled).
     out += "#pragma unroll\n      for (int it = 0; it < (BN * CPL + THREADS - 1) / THREADS; ++it) {\n"
