@@ -167,3 +167,18 @@ if [[ $PART == j ]]; then
     --variants one=one --out $R/${P}bench_f32.txt > $R/${P}log_f32.txt 2>&1
   echo "bench f32 rc=$?"; cat $R/${P}bench_f32.txt
 fi
+if [[ $PART == k ]]; then
+  # PART f again at the final commit (build_f.sh), and a 32,768-token
+  # sequence (and the usual short ones) through the final bf16 and f32
+  # libraries (build-var/s37/j's one/, copied into build-var/s37/f/libs).
+  ROOT=$PWD
+  PART=f bash $ROOT/bench/results-raw/2026-11-30-s37/dev_s37.sh
+  cd build-var/s37/f/libs || exit 1
+  mkdir -p bf16 f32 && cp mha_bf16.so bf16/mha_bf16.so && cp mha_bf16.so bf16/mha_causal_bf16.so
+  cp mha.so f32/mha.so && cp mha.so f32/mha_causal.so  # full rows only below
+  cp $ROOT/bench/cuda/bench_fused.py .
+  timeout 120 python3 bench_fused.py --dir bf16 --dtype bf16 --lengths 32768,0,1 --check-only > $R/${P}long_bf16.txt 2>&1
+  echo "32k bf16: $(grep -c 'check OK' $R/${P}long_bf16.txt) OK, $(grep -ci 'wrong\|error\|Traceback' $R/${P}long_bf16.txt) wrong"
+  timeout 120 python3 bench_fused.py --dir f32 --dtype f32 --lengths 32768,0,1 --mask full --check-only > $R/${P}long_f32.txt 2>&1
+  echo "32k f32: $(grep -c 'check OK' $R/${P}long_f32.txt) OK, $(grep -ci 'wrong\|error\|Traceback' $R/${P}long_f32.txt) wrong"
+fi
