@@ -85,14 +85,16 @@ std::string FuncEmitter::attention_launch(const Launch& l) {
   b += batch_loops([&](const std::string& pad) {
     return fmt::format("{}dmax = std::max(dmax, std::max<int64_t>({}, {}));\n", pad, scalar("QD"), scalar("VD"));
   });
-  std::string rows = "      const int64_t rows_a_tile = ";
-  for (int dp : k.head_dims) rows += fmt::format("dmax <= {} ? {} : ", dp, gpu::attention_tile_m(k, dp));
-  if (k.split) rows += fmt::format("dmax <= {} ? 16 : ", k.split * k.split_warps);
-  b += rows + fmt::format("{};\n", gpu::attention_tile_m(k, k.wide ? k.wide : k.head_dims.back()));
-  std::string cols = "      const int64_t keys_a_tile = ";
-  for (int dp : k.head_dims) cols += fmt::format("dmax <= {} ? {} : ", dp, gpu::attention_tile_n(k, dp));
-  if (k.split) cols += fmt::format("dmax <= {} ? {} : ", k.split * k.split_warps, k.split_key_tile);
-  b += cols + fmt::format("{};\n", gpu::attention_tile_n(k, k.wide ? k.wide : k.head_dims.back()));
+  // A per-instantiation tile size by the largest head dim: `tile(dp)` for
+  // each head dim, `split` for the split instantiation, the streaming one's.
+  auto by_dim = [&](const char* name, int (*tile)(const gpu::AttentionKernel&, int), int split) {
+    std::string o = fmt::format("      const int64_t {} = ", name);
+    for (int dp : k.head_dims) o += fmt::format("dmax <= {} ? {} : ", dp, tile(k, dp));
+    if (k.split) o += fmt::format("dmax <= {} ? {} : ", k.split * k.split_warps, split);
+    return o + fmt::format("{};\n", tile(k, k.wide ? k.wide : k.head_dims.back()));
+  };
+  b += by_dim("rows_a_tile", gpu::attention_tile_m, 16);
+  b += by_dim("keys_a_tile", gpu::attention_tile_n, k.split_key_tile);
   b += batch_loops([&](const std::string& pad) {
     std::string o = fmt::format("{}const int64_t tm = ({} + rows_a_tile - 1) / rows_a_tile, nk = {};\n", pad,
                                 host_.expr(k.rows), host_.expr(k.keys));
